@@ -1,0 +1,1173 @@
+/* amxk.h - v0.1.0 - CPU kernels for LLM inference on Intel Xeon with AMX - core
+   Public domain or MIT, your choice (see the end of this file).
+
+   Do this in exactly ONE C or C++ file of your project:
+
+       #define AMXK_IMPLEMENTATION
+       #include "amxk.h"          (and/or amxk_pack.h, amxk_moe.h, amxk_gdn.h)
+
+   Every other file includes the headers without the define and sees declarations only. The module
+   headers include amxk.h themselves; one AMXK_IMPLEMENTATION emits the core and every module included
+   in that file, each exactly once, in whatever order they are included.
+
+   TABLE OF CONTENTS (grep for the anchors)
+       >>config     configuration macros, linkage, private helper macros
+       >>util       bit casts, exact fp conversions (bf16, fp16, fp8 e4m3fn / e5m2), helpers
+       >>scalar     portable kernels (every op has one; the fallback tier)
+       >>avx512     AVX-512 kernels in a `#pragma GCC target` / `clang attribute` region
+       >>amx        AMX tile operations (hardware or the software tile emulator) and kernels
+       >>dispatch   CPU detection, tier selection, the parallel-for helper
+       >>api        public function definitions (validate, choose, run)
+
+   CONFIGURATION (define before including, in the implementation file; all are optional)
+       AMXK_STATIC          all public functions become `static` (private copy per translation unit)
+       AMXK_DEF             linkage of public functions (default `extern`, or `static` under AMXK_STATIC)
+       AMXK_AMX_EMULATE     AMX tile instructions run on a portable software tile file (see >>amx);
+                            the AMX tier is then available on every CPU (AMX kernels use nothing
+                            but tile operations and portable C, so they need no other ISA)
+       AMXK_NO_AVX2         do not compile AVX2 code
+       AMXK_NO_AVX512       do not compile AVX-512 code (and no hardware AMX code)
+       AMXK_NO_AMX          do not compile AMX code
+       AMXK_NO_SYSCALLS     never call arch_prctl: AMX is used only if the process already has
+                            tile-data permission (checked without a syscall: it is not, so AMX stays
+                            off unless emulated). Nothing else in amxk makes system calls.
+       AMXK_ASSERT(x)       internal invariant check (default: assert from <assert.h>)
+
+   ISA TIERS AND DISPATCH
+       Four tiers: AMXK_TIER_SCALAR (portable C), AMXK_TIER_AVX2 (AVX2 + FMA + F16C: the fallback
+       for x86 CPUs without AVX-512, e.g. AMD Zen 2/3), AMXK_TIER_AVX512 (AVX-512 F/BW/VL/DQ/VNNI plus
+       the AVX2 tier), AMXK_TIER_AMX (AVX-512 tier plus AMX-TILE/BF16/INT8 - or, in AMXK_AMX_EMULATE
+       builds, the software tile emulator, which runs on any CPU).
+       All tiers are compiled into one build at plain -O2: ISA code sits in target regions. The CPU is
+       detected once (amxk_cpu_init(), called lazily by amxk_ctx_init()); the tier is chosen once per
+       context by amxk_ctx_init() - the highest tier that is both allowed by ctx->isa_allow and usable
+       here - and kernels read it from the context; no CPUID per call. An op may run a lower tier than
+       ctx->tier for shapes where that is faster (documented per op), never a higher one.
+
+   THREADING
+       amxk creates no threads. A context may carry a parallel-for callback (see amxk_parallel_for_fn):
+           parallel_for(user, fn, task_ctx, n_tasks)  must run fn(task_ctx, t, w) once for every
+           t in [0, n_tasks), on any threads, with w in [0, ctx->n_workers) identifying the calling
+           worker (no two concurrently running calls share a w), and return when all have finished.
+       With parallel_for == NULL the library runs `for (t = 0; t < n_tasks; t++) fn(task_ctx, t, 0);`
+       on the caller. Every op documents this serial loop. Each output element is computed by exactly
+       one task with a fixed summation order, so results are bitwise identical for any worker count
+       and any scheduling. The worker index only selects per-worker workspace slices.
+
+   MEMORY
+       amxk never allocates. Ops that need scratch take (workspace, workspace_bytes) and have a size
+       query; workspace must be AMXK_ALIGN (64) byte aligned, its content on entry is irrelevant, and
+       it may be reused freely after the call returns. Strides are in ELEMENTS everywhere in amxk
+       unless a parameter name ends in _bytes. amxk never reads past the last element of an input and
+       never writes outside an output's elements (gaps between strided rows included).
+
+   ERRORS
+       Public functions return amxk_status (AMXK_OK = 0, errors negative; amxk_status_string()).
+       On any error nothing is written: outputs, state and workspace are left as they were.
+
+   NUMERICS
+       Conversions to bf16/fp16/fp8 round to nearest even; fp8 encoders saturate (finite values and
+       infinities beyond the largest finite code give +-max; NaN stays NaN). Decoders are exact for
+       every code, subnormals and zeros included.
+*/
+#ifndef AMXK_H_INCLUDED
+#define AMXK_H_INCLUDED
+
+#define AMXK_VERSION_MAJOR 0
+#define AMXK_VERSION_MINOR 1
+#define AMXK_VERSION_PATCH 0
+#define AMXK_VERSION_NUMBER (AMXK_VERSION_MAJOR * 10000 + AMXK_VERSION_MINOR * 100 + AMXK_VERSION_PATCH)
+#define AMXK_VERSION_STRING "0.1.0"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef AMXK_DEF
+#  ifdef AMXK_STATIC
+#    if defined(__GNUC__) || defined(__clang__)
+#      define AMXK_DEF __attribute__((unused)) static
+#    else
+#      define AMXK_DEF static
+#    endif
+#  else
+#    define AMXK_DEF extern
+#  endif
+#endif
+
+#define AMXK_ALIGN 64 /* required alignment (bytes) of workspaces; packed buffers too */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes. 0 is success; every error is negative. */
+typedef enum amxk_status {
+    AMXK_OK = 0,
+    AMXK_ERR_NULL = -1,        /* a required pointer is NULL */
+    AMXK_ERR_SHAPE = -2,       /* a dimension is zero, negative or inconsistent */
+    AMXK_ERR_STRIDE = -3,      /* a stride is smaller than the row it strides over */
+    AMXK_ERR_ALIGN = -4,       /* a buffer is not aligned as the contract requires */
+    AMXK_ERR_WORKSPACE = -5,   /* workspace missing or smaller than the size query said */
+    AMXK_ERR_FORMAT = -6,      /* packed buffer of another format, version or shape */
+    AMXK_ERR_DTYPE = -7,       /* dtype not supported by this op */
+    AMXK_ERR_ARG = -8,         /* another argument is out of range */
+    AMXK_ERR_UNSUPPORTED = -9, /* valid request this build/CPU cannot serve */
+    AMXK_ERR_CONTEXT = -10,    /* context not initialised by amxk_ctx_init or inconsistent */
+    AMXK_ERR_ALIAS = -11,      /* buffers overlap where the contract forbids it */
+    AMXK_STATUS_FORCE_I32 = 0x7fffffff
+} amxk_status;
+
+/* Element types. */
+typedef enum amxk_dtype {
+    AMXK_DTYPE_INVALID = 0,
+    AMXK_DTYPE_F32,
+    AMXK_DTYPE_BF16,
+    AMXK_DTYPE_F16,
+    AMXK_DTYPE_FP8_E4M3, /* OCP e4m3fn: bias 7, max 448, NaN = S.1111.111, no inf */
+    AMXK_DTYPE_FP8_E5M2, /* OCP e5m2: bias 15, max 57344, inf and NaN as IEEE */
+    AMXK_DTYPE_I8,
+    AMXK_DTYPE_U8,
+    AMXK_DTYPE_I32,
+    AMXK_DTYPE_COUNT,
+    AMXK_DTYPE_FORCE_I32 = 0x7fffffff
+} amxk_dtype;
+
+typedef uint16_t amxk_bf16; /* raw bfloat16 bits */
+typedef uint16_t amxk_f16;  /* raw IEEE binary16 bits */
+typedef uint8_t amxk_fp8;   /* raw fp8 bits (e4m3fn or e5m2, as the dtype says) */
+
+/* ISA tiers, in increasing order. */
+typedef enum amxk_tier {
+    AMXK_TIER_NONE = 0, /* context not initialised */
+    AMXK_TIER_SCALAR = 1,
+    AMXK_TIER_AVX2 = 2,
+    AMXK_TIER_AVX512 = 3,
+    AMXK_TIER_AMX = 4,
+    AMXK_TIER_COUNT,
+    AMXK_TIER_FORCE_I32 = 0x7fffffff
+} amxk_tier;
+#define AMXK_TIER_BIT(t) (1u << (unsigned)(t))
+#define AMXK_ISA_ALL 0u /* isa_allow value meaning "every tier" */
+
+/* CPU feature bits (amxk_cpu.hw / amxk_cpu.usable). */
+enum {
+    AMXK_CPU_AVX2 = 1u << 0,
+    AMXK_CPU_FMA = 1u << 1,
+    AMXK_CPU_F16C = 1u << 2,
+    AMXK_CPU_AVX512F = 1u << 3,
+    AMXK_CPU_AVX512BW = 1u << 4,
+    AMXK_CPU_AVX512VL = 1u << 5,
+    AMXK_CPU_AVX512DQ = 1u << 6,
+    AMXK_CPU_AVX512VNNI = 1u << 7,
+    AMXK_CPU_AVX512BF16 = 1u << 8,
+    AMXK_CPU_AVX512FP16 = 1u << 9,
+    AMXK_CPU_AVXVNNI = 1u << 10,
+    AMXK_CPU_AMX_TILE = 1u << 11,
+    AMXK_CPU_AMX_BF16 = 1u << 12,
+    AMXK_CPU_AMX_INT8 = 1u << 13,
+    AMXK_CPU_AMX_FP16 = 1u << 14
+};
+
+/* What amxk_cpu_init found. `hw`: features CPUID reports. `usable`: the subset whose register state
+   the OS enables in XCR0 (YMM for AVX*, opmask/ZMM for AVX-512, XTILECFG+XTILEDATA for AMX) and, for
+   AMX, for which Linux tile-data permission was granted. `amx_permission`: 1 granted (or not needed:
+   non-Linux), 0 not requested (AMXK_NO_SYSCALLS or no AMX), -1 refused by the kernel. `tiers`: mask
+   of AMXK_TIER_BIT(t) usable in this build on this CPU (AMX includes the emulator). */
+typedef struct amxk_cpu {
+    uint32_t hw;
+    uint32_t usable;
+    int amx_permission;
+    unsigned tiers;
+    amxk_tier best_tier;
+    int amx_emulated; /* 1 when built with AMXK_AMX_EMULATE */
+} amxk_cpu;
+
+/* Detect the CPU once (idempotent, thread-compatible: concurrent first calls compute the same
+   values) and, on Linux and unless AMXK_NO_SYSCALLS, request AMX tile-data permission for the
+   process (arch_prctl ARCH_REQ_XCOMP_PERM, 18), then verify it with ARCH_GET_XCOMP_PERM. A refusal
+   demotes AMX; it never crashes. Returns a pointer to a static, never NULL. */
+AMXK_DEF const amxk_cpu *amxk_cpu_init(void);
+
+/* Parallel-for callback: see THREADING in the top comment. */
+typedef void (*amxk_task_fn)(void *task_ctx, size_t task, int worker);
+typedef void (*amxk_parallel_for_fn)(void *user, amxk_task_fn fn, void *task_ctx, size_t n_tasks);
+
+/* Context. Zero-initialise, set the public fields, call amxk_ctx_init once; then pass it (const)
+   to any number of concurrent calls. A NULL context pointer in an op means: serial, one worker,
+   highest usable tier. */
+typedef struct amxk_ctx {
+    amxk_parallel_for_fn parallel_for; /* NULL: serial on the caller */
+    void *parallel_user;               /* first argument of parallel_for */
+    int n_workers;                     /* upper bound on the worker index + 1; 0 means 1 */
+    unsigned isa_allow;                /* AMXK_ISA_ALL or an OR of AMXK_TIER_BIT(tier) */
+    /* set by amxk_ctx_init: */
+    amxk_tier tier; /* the tier ops use */
+} amxk_ctx;
+
+/* Resolves ctx->tier from ctx->isa_allow and the CPU; normalises n_workers (0 -> 1).
+   AMXK_ERR_NULL: ctx NULL. AMXK_ERR_ARG: n_workers < 0, or isa_allow has bits outside the tiers.
+   AMXK_ERR_UNSUPPORTED: none of the allowed tiers is usable here (ctx unchanged). */
+AMXK_DEF amxk_status amxk_ctx_init(amxk_ctx *ctx);
+
+AMXK_DEF const char *amxk_version(void);               /* AMXK_VERSION_STRING */
+AMXK_DEF const char *amxk_status_string(amxk_status s); /* never NULL; "unknown status" if unknown */
+AMXK_DEF const char *amxk_tier_name(amxk_tier t);       /* "scalar", "avx2", "avx512", "amx" or "none" */
+AMXK_DEF size_t amxk_dtype_size(amxk_dtype t);          /* bytes per element, 0 for invalid */
+
+/* Scalar conversions (exact, round-to-nearest-even; see NUMERICS). */
+AMXK_DEF float amxk_bf16_to_f32(amxk_bf16 h);
+AMXK_DEF amxk_bf16 amxk_f32_to_bf16(float f);
+AMXK_DEF float amxk_f16_to_f32(amxk_f16 h);
+AMXK_DEF amxk_f16 amxk_f32_to_f16(float f);
+AMXK_DEF float amxk_e4m3_to_f32(amxk_fp8 b);
+AMXK_DEF amxk_fp8 amxk_f32_to_e4m3(float f);
+AMXK_DEF float amxk_e5m2_to_f32(amxk_fp8 b);
+AMXK_DEF amxk_fp8 amxk_f32_to_e5m2(float f);
+
+/* Array conversion dst[i] = convert(src[i]) for i in [0, n). One side must be F32, the other F32,
+   BF16, F16, FP8_E4M3 or FP8_E5M2. Bitwise identical to the scalar functions on every tier.
+   Tiers: scalar, AVX2, AVX-512 (the AMX tier uses the best of these). Serial. dst and src must not overlap unless
+   equal with equal element sizes. n == 0 is a no-op. ctx may be NULL. */
+AMXK_DEF amxk_status amxk_convert(const amxk_ctx *ctx, void *dst, amxk_dtype dst_type, const void *src,
+                                  amxk_dtype src_type, size_t n);
+
+#if defined(AMXK_AMX_EMULATE)
+/* Tile emulator fault hook (AMXK_AMX_EMULATE builds only). Every tile operation that would fault on
+   real hardware (#UD/#GP: unconfigured tile, palette != 1, rows > 16, bytes per row > 64, reserved
+   config bytes set, dot-product shapes that do not match, repeated tile operands) calls the handler
+   with a message and the emulator state is left unchanged. The default handler prints the message to
+   stderr and aborts. The handler may longjmp out. Returns the previous handler. Process-wide. */
+typedef void (*amxk_amx_fault_fn)(const char *message);
+AMXK_DEF amxk_amx_fault_fn amxk_amx_emu_set_fault_handler(amxk_amx_fault_fn fn);
+
+/* Direct access to the emulated tile operations, for tests and for callers who write their own AMX
+   kernels against the emulator. Tiles are numbered 0..7; strides are in bytes; the configuration is
+   the 64-byte LDTILECFG image. State is per thread, as on hardware. */
+AMXK_DEF void amxk_amx_emu_loadconfig(const void *config64);
+AMXK_DEF void amxk_amx_emu_storeconfig(void *config64);
+AMXK_DEF void amxk_amx_emu_release(void);
+AMXK_DEF void amxk_amx_emu_loadd(int tile, const void *base, size_t stride_bytes);
+AMXK_DEF void amxk_amx_emu_stored(int tile, void *base, size_t stride_bytes);
+AMXK_DEF void amxk_amx_emu_zero(int tile);
+AMXK_DEF void amxk_amx_emu_dpbf16ps(int c, int a, int b);
+AMXK_DEF void amxk_amx_emu_dpfp16ps(int c, int a, int b);
+AMXK_DEF void amxk_amx_emu_dpbssd(int c, int a, int b);
+AMXK_DEF void amxk_amx_emu_dpbsud(int c, int a, int b);
+AMXK_DEF void amxk_amx_emu_dpbusd(int c, int a, int b);
+AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AMXK_H_INCLUDED */
+
+/* ============================================================================================== */
+/* Stop here if you only need the API.                                                            */
+/* ============================================================================================== */
+
+#if defined(AMXK_IMPLEMENTATION) && !defined(AMXK_C_INCLUDED)
+#define AMXK_C_INCLUDED
+
+// >>config ---------------------------------------------------------------------------------------
+
+#ifndef AMXK_ASSERT
+#  include <assert.h>
+#  define AMXK_ASSERT(x) assert(x)
+#endif
+#include <string.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#  define AMXK__PRIV __attribute__((unused)) static
+#  define AMXK__INLINE __attribute__((unused)) static inline
+#else
+#  define AMXK__PRIV static
+#  define AMXK__INLINE static
+#endif
+#if defined(__cplusplus)
+#  define AMXK__RESTRICT __restrict
+#else
+#  define AMXK__RESTRICT restrict
+#endif
+#if defined(__cplusplus)
+#  define AMXK__THREAD_LOCAL thread_local
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#  define AMXK__THREAD_LOCAL _Thread_local
+#else
+#  define AMXK__THREAD_LOCAL __thread
+#endif
+
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+#  define AMXK__X86 1
+#else
+#  define AMXK__X86 0
+#endif
+#if AMXK__X86 && !defined(AMXK_NO_AVX2)
+#  define AMXK__HAS_AVX2 1
+#else
+#  define AMXK__HAS_AVX2 0
+#endif
+#if AMXK__X86 && !defined(AMXK_NO_AVX512)
+#  define AMXK__HAS_AVX512 1
+#else
+#  define AMXK__HAS_AVX512 0
+#endif
+/* AMX kernels are compiled when emulated (any CPU) or when the compiler can target real AMX. */
+#if !defined(AMXK_NO_AMX) && (defined(AMXK_AMX_EMULATE) || AMXK__HAS_AVX512)
+#  define AMXK__HAS_AMX 1
+#else
+#  define AMXK__HAS_AMX 0
+#endif
+
+/* Target regions. Every function between BEGIN and END is compiled for that ISA; helpers the kernels
+   call must sit inside the same region (an always_inline intrinsic cannot cross a target boundary).
+   The AMX region is a superset of the AVX-512 one; under AMXK_AMX_EMULATE it is empty (no target),
+   so that emulated AMX kernels run on any CPU. */
+#if defined(__clang__)
+#  define AMXK__TARGET_AVX2_BEGIN _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c\"))), apply_to = function)")
+#  define AMXK__TARGET_AVX512_BEGIN                                                                  \
+      _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx512fp16\"))), apply_to = function)")
+#  define AMXK__TARGET_AMX_BEGIN                                                                     \
+      _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx512fp16,amx-tile,amx-int8,amx-bf16\"))), apply_to = function)")
+#  define AMXK__TARGET_END _Pragma("clang attribute pop")
+#elif defined(__GNUC__)
+#  define AMXK__TARGET_AVX2_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c\")")
+#  define AMXK__TARGET_AVX512_BEGIN                                                                  \
+      _Pragma("GCC push_options")                                                                    \
+      _Pragma("GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx512fp16\")")
+#  define AMXK__TARGET_AMX_BEGIN                                                                     \
+      _Pragma("GCC push_options")                                                                    \
+      _Pragma("GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx512fp16,amx-tile,amx-int8,amx-bf16\")")
+#  define AMXK__TARGET_END _Pragma("GCC pop_options")
+#endif
+#if defined(AMXK_AMX_EMULATE)
+#  undef AMXK__TARGET_AMX_BEGIN
+#  define AMXK__TARGET_AMX_BEGIN
+#  define AMXK__TARGET_AMX_END
+#else
+#  define AMXK__TARGET_AMX_END AMXK__TARGET_END
+#endif
+
+#if AMXK__HAS_AVX2 || AMXK__HAS_AVX512
+/* g++ 12 warns (maybe-)uninitialized inside its own avx512fintrin.h in C++ mode */
+#  if defined(__GNUC__) && !defined(__clang__)
+#    pragma GCC diagnostic push
+#    pragma GCC diagnostic ignored "-Wuninitialized"
+#    pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#  endif
+#  include <immintrin.h>
+#  if defined(__GNUC__) && !defined(__clang__)
+#    pragma GCC diagnostic pop
+#  endif
+#endif
+
+#define AMXK__MIN(a, b) ((a) < (b) ? (a) : (b))
+#define AMXK__MAX(a, b) ((a) > (b) ? (a) : (b))
+#define AMXK__CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
+#define AMXK__ROUND_UP(a, b) (AMXK__CEIL_DIV(a, b) * (b))
+
+// >>util -----------------------------------------------------------------------------------------
+
+AMXK__INLINE uint32_t amxk__f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+AMXK__INLINE float amxk__bits_f32(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* bf16 <- f32: RNE on the bit pattern; NaN keeps sign and top payload, quiet bit set. */
+AMXK__INLINE uint16_t amxk__f32_to_bf16(float f) {
+    uint32_t u = amxk__f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+AMXK__INLINE float amxk__bf16_to_f32(uint16_t h) { return amxk__bits_f32((uint32_t)h << 16); }
+
+/* f16 -> f32: exact; NaN gets the quiet bit (as vcvtph2ps does). */
+AMXK__INLINE float amxk__f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, r;
+    if (e == 0x1f) {
+        r = sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0u);
+    } else if (e != 0) {
+        r = sign | ((e + 112u) << 23) | (m << 13);
+    } else {
+        float v = (float)m * amxk__bits_f32(0x33800000u); /* m * 2^-24, exact */
+        r = sign | amxk__f32_bits(v);
+    }
+    return amxk__bits_f32(r);
+}
+
+/* f16 <- f32: RNE incl. subnormals, overflow -> inf; NaN quiet with top payload (as vcvtps2ph). */
+AMXK__INLINE uint16_t amxk__f32_to_f16(float f) {
+    uint32_t u = amxk__f32_bits(f), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to inf */
+    if (a < 0x38800000u) {                                 /* below 2^-14: subnormal or zero */
+        /* adding 0.5 (2^-1) aligns the f16 subnormal ulp 2^-24 with the f32 ulp of 2^-1; the fp32
+           add rounds to nearest even */
+        float v = amxk__bits_f32(a) + 0.5f;
+        return (uint16_t)(sign | (amxk__f32_bits(v) - 0x3f000000u));
+    }
+    a += 0xc8000fffu + ((a >> 13) & 1u); /* rebias 127 -> 15 ((15-127)<<23 mod 2^32) + RNE */
+    return (uint16_t)(sign | (a >> 13));
+}
+
+/* fp8 e4m3fn -> f32: exact; 0x7f/0xff -> NaN. */
+AMXK__INLINE float amxk__e4m3_to_f32(uint8_t b) {
+    uint32_t sign = (uint32_t)(b & 0x80u) << 24, e = (b >> 3) & 0xfu, m = b & 7u;
+    if (e == 0xf && m == 7) return amxk__bits_f32(sign | 0x7fc00000u);
+    if (e == 0) return amxk__bits_f32(sign | amxk__f32_bits((float)m * (1.0f / 512.0f)));
+    return amxk__bits_f32(sign | ((e + 120u) << 23) | (m << 20));
+}
+/* fp8 e5m2 -> f32: exact (it is the top byte of an f16). */
+AMXK__INLINE float amxk__e5m2_to_f32(uint8_t b) { return amxk__f16_to_f32((uint16_t)(b << 8)); }
+
+/* f32 -> fp8 e4m3fn, RNE, saturating: |x| rounding above 448 (and inf) -> 448; NaN -> 0x7f|sign. */
+AMXK__INLINE uint8_t amxk__f32_to_e4m3(float f) {
+    uint32_t u = amxk__f32_bits(f), sign = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return (uint8_t)(sign | 0x7fu);
+    if (a >= 0x43e00000u) return (uint8_t)(sign | 0x7eu); /* >= 448 */
+    if (a < 0x3c800000u) {                               /* below 2^-6: subnormal or zero */
+        float v = amxk__bits_f32(a) + amxk__bits_f32(141u << 23); /* ulp 2^-9 aligned, RNE */
+        return (uint8_t)(sign | (amxk__f32_bits(v) - (141u << 23)));
+    }
+    a += 0xc407ffffu + ((a >> 20) & 1u); /* rebias 127 -> 7 ((7-127)<<23) + 0x7ffff + RNE */
+    return (uint8_t)(sign | (a >> 20));
+}
+/* f32 -> fp8 e5m2, RNE, saturating: |x| rounding above 57344 (and inf) -> 57344; NaN -> 0x7f|sign. */
+AMXK__INLINE uint8_t amxk__f32_to_e5m2(float f) {
+    uint32_t u = amxk__f32_bits(f), sign = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return (uint8_t)(sign | 0x7fu);
+    if (a >= 0x47600000u) return (uint8_t)(sign | 0x7bu); /* >= 57344 */
+    if (a < 0x38800000u) {                               /* below 2^-14 */
+        float v = amxk__bits_f32(a) + amxk__bits_f32(134u << 23); /* ulp 2^-16 aligned */
+        return (uint8_t)(sign | (amxk__f32_bits(v) - (134u << 23)));
+    }
+    a += 0xc80fffffu + ((a >> 21) & 1u); /* rebias 127 -> 15 + 0xfffff + RNE */
+    return (uint8_t)(sign | (a >> 21));
+}
+
+/* Split [0, n) into `parts` near-equal contiguous ranges; range i is [*b, *e). */
+AMXK__INLINE void amxk__split(size_t n, size_t parts, size_t i, size_t *b, size_t *e) {
+    size_t q = n / parts, r = n % parts;
+    *b = i * q + (i < r ? i : r);
+    *e = *b + q + (i < r ? 1 : 0);
+}
+
+AMXK__INLINE int amxk__overlap(const void *a, size_t na, const void *b, size_t nb) {
+    const char *pa = (const char *)a, *pb = (const char *)b;
+    return na && nb && pa < pb + nb && pb < pa + na;
+}
+
+// >>scalar ---------------------------------------------------------------------------------------
+
+AMXK__PRIV void amxk__convert__scalar(void *dst, amxk_dtype dt, const void *src, amxk_dtype st, size_t n) {
+    size_t i;
+    if (st == AMXK_DTYPE_F32) {
+        const float *s = (const float *)src;
+        switch (dt) {
+        case AMXK_DTYPE_F32: memmove(dst, src, n * 4); break;
+        case AMXK_DTYPE_BF16: for (i = 0; i < n; i++) ((uint16_t *)dst)[i] = amxk__f32_to_bf16(s[i]); break;
+        case AMXK_DTYPE_F16: for (i = 0; i < n; i++) ((uint16_t *)dst)[i] = amxk__f32_to_f16(s[i]); break;
+        case AMXK_DTYPE_FP8_E4M3: for (i = 0; i < n; i++) ((uint8_t *)dst)[i] = amxk__f32_to_e4m3(s[i]); break;
+        case AMXK_DTYPE_FP8_E5M2: for (i = 0; i < n; i++) ((uint8_t *)dst)[i] = amxk__f32_to_e5m2(s[i]); break;
+        default: AMXK_ASSERT(0);
+        }
+    } else {
+        float *d = (float *)dst;
+        switch (st) {
+        case AMXK_DTYPE_BF16: for (i = 0; i < n; i++) d[i] = amxk__bf16_to_f32(((const uint16_t *)src)[i]); break;
+        case AMXK_DTYPE_F16: for (i = 0; i < n; i++) d[i] = amxk__f16_to_f32(((const uint16_t *)src)[i]); break;
+        case AMXK_DTYPE_FP8_E4M3: for (i = 0; i < n; i++) d[i] = amxk__e4m3_to_f32(((const uint8_t *)src)[i]); break;
+        case AMXK_DTYPE_FP8_E5M2: for (i = 0; i < n; i++) d[i] = amxk__e5m2_to_f32(((const uint8_t *)src)[i]); break;
+        default: AMXK_ASSERT(0);
+        }
+    }
+}
+
+// >>avx2 -----------------------------------------------------------------------------------------
+/* The AVX2 + FMA + F16C tier: x86 CPUs without AVX-512. Vector bodies of 8 lanes; tails reuse the
+   scalar functions, which are bitwise identical. */
+
+#if AMXK__HAS_AVX2
+AMXK__TARGET_AVX2_BEGIN
+
+AMXK__INLINE __m128i amxk__cvt_f32_bf16__avx2(__m256 x) {
+    __m256i u = _mm256_castps_si256(x);
+    __m256i a = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff));
+    __m256i nan = _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7f800000)); /* a >= 0: signed compare ok */
+    __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), odd), 16);
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40)), nan);
+    r = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08); /* values <= 0xffff: no saturation */
+    return _mm256_castsi256_si128(r);
+}
+AMXK__INLINE __m256 amxk__cvt_bf16_f32__avx2(__m128i h) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+AMXK__INLINE __m256 amxk__cvt_e4m3_f32__avx2(__m128i b) { /* same method as the AVX-512 version */
+    __m256i u = _mm256_cvtepu8_epi32(b);
+    __m256i low = _mm256_and_si256(u, _mm256_set1_epi32(0x7f));
+    __m256 v = _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(low, 20)), _mm256_castsi256_ps(_mm256_set1_epi32(0x7b800000)));
+    __m256i r = _mm256_blendv_epi8(_mm256_castps_si256(v), _mm256_set1_epi32(0x7fc00000), _mm256_cmpeq_epi32(low, _mm256_set1_epi32(0x7f)));
+    r = _mm256_or_si256(r, _mm256_slli_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x80)), 24));
+    return _mm256_castsi256_ps(r);
+}
+AMXK__INLINE __m256 amxk__cvt_e5m2_f32__avx2(__m128i b) {
+    return _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(b), 8));
+}
+/* 8 lanes f32 -> fp8 codes in the low 8 bytes, bitwise equal to the scalar encoders. */
+AMXK__INLINE uint64_t amxk__cvt_f32_fp8__avx2(__m256 x, int e5m2) {
+    const int maxv = e5m2 ? 0x47600000 : 0x43e00000, maxc = e5m2 ? 0x7b : 0x7e;
+    const int subn = e5m2 ? 0x38800000 : 0x3c800000, magic = e5m2 ? (134 << 23) : (141 << 23);
+    const int bias = e5m2 ? (int)0xc80fffffu : (int)0xc407ffffu;
+    const __m128i sh = _mm_cvtsi32_si128(e5m2 ? 21 : 20);
+    __m256i u = _mm256_castps_si256(x);
+    __m256i sign = _mm256_and_si256(_mm256_srli_epi32(u, 24), _mm256_set1_epi32(0x80));
+    __m256i a = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)); /* all compares below see a >= 0 */
+    __m256i odd = _mm256_and_si256(_mm256_srl_epi32(a, sh), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srl_epi32(_mm256_add_epi32(a, _mm256_add_epi32(_mm256_set1_epi32(bias), odd)), sh);
+    __m256i sub = _mm256_sub_epi32(_mm256_castps_si256(_mm256_add_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(_mm256_set1_epi32(magic)))),
+                                   _mm256_set1_epi32(magic));
+    __m128i lo, hi;
+    uint32_t l, h;
+    r = _mm256_blendv_epi8(r, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(subn), a));
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(maxc), _mm256_cmpgt_epi32(a, _mm256_set1_epi32(maxv - 1)));
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7f), _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7f800000)));
+    r = _mm256_or_si256(r, sign);
+    r = _mm256_packus_epi16(_mm256_packus_epi32(r, r), _mm256_setzero_si256());
+    lo = _mm256_castsi256_si128(r);
+    hi = _mm256_extracti128_si256(r, 1);
+    l = (uint32_t)_mm_cvtsi128_si32(lo);
+    h = (uint32_t)_mm_cvtsi128_si32(hi);
+    return (uint64_t)l | ((uint64_t)h << 32);
+}
+
+AMXK__PRIV void amxk__convert__avx2(void *dst, amxk_dtype dt, const void *src, amxk_dtype st, size_t n) {
+    size_t i, nv = n & ~(size_t)7;
+    for (i = 0; i < nv; i += 8) {
+        if (st == AMXK_DTYPE_F32) {
+            __m256 x = _mm256_loadu_ps((const float *)src + i);
+            switch (dt) {
+            case AMXK_DTYPE_F32: _mm256_storeu_ps((float *)dst + i, x); break;
+            case AMXK_DTYPE_BF16: _mm_storeu_si128((__m128i *)((uint16_t *)dst + i), amxk__cvt_f32_bf16__avx2(x)); break;
+            case AMXK_DTYPE_F16:
+                _mm_storeu_si128((__m128i *)((uint16_t *)dst + i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+                break;
+            case AMXK_DTYPE_FP8_E4M3: case AMXK_DTYPE_FP8_E5M2: {
+                uint64_t v = amxk__cvt_f32_fp8__avx2(x, dt == AMXK_DTYPE_FP8_E5M2);
+                memcpy((uint8_t *)dst + i, &v, 8);
+                break;
+            }
+            default: AMXK_ASSERT(0);
+            }
+        } else {
+            __m256 y;
+            switch (st) {
+            case AMXK_DTYPE_BF16: y = amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + i))); break;
+            case AMXK_DTYPE_F16: y = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + i))); break;
+            case AMXK_DTYPE_FP8_E4M3: y = amxk__cvt_e4m3_f32__avx2(_mm_loadl_epi64((const __m128i *)((const uint8_t *)src + i))); break;
+            case AMXK_DTYPE_FP8_E5M2: y = amxk__cvt_e5m2_f32__avx2(_mm_loadl_epi64((const __m128i *)((const uint8_t *)src + i))); break;
+            default: y = _mm256_setzero_ps(); AMXK_ASSERT(0);
+            }
+            _mm256_storeu_ps((float *)dst + i, y);
+        }
+    }
+    if (nv < n) {
+        size_t ds = amxk_dtype_size(dt), ss = amxk_dtype_size(st);
+        amxk__convert__scalar((char *)dst + nv * ds, dt, (const char *)src + nv * ss, st, n - nv);
+    }
+}
+
+AMXK__TARGET_END
+#endif /* AMXK__HAS_AVX2 */
+
+// >>avx512 -----------------------------------------------------------------------------------------
+
+#if AMXK__HAS_AVX512
+AMXK__TARGET_AVX512_BEGIN
+
+/* 16 lanes of f32 -> bf16, bitwise equal to amxk__f32_to_bf16 (vcvtneps2bf16 flushes subnormal
+   inputs, so it is not used here). */
+AMXK__INLINE __m256i amxk__cvt_f32_bf16__avx512(__m512 x) {
+    __m512i u = _mm512_castps_si512(x);
+    __m512i a = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(a, _mm512_set1_epi32(0x7f800000));
+    __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), odd), 16);
+    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(r);
+}
+AMXK__INLINE __m512 amxk__cvt_bf16_f32__avx512(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+/* fp8 e4m3 -> f32 exact: place exponent/mantissa in an f32 with exponent bias 127, multiply by 2^120
+   (exact, subnormals included: MXCSR.DAZ is off in C programs), then fix NaN and the sign. */
+AMXK__INLINE __m512 amxk__cvt_e4m3_f32__avx512(__m128i b) {
+    __m512i u = _mm512_cvtepu8_epi32(b);
+    __m512i mag = _mm512_slli_epi32(_mm512_and_si512(u, _mm512_set1_epi32(0x7f)), 20);
+    __m512 v = _mm512_mul_ps(_mm512_castsi512_ps(mag), _mm512_castsi512_ps(_mm512_set1_epi32(0x7b800000)));
+    __mmask16 nan = _mm512_cmpeq_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7f)), _mm512_set1_epi32(0x7f));
+    __m512i r = _mm512_mask_mov_epi32(_mm512_castps_si512(v), nan, _mm512_set1_epi32(0x7fc00000));
+    r = _mm512_or_si512(r, _mm512_slli_epi32(_mm512_and_si512(u, _mm512_set1_epi32(0x80)), 24));
+    return _mm512_castsi512_ps(r);
+}
+AMXK__INLINE __m512 amxk__cvt_e5m2_f32__avx512(__m128i b) {
+    return _mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(b), 8));
+}
+/* f32 -> fp8 (e4m3: ebits 4, bias 7; e5m2: ebits 5, bias 15), bitwise equal to the scalar encoders. */
+AMXK__INLINE __m128i amxk__cvt_f32_fp8__avx512(__m512 x, int e5m2) {
+    const uint32_t maxv = e5m2 ? 0x47600000u : 0x43e00000u, maxc = e5m2 ? 0x7bu : 0x7eu;
+    const uint32_t subn = e5m2 ? 0x38800000u : 0x3c800000u, magic = e5m2 ? (134u << 23) : (141u << 23);
+    const uint32_t bias = e5m2 ? 0xc80fffffu : 0xc407ffffu;
+    const unsigned sh = e5m2 ? 21 : 20;
+    __m512i u = _mm512_castps_si512(x);
+    __m512i sign = _mm512_and_si512(_mm512_srli_epi32(u, 24), _mm512_set1_epi32(0x80));
+    __m512i a = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
+    __m512i nrm = _mm512_add_epi32(a, _mm512_add_epi32(_mm512_set1_epi32((int)bias),
+                                                        _mm512_and_si512(_mm512_srl_epi32(a, _mm_cvtsi32_si128((int)sh)), _mm512_set1_epi32(1))));
+    __m512i sub, r;
+    nrm = _mm512_srl_epi32(nrm, _mm_cvtsi32_si128((int)sh));
+    sub = _mm512_sub_epi32(_mm512_castps_si512(_mm512_add_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(_mm512_set1_epi32((int)magic)))),
+                           _mm512_set1_epi32((int)magic));
+    r = _mm512_mask_mov_epi32(nrm, _mm512_cmplt_epu32_mask(a, _mm512_set1_epi32((int)subn)), sub);
+    r = _mm512_mask_mov_epi32(r, _mm512_cmpge_epu32_mask(a, _mm512_set1_epi32((int)maxv)), _mm512_set1_epi32((int)maxc));
+    r = _mm512_mask_mov_epi32(r, _mm512_cmpgt_epu32_mask(a, _mm512_set1_epi32(0x7f800000)), _mm512_set1_epi32(0x7f));
+    return _mm512_cvtepi32_epi8(_mm512_or_si512(r, sign));
+}
+
+AMXK__PRIV void amxk__convert__avx512(void *dst, amxk_dtype dt, const void *src, amxk_dtype st, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 k = (__mmask16)(n - i >= 16 ? 0xffffu : ((1u << (n - i)) - 1u));
+        if (st == AMXK_DTYPE_F32) {
+            __m512 x = _mm512_maskz_loadu_ps(k, (const float *)src + i);
+            switch (dt) {
+            case AMXK_DTYPE_F32: _mm512_mask_storeu_ps((float *)dst + i, k, x); break;
+            case AMXK_DTYPE_BF16: _mm256_mask_storeu_epi16((uint16_t *)dst + i, k, amxk__cvt_f32_bf16__avx512(x)); break;
+            case AMXK_DTYPE_F16:
+                _mm256_mask_storeu_epi16((uint16_t *)dst + i, k, _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+                break;
+            case AMXK_DTYPE_FP8_E4M3: _mm_mask_storeu_epi8((uint8_t *)dst + i, k, amxk__cvt_f32_fp8__avx512(x, 0)); break;
+            case AMXK_DTYPE_FP8_E5M2: _mm_mask_storeu_epi8((uint8_t *)dst + i, k, amxk__cvt_f32_fp8__avx512(x, 1)); break;
+            default: AMXK_ASSERT(0);
+            }
+        } else {
+            __m512 y;
+            switch (st) {
+            case AMXK_DTYPE_BF16: y = amxk__cvt_bf16_f32__avx512(_mm256_maskz_loadu_epi16(k, (const uint16_t *)src + i)); break;
+            case AMXK_DTYPE_F16: y = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, (const uint16_t *)src + i)); break;
+            case AMXK_DTYPE_FP8_E4M3: y = amxk__cvt_e4m3_f32__avx512(_mm_maskz_loadu_epi8(k, (const uint8_t *)src + i)); break;
+            case AMXK_DTYPE_FP8_E5M2: y = amxk__cvt_e5m2_f32__avx512(_mm_maskz_loadu_epi8(k, (const uint8_t *)src + i)); break;
+            default: y = _mm512_setzero_ps(); AMXK_ASSERT(0);
+            }
+            _mm512_mask_storeu_ps((float *)dst + i, k, y);
+        }
+    }
+}
+
+AMXK__TARGET_END
+#endif /* AMXK__HAS_AVX512 */
+
+// >>amx ------------------------------------------------------------------------------------------
+/* Tile operations used by every AMX kernel in amxk. Kernels call the AMXK__TILE_* macros with
+   constant tile numbers; they expand to the hardware intrinsics, or, under AMXK_AMX_EMULATE, to the
+   software tile file below, so the same kernel code runs on both.
+
+   amxk__tilecfg is the 64-byte LDTILECFG image. Kernels fill one with amxk__tilecfg_set and load it
+   with AMXK__TILE_LOADCONFIG at the start of each task, and call AMXK__TILE_RELEASE at its end (tile
+   configuration is per thread). */
+typedef struct amxk__tilecfg {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amxk__tilecfg;
+
+AMXK__INLINE void amxk__tilecfg_set(amxk__tilecfg *c, int tile, int rows, int colsb) {
+    c->palette = 1;
+    c->rows[tile] = (uint8_t)rows;
+    c->colsb[tile] = (uint16_t)colsb;
+}
+
+#if defined(AMXK_AMX_EMULATE)
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct amxk__emu_state {
+    amxk__tilecfg cfg;
+    int configured;
+    uint8_t t[8][16][64];
+} amxk__emu_state;
+
+static AMXK__THREAD_LOCAL amxk__emu_state amxk__emu;
+
+static void amxk__emu_default_fault(const char *msg) {
+    fprintf(stderr, "amxk AMX emulator: fault: %s\n", msg);
+    abort();
+}
+static amxk_amx_fault_fn amxk__emu_fault_fn = amxk__emu_default_fault;
+
+/* Returns 1 (after calling the handler) when the condition is a fault. */
+AMXK__PRIV int amxk__emu_fault(int cond, const char *msg) {
+    if (cond) amxk__emu_fault_fn(msg);
+    return cond;
+}
+/* Operand checks shared by every tile instruction; the message names the instruction. */
+AMXK__PRIV int amxk__emu_bad_tile(int t, const char *op) {
+    static AMXK__THREAD_LOCAL char msg[160];
+    const char *what = t < 0 || t > 7                ? "tile index outside 0..7"
+                       : !amxk__emu.configured       ? "tile used before LDTILECFG (or after TILERELEASE)"
+                       : amxk__emu.cfg.rows[t] == 0 ? "tile not configured (rows or colsb is 0)"
+                                                     : NULL;
+    if (!what) return 0;
+    snprintf(msg, sizeof msg, "%s: tmm%d: %s", op, t, what);
+    amxk__emu_fault_fn(msg);
+    return 1;
+}
+
+AMXK_DEF amxk_amx_fault_fn amxk_amx_emu_set_fault_handler(amxk_amx_fault_fn fn) {
+    amxk_amx_fault_fn old = amxk__emu_fault_fn;
+    amxk__emu_fault_fn = fn ? fn : amxk__emu_default_fault;
+    return old;
+}
+
+AMXK_DEF void amxk_amx_emu_loadconfig(const void *config64) {
+    amxk__tilecfg c;
+    int i;
+    memcpy(&c, config64, 64);
+    if (c.palette == 0) { /* palette 0 = INIT state, as TILERELEASE */
+        amxk_amx_emu_release();
+        return;
+    }
+    if (amxk__emu_fault(c.palette != 1, "LDTILECFG: palette must be 0 or 1")) return;
+    if (amxk__emu_fault(c.start_row != 0, "LDTILECFG: start_row must be 0")) return;
+    for (i = 0; i < 14; i++)
+        if (amxk__emu_fault(c.reserved[i] != 0, "LDTILECFG: reserved bytes 2..15 must be 0")) return;
+    for (i = 0; i < 16; i++) {
+        if (i >= 8 && amxk__emu_fault(c.rows[i] || c.colsb[i], "LDTILECFG: tiles 8..15 do not exist in palette 1")) return;
+        if (amxk__emu_fault(c.rows[i] > 16, "LDTILECFG: rows > 16")) return;
+        if (amxk__emu_fault(c.colsb[i] > 64, "LDTILECFG: bytes per row (colsb) > 64")) return;
+        if (amxk__emu_fault((c.rows[i] == 0) != (c.colsb[i] == 0), "LDTILECFG: rows and colsb must be both 0 or both set")) return;
+    }
+    amxk__emu.cfg = c;
+    amxk__emu.configured = 1;
+    memset(amxk__emu.t, 0, sizeof amxk__emu.t);
+}
+AMXK_DEF void amxk_amx_emu_storeconfig(void *config64) {
+    if (amxk__emu.configured) memcpy(config64, &amxk__emu.cfg, 64);
+    else memset(config64, 0, 64);
+}
+AMXK_DEF void amxk_amx_emu_release(void) {
+    memset(&amxk__emu, 0, sizeof amxk__emu);
+}
+AMXK_DEF void amxk_amx_emu_loadd(int t, const void *base, size_t stride) {
+    int r;
+    if (amxk__emu_bad_tile(t, "TILELOADD")) return;
+    memset(amxk__emu.t[t], 0, sizeof amxk__emu.t[t]); /* bytes past rows/colsb read as zero */
+    for (r = 0; r < amxk__emu.cfg.rows[t]; r++)
+        memcpy(amxk__emu.t[t][r], (const char *)base + (size_t)r * stride, amxk__emu.cfg.colsb[t]);
+}
+AMXK_DEF void amxk_amx_emu_stored(int t, void *base, size_t stride) {
+    int r;
+    if (amxk__emu_bad_tile(t, "TILESTORED")) return;
+    for (r = 0; r < amxk__emu.cfg.rows[t]; r++)
+        memcpy((char *)base + (size_t)r * stride, amxk__emu.t[t][r], amxk__emu.cfg.colsb[t]);
+}
+AMXK_DEF void amxk_amx_emu_zero(int t) {
+    if (amxk__emu_bad_tile(t, "TILEZERO")) return;
+    memset(amxk__emu.t[t], 0, sizeof amxk__emu.t[t]);
+}
+
+/* Shape rules shared by every TDP* (SDM: #UD otherwise). K is counted in 4-byte groups. */
+AMXK__PRIV int amxk__emu_dp_check(int c, int a, int b) {
+    const amxk__tilecfg *g = &amxk__emu.cfg;
+    if (amxk__emu_bad_tile(c, "TDP*") || amxk__emu_bad_tile(a, "TDP*") || amxk__emu_bad_tile(b, "TDP*")) return 1;
+    if (amxk__emu_fault(c == a || c == b || a == b, "TDP*: the three tile operands must be distinct")) return 1;
+    if (amxk__emu_fault(g->rows[c] != g->rows[a], "TDP*: C rows != A rows")) return 1;
+    if (amxk__emu_fault(g->colsb[c] != g->colsb[b], "TDP*: C colsb != B colsb")) return 1;
+    if (amxk__emu_fault(g->colsb[a] != 4 * g->rows[b], "TDP*: A colsb != 4 * B rows")) return 1;
+    if (amxk__emu_fault(g->colsb[c] % 4 != 0 || g->colsb[a] % 4 != 0, "TDP*: A/C colsb must be a multiple of 4")) return 1;
+    return 0;
+}
+
+AMXK__INLINE float amxk__emu_ftz(float x) {
+    uint32_t u = amxk__f32_bits(x);
+    return ((u & 0x7f800000u) == 0) ? amxk__bits_f32(u & 0x80000000u) : x;
+}
+AMXK__INLINE float amxk__emu_bf16_daz(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    if ((h & 0x7f80u) == 0) h &= 0x8000u; /* bf16 denormal inputs are treated as zero */
+    return amxk__bf16_to_f32(h);
+}
+AMXK__INLINE float amxk__emu_f16(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return amxk__f16_to_f32(h);
+}
+
+/* TDPBF16PS / TDPFP16PS: for each m, n and pair k: C[m][n] += A[m][2k]*B[k][2n] (rounded to fp32,
+   RNE) then += A[m][2k+1]*B[k][2n+1] (rounded); products of two 8- or 11-bit significands are exact
+   in fp32 so each step is one rounding; denormal accumulators are flushed to zero; bf16 denormal
+   inputs are treated as zero, fp16 denormal inputs are honoured (Intel SDM). */
+AMXK__PRIV void amxk__emu_dp_float(int c, int a, int b, int fp16) {
+    int m, n, k, M, N, K;
+    if (amxk__emu_dp_check(c, a, b)) return;
+    M = amxk__emu.cfg.rows[c], N = amxk__emu.cfg.colsb[c] / 4, K = amxk__emu.cfg.colsb[a] / 4;
+    for (m = 0; m < M; m++)
+        for (n = 0; n < N; n++) {
+            float acc;
+            memcpy(&acc, &amxk__emu.t[c][m][4 * n], 4);
+            acc = amxk__emu_ftz(acc);
+            for (k = 0; k < K; k++) {
+                const uint8_t *pa = &amxk__emu.t[a][m][4 * k], *pb = &amxk__emu.t[b][k][4 * n];
+                float a0 = fp16 ? amxk__emu_f16(pa) : amxk__emu_bf16_daz(pa), a1 = fp16 ? amxk__emu_f16(pa + 2) : amxk__emu_bf16_daz(pa + 2);
+                float b0 = fp16 ? amxk__emu_f16(pb) : amxk__emu_bf16_daz(pb), b1 = fp16 ? amxk__emu_f16(pb + 2) : amxk__emu_bf16_daz(pb + 2);
+                acc = amxk__emu_ftz(acc + a0 * b0);
+                acc = amxk__emu_ftz(acc + a1 * b1);
+            }
+            memcpy(&amxk__emu.t[c][m][4 * n], &acc, 4);
+        }
+}
+/* TDPB[SU][SU]D: C_i32[m][n] += sum over k, i<4 of ext(A[m][4k+i]) * ext(B[k][4n+i]), wrapping. */
+AMXK__PRIV void amxk__emu_dp_int8(int c, int a, int b, int a_signed, int b_signed) {
+    int m, n, k, i, M, N, K;
+    if (amxk__emu_dp_check(c, a, b)) return;
+    M = amxk__emu.cfg.rows[c], N = amxk__emu.cfg.colsb[c] / 4, K = amxk__emu.cfg.colsb[a] / 4;
+    for (m = 0; m < M; m++)
+        for (n = 0; n < N; n++) {
+            uint32_t acc;
+            memcpy(&acc, &amxk__emu.t[c][m][4 * n], 4);
+            for (k = 0; k < K; k++)
+                for (i = 0; i < 4; i++) {
+                    uint8_t x = amxk__emu.t[a][m][4 * k + i], y = amxk__emu.t[b][k][4 * n + i];
+                    int32_t xa = a_signed ? (int32_t)(int8_t)x : (int32_t)x, yb = b_signed ? (int32_t)(int8_t)y : (int32_t)y;
+                    acc += (uint32_t)(xa * yb);
+                }
+            memcpy(&amxk__emu.t[c][m][4 * n], &acc, 4);
+        }
+}
+AMXK_DEF void amxk_amx_emu_dpbf16ps(int c, int a, int b) { amxk__emu_dp_float(c, a, b, 0); }
+AMXK_DEF void amxk_amx_emu_dpfp16ps(int c, int a, int b) { amxk__emu_dp_float(c, a, b, 1); }
+AMXK_DEF void amxk_amx_emu_dpbssd(int c, int a, int b) { amxk__emu_dp_int8(c, a, b, 1, 1); }
+AMXK_DEF void amxk_amx_emu_dpbsud(int c, int a, int b) { amxk__emu_dp_int8(c, a, b, 1, 0); }
+AMXK_DEF void amxk_amx_emu_dpbusd(int c, int a, int b) { amxk__emu_dp_int8(c, a, b, 0, 1); }
+AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b) { amxk__emu_dp_int8(c, a, b, 0, 0); }
+
+#  define AMXK__TILE_LOADCONFIG(cfg) amxk_amx_emu_loadconfig(cfg)
+#  define AMXK__TILE_RELEASE() amxk_amx_emu_release()
+#  define AMXK__TILE_LOADD(t, p, s) amxk_amx_emu_loadd((t), (p), (size_t)(s))
+#  define AMXK__TILE_STREAM_LOADD(t, p, s) amxk_amx_emu_loadd((t), (p), (size_t)(s))
+#  define AMXK__TILE_STORED(t, p, s) amxk_amx_emu_stored((t), (p), (size_t)(s))
+#  define AMXK__TILE_ZERO(t) amxk_amx_emu_zero(t)
+#  define AMXK__TDPBF16PS(c, a, b) amxk_amx_emu_dpbf16ps((c), (a), (b))
+#  define AMXK__TDPFP16PS(c, a, b) amxk_amx_emu_dpfp16ps((c), (a), (b))
+#  define AMXK__TDPBSSD(c, a, b) amxk_amx_emu_dpbssd((c), (a), (b))
+#  define AMXK__TDPBSUD(c, a, b) amxk_amx_emu_dpbsud((c), (a), (b))
+#  define AMXK__TDPBUSD(c, a, b) amxk_amx_emu_dpbusd((c), (a), (b))
+#  define AMXK__TDPBUUD(c, a, b) amxk_amx_emu_dpbuud((c), (a), (b))
+#elif AMXK__HAS_AMX /* real hardware */
+#  define AMXK__TILE_LOADCONFIG(cfg) _tile_loadconfig(cfg)
+#  define AMXK__TILE_RELEASE() _tile_release()
+#  define AMXK__TILE_LOADD(t, p, s) _tile_loadd(t, p, s)
+#  define AMXK__TILE_STREAM_LOADD(t, p, s) _tile_stream_loadd(t, p, s)
+#  define AMXK__TILE_STORED(t, p, s) _tile_stored(t, p, s)
+#  define AMXK__TILE_ZERO(t) _tile_zero(t)
+#  define AMXK__TDPBF16PS(c, a, b) _tile_dpbf16ps(c, a, b)
+#  define AMXK__TDPBSSD(c, a, b) _tile_dpbssd(c, a, b)
+#  define AMXK__TDPBSUD(c, a, b) _tile_dpbsud(c, a, b)
+#  define AMXK__TDPBUSD(c, a, b) _tile_dpbusd(c, a, b)
+#  define AMXK__TDPBUUD(c, a, b) _tile_dpbuud(c, a, b)
+/* AMX-FP16 has no intrinsic in gcc 12 / clang 14; the assembler (binutils >= 2.38) knows it. */
+#  define AMXK__TDPFP16PS(c, a, b) __asm__ volatile("tdpfp16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
+#endif
+
+// >>dispatch -------------------------------------------------------------------------------------
+
+#if AMXK__X86
+AMXK__PRIV void amxk__cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]) {
+    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
+}
+AMXK__PRIV uint64_t amxk__xgetbv0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+#  if defined(__linux__) && !defined(AMXK_NO_SYSCALLS)
+/* arch_prctl through a raw syscall: glibc has no wrapper and syscall() needs _GNU_SOURCE. */
+AMXK__PRIV long amxk__arch_prctl(long code, unsigned long arg) {
+    long ret;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(158L /* SYS_arch_prctl */), "D"(code), "S"(arg) : "rcx", "r11", "memory");
+    return ret;
+}
+#  endif
+#endif
+
+static amxk_cpu amxk__cpu_info;
+static volatile int amxk__cpu_done;
+
+AMXK__PRIV void amxk__cpu_detect(amxk_cpu *c) {
+    memset(c, 0, sizeof *c);
+#if AMXK__X86
+    {
+        uint32_t r[4], max_leaf, l7[4] = {0, 0, 0, 0}, l71[4] = {0, 0, 0, 0}, os_ymm = 0, os_zmm = 0, os_tile = 0;
+        uint32_t hw = 0;
+        amxk__cpuid(0, 0, r);
+        max_leaf = r[0];
+        amxk__cpuid(1, 0, r);
+        if (r[2] & (1u << 12)) hw |= AMXK_CPU_FMA;
+        if (r[2] & (1u << 29)) hw |= AMXK_CPU_F16C;
+        if (r[2] & (1u << 27)) { /* OSXSAVE: XGETBV is available */
+            uint64_t xcr0 = amxk__xgetbv0();
+            os_ymm = (xcr0 & 0x6u) == 0x6u;
+            os_zmm = (xcr0 & 0xe6u) == 0xe6u;
+            os_tile = (xcr0 & 0x60000u) == 0x60000u;
+        }
+        if (max_leaf >= 7) {
+            amxk__cpuid(7, 0, l7);
+            if (l7[0] >= 1) amxk__cpuid(7, 1, l71);
+        }
+        if (l7[1] & (1u << 5)) hw |= AMXK_CPU_AVX2;
+        if (l7[1] & (1u << 16)) hw |= AMXK_CPU_AVX512F;
+        if (l7[1] & (1u << 17)) hw |= AMXK_CPU_AVX512DQ;
+        if (l7[1] & (1u << 30)) hw |= AMXK_CPU_AVX512BW;
+        if (l7[1] & (1u << 31)) hw |= AMXK_CPU_AVX512VL;
+        if (l7[2] & (1u << 11)) hw |= AMXK_CPU_AVX512VNNI;
+        if (l7[3] & (1u << 22)) hw |= AMXK_CPU_AMX_BF16;
+        if (l7[3] & (1u << 23)) hw |= AMXK_CPU_AVX512FP16;
+        if (l7[3] & (1u << 24)) hw |= AMXK_CPU_AMX_TILE;
+        if (l7[3] & (1u << 25)) hw |= AMXK_CPU_AMX_INT8;
+        if (l71[0] & (1u << 4)) hw |= AMXK_CPU_AVXVNNI;
+        if (l71[0] & (1u << 5)) hw |= AMXK_CPU_AVX512BF16;
+        if (l71[0] & (1u << 21)) hw |= AMXK_CPU_AMX_FP16;
+        c->hw = hw;
+        {
+            const uint32_t ymm = AMXK_CPU_AVX2 | AMXK_CPU_FMA | AMXK_CPU_F16C | AMXK_CPU_AVXVNNI;
+            const uint32_t zmm = AMXK_CPU_AVX512F | AMXK_CPU_AVX512BW | AMXK_CPU_AVX512VL | AMXK_CPU_AVX512DQ |
+                                 AMXK_CPU_AVX512VNNI | AMXK_CPU_AVX512BF16 | AMXK_CPU_AVX512FP16;
+            const uint32_t amx = AMXK_CPU_AMX_TILE | AMXK_CPU_AMX_BF16 | AMXK_CPU_AMX_INT8 | AMXK_CPU_AMX_FP16;
+            uint32_t usable = 0;
+            if (os_ymm) usable |= hw & ymm;
+            if (os_ymm && os_zmm) usable |= hw & zmm;
+            if (os_tile && (hw & AMXK_CPU_AMX_TILE)) {
+#  if defined(__linux__) && !defined(AMXK_NO_SYSCALLS)
+                uint64_t perm = 0;
+                amxk__arch_prctl(0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */);
+                if (amxk__arch_prctl(0x1022 /* ARCH_GET_XCOMP_PERM */, (unsigned long)(uintptr_t)&perm) == 0 &&
+                    (perm & (1ull << 18)))
+                    c->amx_permission = 1;
+                else
+                    c->amx_permission = -1;
+#  elif defined(__linux__)
+                c->amx_permission = 0; /* no syscalls allowed: cannot know, so AMX stays off */
+#  else
+                c->amx_permission = 1; /* other OSes enable tile data on first use */
+#  endif
+                if (c->amx_permission == 1) usable |= hw & amx;
+            }
+            c->usable = usable;
+        }
+    }
+#endif
+    {
+        const uint32_t need512 = AMXK_CPU_AVX2 | AMXK_CPU_FMA | AMXK_CPU_F16C | AMXK_CPU_AVX512F | AMXK_CPU_AVX512BW |
+                                 AMXK_CPU_AVX512VL | AMXK_CPU_AVX512DQ | AMXK_CPU_AVX512VNNI;
+        const uint32_t need2 = AMXK_CPU_AVX2 | AMXK_CPU_FMA | AMXK_CPU_F16C;
+        const uint32_t needamx = AMXK_CPU_AMX_TILE | AMXK_CPU_AMX_BF16 | AMXK_CPU_AMX_INT8;
+        int has2 = (c->usable & need2) == need2, has512 = (c->usable & need512) == need512;
+        c->tiers = AMXK_TIER_BIT(AMXK_TIER_SCALAR);
+        c->best_tier = AMXK_TIER_SCALAR;
+        (void)has2;
+        (void)has512;
+        (void)needamx;
+#if AMXK__HAS_AVX2
+        if (has2) c->tiers |= AMXK_TIER_BIT(AMXK_TIER_AVX2), c->best_tier = AMXK_TIER_AVX2;
+#endif
+#if AMXK__HAS_AVX512
+        if (has512) c->tiers |= AMXK_TIER_BIT(AMXK_TIER_AVX512), c->best_tier = AMXK_TIER_AVX512;
+#endif
+#if defined(AMXK_AMX_EMULATE) && AMXK__HAS_AMX
+        c->amx_emulated = 1;
+        c->tiers |= AMXK_TIER_BIT(AMXK_TIER_AMX), c->best_tier = AMXK_TIER_AMX;
+#elif AMXK__HAS_AMX
+        if (has512 && (c->usable & needamx) == needamx)
+            c->tiers |= AMXK_TIER_BIT(AMXK_TIER_AMX), c->best_tier = AMXK_TIER_AMX;
+#endif
+    }
+}
+
+/* The tier an op runs on for a (possibly NULL) context. */
+AMXK__INLINE amxk_tier amxk__tier(const amxk_ctx *ctx) {
+    return ctx ? ctx->tier : amxk_cpu_init()->best_tier;
+}
+/* The best non-AMX tier usable here that does not exceed the op's tier: the tier for the vector code
+   of an op (small shapes, epilogues, conversions) when the op runs at `t`. */
+AMXK__INLINE amxk_tier amxk__vec_tier(amxk_tier t) {
+    unsigned usable = amxk_cpu_init()->tiers;
+    int v;
+    for (v = (int)t; v > AMXK_TIER_SCALAR; v--)
+        if (v != AMXK_TIER_AMX && (usable & AMXK_TIER_BIT(v))) break;
+    return (amxk_tier)v;
+}
+AMXK__INLINE int amxk__workers(const amxk_ctx *ctx) { return ctx && ctx->n_workers > 0 ? ctx->n_workers : 1; }
+/* Validates a context passed to an op (NULL is valid). */
+AMXK__INLINE int amxk__ctx_ok(const amxk_ctx *ctx) {
+    return !ctx || (ctx->tier >= AMXK_TIER_SCALAR && ctx->tier < AMXK_TIER_COUNT && ctx->n_workers >= 1);
+}
+
+/* Runs fn(task_ctx, t, w) for t in [0, n_tasks) through the context's callback, or serially. */
+AMXK__PRIV void amxk__parallel(const amxk_ctx *ctx, amxk_task_fn fn, void *task_ctx, size_t n_tasks) {
+    size_t t;
+    if (n_tasks == 0) return;
+    if (ctx && ctx->parallel_for && n_tasks > 1 && ctx->n_workers > 1) {
+        ctx->parallel_for(ctx->parallel_user, fn, task_ctx, n_tasks);
+        return;
+    }
+    for (t = 0; t < n_tasks; t++) fn(task_ctx, t, 0);
+}
+
+// >>api ------------------------------------------------------------------------------------------
+
+AMXK_DEF const amxk_cpu *amxk_cpu_init(void) {
+    if (!amxk__cpu_done) {
+        amxk_cpu c;
+        amxk__cpu_detect(&c);
+        amxk__cpu_info = c;
+        amxk__cpu_done = 1;
+    }
+    return &amxk__cpu_info;
+}
+
+AMXK_DEF amxk_status amxk_ctx_init(amxk_ctx *ctx) {
+    const amxk_cpu *cpu;
+    unsigned allow;
+    int t;
+    if (!ctx) return AMXK_ERR_NULL;
+    if (ctx->n_workers < 0) return AMXK_ERR_ARG;
+    allow = ctx->isa_allow == AMXK_ISA_ALL ? ~0u : ctx->isa_allow;
+    if (ctx->isa_allow & ~(AMXK_TIER_BIT(AMXK_TIER_SCALAR) | AMXK_TIER_BIT(AMXK_TIER_AVX2) | AMXK_TIER_BIT(AMXK_TIER_AVX512) |
+                           AMXK_TIER_BIT(AMXK_TIER_AMX)))
+        return AMXK_ERR_ARG;
+    cpu = amxk_cpu_init();
+    for (t = AMXK_TIER_AMX; t >= AMXK_TIER_SCALAR; t--)
+        if ((allow & cpu->tiers & AMXK_TIER_BIT(t)) != 0) break;
+    if (t < AMXK_TIER_SCALAR) return AMXK_ERR_UNSUPPORTED;
+    ctx->tier = (amxk_tier)t;
+    if (ctx->n_workers == 0) ctx->n_workers = 1;
+    return AMXK_OK;
+}
+
+AMXK_DEF const char *amxk_version(void) { return AMXK_VERSION_STRING; }
+
+AMXK_DEF const char *amxk_status_string(amxk_status s) {
+    switch (s) {
+    case AMXK_OK: return "ok";
+    case AMXK_ERR_NULL: return "a required pointer is NULL";
+    case AMXK_ERR_SHAPE: return "a dimension is zero or inconsistent";
+    case AMXK_ERR_STRIDE: return "a stride is smaller than the row it strides over";
+    case AMXK_ERR_ALIGN: return "a buffer is not aligned as required";
+    case AMXK_ERR_WORKSPACE: return "workspace missing or too small";
+    case AMXK_ERR_FORMAT: return "packed buffer has another format, version or shape";
+    case AMXK_ERR_DTYPE: return "dtype not supported by this operation";
+    case AMXK_ERR_ARG: return "an argument is out of range";
+    case AMXK_ERR_UNSUPPORTED: return "not supported by this build or CPU";
+    case AMXK_ERR_CONTEXT: return "context not initialised by amxk_ctx_init";
+    case AMXK_ERR_ALIAS: return "buffers overlap where the contract forbids it";
+    default: return "unknown status";
+    }
+}
+
+AMXK_DEF const char *amxk_tier_name(amxk_tier t) {
+    switch (t) {
+    case AMXK_TIER_SCALAR: return "scalar";
+    case AMXK_TIER_AVX2: return "avx2";
+    case AMXK_TIER_AVX512: return "avx512";
+    case AMXK_TIER_AMX: return "amx";
+    default: return "none";
+    }
+}
+
+AMXK_DEF size_t amxk_dtype_size(amxk_dtype t) {
+    switch (t) {
+    case AMXK_DTYPE_F32: case AMXK_DTYPE_I32: return 4;
+    case AMXK_DTYPE_BF16: case AMXK_DTYPE_F16: return 2;
+    case AMXK_DTYPE_FP8_E4M3: case AMXK_DTYPE_FP8_E5M2: case AMXK_DTYPE_I8: case AMXK_DTYPE_U8: return 1;
+    default: return 0;
+    }
+}
+
+AMXK_DEF float amxk_bf16_to_f32(amxk_bf16 h) { return amxk__bf16_to_f32(h); }
+AMXK_DEF amxk_bf16 amxk_f32_to_bf16(float f) { return amxk__f32_to_bf16(f); }
+AMXK_DEF float amxk_f16_to_f32(amxk_f16 h) { return amxk__f16_to_f32(h); }
+AMXK_DEF amxk_f16 amxk_f32_to_f16(float f) { return amxk__f32_to_f16(f); }
+AMXK_DEF float amxk_e4m3_to_f32(amxk_fp8 b) { return amxk__e4m3_to_f32(b); }
+AMXK_DEF amxk_fp8 amxk_f32_to_e4m3(float f) { return amxk__f32_to_e4m3(f); }
+AMXK_DEF float amxk_e5m2_to_f32(amxk_fp8 b) { return amxk__e5m2_to_f32(b); }
+AMXK_DEF amxk_fp8 amxk_f32_to_e5m2(float f) { return amxk__f32_to_e5m2(f); }
+
+AMXK_DEF amxk_status amxk_convert(const amxk_ctx *ctx, void *dst, amxk_dtype dt, const void *src, amxk_dtype st, size_t n) {
+    size_t ds = amxk_dtype_size(dt), ss = amxk_dtype_size(st);
+    int ok_d = dt == AMXK_DTYPE_F32 || dt == AMXK_DTYPE_BF16 || dt == AMXK_DTYPE_F16 || dt == AMXK_DTYPE_FP8_E4M3 || dt == AMXK_DTYPE_FP8_E5M2;
+    int ok_s = st == AMXK_DTYPE_F32 || st == AMXK_DTYPE_BF16 || st == AMXK_DTYPE_F16 || st == AMXK_DTYPE_FP8_E4M3 || st == AMXK_DTYPE_FP8_E5M2;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if (!ok_d || !ok_s || (dt != AMXK_DTYPE_F32 && st != AMXK_DTYPE_F32)) return AMXK_ERR_DTYPE;
+    if (n == 0) return AMXK_OK;
+    if (!dst || !src) return AMXK_ERR_NULL;
+    if (amxk__overlap(dst, n * ds, src, n * ss) && !(dst == src && ds == ss)) return AMXK_ERR_ALIAS;
+    switch (amxk__vec_tier(amxk__tier(ctx))) {
+#if AMXK__HAS_AVX512
+    case AMXK_TIER_AVX512: amxk__convert__avx512(dst, dt, src, st, n); break;
+#endif
+#if AMXK__HAS_AVX2
+    case AMXK_TIER_AVX2: amxk__convert__avx2(dst, dt, src, st, n); break;
+#endif
+    default: amxk__convert__scalar(dst, dt, src, st, n); break;
+    }
+    return AMXK_OK;
+}
+
+#endif /* AMXK_IMPLEMENTATION */
+
+/*
+------------------------------------------------------------------------------
+This software is available under 2 licenses -- choose whichever you prefer.
+------------------------------------------------------------------------------
+ALTERNATIVE A - MIT License
+Copyright (c) 2026 the amxk authors
+Permission is hereby granted, free of charge, to any person obtaining a copy of
+this software and associated documentation files (the "Software"), to deal in
+the Software without restriction, including without limitation the rights to
+use, copy, modify, merge, publish, distribute, sublicense, and/or sell copies
+of the Software, and to permit persons to whom the Software is furnished to do
+so, subject to the following conditions:
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+------------------------------------------------------------------------------
+ALTERNATIVE B - Public Domain (www.unlicense.org)
+This is free and unencumbered software released into the public domain.
+Anyone is free to copy, modify, publish, use, compile, sell, or distribute this
+software, either in source code form or as a compiled binary, for any purpose,
+commercial or non-commercial, and by any means.
+In jurisdictions that recognize copyright laws, the author or authors of this
+software dedicate any and all copyright interest in the software to the public
+domain. We make this dedication in addition to any and all other rights to this
+software under copyright law.
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER LIABILITY, WHETHER IN AN
+ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
+WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
+------------------------------------------------------------------------------
+*/
