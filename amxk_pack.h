@@ -1,0 +1,523 @@
+/* amxk_pack.h - v0.1.0 - amxk module: VNNI weight packing and packed linear (bf16 / fp16)
+   Public domain or MIT, your choice (see amxk.h).
+
+   Include after or without amxk.h (this header includes it). Define AMXK_IMPLEMENTATION in exactly one
+   file before including it to emit the implementation. Conventions (strides in elements, status codes,
+   workspace, threading, tiers): see the top of amxk.h.
+
+   USE
+       size_t bytes;  amxk_pack_linear_size(AMXK_DTYPE_BF16, N, K, &bytes);
+       void *wp = aligned_alloc(64, bytes);
+       amxk_pack_linear(ctx, wp, bytes, AMXK_DTYPE_BF16, W, AMXK_DTYPE_BF16, N, K, K);   // once, at load
+       amxk_linear_workspace_size(ctx, M, N, K, &ws_bytes);                              // per shape
+       amxk_linear(ctx, M, N, K, x, AMXK_DTYPE_BF16, K, wp, bytes, bias, y, AMXK_DTYPE_F32, N, ws, ws_bytes);
+
+   PACKED FORMAT (identical on every tier: a buffer packed anywhere runs anywhere)
+       A 64-byte header (amxk__pack_hdr: magic "AMXKPACK", format version, element dtype, N, K) followed
+       by ceil(N/16) column blocks. Block j holds output rows n = 16j .. 16j+15 of W[N,K] as VNNI pairs:
+       element (n, k) sits at block j, pair row k/2, lane n%16, slot k%2, i.e. at element offset
+       j*16*Kp + (k/2)*32 + (n%16)*2 + (k%2), where Kp = K rounded up to a multiple of 32. Padding rows
+       (n >= N) and columns (k >= K) hold zero. A 16-pair slice of one block is exactly an AMX B tile
+       (16 rows x 64 bytes); a pair row is 16 lanes of 32 bits for the vector kernels.
+
+   PATHS
+       AMX (tier amx; M >= 5): 32x32 output tiles, TDPBF16PS (TDPFP16PS for fp16, which needs AMX-FP16
+       hardware or the emulator), fp32 accumulation, x rows copied to a zero-padded panel in workspace.
+       AVX2 (tiers avx2 and avx512; also the AMX tier for M <= 4 or without AMX-FP16): 6x16 microkernel,
+       fp32 FMA on weights widened from bf16 pairs (a shift and an and per 16 values) or fp16 (vcvtph2ps),
+       x converted to fp32 once per 6-row panel. There is no AVX-512-specific linear kernel yet: the
+       AVX-512 tier runs the AVX2 kernel. Scalar: portable C, fp32 accumulation.
+       Every path accumulates each output in fp32 in increasing k order (the AMX path in 32-wide k steps
+       as the hardware does); bias is added after the sum; one rounding to the output dtype.
+
+   THREADING
+       Work is split into (m-chunk, n-chunk) tasks; the serial loop is
+           for (t = 0; t < n_tasks; t++) linear_task(t, worker 0);
+       Each output element is owned by one task and summed in a fixed order, so results are bitwise
+       identical for any worker count. For M <= 4 (decode) the tasks split N only, so every worker streams
+       its own slice of the weights once.
+
+   NUMERICS
+       fp32 accumulation of exact products (bf16 x bf16 and fp16 x fp16 are exact in fp32). Measured in
+       tests/test_pack.c against a double-precision reference: see the tolerance stated there.
+*/
+#ifndef AMXK_PACK_H_INCLUDED
+#define AMXK_PACK_H_INCLUDED
+#include "amxk.h"
+#if AMXK_VERSION_NUMBER != 100
+#  error "amxk_pack.h v0.1.0 needs amxk.h v0.1.0"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bytes needed to pack a W[N,K] weight as `packed_dtype` (AMXK_DTYPE_BF16 or AMXK_DTYPE_F16).
+   Always a multiple of 64. Errors: AMXK_ERR_NULL (bytes), AMXK_ERR_SHAPE (n or k == 0),
+   AMXK_ERR_DTYPE (packed_dtype). */
+AMXK_DEF amxk_status amxk_pack_linear_size(amxk_dtype packed_dtype, size_t n, size_t k, size_t *bytes);
+
+/* Packs row-major W[N,K] (element (n,k) at w[n*ldw + k]; ldw >= k, in elements) of dtype w_dtype
+   (F32, BF16 or F16) into dst, converting to packed_dtype (BF16 or F16; F32 sources are rounded to
+   nearest even, a 16-bit source of the other kind is converted through f32 with one rounding).
+   dst: dst_bytes >= amxk_pack_linear_size(...), AMXK_ALIGN aligned, must not overlap w.
+   Serial loop: for (j = 0; j < ceil(N/16); j++) pack_block(j). Tiers: scalar (packing is memory bound).
+   Errors: NULL, SHAPE, STRIDE (ldw < k), DTYPE, ALIGN, WORKSPACE (dst_bytes too small), ALIAS. */
+AMXK_DEF amxk_status amxk_pack_linear(const amxk_ctx *ctx, void *dst, size_t dst_bytes, amxk_dtype packed_dtype,
+                                      const void *w, amxk_dtype w_dtype, size_t n, size_t k, size_t ldw);
+
+/* Packs an expert stack W[E,N,K] (expert e at w + e*expert_stride elements, rows ldw apart) into E
+   consecutive packed buffers of amxk_pack_linear_size(...) bytes each; expert e's buffer starts at
+   dst + e * that size. dst_bytes >= E * that size. Same rules as amxk_pack_linear. */
+AMXK_DEF amxk_status amxk_pack_linear_batched(const amxk_ctx *ctx, void *dst, size_t dst_bytes, amxk_dtype packed_dtype,
+                                              const void *w, amxk_dtype w_dtype, size_t n_experts, size_t n, size_t k,
+                                              size_t ldw, size_t expert_stride);
+
+/* Reads a packed buffer's header. Any output pointer may be NULL. AMXK_ERR_FORMAT if the buffer is
+   not a packed linear weight of this format version, or bytes is smaller than its size. */
+AMXK_DEF amxk_status amxk_packed_linear_info(const void *packed, size_t bytes, amxk_dtype *packed_dtype, size_t *n,
+                                             size_t *k);
+
+/* Workspace bytes amxk_linear needs for this context (tier, worker count) and shape. May be 0. */
+AMXK_DEF amxk_status amxk_linear_workspace_size(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t *bytes);
+
+/* y[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]), for m < M, n < N.
+   x: x_dtype BF16 or F16, equal to the packed dtype; element (m,k) at x[m*ldx + k], ldx >= K.
+   packed/packed_bytes: from amxk_pack_linear with the same N and K (checked: AMXK_ERR_FORMAT).
+   bias: NULL or N floats. y: y_dtype F32, BF16 or F16; element (m,n) at y[m*ldy + n], ldy >= N; only
+   those elements are written. y must not overlap x, packed, bias or workspace (AMXK_ERR_ALIAS).
+   workspace: >= amxk_linear_workspace_size(ctx, M, N, K) bytes, AMXK_ALIGN aligned (NULL if 0).
+   Any M, N, K >= 1. Tiers and the parallel decomposition: see the top of this header.
+   Errors (nothing written): CONTEXT, NULL, SHAPE, STRIDE, DTYPE, FORMAT, ALIGN, WORKSPACE, ALIAS. */
+AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *x, amxk_dtype x_dtype,
+                                 size_t ldx, const void *packed, size_t packed_bytes, const float *bias, void *y,
+                                 amxk_dtype y_dtype, size_t ldy, void *workspace, size_t workspace_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AMXK_PACK_H_INCLUDED */
+
+#if defined(AMXK_IMPLEMENTATION) && !defined(AMXK_PACK_C_INCLUDED)
+#define AMXK_PACK_C_INCLUDED
+
+// >>config ---------------------------------------------------------------------------------------
+
+#define AMXK__LIN_NB 16     /* output columns per packed block */
+#define AMXK__LIN_KALIGN 32 /* K is padded to this (one AMX k step) */
+#define AMXK__LIN_MR 6      /* vector microkernel rows */
+#define AMXK__LIN_AMX_M 32  /* AMX kernel: rows per panel (2 A tiles) */
+#define AMXK__LIN_AMX_MIN_M 5
+#define AMXK__LIN_MC 96     /* rows per task (a multiple of MR and of AMX_M) */
+#define AMXK__LIN_NC 16     /* column blocks per task outside decode */
+#define AMXK__PACK_VERSION 1u
+
+typedef struct amxk__pack_hdr {
+    char magic[8]; /* "AMXKPACK" */
+    uint32_t version, dtype;
+    uint64_t n, k;
+    uint8_t reserved[32];
+} amxk__pack_hdr;
+
+// >>util -----------------------------------------------------------------------------------------
+
+AMXK__INLINE size_t amxk__lin_kp(size_t k) { return AMXK__ROUND_UP(k, (size_t)AMXK__LIN_KALIGN); }
+AMXK__INLINE size_t amxk__lin_nblk(size_t n) { return AMXK__CEIL_DIV(n, (size_t)AMXK__LIN_NB); }
+
+/* One value of a 16-bit float array as f32 (the dtype is BF16 or F16). */
+AMXK__INLINE float amxk__ld16(const void *p, size_t i, amxk_dtype t) {
+    uint16_t h = ((const uint16_t *)p)[i];
+    return t == AMXK_DTYPE_BF16 ? amxk__bf16_to_f32(h) : amxk__f16_to_f32(h);
+}
+AMXK__INLINE uint16_t amxk__to16(float f, amxk_dtype t) {
+    return t == AMXK_DTYPE_BF16 ? amxk__f32_to_bf16(f) : amxk__f32_to_f16(f);
+}
+/* Stores v as element i of an output of dtype t (F32, BF16 or F16). */
+AMXK__INLINE void amxk__st_out(void *y, size_t i, amxk_dtype t, float v) {
+    if (t == AMXK_DTYPE_F32) ((float *)y)[i] = v;
+    else ((uint16_t *)y)[i] = amxk__to16(v, t);
+}
+
+/* The plan of one amxk_linear call: which path, the task grid, and the per-worker workspace. The
+   workspace size query and the kernel both derive from this one function, so they cannot drift. */
+typedef struct amxk__linear_plan {
+    amxk_tier tier; /* AMXK_TIER_AMX, AVX2 or SCALAR: the kernel family */
+    size_t mc, nc;  /* rows and column blocks per task */
+    size_t m_tasks, n_tasks;
+    size_t ws_a;      /* per worker: x panel (f32 MR x Kp, or 16-bit AMX_M x Kp), bytes */
+    size_t ws_c;      /* per worker: AMX C scratch, bytes */
+    size_t ws_worker; /* per worker slice, a multiple of AMXK_ALIGN */
+    size_t ws_total;
+} amxk__linear_plan;
+
+AMXK__PRIV void amxk__linear_layout(const amxk_ctx *ctx, size_t m, size_t n, size_t k, amxk_dtype dt,
+                                    amxk__linear_plan *p) {
+    amxk_tier t = amxk__tier(ctx);
+    size_t kp = amxk__lin_kp(k), nblk = amxk__lin_nblk(n), workers = (size_t)amxk__workers(ctx);
+    const amxk_cpu *cpu = amxk_cpu_init();
+    memset(p, 0, sizeof *p);
+    if (t == AMXK_TIER_AMX && (m < AMXK__LIN_AMX_MIN_M || (dt == AMXK_DTYPE_F16 && !cpu->amx_emulated &&
+                                                            !(cpu->usable & AMXK_CPU_AMX_FP16))))
+        t = AMXK_TIER_AVX512; /* decode shapes, or fp16 without AMX-FP16: vector path */
+    t = t == AMXK_TIER_AMX ? t : amxk__vec_tier(t);
+    p->tier = t == AMXK_TIER_AVX512 ? AMXK_TIER_AVX2 : t; /* AVX-512 tier runs the AVX2 kernel */
+    p->mc = AMXK__MIN(m, (size_t)AMXK__LIN_MC);
+    p->nc = AMXK__LIN_NC;
+    if (m <= 4) { /* decode: split N so that every worker streams its own part of the weights */
+        size_t parts = workers * 4;
+        p->nc = AMXK__MAX((size_t)1, AMXK__CEIL_DIV(nblk, parts));
+    }
+    p->nc = AMXK__MIN(p->nc, nblk);
+    p->m_tasks = AMXK__CEIL_DIV(m, p->mc);
+    p->n_tasks = AMXK__CEIL_DIV(nblk, p->nc);
+    if (p->tier == AMXK_TIER_AMX) {
+        p->ws_a = AMXK__ROUND_UP((size_t)AMXK__LIN_AMX_M * kp * 2, (size_t)AMXK_ALIGN);
+        p->ws_c = (size_t)AMXK__LIN_AMX_M * 2 * AMXK__LIN_NB * 4;
+    } else if (p->tier == AMXK_TIER_AVX2) {
+        p->ws_a = AMXK__ROUND_UP((size_t)AMXK__LIN_MR * kp * 4, (size_t)AMXK_ALIGN);
+    }
+    p->ws_worker = p->ws_a + p->ws_c;
+    p->ws_total = p->ws_worker * workers;
+}
+
+/* Arguments shared by every task of one call. */
+typedef struct amxk__linear_args {
+    size_t m, n, k, kp, ldx, ldy;
+    const void *x;
+    const uint16_t *w; /* first block */
+    const float *bias;
+    void *y;
+    amxk_dtype dt, yt;
+    char *ws;
+    const amxk__linear_plan *plan;
+} amxk__linear_args;
+
+/* Epilogue for one row segment: y[row][n0 .. n0+cnt) = acc[0..cnt) + bias. */
+AMXK__INLINE void amxk__linear_store_row(const amxk__linear_args *a, size_t row, size_t n0, size_t cnt, const float *acc) {
+    size_t j;
+    for (j = 0; j < cnt; j++)
+        amxk__st_out(a->y, row * a->ldy + n0 + j, a->yt, acc[j] + (a->bias ? a->bias[n0 + j] : 0.0f));
+}
+
+// >>scalar ---------------------------------------------------------------------------------------
+
+/* Rows [m0, m1) x column blocks [b0, b1), straight from the packed layout. */
+AMXK__PRIV void amxk__linear__1x16__scalar(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
+    size_t i, b, kk, j;
+    for (i = m0; i < m1; i++)
+        for (b = b0; b < b1; b++) {
+            const uint16_t *wb = a->w + b * AMXK__LIN_NB * a->kp;
+            size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
+            float acc[AMXK__LIN_NB];
+            for (j = 0; j < AMXK__LIN_NB; j++) acc[j] = 0.0f;
+            for (kk = 0; kk < a->k; kk++) {
+                float xv = amxk__ld16(a->x, i * a->ldx + kk, a->dt);
+                const uint16_t *wr = wb + (kk / 2) * 2 * AMXK__LIN_NB + (kk % 2);
+                for (j = 0; j < cnt; j++) acc[j] += xv * amxk__ld16(wr, 2 * j, a->dt);
+            }
+            amxk__linear_store_row(a, i, n0, cnt, acc);
+        }
+}
+
+// >>avx512 ---------------------------------------------------------------------------------------
+/* AVX2 kernels (used by the AVX2 and AVX-512 tiers; there is no AVX-512-specific one yet). */
+
+#if AMXK__HAS_AVX2
+AMXK__TARGET_AVX2_BEGIN
+
+/* Widens one pair row of 8 lanes (n, k even | k odd) to f32: even-k values and odd-k values. */
+AMXK__INLINE void amxk__lin_widen__avx2(const uint16_t *p, amxk_dtype dt, __m256 *ev, __m256 *od) {
+    __m256i v = _mm256_loadu_si256((const __m256i *)p);
+    if (dt == AMXK_DTYPE_BF16) {
+        *ev = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+        *od = _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32((int)0xffff0000u)));
+    } else {
+        /* fp16: gather the 8 even and 8 odd halves, then convert */
+        const __m256i sh = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
+                                            0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+        __m256i s = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, sh), 0xd8); /* [even 8 | odd 8] */
+        *ev = _mm256_cvtph_ps(_mm256_castsi256_si128(s));
+        *od = _mm256_cvtph_ps(_mm256_extracti128_si256(s, 1));
+    }
+}
+
+/* MR x 16 microkernel over the whole (padded) K: xf is the f32 x panel (MR rows, Kp apart), wb one
+   packed block. Accumulates acc[r][0..16) in increasing k order: even k then odd k of each pair. */
+static inline __attribute__((always_inline)) void amxk__linear__6x16__avx2(const float *xf, size_t kp, const uint16_t *wb,
+                                                                          amxk_dtype dt, int mr, float *out) {
+    __m256 acc[AMXK__LIN_MR][2];
+    size_t p;
+    int r;
+    for (r = 0; r < mr; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (p = 0; p < kp / 2; p++) {
+        __m256 e0, o0, e1, o1;
+        amxk__lin_widen__avx2(wb + p * 32, dt, &e0, &o0);
+        amxk__lin_widen__avx2(wb + p * 32 + 16, dt, &e1, &o1);
+        for (r = 0; r < mr; r++) {
+            __m256 xe = _mm256_broadcast_ss(xf + r * kp + 2 * p), xo = _mm256_broadcast_ss(xf + r * kp + 2 * p + 1);
+            acc[r][0] = _mm256_fmadd_ps(xe, e0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(xe, e1, acc[r][1]);
+            acc[r][0] = _mm256_fmadd_ps(xo, o0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(xo, o1, acc[r][1]);
+        }
+    }
+    for (r = 0; r < mr; r++) {
+        _mm256_storeu_ps(out + r * 16, acc[r][0]);
+        _mm256_storeu_ps(out + r * 16 + 8, acc[r][1]);
+    }
+}
+
+/* x rows [m0, m0+mr) -> f32 panel (mr x Kp), zero past K. */
+AMXK__PRIV void amxk__linear_panel__avx2(const amxk__linear_args *a, size_t m0, int mr, float *xf) {
+    int r;
+    for (r = 0; r < mr; r++) {
+        const uint16_t *src = (const uint16_t *)a->x + (m0 + (size_t)r) * a->ldx;
+        float *d = xf + (size_t)r * a->kp;
+        size_t kk = 0;
+        if (a->dt == AMXK_DTYPE_BF16)
+            for (; kk + 8 <= a->k; kk += 8) _mm256_storeu_ps(d + kk, amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)(src + kk))));
+        else
+            for (; kk + 8 <= a->k; kk += 8) _mm256_storeu_ps(d + kk, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + kk))));
+        for (; kk < a->k; kk++) d[kk] = amxk__ld16(src, kk, a->dt);
+        for (; kk < a->kp; kk++) d[kk] = 0.0f;
+    }
+}
+
+AMXK__PRIV void amxk__linear_block__avx2(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
+    float *xf = (float *)ws, out[AMXK__LIN_MR * AMXK__LIN_NB];
+    size_t i, b;
+    for (i = m0; i < m1; i += AMXK__LIN_MR) {
+        int mr = (int)AMXK__MIN((size_t)AMXK__LIN_MR, m1 - i), r;
+        amxk__linear_panel__avx2(a, i, mr, xf);
+        for (b = b0; b < b1; b++) {
+            const uint16_t *wb = a->w + b * AMXK__LIN_NB * a->kp;
+            size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
+            switch (mr) { /* constant row counts let the compiler keep acc in registers */
+            case 6: amxk__linear__6x16__avx2(xf, a->kp, wb, a->dt, 6, out); break;
+            case 5: amxk__linear__6x16__avx2(xf, a->kp, wb, a->dt, 5, out); break;
+            case 4: amxk__linear__6x16__avx2(xf, a->kp, wb, a->dt, 4, out); break;
+            case 3: amxk__linear__6x16__avx2(xf, a->kp, wb, a->dt, 3, out); break;
+            case 2: amxk__linear__6x16__avx2(xf, a->kp, wb, a->dt, 2, out); break;
+            default: amxk__linear__6x16__avx2(xf, a->kp, wb, a->dt, 1, out); break;
+            }
+            for (r = 0; r < mr; r++) amxk__linear_store_row(a, i + (size_t)r, n0, cnt, out + r * AMXK__LIN_NB);
+        }
+    }
+}
+
+AMXK__TARGET_END
+#endif /* AMXK__HAS_AVX2 */
+
+// >>amx ------------------------------------------------------------------------------------------
+
+#if AMXK__HAS_AMX
+AMXK__TARGET_AMX_BEGIN
+
+/* Rows [m0, m1) x blocks [b0, b1) with 32x32 output tiles: C tiles 0-3, A tiles 4-5, B tiles 6-7.
+   ws: a zero-padded 16-bit x panel (32 x Kp) then a 32x32 f32 C scratch. */
+AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
+    uint16_t *xa = (uint16_t *)ws;
+    float *cs = (float *)(ws + a->plan->ws_a);
+    const size_t kp = a->kp, lda = kp * 2, blk = (size_t)AMXK__LIN_NB * kp; /* lda in bytes */
+    const int fp16 = a->dt == AMXK_DTYPE_F16;
+    amxk__tilecfg cfg;
+    size_t i, b, kk;
+    int t;
+    memset(&cfg, 0, sizeof cfg);
+    for (t = 0; t < 8; t++) amxk__tilecfg_set(&cfg, t, 16, 64);
+    AMXK__TILE_LOADCONFIG(&cfg);
+    for (i = m0; i < m1; i += AMXK__LIN_AMX_M) {
+        size_t mr = AMXK__MIN((size_t)AMXK__LIN_AMX_M, m1 - i), r;
+        for (r = 0; r < AMXK__LIN_AMX_M; r++) { /* panel: rows past mr and columns past K are zero */
+            uint16_t *d = xa + r * kp;
+            if (r < mr) {
+                memcpy(d, (const uint16_t *)a->x + (i + r) * a->ldx, a->k * 2);
+                memset(d + a->k, 0, (kp - a->k) * 2);
+            } else {
+                memset(d, 0, kp * 2);
+            }
+        }
+        for (b = b0; b < b1; b += 2) {
+            int two = b + 1 < b1;
+            const uint16_t *w0 = a->w + b * blk, *w1 = two ? w0 + blk : w0;
+            AMXK__TILE_ZERO(0);
+            AMXK__TILE_ZERO(1);
+            AMXK__TILE_ZERO(2);
+            AMXK__TILE_ZERO(3);
+            for (kk = 0; kk < kp; kk += AMXK__LIN_KALIGN) {
+                AMXK__TILE_LOADD(4, xa + kk, lda);
+                AMXK__TILE_LOADD(5, xa + 16 * kp + kk, lda);
+                AMXK__TILE_LOADD(6, w0 + kk * AMXK__LIN_NB, 64);
+                AMXK__TILE_LOADD(7, w1 + kk * AMXK__LIN_NB, 64);
+                if (fp16) {
+                    AMXK__TDPFP16PS(0, 4, 6);
+                    AMXK__TDPFP16PS(1, 4, 7);
+                    AMXK__TDPFP16PS(2, 5, 6);
+                    AMXK__TDPFP16PS(3, 5, 7);
+                } else {
+                    AMXK__TDPBF16PS(0, 4, 6);
+                    AMXK__TDPBF16PS(1, 4, 7);
+                    AMXK__TDPBF16PS(2, 5, 6);
+                    AMXK__TDPBF16PS(3, 5, 7);
+                }
+            }
+            AMXK__TILE_STORED(0, cs, 128);
+            AMXK__TILE_STORED(1, cs + 16, 128);
+            AMXK__TILE_STORED(2, cs + 16 * 32, 128);
+            AMXK__TILE_STORED(3, cs + 16 * 32 + 16, 128);
+            for (r = 0; r < mr; r++) {
+                size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)(two ? 32 : 16), a->n - n0);
+                amxk__linear_store_row(a, i + r, n0, cnt, cs + r * 32);
+            }
+        }
+    }
+    AMXK__TILE_RELEASE();
+}
+
+AMXK__TARGET_AMX_END
+#endif /* AMXK__HAS_AMX */
+
+// >>dispatch -------------------------------------------------------------------------------------
+
+static void amxk__linear_task(void *task_ctx, size_t task, int worker) {
+    const amxk__linear_args *a = (const amxk__linear_args *)task_ctx;
+    const amxk__linear_plan *p = a->plan;
+    size_t mt = task / p->n_tasks, nt = task % p->n_tasks, nblk = amxk__lin_nblk(a->n);
+    size_t m0 = mt * p->mc, m1 = AMXK__MIN(a->m, m0 + p->mc), b0 = nt * p->nc, b1 = AMXK__MIN(nblk, b0 + p->nc);
+    char *ws = a->ws + (size_t)worker * p->ws_worker;
+    (void)ws;
+    switch (p->tier) {
+#if AMXK__HAS_AMX
+    case AMXK_TIER_AMX: amxk__linear_block__32x32__amx(a, m0, m1, b0, b1, ws); break;
+#endif
+#if AMXK__HAS_AVX2
+    case AMXK_TIER_AVX2: amxk__linear_block__avx2(a, m0, m1, b0, b1, ws); break;
+#endif
+    default: amxk__linear__1x16__scalar(a, m0, m1, b0, b1); break;
+    }
+}
+
+AMXK__PRIV void amxk__pack_block(uint16_t *dst, amxk_dtype pt, const void *w, amxk_dtype wt, size_t n, size_t k,
+                                 size_t ldw, size_t j) {
+    size_t kp = amxk__lin_kp(k), r, kk;
+    memset(dst, 0, (size_t)AMXK__LIN_NB * kp * 2);
+    for (r = 0; r < AMXK__LIN_NB && j * AMXK__LIN_NB + r < n; r++) {
+        size_t row = (j * AMXK__LIN_NB + r) * ldw;
+        for (kk = 0; kk < k; kk++) {
+            uint16_t h;
+            if (wt == pt) h = ((const uint16_t *)w)[row + kk];
+            else if (wt == AMXK_DTYPE_F32) h = amxk__to16(((const float *)w)[row + kk], pt);
+            else h = amxk__to16(amxk__ld16(w, row + kk, wt), pt);
+            dst[(kk / 2) * 2 * AMXK__LIN_NB + r * 2 + (kk % 2)] = h;
+        }
+    }
+}
+
+// >>api ------------------------------------------------------------------------------------------
+
+AMXK_DEF amxk_status amxk_pack_linear_size(amxk_dtype pt, size_t n, size_t k, size_t *bytes) {
+    if (!bytes) return AMXK_ERR_NULL;
+    if (pt != AMXK_DTYPE_BF16 && pt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
+    if (n == 0 || k == 0 || k > ((size_t)1 << 40) || n > ((size_t)1 << 40)) return AMXK_ERR_SHAPE;
+    *bytes = sizeof(amxk__pack_hdr) + amxk__lin_nblk(n) * AMXK__LIN_NB * amxk__lin_kp(k) * 2;
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_pack_linear_batched(const amxk_ctx *ctx, void *dst, size_t dst_bytes, amxk_dtype pt,
+                                              const void *w, amxk_dtype wt, size_t ne, size_t n, size_t k, size_t ldw,
+                                              size_t estride) {
+    size_t one, e, j, ws = amxk_dtype_size(wt);
+    amxk_status s;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if (!dst || !w) return AMXK_ERR_NULL;
+    if (wt != AMXK_DTYPE_F32 && wt != AMXK_DTYPE_BF16 && wt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
+    if ((s = amxk_pack_linear_size(pt, n, k, &one)) != AMXK_OK) return s;
+    if (ne == 0) return AMXK_ERR_SHAPE;
+    if (ldw < k || (ne > 1 && estride < (n - 1) * ldw + k)) return AMXK_ERR_STRIDE;
+    if ((uintptr_t)dst % AMXK_ALIGN) return AMXK_ERR_ALIGN;
+    if (dst_bytes / ne < one) return AMXK_ERR_WORKSPACE;
+    if (amxk__overlap(dst, one * ne, w, ((ne - 1) * estride + (n - 1) * ldw + k) * ws)) return AMXK_ERR_ALIAS;
+    for (e = 0; e < ne; e++) {
+        char *d = (char *)dst + e * one;
+        const char *we = (const char *)w + e * estride * ws;
+        amxk__pack_hdr h;
+        memset(&h, 0, sizeof h);
+        memcpy(h.magic, "AMXKPACK", 8);
+        h.version = AMXK__PACK_VERSION;
+        h.dtype = (uint32_t)pt;
+        h.n = n;
+        h.k = k;
+        memcpy(d, &h, sizeof h);
+        for (j = 0; j < amxk__lin_nblk(n); j++)
+            amxk__pack_block((uint16_t *)(d + sizeof h) + j * AMXK__LIN_NB * amxk__lin_kp(k), pt, we, wt, n, k, ldw, j);
+    }
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_pack_linear(const amxk_ctx *ctx, void *dst, size_t dst_bytes, amxk_dtype pt, const void *w,
+                                      amxk_dtype wt, size_t n, size_t k, size_t ldw) {
+    return amxk_pack_linear_batched(ctx, dst, dst_bytes, pt, w, wt, 1, n, k, ldw, 0);
+}
+
+AMXK_DEF amxk_status amxk_packed_linear_info(const void *packed, size_t bytes, amxk_dtype *pt, size_t *n, size_t *k) {
+    amxk__pack_hdr h;
+    size_t need;
+    if (!packed) return AMXK_ERR_NULL;
+    if (bytes < sizeof h) return AMXK_ERR_FORMAT;
+    memcpy(&h, packed, sizeof h);
+    if (memcmp(h.magic, "AMXKPACK", 8) != 0 || h.version != AMXK__PACK_VERSION) return AMXK_ERR_FORMAT;
+    if (amxk_pack_linear_size((amxk_dtype)h.dtype, (size_t)h.n, (size_t)h.k, &need) != AMXK_OK || bytes < need)
+        return AMXK_ERR_FORMAT;
+    if (pt) *pt = (amxk_dtype)h.dtype;
+    if (n) *n = (size_t)h.n;
+    if (k) *k = (size_t)h.k;
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_linear_workspace_size(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t *bytes) {
+    amxk__linear_plan p;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if (!bytes) return AMXK_ERR_NULL;
+    if (m == 0 || n == 0 || k == 0) return AMXK_ERR_SHAPE;
+    /* the plan's workspace does not depend on the dtype except through the AMX fp16 fallback, which
+       needs less than the AMX path; take the larger of the two */
+    amxk__linear_layout(ctx, m, n, k, AMXK_DTYPE_BF16, &p);
+    *bytes = p.ws_total;
+    amxk__linear_layout(ctx, m, n, k, AMXK_DTYPE_F16, &p);
+    *bytes = AMXK__MAX(*bytes, p.ws_total);
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *x, amxk_dtype xt,
+                                 size_t ldx, const void *packed, size_t packed_bytes, const float *bias, void *y,
+                                 amxk_dtype yt, size_t ldy, void *workspace, size_t workspace_bytes) {
+    amxk__linear_plan p;
+    amxk__linear_args a;
+    amxk_dtype pt;
+    size_t pn, pk, ysz = amxk_dtype_size(yt), ybytes;
+    amxk_status s;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if (!x || !packed || !y) return AMXK_ERR_NULL;
+    if (m == 0 || n == 0 || k == 0) return AMXK_ERR_SHAPE;
+    if (xt != AMXK_DTYPE_BF16 && xt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
+    if (yt != AMXK_DTYPE_F32 && yt != AMXK_DTYPE_BF16 && yt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
+    if (ldx < k || ldy < n) return AMXK_ERR_STRIDE;
+    if ((s = amxk_packed_linear_info(packed, packed_bytes, &pt, &pn, &pk)) != AMXK_OK) return s;
+    if (pt != xt || pn != n || pk != k) return AMXK_ERR_FORMAT;
+    amxk__linear_layout(ctx, m, n, k, xt, &p);
+    if (p.ws_total) {
+        if (!workspace || workspace_bytes < p.ws_total) return AMXK_ERR_WORKSPACE;
+        if ((uintptr_t)workspace % AMXK_ALIGN) return AMXK_ERR_ALIGN;
+    }
+    ybytes = ((m - 1) * ldy + n) * ysz;
+    if (amxk__overlap(y, ybytes, x, ((m - 1) * ldx + k) * 2) || amxk__overlap(y, ybytes, packed, packed_bytes) ||
+        (bias && amxk__overlap(y, ybytes, bias, n * 4)) || amxk__overlap(y, ybytes, workspace, p.ws_total))
+        return AMXK_ERR_ALIAS;
+    a.m = m, a.n = n, a.k = k, a.kp = amxk__lin_kp(k), a.ldx = ldx, a.ldy = ldy;
+    a.x = x, a.w = (const uint16_t *)((const char *)packed + sizeof(amxk__pack_hdr)), a.bias = bias, a.y = y;
+    a.dt = xt, a.yt = yt, a.ws = (char *)workspace, a.plan = &p;
+    amxk__parallel(ctx, amxk__linear_task, &a, p.m_tasks * p.n_tasks);
+    return AMXK_OK;
+}
+
+#endif /* AMXK_IMPLEMENTATION */
