@@ -882,8 +882,10 @@ AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b) { amxk__emu_dp_int8(c, a,
 #  define AMXK__TDPBSUD(c, a, b) _tile_dpbsud(c, a, b)
 #  define AMXK__TDPBUSD(c, a, b) _tile_dpbusd(c, a, b)
 #  define AMXK__TDPBUUD(c, a, b) _tile_dpbuud(c, a, b)
-/* AMX-FP16 has no intrinsic in gcc 12 / clang 14; the assembler (binutils >= 2.38) knows it. */
-#  define AMXK__TDPFP16PS(c, a, b) __asm__ volatile("tdpfp16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
+/* AMX-FP16 has no intrinsic in gcc 12 / clang 14 and clang 14's assembler lacks the mnemonic:
+   TDPFP16PS tmm_c, tmm_a, tmm_b is VEX.128.F2.0F38.W0 5C /r with vvvv = ~b, reg = c, rm = a. */
+#  define AMXK__TDPFP16PS(c, a, b)                                                                   \
+      __asm__ volatile(".byte 0xc4, 0xe2, %c0, 0x5c, %c1" ::"i"(0x03 | ((~(b) & 15) << 3)), "i"(0xc0 | ((c) << 3) | (a)))
 #endif
 
 // >>dispatch -------------------------------------------------------------------------------------

@@ -248,11 +248,13 @@ static inline __attribute__((always_inline)) void amxk__linear__6x16__avx2(const
     __m256 acc[AMXK__LIN_MR][2];
     size_t p;
     int r;
+#pragma GCC unroll 6
     for (r = 0; r < mr; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (p = 0; p < kp / 2; p++) {
         __m256 e0, o0, e1, o1;
         amxk__lin_widen__avx2(wb + p * 32, dt, &e0, &o0);
         amxk__lin_widen__avx2(wb + p * 32 + 16, dt, &e1, &o1);
+#pragma GCC unroll 6
         for (r = 0; r < mr; r++) {
             __m256 xe = _mm256_broadcast_ss(xf + r * kp + 2 * p), xo = _mm256_broadcast_ss(xf + r * kp + 2 * p + 1);
             acc[r][0] = _mm256_fmadd_ps(xe, e0, acc[r][0]);
@@ -261,6 +263,7 @@ static inline __attribute__((always_inline)) void amxk__linear__6x16__avx2(const
             acc[r][1] = _mm256_fmadd_ps(xo, o1, acc[r][1]);
         }
     }
+#pragma GCC unroll 6
     for (r = 0; r < mr; r++) {
         _mm256_storeu_ps(out + r * 16, acc[r][0]);
         _mm256_storeu_ps(out + r * 16 + 8, acc[r][1]);
