@@ -26,6 +26,8 @@ extern "C" {
 
 #if defined(AMXK_IMPLEMENTATION) && !defined(AMXK_GDN_C_INCLUDED)
 #define AMXK_GDN_C_INCLUDED
+#include "amxk.h" /* the core implementation, if this file has not emitted it yet (the module's
+                      declarations may have been included before AMXK_IMPLEMENTATION was defined) */
 // >>config
 // >>util
 // >>scalar
