@@ -100,6 +100,8 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
 
 #if defined(AMXK_IMPLEMENTATION) && !defined(AMXK_PACK_C_INCLUDED)
 #define AMXK_PACK_C_INCLUDED
+#include "amxk.h" /* the core implementation, if this file has not emitted it yet (the module's
+                      declarations may have been included before AMXK_IMPLEMENTATION was defined) */
 
 // >>config ---------------------------------------------------------------------------------------
 
@@ -225,64 +227,86 @@ AMXK__PRIV void amxk__linear__1x16__scalar(const amxk__linear_args *a, size_t m0
 #if AMXK__HAS_AVX2
 AMXK__TARGET_AVX2_BEGIN
 
-/* Widens one pair row of 8 lanes (n, k even | k odd) to f32: even-k values and odd-k values. */
-AMXK__INLINE void amxk__lin_widen__avx2(const uint16_t *p, amxk_dtype dt, __m256 *ev, __m256 *od) {
+/* One parity of 8 lanes of a pair row (lanes hold (k even, k odd) of one n) widened to f32. */
+static inline __attribute__((always_inline)) __m256 amxk__lin_widen__avx2(const uint16_t *p, amxk_dtype dt, int odd) {
     __m256i v = _mm256_loadu_si256((const __m256i *)p);
-    if (dt == AMXK_DTYPE_BF16) {
-        *ev = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-        *od = _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32((int)0xffff0000u)));
-    } else {
-        /* fp16: gather the 8 even and 8 odd halves, then convert */
+    if (dt == AMXK_DTYPE_BF16)
+        return _mm256_castsi256_ps(odd ? _mm256_and_si256(v, _mm256_set1_epi32((int)0xffff0000u)) : _mm256_slli_epi32(v, 16));
+    {   /* fp16: gather the 8 halves of that parity into one 128-bit lane, then convert */
         const __m256i sh = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
                                             0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
         __m256i s = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, sh), 0xd8); /* [even 8 | odd 8] */
-        *ev = _mm256_cvtph_ps(_mm256_castsi256_si128(s));
-        *od = _mm256_cvtph_ps(_mm256_extracti128_si256(s, 1));
+        return _mm256_cvtph_ps(odd ? _mm256_extracti128_si256(s, 1) : _mm256_castsi256_si128(s));
     }
 }
 
-/* MR x 16 microkernel over the whole (padded) K: xf is the f32 x panel (MR rows, Kp apart), wb one
-   packed block. Accumulates acc[r][0..16) in increasing k order: even k then odd k of each pair. */
+/* MR x 16 microkernel over the whole (padded) K: xf is the f32 x panel in pair-major order
+   (xf[(p * MR + r) * 2 + s] = x[r][2p + s]), wb one packed block. Each output sums its products in
+   increasing k order, even k then odd k of each pair; with mr <= 2 (too few rows to hide the FMA
+   latency) even and odd k go to separate accumulators that are added at the end. mr and dt must be
+   compile-time constants at the call site (always_inline) so the accumulators stay in registers. */
 static inline __attribute__((always_inline)) void amxk__linear__6x16__avx2(const float *xf, size_t kp, const uint16_t *wb,
                                                                           amxk_dtype dt, int mr, float *out) {
-    __m256 acc[AMXK__LIN_MR][2];
+    __m256 acc[AMXK__LIN_MR][2], aco[2][2];
+    const int split = mr <= 2;
     size_t p;
-    int r;
+    int r, odd;
 #pragma GCC unroll 6
     for (r = 0; r < mr; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    aco[0][0] = aco[0][1] = aco[1][0] = aco[1][1] = _mm256_setzero_ps();
     for (p = 0; p < kp / 2; p++) {
-        __m256 e0, o0, e1, o1;
-        amxk__lin_widen__avx2(wb + p * 32, dt, &e0, &o0);
-        amxk__lin_widen__avx2(wb + p * 32 + 16, dt, &e1, &o1);
+        const float *xp = xf + p * 2 * AMXK__LIN_MR;
+#pragma GCC unroll 2
+        for (odd = 0; odd < 2; odd++) {
+            __m256 w0 = amxk__lin_widen__avx2(wb + p * 32, dt, odd), w1 = amxk__lin_widen__avx2(wb + p * 32 + 16, dt, odd);
 #pragma GCC unroll 6
-        for (r = 0; r < mr; r++) {
-            __m256 xe = _mm256_broadcast_ss(xf + r * kp + 2 * p), xo = _mm256_broadcast_ss(xf + r * kp + 2 * p + 1);
-            acc[r][0] = _mm256_fmadd_ps(xe, e0, acc[r][0]);
-            acc[r][1] = _mm256_fmadd_ps(xe, e1, acc[r][1]);
-            acc[r][0] = _mm256_fmadd_ps(xo, o0, acc[r][0]);
-            acc[r][1] = _mm256_fmadd_ps(xo, o1, acc[r][1]);
+            for (r = 0; r < mr; r++) {
+                __m256 xv = _mm256_broadcast_ss(xp + 2 * r + odd);
+                if (split && odd) {
+                    aco[r][0] = _mm256_fmadd_ps(xv, w0, aco[r][0]);
+                    aco[r][1] = _mm256_fmadd_ps(xv, w1, aco[r][1]);
+                } else {
+                    acc[r][0] = _mm256_fmadd_ps(xv, w0, acc[r][0]);
+                    acc[r][1] = _mm256_fmadd_ps(xv, w1, acc[r][1]);
+                }
+            }
         }
     }
 #pragma GCC unroll 6
     for (r = 0; r < mr; r++) {
+        if (split) {
+            acc[r][0] = _mm256_add_ps(acc[r][0], aco[r & 1][0]);
+            acc[r][1] = _mm256_add_ps(acc[r][1], aco[r & 1][1]);
+        }
         _mm256_storeu_ps(out + r * 16, acc[r][0]);
         _mm256_storeu_ps(out + r * 16 + 8, acc[r][1]);
     }
 }
 
-/* x rows [m0, m0+mr) -> f32 panel (mr x Kp), zero past K. */
+/* x rows [m0, m0+mr) -> f32 panel, pair-major (see above), zero past K (rows past mr are not read). */
 AMXK__PRIV void amxk__linear_panel__avx2(const amxk__linear_args *a, size_t m0, int mr, float *xf) {
+    float row[16];
+    size_t kk, j;
     int r;
     for (r = 0; r < mr; r++) {
         const uint16_t *src = (const uint16_t *)a->x + (m0 + (size_t)r) * a->ldx;
-        float *d = xf + (size_t)r * a->kp;
-        size_t kk = 0;
-        if (a->dt == AMXK_DTYPE_BF16)
-            for (; kk + 8 <= a->k; kk += 8) _mm256_storeu_ps(d + kk, amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)(src + kk))));
-        else
-            for (; kk + 8 <= a->k; kk += 8) _mm256_storeu_ps(d + kk, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + kk))));
-        for (; kk < a->k; kk++) d[kk] = amxk__ld16(src, kk, a->dt);
-        for (; kk < a->kp; kk++) d[kk] = 0.0f;
+        for (kk = 0; kk < a->kp; kk += 16) {
+            size_t cnt = kk < a->k ? AMXK__MIN((size_t)16, a->k - kk) : 0;
+            if (cnt == 16 && a->dt == AMXK_DTYPE_BF16) {
+                _mm256_storeu_ps(row, amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)(src + kk))));
+                _mm256_storeu_ps(row + 8, amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)(src + kk + 8))));
+            } else if (cnt == 16) {
+                _mm256_storeu_ps(row, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + kk))));
+                _mm256_storeu_ps(row + 8, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + kk + 8))));
+            } else {
+                for (j = 0; j < 16; j++) row[j] = j < cnt ? amxk__ld16(src, kk + j, a->dt) : 0.0f;
+            }
+            for (j = 0; j < 16; j += 2) {
+                float *d = xf + ((kk + j) / 2 * AMXK__LIN_MR + (size_t)r) * 2;
+                d[0] = row[j];
+                d[1] = row[j + 1];
+            }
+        }
     }
 }
 
@@ -295,14 +319,22 @@ AMXK__PRIV void amxk__linear_block__avx2(const amxk__linear_args *a, size_t m0, 
         for (b = b0; b < b1; b++) {
             const uint16_t *wb = a->w + b * AMXK__LIN_NB * a->kp;
             size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
-            switch (mr) { /* constant row counts let the compiler keep acc in registers */
-            case 6: amxk__linear__6x16__avx2(xf, a->kp, wb, a->dt, 6, out); break;
-            case 5: amxk__linear__6x16__avx2(xf, a->kp, wb, a->dt, 5, out); break;
-            case 4: amxk__linear__6x16__avx2(xf, a->kp, wb, a->dt, 4, out); break;
-            case 3: amxk__linear__6x16__avx2(xf, a->kp, wb, a->dt, 3, out); break;
-            case 2: amxk__linear__6x16__avx2(xf, a->kp, wb, a->dt, 2, out); break;
-            default: amxk__linear__6x16__avx2(xf, a->kp, wb, a->dt, 1, out); break;
+            /* constant row counts and dtypes let the compiler keep the accumulators in registers */
+#define AMXK__LIN_CASES(DT)                                                                          \
+    switch (mr) {                                                                                    \
+    case 6: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 6, out); break;                              \
+    case 5: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 5, out); break;                              \
+    case 4: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 4, out); break;                              \
+    case 3: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 3, out); break;                              \
+    case 2: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 2, out); break;                              \
+    default: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 1, out); break;                             \
+    }
+            if (a->dt == AMXK_DTYPE_BF16) {
+                AMXK__LIN_CASES(AMXK_DTYPE_BF16)
+            } else {
+                AMXK__LIN_CASES(AMXK_DTYPE_F16)
             }
+#undef AMXK__LIN_CASES
             for (r = 0; r < mr; r++) amxk__linear_store_row(a, i + (size_t)r, n0, cnt, out + r * AMXK__LIN_NB);
         }
     }
