@@ -106,11 +106,11 @@ demo: $(EXAMPLE_BINS)
 
 bench-bin: $(BENCH_BINS)
 
-build/amxk_bench: bench/amxk_bench.c $(HEADERS)
+build/amxk_bench: bench/amxk_bench.c bench/bench_util.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $< -o $@ $(EXTRA_LDFLAGS) $(LDLIBS)
 
-build/onednn_peer: bench/onednn_peer.c
+build/onednn_peer: bench/onednn_peer.c bench/bench_util.h amxk.h
 	@mkdir -p $(@D)
 	$(CC) $(STD) $(CFLAGS) -fopenmp $< -o $@ -ldnnl $(LDLIBS)
 

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The benchmark suite (`make bench`): runs every case below, prints each result line, and writes
+# bench/results.md (a Markdown table, with date, CPU, commit and the commands).
+#
+# Each case prints `op=... median_us=.. gflops=.. gbs=..` (in-process timing, median of --reps calls;
+# see bench/bench_util.h). When hyperfine is installed, the amxk_bench cases are also run through it
+# and its table (whole-process wall time: allocation and setup included) is appended.
+# The oneDNN cases run when build/onednn_peer was built (libdnnl-dev installed).
+#
+# Environment: BENCH_THREADS (default: all online CPUs), BENCH_ROTATE_MB (default 1024),
+# BENCH_OUT (default bench/results.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+threads=${BENCH_THREADS:-$(nproc)}
+rot=${BENCH_ROTATE_MB:-1024}
+out=${BENCH_OUT:-bench/results.md}
+bin=build/amxk_bench
+peer=build/onednn_peer
+
+# ---- the suite: one command per line ------------------------------------------------------------
+cases=(
+    "$bin stream --mb 1024 --threads 1"
+    "$bin stream --mb 1024 --threads $threads"
+    # amxk linear cases go here once `amxk_bench linear` exists, e.g. decode (M=1) and prefill shapes
+    # with --rotate-mb $rot, next to the matching onednn_peer lines below.
+)
+if [ -x "$peer" ]; then
+    for t in 1 "$threads"; do
+        for d in f32 bf16 s8; do
+            cases+=("$peer linear --m 1 --n 4096 --k 4096 --dtype $d --threads $t --rotate-mb $rot")
+        done
+        cases+=("$peer linear --m 128 --n 4096 --k 4096 --dtype f32 --threads $t --rotate-mb $rot --reps 5")
+    done
+else
+    echo "note: $peer not built (install libdnnl-dev for the oneDNN comparison)"
+fi
+# --------------------------------------------------------------------------------------------------
+
+[ -x "$bin" ] || { echo "$bin missing: run make bench-bin"; exit 1; }
+rows=()
+cmds=()
+for c in "${cases[@]}"; do
+    echo "+ $c"
+    set +e
+    lines=$($c)
+    rc=$?
+    set -e
+    [ -n "$lines" ] && echo "$lines"
+    if [ $rc -ne 0 ]; then
+        echo "  (exit status $rc)"
+        rows+=("| ${c%% *} | failed (exit status $rc) | | | | \`$c\` |")
+        continue
+    fi
+    while IFS= read -r l; do
+        case $l in op=*) ;; *) continue ;; esac
+        op=$(sed -E 's/^op=([^ ]+).*/\1/' <<<"$l")
+        med=$(grep -oE 'median_us=[^ ]+' <<<"$l" | cut -d= -f2 || true)
+        gf=$(grep -oE 'gflops=[^ ]+' <<<"$l" | cut -d= -f2 || true)
+        gb=$(grep -oE 'gbs=[^ ]+' <<<"$l" | cut -d= -f2 || true)
+        params=$(sed -E 's/^op=[^ ]+ ?//; s/ ?(median_us|gflops|gbs)=[^ ]+//g' <<<"$l")
+        rows+=("| $op | $params | ${med:--} | ${gf:--} | ${gb:--} | \`$c\` |")
+    done <<<"$lines"
+    cmds+=("$c")
+done
+
+cpu=$(lscpu 2>/dev/null | sed -nE 's/^Model name: *//p' | head -n 1)
+flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | tr ' ' '\n' |
+    grep -xE 'avx2|fma|f16c|avx512f|avx512bw|avx512_vnni|avx512_bf16|amx_tile|amx_bf16|amx_int8' | paste -sd ' ' - || true)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || commit="$commit (with local changes)"
+{
+    echo "# amxk benchmark results"
+    echo
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "- CPU: ${cpu:-unknown}, $(nproc) CPUs online; relevant flags: ${flags:-none}"
+    echo "- commit: $commit; compiler: $(${CC:-gcc} --version | head -n 1)"
+    echo "- command: \`make bench\` (bench/run_bench.sh; BENCH_THREADS=$threads BENCH_ROTATE_MB=$rot)"
+    echo
+    echo "median_us: median wall time of one call over --reps calls (default 20), each timed alone"
+    echo "(CLOCK_MONOTONIC). gflops: 2*M*N*K / median for linear. gbs: bytes read (stream) or weights +"
+    echo "activations + output bytes (linear) / median, in 10^9 B/s. --rotate-mb: weight copies cycled"
+    echo "through so that weights come from DRAM."
+    echo
+    echo "| op | parameters | median_us | gflops | gbs | command |"
+    echo "|---|---|---:|---:|---:|---|"
+    for r in "${rows[@]}"; do echo "$r"; done
+} >"$out"
+
+if command -v hyperfine >/dev/null 2>&1; then
+    hf=()
+    for c in "${cmds[@]}"; do
+        case $c in "$bin "*) hf+=("$c --reps 3 --warmup 0") ;; esac
+    done
+    if [ ${#hf[@]} -gt 0 ]; then
+        tmp=$(mktemp)
+        hyperfine -N --runs 3 --warmup 1 --style basic --export-markdown "$tmp" "${hf[@]}"
+        {
+            echo
+            echo "Whole-process wall time (hyperfine -N --runs 3 --warmup 1; includes allocation and setup,"
+            echo "so it is not a kernel time):"
+            echo
+            cat "$tmp"
+        } >>"$out"
+        rm -f "$tmp"
+    fi
+else
+    echo "note: hyperfine not installed; in-process timings only"
+fi
+echo "wrote $out"
