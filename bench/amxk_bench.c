@@ -208,6 +208,8 @@ static int cmd_stream(bench_env *env, const bench_args *a) {
     return 0;
 }
 
+#include "cmd_linear.h"
+
 /* ---- subcommand table --------------------------------------------------------------------- */
 
 typedef struct bench_cmd {
@@ -219,8 +221,8 @@ typedef struct bench_cmd {
 
 static const bench_cmd bench_cmds[] = {
     {"stream", "mb", cmd_stream, "--mb R: read R MiB of floats per call (sum); gbs = read bandwidth"},
+    {"linear", "m,n,k,dtype,out,bias", cmd_linear, "amxk_pack.h packed linear y = x W^T (+bias): --m --n --k --dtype bf16|fp16 --out f32|bf16|fp16 --bias 0|1"},
     /* One row per op, as the modules land:
-       {"linear",      "m,n,k,...",  cmd_linear,      "amxk_pack.h packed linear y = x W^T"},
        {"moe",         "...",        cmd_moe,         "amxk_moe.h fused experts"},
        {"gdn-decode",  "...",        cmd_gdn_decode,  "amxk_gdn.h gated delta rule, one token"},
        {"gdn-prefill", "...",        cmd_gdn_prefill, "amxk_gdn.h gated delta rule, chunked"},

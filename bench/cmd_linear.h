@@ -1,0 +1,80 @@
+/* cmd_linear.h - the `linear` subcommand of amxk_bench (included by amxk_bench.c after bench_env).
+
+   amxk_bench linear --m M --n N --k K [--dtype bf16|fp16] [--out f32|bf16|fp16] [--bias 0|1]
+                     [--threads T] [--isa ...] [--rotate-mb R] [--reps N] [--warmup W]
+
+   Packs W[N,K] once per rotation copy (the pack is not timed), then times amxk_linear alone.
+   gflops = 2*M*N*K / median; gbs = (packed weight bytes + x bytes + y bytes) / median. */
+
+typedef struct linear_job {
+    const bench_env *env;
+    size_t m, n, k, packed_bytes, ws_bytes;
+    amxk_dtype dt, yt;
+    bench_rot w; /* packed weights, one per rotation copy */
+    void *x, *y, *ws;
+    float *bias;
+} linear_job;
+
+static void linear_call(void *user, size_t rep) {
+    linear_job *j = (linear_job *)user;
+    amxk_status st = amxk_linear(&j->env->ctx, j->m, j->n, j->k, j->x, j->dt, j->k, bench_rot_get(&j->w, rep), j->packed_bytes,
+                                 j->bias, j->y, j->yt, j->n, j->ws, j->ws_bytes);
+    if (st != AMXK_OK) bench_die("amxk_linear: %s", amxk_status_string(st));
+}
+
+static amxk_dtype linear_dtype(const char *s, int allow_f32) {
+    if (strcmp(s, "bf16") == 0) return AMXK_DTYPE_BF16;
+    if (strcmp(s, "fp16") == 0 || strcmp(s, "f16") == 0) return AMXK_DTYPE_F16;
+    if (allow_f32 && (strcmp(s, "f32") == 0 || strcmp(s, "fp32") == 0)) return AMXK_DTYPE_F32;
+    bench_die("unsupported dtype '%s'", s);
+    return AMXK_DTYPE_INVALID;
+}
+
+static int cmd_linear(bench_env *env, const bench_args *a) {
+    linear_job j;
+    const char *dts = bench_str(a, "dtype", "bf16"), *outs = bench_str(a, "out", "bf16");
+    long m = bench_int(a, "m", 1), n = bench_int(a, "n", 4096), k = bench_int(a, "k", 4096);
+    int with_bias = (int)bench_int(a, "bias", 0);
+    size_t i, ysz;
+    float *wf, *xf;
+    double med;
+    amxk_status st;
+    if (m < 1 || n < 1 || k < 1) bench_die("--m, --n, --k must be >= 1");
+    memset(&j, 0, sizeof j);
+    j.env = env, j.m = (size_t)m, j.n = (size_t)n, j.k = (size_t)k;
+    j.dt = linear_dtype(dts, 0);
+    j.yt = linear_dtype(outs, 1);
+    ysz = amxk_dtype_size(j.yt);
+    if ((st = amxk_pack_linear_size(j.dt, j.n, j.k, &j.packed_bytes)) != AMXK_OK) bench_die("pack size: %s", amxk_status_string(st));
+    if ((st = amxk_linear_workspace_size(&env->ctx, j.m, j.n, j.k, &j.ws_bytes)) != AMXK_OK)
+        bench_die("workspace size: %s", amxk_status_string(st));
+    wf = (float *)bench_alloc(j.n * j.k * sizeof(float), 64);
+    xf = (float *)bench_alloc(j.m * j.k * sizeof(float), 64);
+    bench_fill(wf, j.n * j.k, 1);
+    bench_fill(xf, j.m * j.k, 2);
+    bench_rot_init(&j.w, j.packed_bytes, env->rotate_mb);
+    for (i = 0; i < j.w.n; i++)
+        if ((st = amxk_pack_linear(&env->ctx, j.w.copy[i], j.packed_bytes, j.dt, wf, AMXK_DTYPE_F32, j.n, j.k, j.k)) != AMXK_OK)
+            bench_die("pack: %s", amxk_status_string(st));
+    j.x = bench_alloc(j.m * j.k * 2, 64);
+    if ((st = amxk_convert(NULL, j.x, j.dt, xf, AMXK_DTYPE_F32, j.m * j.k)) != AMXK_OK) bench_die("convert: %s", amxk_status_string(st));
+    j.y = bench_alloc(j.m * j.n * ysz, 64);
+    j.ws = j.ws_bytes ? bench_alloc(j.ws_bytes, 64) : NULL;
+    if (with_bias) {
+        j.bias = (float *)bench_alloc(j.n * sizeof(float), 64);
+        bench_fill(j.bias, j.n, 3);
+    }
+    med = bench_measure(linear_call, &j, env->warmup, env->reps);
+    bench_line(med, 2.0 * (double)j.m * (double)j.n * (double)j.k,
+               (double)j.packed_bytes + (double)(j.m * j.k * 2) + (double)(j.m * j.n * ysz),
+               "op=linear m=%zu n=%zu k=%zu dtype=%s out=%s bias=%d threads=%d isa=%s tier=%s rotate_mb=%g", j.m, j.n, j.k, dts,
+               outs, with_bias, env->threads, env->isa, amxk_tier_name(env->ctx.tier), env->rotate_mb);
+    bench_rot_free(&j.w);
+    free(wf);
+    free(xf);
+    free(j.x);
+    free(j.y);
+    free(j.ws);
+    free(j.bias);
+    return 0;
+}
