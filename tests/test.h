@@ -1,0 +1,381 @@
+/* tests/test.h - the shared harness of the amxk test programs.
+
+   A test program is one .c file:
+
+       #define AMXK_IMPLEMENTATION          (optionally with AMXK_AMX_EMULATE on the command line)
+       #include "test.h"                    (brings amxk.h and examples/amxk_pool.h)
+       #include "../amxk_pack.h"            (modules, if tested; any order)
+       int main(void) {
+           test_init();                     prints the seed and the CPU's tiers
+           ... CHECK(cond, "fmt", args) ...
+           return test_finish();            prints "N passed, M failed"; exit code 1 if M > 0
+       }
+
+   Build: cc -std=c99 -O2 -I. tests/test_x.c -o build/test_x -pthread -lm (from the repo root).
+
+   What is here:
+     CHECK(cond, fmt, ...)   counts a pass or a failure; a failure prints file:line, the condition and
+                             the message, and the test keeps going (the first TEST_MAX_PRINT failures
+                             are printed, the rest only counted). The message is required (C99 needs
+                             at least one argument for "..."): CHECK(x == 1, "x=%d", x).
+     TEST_SECTION(name)      prints "== name".
+     test_rand() etc.        splitmix64 RNG. Seed: AMXK_TEST_SEED (decimal or 0x hex) or a fixed
+                             default; printed by test_init. test_rng_next(&state) for per-thread use.
+     test_alloc(bytes)       64-byte aligned buffer, body poisoned with 0xFF bytes (NaN as f32, bf16,
+                             f16, e4m3 and e5m2), TEST_GUARD pattern bytes before and after;
+                             test_guard_ok(p) checks them, test_free(p) frees. Under ASan the guards
+                             are also poisoned, so any read or write of them is reported at once.
+     test_ref_decode/encode  reference bf16/f16/fp8 conversions in double arithmetic (ldexp/frexp),
+                             written independently of amxk.h.
+     TEST_FOR_EACH_TIER(t, ctx)   loop over AMXK_TIER_SCALAR..AMXK_TIER_AMX with ctx initialised
+                             for tier t only (isa_allow = AMXK_TIER_BIT(t)); tiers this CPU/build
+                             cannot run are skipped with one "skip tier X: not usable here" line.
+     test_ctx(ctx, tier, n_workers)   a context on a (cached) amxk_pool of n_workers workers.
+     test_worker_counts[]    1, 2, 3, 7 (TEST_N_WORKER_COUNTS entries).
+     test_allclose(...)      float array comparison with atol/rtol; prints the first mismatch. */
+#ifndef AMXK_TEST_H_INCLUDED
+#define AMXK_TEST_H_INCLUDED
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdint.h>
+
+#include "../amxk.h"
+#include "../examples/amxk_pool.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+#  define TEST_FN __attribute__((unused)) static
+#  define TEST_VAR __attribute__((unused)) static
+#else
+#  define TEST_FN static
+#  define TEST_VAR static
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#  define TEST_ASAN 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define TEST_ASAN 1
+#  endif
+#endif
+#ifdef TEST_ASAN
+#  include <sanitizer/asan_interface.h>
+#  define TEST_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#  define TEST_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#  define TEST_POISON(p, n) ((void)(p), (void)(n))
+#  define TEST_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+/* ---- pass / fail ------------------------------------------------------------------------------ */
+
+#define TEST_MAX_PRINT 40
+TEST_VAR long test_n_pass, test_n_fail;
+
+TEST_FN int test_check_(int ok, const char *file, int line, const char *cond, const char *fmt, ...) {
+    va_list ap;
+    if (ok) {
+        test_n_pass++;
+        return 1;
+    }
+    test_n_fail++;
+    if (test_n_fail <= TEST_MAX_PRINT) {
+        printf("%s:%d: FAILED: %s: ", file, line, cond);
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        printf("\n");
+        if (test_n_fail == TEST_MAX_PRINT) printf("(further failures are counted, not printed)\n");
+        fflush(stdout);
+    }
+    return 0;
+}
+#define CHECK(cond, ...) test_check_((cond) ? 1 : 0, __FILE__, __LINE__, #cond, __VA_ARGS__)
+#define TEST_SECTION(name) (printf("== %s\n", (name)), fflush(stdout))
+
+/* ---- RNG (splitmix64) ------------------------------------------------------------------------- */
+
+TEST_VAR uint64_t test_seed = 0x243f6a8885a308d3ull, test_rng_state;
+
+TEST_FN uint64_t test_rng_next(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+TEST_FN uint64_t test_rand(void) { return test_rng_next(&test_rng_state); }
+TEST_FN uint32_t test_rand32(void) { return (uint32_t)(test_rand() >> 32); }
+/* uniform integer in [lo, hi] */
+TEST_FN int test_randint(int lo, int hi) { return lo + (int)(test_rand() % (uint64_t)(hi - lo + 1)); }
+/* uniform double in [lo, hi) */
+TEST_FN double test_uniform(double lo, double hi) { return lo + (hi - lo) * (double)(test_rand() >> 11) * (1.0 / 9007199254740992.0); }
+TEST_FN float test_randf(float lo, float hi) { return (float)test_uniform(lo, hi); }
+
+/* ---- bit casts ---------------------------------------------------------------------------------- */
+
+TEST_FN uint32_t test_f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+TEST_FN float test_bits_f32(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* ---- guarded buffers ---------------------------------------------------------------------------- */
+
+#define TEST_GUARD 256 /* bytes each side; a multiple of 64 */
+typedef struct test_buf_meta {
+    void *raw;
+    size_t bytes;
+} test_buf_meta;
+
+TEST_FN unsigned char test_guard_byte(size_t i) { return (unsigned char)(0x5a + 37 * (i & 0xff)); }
+
+/* bytes of body (0 allowed), 64-byte aligned, poisoned with 0xFF; guards before and after. */
+TEST_FN void *test_alloc(size_t bytes) {
+    unsigned char *raw = (unsigned char *)malloc(64 + 64 + TEST_GUARD + bytes + TEST_GUARD), *p;
+    test_buf_meta m;
+    size_t i;
+    if (!raw) {
+        printf("test_alloc(%lu): out of memory\n", (unsigned long)bytes);
+        exit(2);
+    }
+    p = raw + 64 + TEST_GUARD + (64 - ((uintptr_t)raw % 64)) % 64;
+    m.raw = raw;
+    m.bytes = bytes;
+    memcpy(p - TEST_GUARD - 64, &m, sizeof m);
+    for (i = 0; i < TEST_GUARD; i++) p[-(ptrdiff_t)TEST_GUARD + (ptrdiff_t)i] = test_guard_byte(i);
+    for (i = 0; i < TEST_GUARD; i++) p[bytes + i] = test_guard_byte(i + 128);
+    memset(p, 0xff, bytes);
+    TEST_POISON(p - TEST_GUARD, TEST_GUARD);
+    TEST_POISON(p + bytes, TEST_GUARD);
+    return p;
+}
+TEST_FN size_t test_buf_bytes(const void *p) {
+    test_buf_meta m;
+    memcpy(&m, (const unsigned char *)p - TEST_GUARD - 64, sizeof m);
+    return m.bytes;
+}
+/* 1 when both guards are intact. */
+TEST_FN int test_guard_ok(const void *p) {
+    const unsigned char *q = (const unsigned char *)p;
+    size_t bytes = test_buf_bytes(p), i;
+    int ok = 1;
+    TEST_UNPOISON(q - TEST_GUARD, TEST_GUARD);
+    TEST_UNPOISON(q + bytes, TEST_GUARD);
+    for (i = 0; i < TEST_GUARD; i++) ok &= q[-(ptrdiff_t)TEST_GUARD + (ptrdiff_t)i] == test_guard_byte(i);
+    for (i = 0; i < TEST_GUARD; i++) ok &= q[bytes + i] == test_guard_byte(i + 128);
+    TEST_POISON(q - TEST_GUARD, TEST_GUARD);
+    TEST_POISON(q + bytes, TEST_GUARD);
+    return ok;
+}
+TEST_FN void test_free(void *p) {
+    test_buf_meta m;
+    if (!p) return;
+    memcpy(&m, (unsigned char *)p - TEST_GUARD - 64, sizeof m);
+    TEST_UNPOISON((unsigned char *)p - TEST_GUARD, TEST_GUARD);
+    TEST_UNPOISON((unsigned char *)p + m.bytes, TEST_GUARD);
+    free(m.raw);
+}
+TEST_FN void test_poison(void *p, size_t bytes) { memset(p, 0xff, bytes); }
+
+/* ---- reference conversions (double arithmetic, independent of amxk.h) ---------------------------- */
+
+typedef struct test_fmt {
+    int ebits, mbits, bias;
+    int has_inf;    /* IEEE-like: all-ones exponent is inf (m == 0) or NaN; else only S.1..1.1..1 is NaN */
+    int saturate;   /* overflow gives +-max (fp8) instead of inf */
+    double maxv;    /* largest finite value */
+} test_fmt;
+
+TEST_FN test_fmt test_fmt_of(amxk_dtype dt) {
+    test_fmt f;
+    memset(&f, 0, sizeof f);
+    switch (dt) {
+    case AMXK_DTYPE_BF16: f.ebits = 8, f.mbits = 7, f.bias = 127, f.has_inf = 1; break;
+    case AMXK_DTYPE_F16: f.ebits = 5, f.mbits = 10, f.bias = 15, f.has_inf = 1; break;
+    case AMXK_DTYPE_FP8_E4M3: f.ebits = 4, f.mbits = 3, f.bias = 7, f.saturate = 1; break;
+    case AMXK_DTYPE_FP8_E5M2: f.ebits = 5, f.mbits = 2, f.bias = 15, f.has_inf = 1, f.saturate = 1; break;
+    default: printf("test_fmt_of: bad dtype %d\n", (int)dt); exit(2);
+    }
+    {
+        int emax = (1 << f.ebits) - 1 - f.bias; /* exponent of the all-ones field */
+        if (f.has_inf) f.maxv = ldexp(2.0 - ldexp(1.0, -f.mbits), emax - 1);
+        else f.maxv = ldexp(2.0 - ldexp(2.0, -f.mbits), emax); /* top mantissa code is NaN */
+    }
+    return f;
+}
+TEST_FN int test_code_bits(amxk_dtype dt) { return dt == AMXK_DTYPE_BF16 || dt == AMXK_DTYPE_F16 ? 16 : 8; }
+
+TEST_FN int test_code_is_nan(amxk_dtype dt, unsigned code) {
+    test_fmt f = test_fmt_of(dt);
+    unsigned m = code & ((1u << f.mbits) - 1), e = (code >> f.mbits) & ((1u << f.ebits) - 1);
+    if (e != (1u << f.ebits) - 1) return 0;
+    return f.has_inf ? m != 0 : m == (1u << f.mbits) - 1;
+}
+/* Exact value of a code: +-INFINITY for inf, NAN for NaN codes, signed zeros kept. */
+TEST_FN double test_ref_decode(amxk_dtype dt, unsigned code) {
+    test_fmt f = test_fmt_of(dt);
+    int nb = test_code_bits(dt);
+    unsigned s = (code >> (nb - 1)) & 1u, m = code & ((1u << f.mbits) - 1), e = (code >> f.mbits) & ((1u << f.ebits) - 1);
+    double v;
+    if (test_code_is_nan(dt, code)) return NAN;
+    if (f.has_inf && e == (1u << f.ebits) - 1) v = INFINITY;
+    else if (e == 0) v = ldexp((double)m, 1 - f.bias - f.mbits);
+    else v = ldexp((double)((1u << f.mbits) + m), (int)e - f.bias - f.mbits);
+    return s ? -v : v;
+}
+/* f32 bits the decoders documented in amxk.h give for a code: the exact value, or for NaN codes:
+   bf16 -> code << 16 (bits kept as they are); f16 / e5m2 -> quiet NaN, sign and payload kept;
+   e4m3 -> sign | 0x7fc00000. */
+TEST_FN uint32_t test_ref_decode_bits(amxk_dtype dt, unsigned code) {
+    if (test_code_is_nan(dt, code)) {
+        switch (dt) {
+        case AMXK_DTYPE_BF16: return (uint32_t)code << 16;
+        case AMXK_DTYPE_F16: return ((uint32_t)(code & 0x8000u) << 16) | 0x7fc00000u | ((uint32_t)(code & 0x3ffu) << 13);
+        case AMXK_DTYPE_FP8_E5M2: return ((uint32_t)(code & 0x80u) << 24) | 0x7fc00000u | ((uint32_t)(code & 3u) << 21);
+        default: return ((uint32_t)(code & 0x80u) << 24) | 0x7fc00000u;
+        }
+    }
+    return test_f32_bits((float)test_ref_decode(dt, code));
+}
+
+/* Code of a finite non-negative value that is exactly representable (or inf where the format has it). */
+TEST_FN unsigned test_ref_pack(test_fmt f, double v) {
+    int e;
+    if (v == 0) return 0;
+    if (isinf(v)) return ((1u << f.ebits) - 1) << f.mbits;
+    if (v < ldexp(1.0, 1 - f.bias)) return (unsigned)ldexp(v, f.bias - 1 + f.mbits); /* subnormal */
+    (void)frexp(v, &e); /* v = x * 2^e, x in [0.5, 1) */
+    e -= 1;             /* v = 1.m * 2^e */
+    return ((unsigned)(e + f.bias) << f.mbits) | (unsigned)(ldexp(v, f.mbits - e) - ldexp(1.0, f.mbits));
+}
+/* Reference encoder: round to nearest, ties to even; overflow -> inf (bf16, f16) or +-max (fp8,
+   infinities included); NaN as amxk documents: bf16 (bits >> 16) | 0x40, f16 sign | 0x7e00 | top 10
+   payload bits, fp8 sign | 0x7f. */
+TEST_FN unsigned test_ref_encode(amxk_dtype dt, float x) {
+    test_fmt f = test_fmt_of(dt);
+    int nb = test_code_bits(dt), e;
+    uint32_t u = test_f32_bits(x);
+    unsigned sign = (u >> 31) << (nb - 1);
+    double a = fabs((double)x), q, k, fl, r;
+    if (isnan(x)) {
+        if (dt == AMXK_DTYPE_BF16) return (u >> 16) | 0x40u;
+        if (dt == AMXK_DTYPE_F16) return sign | 0x7e00u | ((u >> 13) & 0x3ffu);
+        return sign | 0x7fu;
+    }
+    if (isinf(a)) return sign | (f.saturate ? test_ref_pack(f, f.maxv) : test_ref_pack(f, INFINITY));
+    if (a == 0) return sign;
+    (void)frexp(a, &e);
+    e -= 1;                                 /* a = 1.xxx * 2^e */
+    if (e < 1 - f.bias) e = 1 - f.bias;     /* subnormal range: fixed quantum */
+    q = ldexp(1.0, e - f.mbits);            /* spacing of representable values around a */
+    k = a / q;                              /* exact: power-of-two scaling */
+    fl = floor(k);
+    if (k - fl > 0.5 || (k - fl == 0.5 && fmod(fl, 2.0) != 0)) r = fl + 1;
+    else r = fl;
+    r *= q;
+    if (r > f.maxv) return sign | (f.saturate ? test_ref_pack(f, f.maxv) : test_ref_pack(f, INFINITY));
+    return sign | test_ref_pack(f, r);
+}
+
+/* ---- float comparison ---------------------------------------------------------------------------- */
+
+/* Number of i with |got - want| > atol + rtol * |want| (NaN in either counts unless both NaN);
+   prints the first one with `what`. Not a CHECK: wrap it, CHECK(test_allclose(...) == 0, ...). */
+TEST_FN size_t test_allclose(const float *got, const float *want, size_t n, double atol, double rtol, const char *what) {
+    size_t i, bad = 0;
+    for (i = 0; i < n; i++) {
+        double g = got[i], w = want[i];
+        int ok = (isnan(g) && isnan(w)) || (!isnan(g) && !isnan(w) && (g == w || fabs(g - w) <= atol + rtol * fabs(w)));
+        if (!ok && bad++ == 0)
+            printf("  %s: first mismatch at %lu: got %.9g want %.9g (atol %g rtol %g)\n", what, (unsigned long)i, g, w, atol, rtol);
+    }
+    return bad;
+}
+
+/* ---- tiers and pools ------------------------------------------------------------------------------- */
+
+#define TEST_N_WORKER_COUNTS 4
+TEST_VAR const int test_worker_counts[TEST_N_WORKER_COUNTS] = {1, 2, 3, 7};
+TEST_VAR amxk_pool test_pools[TEST_N_WORKER_COUNTS];
+TEST_VAR int test_pool_ready[TEST_N_WORKER_COUNTS];
+TEST_VAR int test_tier_state[AMXK_TIER_COUNT]; /* 0 not tried, 1 ran, -1 skipped */
+
+/* The cached pool with n workers (one of test_worker_counts, or any n: a new pool is not cached). */
+TEST_FN amxk_pool *test_pool(int n) {
+    int i;
+    for (i = 0; i < TEST_N_WORKER_COUNTS; i++)
+        if (test_worker_counts[i] == n) {
+            if (!test_pool_ready[i]) {
+                if (amxk_pool_init(&test_pools[i], n) != 0) {
+                    printf("amxk_pool_init(%d) failed\n", n);
+                    exit(2);
+                }
+                test_pool_ready[i] = 1;
+            }
+            return &test_pools[i];
+        }
+    printf("test_pool: %d workers is not one of test_worker_counts\n", n);
+    exit(2);
+}
+
+/* ctx for tier t only, with n_workers (> 1: on the cached pool; 1: serial, no callback).
+   Returns 1 when the tier runs here, 0 (after one "skip tier" line per tier) when it does not. */
+TEST_FN int test_ctx(amxk_ctx *ctx, amxk_tier t, int n_workers) {
+    amxk_status s;
+    memset(ctx, 0, sizeof *ctx);
+    ctx->isa_allow = AMXK_TIER_BIT(t);
+    if (n_workers > 1) amxk_pool_bind(test_pool(n_workers), ctx);
+    if (!(amxk_cpu_init()->tiers & AMXK_TIER_BIT(t)) || (s = amxk_ctx_init(ctx)) != AMXK_OK || ctx->tier != t) {
+        if (test_tier_state[t] != -1) printf("skip tier %s: not usable here\n", amxk_tier_name(t));
+        test_tier_state[t] = -1;
+        return 0;
+    }
+    test_tier_state[t] = 1;
+    return 1;
+}
+#define TEST_FOR_EACH_TIER(t, ctx) \
+    for ((t) = AMXK_TIER_SCALAR; (t) <= AMXK_TIER_AMX; (t) = (amxk_tier)((int)(t) + 1)) if (test_ctx(&(ctx), (t), 1))
+
+/* ---- start / finish ------------------------------------------------------------------------------- */
+
+TEST_FN void test_init(void) {
+    const char *s = getenv("AMXK_TEST_SEED");
+    const amxk_cpu *cpu = amxk_cpu_init();
+    int t;
+    if (s && *s) test_seed = strtoull(s, NULL, 0);
+    test_rng_state = test_seed;
+    printf("seed 0x%llx (set AMXK_TEST_SEED to change)\n", (unsigned long long)test_seed);
+    printf("cpu: hw 0x%x usable 0x%x tiers 0x%x best %s%s; tiers here:", (unsigned)cpu->hw, (unsigned)cpu->usable, cpu->tiers,
+           amxk_tier_name(cpu->best_tier), cpu->amx_emulated ? " (AMX emulated)" : "");
+    for (t = AMXK_TIER_SCALAR; t <= AMXK_TIER_AMX; t++)
+        if (cpu->tiers & AMXK_TIER_BIT(t)) printf(" %s", amxk_tier_name((amxk_tier)t));
+    printf("\n");
+    fflush(stdout);
+}
+
+/* Frees the pools, prints the tiers that ran / were skipped and the one line
+   "N passed, M failed"; returns the exit code (1 if anything failed). */
+TEST_FN int test_finish(void) {
+    int i, t;
+    for (i = 0; i < TEST_N_WORKER_COUNTS; i++)
+        if (test_pool_ready[i]) amxk_pool_destroy(&test_pools[i]), test_pool_ready[i] = 0;
+    printf("tiers run:");
+    for (t = AMXK_TIER_SCALAR; t <= AMXK_TIER_AMX; t++)
+        if (test_tier_state[t] == 1) printf(" %s", amxk_tier_name((amxk_tier)t));
+    printf("; skipped:");
+    for (t = AMXK_TIER_SCALAR; t <= AMXK_TIER_AMX; t++)
+        if (test_tier_state[t] == -1) printf(" %s", amxk_tier_name((amxk_tier)t));
+    printf("\n%ld passed, %ld failed\n", test_n_pass, test_n_fail);
+    fflush(stdout);
+    return test_n_fail ? 1 : 0;
+}
+
+#endif /* AMXK_TEST_H_INCLUDED */
