@@ -512,7 +512,8 @@ AMXK__INLINE __m256 amxk__cvt_bf16_f32__avx2(__m128i h) {
 AMXK__INLINE __m256 amxk__cvt_e4m3_f32__avx2(__m128i b) { /* same method as the AVX-512 version */
     __m256i u = _mm256_cvtepu8_epi32(b);
     __m256i low = _mm256_and_si256(u, _mm256_set1_epi32(0x7f));
-    __m256 v = _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(low, 20)), _mm256_castsi256_ps(_mm256_set1_epi32(0x7b800000)));
+    __m128i h = _mm_slli_epi16(_mm_and_si128(_mm_cvtepu8_epi16(b), _mm_set1_epi16(0x7f)), 7);
+    __m256 v = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0f));
     __m256i r = _mm256_blendv_epi8(_mm256_castps_si256(v), _mm256_set1_epi32(0x7fc00000), _mm256_cmpeq_epi32(low, _mm256_set1_epi32(0x7f)));
     r = _mm256_or_si256(r, _mm256_slli_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x80)), 24));
     return _mm256_castsi256_ps(r);
@@ -605,12 +606,13 @@ AMXK__INLINE __m256i amxk__cvt_f32_bf16__avx512(__m512 x) {
 AMXK__INLINE __m512 amxk__cvt_bf16_f32__avx512(__m256i h) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
-/* fp8 e4m3 -> f32 exact: place exponent/mantissa in an f32 with exponent bias 127, multiply by 2^120
-   (exact, subnormals included: MXCSR.DAZ is off in C programs), then fix NaN and the sign. */
+/* fp8 e4m3 -> f32 exact: exponent/mantissa placed in an f16 (S.EEEE.MMM -> 0.0EEEE.MMM0000000, the
+   value / 256; e4m3 subnormals become f16 subnormals), vcvtph2ps (exact, and it ignores MXCSR.DAZ),
+   times 256 (a normal result), then fix NaN and the sign. Exact under FTZ/DAZ too (-ffast-math). */
 AMXK__INLINE __m512 amxk__cvt_e4m3_f32__avx512(__m128i b) {
     __m512i u = _mm512_cvtepu8_epi32(b);
-    __m512i mag = _mm512_slli_epi32(_mm512_and_si512(u, _mm512_set1_epi32(0x7f)), 20);
-    __m512 v = _mm512_mul_ps(_mm512_castsi512_ps(mag), _mm512_castsi512_ps(_mm512_set1_epi32(0x7b800000)));
+    __m256i h = _mm256_slli_epi16(_mm256_and_si256(_mm256_cvtepu8_epi16(b), _mm256_set1_epi16(0x7f)), 7);
+    __m512 v = _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f));
     __mmask16 nan = _mm512_cmpeq_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7f)), _mm512_set1_epi32(0x7f));
     __m512i r = _mm512_mask_mov_epi32(_mm512_castps_si512(v), nan, _mm512_set1_epi32(0x7fc00000));
     r = _mm512_or_si512(r, _mm512_slli_epi32(_mm512_and_si512(u, _mm512_set1_epi32(0x80)), 24));
