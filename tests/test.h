@@ -367,12 +367,13 @@ TEST_FN int test_finish(void) {
     int i, t;
     for (i = 0; i < TEST_N_WORKER_COUNTS; i++)
         if (test_pool_ready[i]) amxk_pool_destroy(&test_pools[i]), test_pool_ready[i] = 0;
-    printf("tiers run:");
-    for (t = AMXK_TIER_SCALAR; t <= AMXK_TIER_AMX; t++)
-        if (test_tier_state[t] == 1) printf(" %s", amxk_tier_name((amxk_tier)t));
-    printf("; skipped:");
-    for (t = AMXK_TIER_SCALAR; t <= AMXK_TIER_AMX; t++)
-        if (test_tier_state[t] == -1) printf(" %s", amxk_tier_name((amxk_tier)t));
+    for (i = 1; i >= -1; i -= 2) {
+        int any = 0;
+        printf(i == 1 ? "tiers run:" : "; skipped:");
+        for (t = AMXK_TIER_SCALAR; t <= AMXK_TIER_AMX; t++)
+            if (test_tier_state[t] == i) printf(" %s", amxk_tier_name((amxk_tier)t)), any = 1;
+        if (!any) printf(" none");
+    }
     printf("\n%ld passed, %ld failed\n", test_n_pass, test_n_fail);
     fflush(stdout);
     return test_n_fail ? 1 : 0;
