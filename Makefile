@@ -106,7 +106,7 @@ demo: $(EXAMPLE_BINS)
 
 bench-bin: $(BENCH_BINS)
 
-build/amxk_bench: bench/amxk_bench.c bench/bench_util.h $(HEADERS)
+build/amxk_bench: bench/amxk_bench.c $(wildcard bench/*.h) $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $< -o $@ $(EXTRA_LDFLAGS) $(LDLIBS)
 

@@ -22,9 +22,17 @@ peer=build/onednn_peer
 cases=(
     "$bin stream --mb 1024 --threads 1"
     "$bin stream --mb 1024 --threads $threads"
-    # amxk linear cases go here once `amxk_bench linear` exists, e.g. decode (M=1) and prefill shapes
-    # with --rotate-mb $rot, next to the matching onednn_peer lines below.
 )
+# linear: decode (M=1) and prefill (M=128) on a 4096x4096 weight from DRAM, f32 output as in the
+# oneDNN peer; the peer runs the same shapes below
+if grep -q '^  linear ' <<<"$("$bin" --help 2>&1)"; then
+    for t in 1 "$threads"; do
+        for d in bf16 fp16; do
+            cases+=("$bin linear --m 1 --n 4096 --k 4096 --dtype $d --out f32 --threads $t --rotate-mb $rot")
+        done
+        cases+=("$bin linear --m 128 --n 4096 --k 4096 --dtype bf16 --out f32 --threads $t --rotate-mb $rot --reps 5")
+    done
+fi
 if [ -x "$peer" ]; then
     for t in 1 "$threads"; do
         for d in f32 bf16 s8; do
@@ -38,6 +46,7 @@ fi
 # --------------------------------------------------------------------------------------------------
 
 [ -x "$bin" ] || { echo "$bin missing: run make bench-bin"; exit 1; }
+load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 rows=()
 cmds=()
 for c in "${cases[@]}"; do
@@ -76,6 +85,7 @@ git diff --quiet HEAD 2>/dev/null || commit="$commit (with local changes)"
     echo "- CPU: ${cpu:-unknown}, $(nproc) CPUs online; relevant flags: ${flags:-none}"
     echo "- commit: $commit; compiler: $(${CC:-gcc} --version | head -n 1)"
     echo "- command: \`make bench\` (bench/run_bench.sh; BENCH_THREADS=$threads BENCH_ROTATE_MB=$rot)"
+    echo "- load average (1/5/15 min) before / after the run: $load_before / $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
     echo
     echo "median_us: median wall time of one call over --reps calls (default 20), each timed alone"
     echo "(CLOCK_MONOTONIC). gflops: 2*M*N*K / median for linear. gbs: bytes read (stream) or weights +"
@@ -90,7 +100,7 @@ git diff --quiet HEAD 2>/dev/null || commit="$commit (with local changes)"
 if command -v hyperfine >/dev/null 2>&1; then
     hf=()
     for c in "${cmds[@]}"; do
-        case $c in "$bin "*) hf+=("$c --reps 3 --warmup 0") ;; esac
+        case $c in "$bin "*) hf+=("$(sed -E 's/ --(reps|warmup) [0-9]+//g' <<<"$c") --reps 3 --warmup 0") ;; esac
     done
     if [ ${#hf[@]} -gt 0 ]; then
         tmp=$(mktemp)
