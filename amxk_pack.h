@@ -110,7 +110,10 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
 #define AMXK__LIN_MR 6      /* vector microkernel rows */
 #define AMXK__LIN_AMX_M 32  /* AMX kernel: rows per panel (2 A tiles) */
 #define AMXK__LIN_AMX_MIN_M 5
-#define AMXK__LIN_MC 96     /* rows per task (a multiple of MR and of AMX_M) */
+#define AMXK__LIN_MC 96     /* rows per task on the AMX path (a multiple of AMX_M) */
+#define AMXK__LIN_MC_VEC 48 /* rows per task on the vector paths (a multiple of MR) */
+#define AMXK__LIN_WIDE_M 12 /* vector path: from this M on, weight blocks are widened to f32 once per
+                               task and reused by all its row panels */
 #define AMXK__LIN_NC 16     /* column blocks per task outside decode */
 #define AMXK__PACK_VERSION 1u
 
@@ -146,8 +149,9 @@ typedef struct amxk__linear_plan {
     amxk_tier tier; /* AMXK_TIER_AMX, AVX2 or SCALAR: the kernel family */
     size_t mc, nc;  /* rows and column blocks per task */
     size_t m_tasks, n_tasks;
-    size_t ws_a;      /* per worker: x panel (f32 MR x Kp, or 16-bit AMX_M x Kp), bytes */
-    size_t ws_c;      /* per worker: AMX C scratch, bytes */
+    int wide;         /* vector path with widened weight blocks */
+    size_t ws_a;      /* per worker: x panels (f32, MR x Kp each), or the 16-bit AMX_M x Kp x panel */
+    size_t ws_c;      /* per worker: AMX C scratch, or the widened f32 weight block (16 x Kp), bytes */
     size_t ws_worker; /* per worker slice, a multiple of AMXK_ALIGN */
     size_t ws_total;
 } amxk__linear_plan;
@@ -163,7 +167,7 @@ AMXK__PRIV void amxk__linear_layout(const amxk_ctx *ctx, size_t m, size_t n, siz
         t = AMXK_TIER_AVX512; /* decode shapes, or fp16 without AMX-FP16: vector path */
     t = t == AMXK_TIER_AMX ? t : amxk__vec_tier(t);
     p->tier = t == AMXK_TIER_AVX512 ? AMXK_TIER_AVX2 : t; /* AVX-512 tier runs the AVX2 kernel */
-    p->mc = AMXK__MIN(m, (size_t)AMXK__LIN_MC);
+    p->mc = AMXK__MIN(m, (size_t)(p->tier == AMXK_TIER_AMX ? AMXK__LIN_MC : AMXK__LIN_MC_VEC));
     p->nc = AMXK__LIN_NC;
     if (m <= 4) { /* decode: split N so that every worker streams its own part of the weights */
         size_t parts = workers * 4;
@@ -176,7 +180,9 @@ AMXK__PRIV void amxk__linear_layout(const amxk_ctx *ctx, size_t m, size_t n, siz
         p->ws_a = AMXK__ROUND_UP((size_t)AMXK__LIN_AMX_M * kp * 2, (size_t)AMXK_ALIGN);
         p->ws_c = (size_t)AMXK__LIN_AMX_M * 2 * AMXK__LIN_NB * 4;
     } else if (p->tier == AMXK_TIER_AVX2) {
-        p->ws_a = AMXK__ROUND_UP((size_t)AMXK__LIN_MR * kp * 4, (size_t)AMXK_ALIGN);
+        p->wide = m >= AMXK__LIN_WIDE_M;
+        p->ws_a = AMXK__ROUND_UP(AMXK__ROUND_UP(p->mc, (size_t)AMXK__LIN_MR) * kp * 4, (size_t)AMXK_ALIGN);
+        p->ws_c = p->wide ? (size_t)AMXK__LIN_NB * kp * 4 : 0;
     }
     p->ws_worker = p->ws_a + p->ws_c;
     p->ws_total = p->ws_worker * workers;
@@ -227,9 +233,13 @@ AMXK__PRIV void amxk__linear__1x16__scalar(const amxk__linear_args *a, size_t m0
 #if AMXK__HAS_AVX2
 AMXK__TARGET_AVX2_BEGIN
 
-/* One parity of 8 lanes of a pair row (lanes hold (k even, k odd) of one n) widened to f32. */
-static inline __attribute__((always_inline)) __m256 amxk__lin_widen__avx2(const uint16_t *p, amxk_dtype dt, int odd) {
-    __m256i v = _mm256_loadu_si256((const __m256i *)p);
+/* Weights of pair row p, lanes 8*half .. 8*half+7, parity odd (k = 2p + odd), as 8 f32. dt BF16 or
+   F16: wb is a packed block (pair rows of 16 lanes, each lane (k even, k odd) of one n); dt F32: wb
+   is a widened block (wb[k * 16 + lane]). */
+static inline __attribute__((always_inline)) __m256 amxk__lin_w__avx2(const void *wb, amxk_dtype dt, size_t p, int half, int odd) {
+    __m256i v;
+    if (dt == AMXK_DTYPE_F32) return _mm256_loadu_ps((const float *)wb + p * 32 + odd * 16 + half * 8);
+    v = _mm256_loadu_si256((const __m256i *)((const uint16_t *)wb + p * 32 + half * 16));
     if (dt == AMXK_DTYPE_BF16)
         return _mm256_castsi256_ps(odd ? _mm256_and_si256(v, _mm256_set1_epi32((int)0xffff0000u)) : _mm256_slli_epi32(v, 16));
     {   /* fp16: gather the 8 halves of that parity into one 128-bit lane, then convert */
@@ -241,11 +251,11 @@ static inline __attribute__((always_inline)) __m256 amxk__lin_widen__avx2(const 
 }
 
 /* MR x 16 microkernel over the whole (padded) K: xf is the f32 x panel in pair-major order
-   (xf[(p * MR + r) * 2 + s] = x[r][2p + s]), wb one packed block. Each output sums its products in
+   (xf[(p * MR + r) * 2 + s] = x[r][2p + s]), wb one packed block or widened block (see above). Each output sums its products in
    increasing k order, even k then odd k of each pair; with mr <= 2 (too few rows to hide the FMA
    latency) even and odd k go to separate accumulators that are added at the end. mr and dt must be
    compile-time constants at the call site (always_inline) so the accumulators stay in registers. */
-static inline __attribute__((always_inline)) void amxk__linear__6x16__avx2(const float *xf, size_t kp, const uint16_t *wb,
+static inline __attribute__((always_inline)) void amxk__linear__6x16__avx2(const float *xf, size_t kp, const void *wb,
                                                                           amxk_dtype dt, int mr, float *out) {
     __m256 acc[AMXK__LIN_MR][2], aco[2][2];
     const int split = mr <= 2;
@@ -258,7 +268,7 @@ static inline __attribute__((always_inline)) void amxk__linear__6x16__avx2(const
         const float *xp = xf + p * 2 * AMXK__LIN_MR;
 #pragma GCC unroll 2
         for (odd = 0; odd < 2; odd++) {
-            __m256 w0 = amxk__lin_widen__avx2(wb + p * 32, dt, odd), w1 = amxk__lin_widen__avx2(wb + p * 32 + 16, dt, odd);
+            __m256 w0 = amxk__lin_w__avx2(wb, dt, p, 0, odd), w1 = amxk__lin_w__avx2(wb, dt, p, 1, odd);
 #pragma GCC unroll 6
             for (r = 0; r < mr; r++) {
                 __m256 xv = _mm256_broadcast_ss(xp + 2 * r + odd);
@@ -310,16 +320,23 @@ AMXK__PRIV void amxk__linear_panel__avx2(const amxk__linear_args *a, size_t m0, 
     }
 }
 
-AMXK__PRIV void amxk__linear_block__avx2(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
-    float *xf = (float *)ws, out[AMXK__LIN_MR * AMXK__LIN_NB];
-    size_t i, b;
-    for (i = m0; i < m1; i += AMXK__LIN_MR) {
-        int mr = (int)AMXK__MIN((size_t)AMXK__LIN_MR, m1 - i), r;
-        amxk__linear_panel__avx2(a, i, mr, xf);
-        for (b = b0; b < b1; b++) {
-            const uint16_t *wb = a->w + b * AMXK__LIN_NB * a->kp;
-            size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
-            /* constant row counts and dtypes let the compiler keep the accumulators in registers */
+/* Widens packed block wb (16-bit pairs) to wf[k * 16 + lane] f32, k < Kp. */
+AMXK__PRIV void amxk__linear_widen__avx2(const uint16_t *wb, amxk_dtype dt, size_t kp, float *wf) {
+    size_t p;
+    int odd;
+    for (p = 0; p < kp / 2; p++)
+        for (odd = 0; odd < 2; odd++) {
+            _mm256_storeu_ps(wf + p * 32 + odd * 16, amxk__lin_w__avx2(wb, dt, p, 0, odd));
+            _mm256_storeu_ps(wf + p * 32 + odd * 16 + 8, amxk__lin_w__avx2(wb, dt, p, 1, odd));
+        }
+}
+
+/* One MR x 16 tile: the kernel with constant row count and weight dtype, then the epilogue. */
+AMXK__PRIV void amxk__linear_tile__avx2(const amxk__linear_args *a, const float *xf, const void *wb, amxk_dtype wt, size_t row,
+                                        int mr, size_t b) {
+    float out[AMXK__LIN_MR * AMXK__LIN_NB];
+    size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
+    int r;
 #define AMXK__LIN_CASES(DT)                                                                          \
     switch (mr) {                                                                                    \
     case 6: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 6, out); break;                              \
@@ -329,14 +346,40 @@ AMXK__PRIV void amxk__linear_block__avx2(const amxk__linear_args *a, size_t m0, 
     case 2: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 2, out); break;                              \
     default: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 1, out); break;                             \
     }
-            if (a->dt == AMXK_DTYPE_BF16) {
-                AMXK__LIN_CASES(AMXK_DTYPE_BF16)
-            } else {
-                AMXK__LIN_CASES(AMXK_DTYPE_F16)
-            }
+    if (wt == AMXK_DTYPE_F32) {
+        AMXK__LIN_CASES(AMXK_DTYPE_F32)
+    } else if (wt == AMXK_DTYPE_BF16) {
+        AMXK__LIN_CASES(AMXK_DTYPE_BF16)
+    } else {
+        AMXK__LIN_CASES(AMXK_DTYPE_F16)
+    }
 #undef AMXK__LIN_CASES
-            for (r = 0; r < mr; r++) amxk__linear_store_row(a, i + (size_t)r, n0, cnt, out + r * AMXK__LIN_NB);
+    for (r = 0; r < mr; r++) amxk__linear_store_row(a, row + (size_t)r, n0, cnt, out + r * AMXK__LIN_NB);
+}
+
+/* Rows [m0, m1) x blocks [b0, b1). Small M: each x panel meets every block straight from the packed
+   weights. Wide (M >= AMXK__LIN_WIDE_M): all x panels of the task are converted first, then each
+   weight block is widened to f32 once and swept by every panel (pure f32 FMA, no widening in the
+   inner loop). Both sum each output in the same order. */
+AMXK__PRIV void amxk__linear_block__avx2(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
+    const size_t panel = (size_t)AMXK__LIN_MR * a->kp; /* floats per x panel */
+    float *xf = (float *)ws, *wf = (float *)(ws + a->plan->ws_a);
+    size_t i, b;
+    if (!a->plan->wide) {
+        for (i = m0; i < m1; i += AMXK__LIN_MR) {
+            int mr = (int)AMXK__MIN((size_t)AMXK__LIN_MR, m1 - i);
+            amxk__linear_panel__avx2(a, i, mr, xf);
+            for (b = b0; b < b1; b++) amxk__linear_tile__avx2(a, xf, a->w + b * AMXK__LIN_NB * a->kp, a->dt, i, mr, b);
         }
+        return;
+    }
+    for (i = m0; i < m1; i += AMXK__LIN_MR)
+        amxk__linear_panel__avx2(a, i, (int)AMXK__MIN((size_t)AMXK__LIN_MR, m1 - i), xf + (i - m0) / AMXK__LIN_MR * panel);
+    for (b = b0; b < b1; b++) {
+        amxk__linear_widen__avx2(a->w + b * AMXK__LIN_NB * a->kp, a->dt, a->kp, wf);
+        for (i = m0; i < m1; i += AMXK__LIN_MR)
+            amxk__linear_tile__avx2(a, xf + (i - m0) / AMXK__LIN_MR * panel, wf, AMXK_DTYPE_F32, i,
+                                    (int)AMXK__MIN((size_t)AMXK__LIN_MR, m1 - i), b);
     }
 }
 
