@@ -81,15 +81,80 @@ AMXK_DEF amxk_status amxk_pack_linear_batched(const amxk_ctx *ctx, void *dst, si
 AMXK_DEF amxk_status amxk_packed_linear_info(const void *packed, size_t bytes, amxk_dtype *packed_dtype, size_t *n,
                                              size_t *k);
 
+/* ---- quantized weights ----------------------------------------------------------------------
+   Formats: INT8 / INT4 / INT2 symmetric (two's-complement values, w = s * q) or asymmetric
+   (unsigned values and a zero point, w = s * (q - z)); FP8_E4M3 / FP8_E5M2 (w = s * fp8(q)).
+   Scales (and zero points) are fp32 on a grid of blocks of block_n rows x block_k columns:
+   scale[(n / block_n) * ceil(K / block_k) + k / block_k]. Int formats: block_n = 1 (0 means 1) and
+   block_k = the group size, which must divide K (block_k = K: per channel). FP8: any block_n,
+   block_k >= 1, partial edge blocks allowed (DeepSeek: 128 x 128; per channel: 1 x K; per tensor:
+   N x K).
+   Packed layout (after the 64-byte header): ceil(N/16) blocks of 16 rows; in a block, row r and
+   column k live in byte (k / (4v)) * 64 + r * 4 + k % 4, bits [b*f, b*f + b) with b the bit width,
+   v = 8 / b values per byte and f = (k / 4) % v: 16 rows x 4 k per 64 bytes (the AMX-INT8 B-tile
+   row), int4 puts the next 4 k of the same rows in the high nibble, int2 the next 12 in bits 2..7.
+   K is padded to a multiple of 32 with zero values. Then the scale grid, then the zero grid (asym).
+   amxk_linear accepts these buffers (x BF16 or F16): see PATHS for how each tier runs them. */
+typedef enum amxk_qformat {
+    AMXK_QFMT_NONE = 0,
+    AMXK_QFMT_INT8,
+    AMXK_QFMT_INT4,
+    AMXK_QFMT_INT2,
+    AMXK_QFMT_FP8_E4M3,
+    AMXK_QFMT_FP8_E5M2,
+    AMXK_QFMT_COUNT,
+    AMXK_QFMT_FORCE_I32 = 0x7fffffff
+} amxk_qformat;
+
+typedef struct amxk_quant {
+    amxk_qformat format;
+    int asym;               /* int formats: 1 = unsigned values + zero points */
+    size_t block_n, block_k; /* scale block (see above) */
+} amxk_quant;
+
+/* Bytes of a quantized pack of W[N,K]. Errors: NULL, SHAPE (n, k == 0), ARG (format, asym on fp8,
+   block_k == 0 or, for ints, not dividing K or block_n > 1, block_n == 0 for fp8). */
+AMXK_DEF amxk_status amxk_pack_quant_size(const amxk_quant *q, size_t n, size_t k, size_t *bytes);
+
+/* Quantizes row-major W[N,K] (F32 or BF16, ldw elements apart) and packs it. Per scale block:
+   symmetric ints s = amax / (2^(b-1) - 1), q = clamp(rne(w / s), -2^(b-1), 2^(b-1) - 1);
+   asymmetric ints over [lo, hi] = [min(min w, 0), max(max w, 0)]: s = (hi - lo) / (2^b - 1),
+   z = clamp(rne(-lo / s), 0, 2^b - 1), q = clamp(rne(w / s) + z, 0, 2^b - 1); fp8 s = amax / max_finite,
+   q = fp8_rne_saturating(w / s). A block of zeros gets s = 1 (and z = 0). rne = round half to even.
+   dst: AMXK_ALIGN aligned, dst_bytes >= amxk_pack_quant_size. Serial. Tiers: scalar. */
+AMXK_DEF amxk_status amxk_quantize_pack(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const amxk_quant *q,
+                                        const void *w, amxk_dtype w_dtype, size_t n, size_t k, size_t ldw);
+
+/* Packs already-quantized values: values[n * ldv + k] one per byte - int8_t for symmetric ints
+   (within the b-bit range), uint8_t for asymmetric ints (< 2^b) and the raw fp8 code for fp8; scales
+   (and zeros for asym; NULL otherwise) on the grid above, row-major, fp32. Out-of-range values:
+   AMXK_ERR_ARG, nothing written. This is the entry point importers convert their layouts to. */
+AMXK_DEF amxk_status amxk_pack_quant(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const amxk_quant *q,
+                                     const void *values, size_t ldv, const float *scales, const float *zeros, size_t n,
+                                     size_t k);
+
+/* Reads a quantized pack's header (any output may be NULL). AMXK_ERR_FORMAT if it is not one. */
+AMXK_DEF amxk_status amxk_packed_quant_info(const void *packed, size_t bytes, amxk_quant *q, size_t *n, size_t *k);
+
+/* Dequantizes a pack (quantized or bf16/fp16) to f32: w[n * ldw + k] = the weight every path uses. */
+AMXK_DEF amxk_status amxk_dequantize(const void *packed, size_t bytes, float *w, size_t ldw);
+
 /* Workspace bytes amxk_linear needs for this context (tier, worker count) and shape. May be 0. */
 AMXK_DEF amxk_status amxk_linear_workspace_size(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t *bytes);
+/* The same for a given packed buffer (quantized packs need room to dequantize a block). */
+AMXK_DEF amxk_status amxk_linear_workspace_size_for(const amxk_ctx *ctx, size_t m, const void *packed, size_t packed_bytes,
+                                                    size_t *bytes);
 
 /* y[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]), for m < M, n < N.
-   x: x_dtype BF16 or F16, equal to the packed dtype; element (m,k) at x[m*ldx + k], ldx >= K.
-   packed/packed_bytes: from amxk_pack_linear with the same N and K (checked: AMXK_ERR_FORMAT).
+   x: x_dtype BF16 or F16, equal to the packed dtype (any of the two for quantized packs); element
+   (m,k) at x[m*ldx + k], ldx >= K.
+   packed/packed_bytes: from amxk_pack_linear, amxk_quantize_pack or amxk_pack_quant with the same N
+   and K (checked: AMXK_ERR_FORMAT).
    bias: NULL or N floats. y: y_dtype F32, BF16 or F16; element (m,n) at y[m*ldy + n], ldy >= N; only
    those elements are written. y must not overlap x, packed, bias or workspace (AMXK_ERR_ALIAS).
-   workspace: >= amxk_linear_workspace_size(ctx, M, N, K) bytes, AMXK_ALIGN aligned (NULL if 0).
+   workspace: >= amxk_linear_workspace_size(ctx, M, N, K) bytes for bf16/fp16 packs,
+   amxk_linear_workspace_size_for(ctx, M, packed, packed_bytes) for any pack; AMXK_ALIGN aligned
+   (NULL if 0).
    Any M, N, K >= 1. Tiers and the parallel decomposition: see the top of this header.
    Errors (nothing written): CONTEXT, NULL, SHAPE, STRIDE, DTYPE, FORMAT, ALIGN, WORKSPACE, ALIAS. */
 AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *x, amxk_dtype x_dtype,
@@ -124,7 +189,9 @@ typedef struct amxk__pack_hdr {
     char magic[8]; /* "AMXKPACK" */
     uint32_t version, dtype;
     uint64_t n, k;
-    uint8_t reserved[32];
+    uint32_t qformat, asym; /* AMXK_QFMT_NONE for bf16/fp16 packs */
+    uint64_t block_n, block_k;
+    uint8_t reserved[8];
 } amxk__pack_hdr;
 
 // >>util -----------------------------------------------------------------------------------------
@@ -146,6 +213,81 @@ AMXK__INLINE void amxk__st_out(void *y, size_t i, amxk_dtype t, float v) {
     else ((uint16_t *)y)[i] = amxk__to16(v, t);
 }
 
+/* A quantized pack, decoded from its header: where things are and how to read a value. */
+typedef struct amxk__qview {
+    amxk_qformat fmt;
+    int asym, bits;
+    size_t n, k, kp, bn, bk, nbk; /* nbk: scale-grid columns */
+    size_t blk_bytes;             /* bytes per 16-row block */
+    const uint8_t *data;
+    const float *scales, *zeros;
+} amxk__qview;
+
+AMXK__INLINE int amxk__q_bits(amxk_qformat f) { return f == AMXK_QFMT_INT4 ? 4 : f == AMXK_QFMT_INT2 ? 2 : 8; }
+AMXK__INLINE int amxk__q_isfp8(amxk_qformat f) { return f == AMXK_QFMT_FP8_E4M3 || f == AMXK_QFMT_FP8_E5M2; }
+
+/* Validates q for W[N,K]; fills the geometry of v (data pointers left NULL) and the total size. */
+AMXK__PRIV amxk_status amxk__q_geometry(const amxk_quant *q, size_t n, size_t k, amxk__qview *v, size_t *bytes) {
+    size_t nbn, grid;
+    if (!q) return AMXK_ERR_NULL;
+    if (n == 0 || k == 0 || k > ((size_t)1 << 40) || n > ((size_t)1 << 40)) return AMXK_ERR_SHAPE;
+    if (q->format <= AMXK_QFMT_NONE || q->format >= AMXK_QFMT_COUNT || (q->asym != 0 && q->asym != 1)) return AMXK_ERR_ARG;
+    memset(v, 0, sizeof *v);
+    v->fmt = q->format, v->asym = q->asym, v->bits = amxk__q_bits(q->format), v->n = n, v->k = k;
+    v->bn = q->block_n, v->bk = q->block_k;
+    if (amxk__q_isfp8(q->format)) {
+        if (q->asym || v->bn == 0 || v->bk == 0) return AMXK_ERR_ARG;
+    } else {
+        if (v->bn == 0) v->bn = 1;
+        if (v->bn != 1 || v->bk == 0 || k % v->bk != 0) return AMXK_ERR_ARG; /* group size must divide K */
+    }
+    v->kp = amxk__lin_kp(k);
+    v->nbk = AMXK__CEIL_DIV(k, v->bk);
+    nbn = AMXK__CEIL_DIV(n, v->bn);
+    grid = AMXK__ROUND_UP(nbn * v->nbk * 4, (size_t)AMXK_ALIGN);
+    v->blk_bytes = (size_t)AMXK__LIN_NB * v->kp * (size_t)v->bits / 8;
+    *bytes = sizeof(amxk__pack_hdr) + amxk__lin_nblk(n) * v->blk_bytes + grid * (q->asym ? 2 : 1);
+    return AMXK_OK;
+}
+/* Byte offset and bit shift of (row r of its block, column k) inside a block. */
+AMXK__INLINE size_t amxk__q_pos(const amxk__qview *v, size_t r, size_t k, int *shift) {
+    size_t per = (size_t)(8 / v->bits);
+    *shift = (int)((k / 4) % per) * v->bits;
+    return (k / (4 * per)) * 64 + r * 4 + k % 4;
+}
+/* Dequantized weight (n, k), k < K. */
+AMXK__INLINE float amxk__q_get(const amxk__qview *v, size_t n, size_t k) {
+    int sh;
+    size_t g = (n / v->bn) * v->nbk + k / v->bk;
+    unsigned f = (unsigned)(v->data[(n / AMXK__LIN_NB) * v->blk_bytes + amxk__q_pos(v, n % AMXK__LIN_NB, k, &sh)] >> sh) &
+                 ((1u << v->bits) - 1u);
+    float val;
+    if (v->fmt == AMXK_QFMT_FP8_E4M3) val = amxk__e4m3_to_f32((uint8_t)f);
+    else if (v->fmt == AMXK_QFMT_FP8_E5M2) val = amxk__e5m2_to_f32((uint8_t)f);
+    else if (v->asym) val = (float)f - v->zeros[g];
+    else val = (float)((int)f - (f >> (v->bits - 1) ? (1 << v->bits) : 0));
+    return v->scales[g] * val;
+}
+/* Dequantizes block b to the 16-bit VNNI pair layout of a bf16/fp16 pack (the AMX path: one more
+   rounding, of the dequantized weight to bf16/fp16). */
+AMXK__PRIV void amxk__q_block_16(const amxk__qview *v, size_t b, amxk_dtype t, uint16_t *d) {
+    size_t r, kk;
+    for (kk = 0; kk < v->kp; kk++)
+        for (r = 0; r < AMXK__LIN_NB; r++) {
+            size_t n = b * AMXK__LIN_NB + r;
+            d[(kk / 2) * 2 * AMXK__LIN_NB + r * 2 + (kk % 2)] = amxk__to16(n < v->n && kk < v->k ? amxk__q_get(v, n, kk) : 0.0f, t);
+        }
+}
+/* Dequantizes block b to wf[k * 16 + r] (f32, zero past N and K): the weights every tier multiplies. */
+AMXK__PRIV void amxk__q_block_f32(const amxk__qview *v, size_t b, float *wf) {
+    size_t r, kk;
+    for (kk = 0; kk < v->kp; kk++)
+        for (r = 0; r < AMXK__LIN_NB; r++) {
+            size_t n = b * AMXK__LIN_NB + r;
+            wf[kk * AMXK__LIN_NB + r] = n < v->n && kk < v->k ? amxk__q_get(v, n, kk) : 0.0f;
+        }
+}
+
 /* The plan of one amxk_linear call: which path, the task grid, and the per-worker workspace. The
    workspace size query and the kernel both derive from this one function, so they cannot drift. */
 typedef struct amxk__linear_plan {
@@ -154,12 +296,14 @@ typedef struct amxk__linear_plan {
     size_t m_tasks, n_tasks;
     int wide;         /* vector path with widened weight blocks */
     size_t ws_a;      /* per worker: x panels (f32, MR x Kp each), or the 16-bit AMX_M x Kp x panel */
-    size_t ws_c;      /* per worker: AMX C scratch, or the widened f32 weight block (16 x Kp), bytes */
+    size_t ws_w;      /* per worker: a widened/dequantized weight block: f32 16 x Kp (vector, scalar)
+                         or two 16-bit VNNI blocks (AMX, quantized packs) */
+    size_t ws_c;      /* per worker: AMX C scratch */
     size_t ws_worker; /* per worker slice, a multiple of AMXK_ALIGN */
     size_t ws_total;
 } amxk__linear_plan;
 
-AMXK__PRIV void amxk__linear_layout(const amxk_ctx *ctx, size_t m, size_t n, size_t k, amxk_dtype dt,
+AMXK__PRIV void amxk__linear_layout(const amxk_ctx *ctx, size_t m, size_t n, size_t k, amxk_dtype dt, int quant,
                                     amxk__linear_plan *p) {
     amxk_tier t = amxk__tier(ctx);
     size_t kp = amxk__lin_kp(k), nblk = amxk__lin_nblk(n), workers = (size_t)amxk__workers(ctx);
@@ -181,13 +325,16 @@ AMXK__PRIV void amxk__linear_layout(const amxk_ctx *ctx, size_t m, size_t n, siz
     p->n_tasks = AMXK__CEIL_DIV(nblk, p->nc);
     if (p->tier == AMXK_TIER_AMX) {
         p->ws_a = AMXK__ROUND_UP((size_t)AMXK__LIN_AMX_M * kp * 2, (size_t)AMXK_ALIGN);
+        p->ws_w = quant ? 2 * (size_t)AMXK__LIN_NB * kp * 2 : 0;
         p->ws_c = (size_t)AMXK__LIN_AMX_M * 2 * AMXK__LIN_NB * 4;
     } else if (p->tier == AMXK_TIER_AVX2) {
-        p->wide = m >= AMXK__LIN_WIDE_M;
+        p->wide = quant || m >= AMXK__LIN_WIDE_M;
         p->ws_a = AMXK__ROUND_UP(AMXK__ROUND_UP(p->mc, (size_t)AMXK__LIN_MR) * kp * 4, (size_t)AMXK_ALIGN);
-        p->ws_c = p->wide ? (size_t)AMXK__LIN_NB * kp * 4 : 0;
+        p->ws_w = p->wide ? (size_t)AMXK__LIN_NB * kp * 4 : 0;
+    } else {
+        p->ws_w = quant ? (size_t)AMXK__LIN_NB * kp * 4 : 0;
     }
-    p->ws_worker = p->ws_a + p->ws_c;
+    p->ws_worker = p->ws_a + p->ws_w + p->ws_c;
     p->ws_total = p->ws_worker * workers;
 }
 
@@ -195,7 +342,8 @@ AMXK__PRIV void amxk__linear_layout(const amxk_ctx *ctx, size_t m, size_t n, siz
 typedef struct amxk__linear_args {
     size_t m, n, k, kp, ldx, ldy;
     const void *x;
-    const uint16_t *w; /* first block */
+    const uint16_t *w;      /* first block (bf16/fp16 packs) */
+    const amxk__qview *q;   /* quantized packs, else NULL */
     const float *bias;
     void *y;
     amxk_dtype dt, yt;
@@ -212,22 +360,26 @@ AMXK__INLINE void amxk__linear_store_row(const amxk__linear_args *a, size_t row,
 
 // >>scalar ---------------------------------------------------------------------------------------
 
-/* Rows [m0, m1) x column blocks [b0, b1), straight from the packed layout. */
-AMXK__PRIV void amxk__linear__1x16__scalar(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
+/* Rows [m0, m1) x column blocks [b0, b1): bf16/fp16 weights straight from the packed layout,
+   quantized weights from a block dequantized into ws (f32 [k][16]). */
+AMXK__PRIV void amxk__linear__1x16__scalar(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     size_t i, b, kk, j;
-    for (i = m0; i < m1; i++)
-        for (b = b0; b < b1; b++) {
-            const uint16_t *wb = a->w + b * AMXK__LIN_NB * a->kp;
-            size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
+    float *wf = (float *)ws;
+    for (b = b0; b < b1; b++) {
+        const uint16_t *wb = a->w + b * AMXK__LIN_NB * a->kp;
+        size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
+        if (a->q) amxk__q_block_f32(a->q, b, wf);
+        for (i = m0; i < m1; i++) {
             float acc[AMXK__LIN_NB];
             for (j = 0; j < AMXK__LIN_NB; j++) acc[j] = 0.0f;
             for (kk = 0; kk < a->k; kk++) {
                 float xv = amxk__ld16(a->x, i * a->ldx + kk, a->dt);
                 const uint16_t *wr = wb + (kk / 2) * 2 * AMXK__LIN_NB + (kk % 2);
-                for (j = 0; j < cnt; j++) acc[j] += xv * amxk__ld16(wr, 2 * j, a->dt);
+                for (j = 0; j < cnt; j++) acc[j] += xv * (a->q ? wf[kk * AMXK__LIN_NB + j] : amxk__ld16(wr, 2 * j, a->dt));
             }
             amxk__linear_store_row(a, i, n0, cnt, acc);
         }
+    }
 }
 
 // >>avx512 ---------------------------------------------------------------------------------------
@@ -366,7 +518,7 @@ AMXK__PRIV void amxk__linear_tile__avx2(const amxk__linear_args *a, const float 
    inner loop). Both sum each output in the same order. */
 AMXK__PRIV void amxk__linear_block__avx2(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     const size_t panel = (size_t)AMXK__LIN_MR * a->kp; /* floats per x panel */
-    float *xf = (float *)ws, *wf = (float *)(ws + a->plan->ws_a);
+    float *xf = (float *)ws, *wf = (float *)(ws + a->plan->ws_a); /* ws_w follows ws_a */
     size_t i, b;
     if (!a->plan->wide) {
         for (i = m0; i < m1; i += AMXK__LIN_MR) {
@@ -379,7 +531,8 @@ AMXK__PRIV void amxk__linear_block__avx2(const amxk__linear_args *a, size_t m0, 
     for (i = m0; i < m1; i += AMXK__LIN_MR)
         amxk__linear_panel__avx2(a, i, (int)AMXK__MIN((size_t)AMXK__LIN_MR, m1 - i), xf + (i - m0) / AMXK__LIN_MR * panel);
     for (b = b0; b < b1; b++) {
-        amxk__linear_widen__avx2(a->w + b * AMXK__LIN_NB * a->kp, a->dt, a->kp, wf);
+        if (a->q) amxk__q_block_f32(a->q, b, wf);
+        else amxk__linear_widen__avx2(a->w + b * AMXK__LIN_NB * a->kp, a->dt, a->kp, wf);
         for (i = m0; i < m1; i += AMXK__LIN_MR)
             amxk__linear_tile__avx2(a, xf + (i - m0) / AMXK__LIN_MR * panel, wf, AMXK_DTYPE_F32, i,
                                     (int)AMXK__MIN((size_t)AMXK__LIN_MR, m1 - i), b);
@@ -397,8 +550,8 @@ AMXK__TARGET_AMX_BEGIN
 /* Rows [m0, m1) x blocks [b0, b1) with 32x32 output tiles: C tiles 0-3, A tiles 4-5, B tiles 6-7.
    ws: a zero-padded 16-bit x panel (32 x Kp) then a 32x32 f32 C scratch. */
 AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
-    uint16_t *xa = (uint16_t *)ws;
-    float *cs = (float *)(ws + a->plan->ws_a);
+    uint16_t *xa = (uint16_t *)ws, *wq = (uint16_t *)(ws + a->plan->ws_a); /* wq: dequantized blocks */
+    float *cs = (float *)(ws + a->plan->ws_a + a->plan->ws_w);
     const size_t kp = a->kp, lda = kp * 2, blk = (size_t)AMXK__LIN_NB * kp; /* lda in bytes */
     const int fp16 = a->dt == AMXK_DTYPE_F16;
     amxk__tilecfg cfg;
@@ -421,6 +574,11 @@ AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_
         for (b = b0; b < b1; b += 2) {
             int two = b + 1 < b1;
             const uint16_t *w0 = a->w + b * blk, *w1 = two ? w0 + blk : w0;
+            if (a->q) { /* quantized: dequantize to x's 16-bit type in the VNNI pair layout */
+                amxk__q_block_16(a->q, b, a->dt, wq);
+                if (two) amxk__q_block_16(a->q, b + 1, a->dt, wq + blk);
+                w0 = wq, w1 = two ? wq + blk : wq;
+            }
             AMXK__TILE_ZERO(0);
             AMXK__TILE_ZERO(1);
             AMXK__TILE_ZERO(2);
@@ -474,7 +632,7 @@ static void amxk__linear_task(void *task_ctx, size_t task, int worker) {
 #if AMXK__HAS_AVX2
     case AMXK_TIER_AVX2: amxk__linear_block__avx2(a, m0, m1, b0, b1, ws); break;
 #endif
-    default: amxk__linear__1x16__scalar(a, m0, m1, b0, b1); break;
+    default: amxk__linear__1x16__scalar(a, m0, m1, b0, b1, ws); break;
     }
 }
 
@@ -540,18 +698,198 @@ AMXK_DEF amxk_status amxk_pack_linear(const amxk_ctx *ctx, void *dst, size_t dst
     return amxk_pack_linear_batched(ctx, dst, dst_bytes, pt, w, wt, 1, n, k, ldw, 0);
 }
 
-AMXK_DEF amxk_status amxk_packed_linear_info(const void *packed, size_t bytes, amxk_dtype *pt, size_t *n, size_t *k) {
-    amxk__pack_hdr h;
+/* Parses any pack (bf16/fp16 or quantized): header out, and for quantized packs the view. */
+AMXK__PRIV amxk_status amxk__pack_open(const void *packed, size_t bytes, amxk__pack_hdr *h, amxk__qview *v) {
     size_t need;
     if (!packed) return AMXK_ERR_NULL;
-    if (bytes < sizeof h) return AMXK_ERR_FORMAT;
-    memcpy(&h, packed, sizeof h);
-    if (memcmp(h.magic, "AMXKPACK", 8) != 0 || h.version != AMXK__PACK_VERSION) return AMXK_ERR_FORMAT;
-    if (amxk_pack_linear_size((amxk_dtype)h.dtype, (size_t)h.n, (size_t)h.k, &need) != AMXK_OK || bytes < need)
-        return AMXK_ERR_FORMAT;
+    if (bytes < sizeof *h) return AMXK_ERR_FORMAT;
+    memcpy(h, packed, sizeof *h);
+    if (memcmp(h->magic, "AMXKPACK", 8) != 0 || h->version != AMXK__PACK_VERSION) return AMXK_ERR_FORMAT;
+    if (h->qformat == AMXK_QFMT_NONE) {
+        if (amxk_pack_linear_size((amxk_dtype)h->dtype, (size_t)h->n, (size_t)h->k, &need) != AMXK_OK || bytes < need)
+            return AMXK_ERR_FORMAT;
+    } else {
+        amxk_quant q;
+        size_t nblk;
+        q.format = (amxk_qformat)h->qformat, q.asym = (int)h->asym, q.block_n = (size_t)h->block_n, q.block_k = (size_t)h->block_k;
+        if (amxk__q_geometry(&q, (size_t)h->n, (size_t)h->k, v, &need) != AMXK_OK || bytes < need) return AMXK_ERR_FORMAT;
+        nblk = amxk__lin_nblk(v->n);
+        v->data = (const uint8_t *)packed + sizeof *h;
+        v->scales = (const float *)(v->data + nblk * v->blk_bytes);
+        v->zeros = v->asym ? v->scales + AMXK__ROUND_UP(AMXK__CEIL_DIV(v->n, v->bn) * v->nbk, (size_t)(AMXK_ALIGN / 4)) : NULL;
+    }
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_packed_linear_info(const void *packed, size_t bytes, amxk_dtype *pt, size_t *n, size_t *k) {
+    amxk__pack_hdr h;
+    amxk__qview v;
+    amxk_status s = amxk__pack_open(packed, bytes, &h, &v);
+    if (s != AMXK_OK) return s;
     if (pt) *pt = (amxk_dtype)h.dtype;
     if (n) *n = (size_t)h.n;
     if (k) *k = (size_t)h.k;
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_packed_quant_info(const void *packed, size_t bytes, amxk_quant *q, size_t *n, size_t *k) {
+    amxk__pack_hdr h;
+    amxk__qview v;
+    amxk_status s = amxk__pack_open(packed, bytes, &h, &v);
+    if (s != AMXK_OK) return s;
+    if (h.qformat == AMXK_QFMT_NONE) return AMXK_ERR_FORMAT;
+    if (q) q->format = v.fmt, q->asym = v.asym, q->block_n = v.bn, q->block_k = v.bk;
+    if (n) *n = v.n;
+    if (k) *k = v.k;
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_pack_quant_size(const amxk_quant *q, size_t n, size_t k, size_t *bytes) {
+    amxk__qview v;
+    if (!bytes) return AMXK_ERR_NULL;
+    return amxk__q_geometry(q, n, k, &v, bytes);
+}
+
+/* Round half to even without libm (|x| < 2^31). */
+AMXK__INLINE float amxk__rne(float x) {
+    float t = x < 0 ? -x : x, f;
+    long i = (long)t;
+    f = t - (float)i;
+    if (f > 0.5f || (f == 0.5f && (i & 1))) i++;
+    return x < 0 ? -(float)i : (float)i;
+}
+
+/* Writes the header and every field of a quantized pack. Values come from `vals` (one byte per
+   element, as amxk_pack_quant takes them) when non-NULL, else from quantizing w with the scale and
+   zero grids already stored in dst. */
+AMXK__PRIV void amxk__q_write(void *dst, const amxk__qview *v, const uint8_t *vals, size_t ldv, const void *w, amxk_dtype wt,
+                              size_t ldw) {
+    amxk__pack_hdr h;
+    uint8_t *data = (uint8_t *)dst + sizeof h;
+    const int bits = v->bits, fp8 = amxk__q_isfp8(v->fmt);
+    const int qmax = v->asym ? (1 << bits) - 1 : (1 << (bits - 1)) - 1, qmin = v->asym ? 0 : -(1 << (bits - 1));
+    size_t n, kk;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, "AMXKPACK", 8);
+    h.version = AMXK__PACK_VERSION;
+    h.dtype = (uint32_t)(v->fmt == AMXK_QFMT_FP8_E4M3 ? AMXK_DTYPE_FP8_E4M3 : v->fmt == AMXK_QFMT_FP8_E5M2 ? AMXK_DTYPE_FP8_E5M2 : AMXK_DTYPE_I8);
+    h.n = v->n, h.k = v->k, h.qformat = (uint32_t)v->fmt, h.asym = (uint32_t)v->asym, h.block_n = v->bn, h.block_k = v->bk;
+    memcpy(dst, &h, sizeof h);
+    memset(data, 0, amxk__lin_nblk(v->n) * v->blk_bytes);
+    for (n = 0; n < v->n; n++)
+        for (kk = 0; kk < v->k; kk++) {
+            size_t g = (n / v->bn) * v->nbk + kk / v->bk;
+            unsigned f;
+            int sh;
+            if (vals) {
+                f = vals[n * ldv + kk];
+            } else {
+                float x = wt == AMXK_DTYPE_F32 ? ((const float *)w)[n * ldw + kk] : amxk__bf16_to_f32(((const uint16_t *)w)[n * ldw + kk]);
+                float t = x / v->scales[g];
+                if (fp8) {
+                    f = v->fmt == AMXK_QFMT_FP8_E4M3 ? amxk__f32_to_e4m3(t) : amxk__f32_to_e5m2(t);
+                } else {
+                    float r = amxk__rne(AMXK__MAX(AMXK__MIN(t, 65536.0f), -65536.0f)) + (v->asym ? v->zeros[g] : 0.0f);
+                    int qi = (int)AMXK__MAX(AMXK__MIN(r, (float)qmax), (float)qmin);
+                    f = (unsigned)qi;
+                }
+            }
+            f &= (1u << bits) - 1u;
+            data[(n / AMXK__LIN_NB) * v->blk_bytes + amxk__q_pos(v, n % AMXK__LIN_NB, kk, &sh)] |= (uint8_t)(f << sh);
+        }
+}
+
+/* Common checks of the two pack entry points; fills v with pointers into dst. */
+AMXK__PRIV amxk_status amxk__q_prepare(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const amxk_quant *q, size_t n, size_t k,
+                                       amxk__qview *v, size_t *need_out) {
+    size_t need;
+    amxk_status s;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if (!dst) return AMXK_ERR_NULL;
+    if ((s = amxk__q_geometry(q, n, k, v, &need)) != AMXK_OK) return s;
+    if ((uintptr_t)dst % AMXK_ALIGN) return AMXK_ERR_ALIGN;
+    if (dst_bytes < need) return AMXK_ERR_WORKSPACE;
+    v->data = (const uint8_t *)dst + sizeof(amxk__pack_hdr);
+    v->scales = (const float *)(v->data + amxk__lin_nblk(n) * v->blk_bytes);
+    v->zeros = v->asym ? v->scales + AMXK__ROUND_UP(AMXK__CEIL_DIV(n, v->bn) * v->nbk, (size_t)(AMXK_ALIGN / 4)) : NULL;
+    *need_out = need;
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_quantize_pack(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const amxk_quant *q, const void *w,
+                                        amxk_dtype wt, size_t n, size_t k, size_t ldw) {
+    amxk__qview v;
+    amxk_status s;
+    size_t gn, gk, i, j, need;
+    if ((s = amxk__q_prepare(ctx, dst, dst_bytes, q, n, k, &v, &need)) != AMXK_OK) return s;
+    if (!w) return AMXK_ERR_NULL;
+    if (wt != AMXK_DTYPE_F32 && wt != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
+    if (ldw < k) return AMXK_ERR_STRIDE;
+    if (amxk__overlap(dst, need, w, ((n - 1) * ldw + k) * amxk_dtype_size(wt))) return AMXK_ERR_ALIAS;
+    for (gn = 0; gn < AMXK__CEIL_DIV(n, v.bn); gn++) /* the scale (and zero) grid first */
+        for (gk = 0; gk < v.nbk; gk++) {
+            float lo = 0.0f, hi = 0.0f, amax, sc, z = 0.0f;
+            for (i = gn * v.bn; i < AMXK__MIN(n, (gn + 1) * v.bn); i++)
+                for (j = gk * v.bk; j < AMXK__MIN(k, (gk + 1) * v.bk); j++) {
+                    float x = wt == AMXK_DTYPE_F32 ? ((const float *)w)[i * ldw + j] : amxk__bf16_to_f32(((const uint16_t *)w)[i * ldw + j]);
+                    lo = AMXK__MIN(lo, x), hi = AMXK__MAX(hi, x);
+                }
+            amax = AMXK__MAX(-lo, hi);
+            if (amxk__q_isfp8(v.fmt)) sc = amax / (v.fmt == AMXK_QFMT_FP8_E4M3 ? 448.0f : 57344.0f);
+            else if (!v.asym) sc = amax / (float)((1 << (v.bits - 1)) - 1);
+            else sc = (hi - lo) / (float)((1 << v.bits) - 1);
+            if (!(sc > 0.0f)) sc = 1.0f; /* all zeros (or NaN): q = 0 */
+            if (v.asym) z = AMXK__MIN(AMXK__MAX(amxk__rne(-lo / sc), 0.0f), (float)((1 << v.bits) - 1));
+            ((float *)v.scales)[gn * v.nbk + gk] = sc;
+            if (v.asym) ((float *)v.zeros)[gn * v.nbk + gk] = z;
+        }
+    amxk__q_write(dst, &v, NULL, 0, w, wt, ldw);
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_pack_quant(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const amxk_quant *q, const void *values,
+                                     size_t ldv, const float *scales, const float *zeros, size_t n, size_t k) {
+    amxk__qview v;
+    amxk_status s;
+    size_t i, j, grid, need;
+    if ((s = amxk__q_prepare(ctx, dst, dst_bytes, q, n, k, &v, &need)) != AMXK_OK) return s;
+    if (!values || !scales || (v.asym && !zeros)) return AMXK_ERR_NULL;
+    if (ldv < k) return AMXK_ERR_STRIDE;
+    grid = AMXK__CEIL_DIV(n, v.bn) * v.nbk;
+    if (amxk__overlap(dst, need, values, (n - 1) * ldv + k) || amxk__overlap(dst, need, scales, grid * 4) ||
+        (zeros && amxk__overlap(dst, need, zeros, grid * 4)))
+        return AMXK_ERR_ALIAS;
+    if (!amxk__q_isfp8(v.fmt)) /* every value within the b-bit range, before anything is written */
+        for (i = 0; i < n; i++)
+            for (j = 0; j < k; j++) {
+                int x = v.asym ? (int)((const uint8_t *)values)[i * ldv + j] : (int)((const int8_t *)values)[i * ldv + j];
+                if (v.asym ? x > (1 << v.bits) - 1 : (x < -(1 << (v.bits - 1)) || x > (1 << (v.bits - 1)) - 1)) return AMXK_ERR_ARG;
+            }
+    memcpy((float *)v.scales, scales, grid * 4);
+    if (v.asym) memcpy((float *)v.zeros, zeros, grid * 4);
+    amxk__q_write(dst, &v, (const uint8_t *)values, ldv, NULL, AMXK_DTYPE_INVALID, 0);
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_dequantize(const void *packed, size_t bytes, float *w, size_t ldw) {
+    amxk__pack_hdr h;
+    amxk__qview v;
+    size_t n, kk, kp;
+    amxk_status s = amxk__pack_open(packed, bytes, &h, &v);
+    if (s != AMXK_OK) return s;
+    if (!w) return AMXK_ERR_NULL;
+    if (ldw < h.k) return AMXK_ERR_STRIDE;
+    if (amxk__overlap(w, ((size_t)(h.n - 1) * ldw + (size_t)h.k) * 4, packed, bytes)) return AMXK_ERR_ALIAS;
+    kp = amxk__lin_kp((size_t)h.k);
+    for (n = 0; n < h.n; n++)
+        for (kk = 0; kk < h.k; kk++) {
+            if (h.qformat != AMXK_QFMT_NONE) {
+                w[n * ldw + kk] = amxk__q_get(&v, n, kk);
+            } else {
+                const uint16_t *blk = (const uint16_t *)((const char *)packed + sizeof h) + (n / AMXK__LIN_NB) * AMXK__LIN_NB * kp;
+                w[n * ldw + kk] = amxk__ld16(blk, (kk / 2) * 2 * AMXK__LIN_NB + (n % AMXK__LIN_NB) * 2 + kk % 2, (amxk_dtype)h.dtype);
+            }
+        }
     return AMXK_OK;
 }
 
@@ -562,10 +900,30 @@ AMXK_DEF amxk_status amxk_linear_workspace_size(const amxk_ctx *ctx, size_t m, s
     if (m == 0 || n == 0 || k == 0) return AMXK_ERR_SHAPE;
     /* the plan's workspace does not depend on the dtype except through the AMX fp16 fallback, which
        needs less than the AMX path; take the larger of the two */
-    amxk__linear_layout(ctx, m, n, k, AMXK_DTYPE_BF16, &p);
+    amxk__linear_layout(ctx, m, n, k, AMXK_DTYPE_BF16, 0, &p);
     *bytes = p.ws_total;
-    amxk__linear_layout(ctx, m, n, k, AMXK_DTYPE_F16, &p);
+    amxk__linear_layout(ctx, m, n, k, AMXK_DTYPE_F16, 0, &p);
     *bytes = AMXK__MAX(*bytes, p.ws_total);
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_linear_workspace_size_for(const amxk_ctx *ctx, size_t m, const void *packed, size_t packed_bytes,
+                                                    size_t *bytes) {
+    amxk__pack_hdr h;
+    amxk__qview v;
+    amxk__linear_plan p;
+    amxk_status s;
+    size_t best = 0;
+    int t;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if (!bytes) return AMXK_ERR_NULL;
+    if ((s = amxk__pack_open(packed, packed_bytes, &h, &v)) != AMXK_OK) return s;
+    if (m == 0) return AMXK_ERR_SHAPE;
+    for (t = 0; t < 2; t++) { /* either x dtype */
+        amxk__linear_layout(ctx, m, (size_t)h.n, (size_t)h.k, t ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16, h.qformat != AMXK_QFMT_NONE, &p);
+        best = AMXK__MAX(best, p.ws_total);
+    }
+    *bytes = best;
     return AMXK_OK;
 }
 
@@ -574,8 +932,10 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
                                  amxk_dtype yt, size_t ldy, void *workspace, size_t workspace_bytes) {
     amxk__linear_plan p;
     amxk__linear_args a;
-    amxk_dtype pt;
-    size_t pn, pk, ysz = amxk_dtype_size(yt), ybytes;
+    amxk__pack_hdr h;
+    amxk__qview v;
+    size_t ysz = amxk_dtype_size(yt), ybytes;
+    int quant;
     amxk_status s;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!x || !packed || !y) return AMXK_ERR_NULL;
@@ -583,9 +943,10 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
     if (xt != AMXK_DTYPE_BF16 && xt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
     if (yt != AMXK_DTYPE_F32 && yt != AMXK_DTYPE_BF16 && yt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
     if (ldx < k || ldy < n) return AMXK_ERR_STRIDE;
-    if ((s = amxk_packed_linear_info(packed, packed_bytes, &pt, &pn, &pk)) != AMXK_OK) return s;
-    if (pt != xt || pn != n || pk != k) return AMXK_ERR_FORMAT;
-    amxk__linear_layout(ctx, m, n, k, xt, &p);
+    if ((s = amxk__pack_open(packed, packed_bytes, &h, &v)) != AMXK_OK) return s;
+    quant = h.qformat != AMXK_QFMT_NONE;
+    if ((!quant && (amxk_dtype)h.dtype != xt) || h.n != n || h.k != k) return AMXK_ERR_FORMAT;
+    amxk__linear_layout(ctx, m, n, k, xt, quant, &p);
     if (p.ws_total) {
         if (!workspace || workspace_bytes < p.ws_total) return AMXK_ERR_WORKSPACE;
         if ((uintptr_t)workspace % AMXK_ALIGN) return AMXK_ERR_ALIGN;
@@ -595,8 +956,8 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
         (bias && amxk__overlap(y, ybytes, bias, n * 4)) || amxk__overlap(y, ybytes, workspace, p.ws_total))
         return AMXK_ERR_ALIAS;
     a.m = m, a.n = n, a.k = k, a.kp = amxk__lin_kp(k), a.ldx = ldx, a.ldy = ldy;
-    a.x = x, a.w = (const uint16_t *)((const char *)packed + sizeof(amxk__pack_hdr)), a.bias = bias, a.y = y;
-    a.dt = xt, a.yt = yt, a.ws = (char *)workspace, a.plan = &p;
+    a.x = x, a.w = (const uint16_t *)((const char *)packed + sizeof(amxk__pack_hdr)), a.q = quant ? &v : NULL;
+    a.bias = bias, a.y = y, a.dt = xt, a.yt = yt, a.ws = (char *)workspace, a.plan = &p;
     amxk__parallel(ctx, amxk__linear_task, &a, p.m_tasks * p.n_tasks);
     return AMXK_OK;
 }
