@@ -249,6 +249,9 @@ AMXK__PRIV amxk_status amxk__q_geometry(const amxk_quant *q, size_t n, size_t k,
     *bytes = sizeof(amxk__pack_hdr) + amxk__lin_nblk(n) * v->blk_bytes + grid * (q->asym ? 2 : 1);
     return AMXK_OK;
 }
+/* 2 if the column groups (scale blocks along K) cover whole 64-byte rows of a block (4 * 8/b
+   columns): the AVX2 kernels stream those; else 1 (generic dequantization). */
+AMXK__INLINE int amxk__q_kind(const amxk__qview *v) { return v->bk % (size_t)(32 / v->bits) == 0 ? 2 : 1; }
 /* Byte offset and bit shift of (row r of its block, column k) inside a block. */
 AMXK__INLINE size_t amxk__q_pos(const amxk__qview *v, size_t r, size_t k, int *shift) {
     size_t per = (size_t)(8 / v->bits);
@@ -303,6 +306,8 @@ typedef struct amxk__linear_plan {
     size_t ws_total;
 } amxk__linear_plan;
 
+/* quant: 0 bf16/fp16 pack; 1 quantized; 2 quantized int format whose groups hold whole 64-byte rows
+   of the packed block (the AVX2 direct kernel can stream it). */
 AMXK__PRIV void amxk__linear_layout(const amxk_ctx *ctx, size_t m, size_t n, size_t k, amxk_dtype dt, int quant,
                                     amxk__linear_plan *p) {
     amxk_tier t = amxk__tier(ctx);
@@ -328,9 +333,9 @@ AMXK__PRIV void amxk__linear_layout(const amxk_ctx *ctx, size_t m, size_t n, siz
         p->ws_w = quant ? 2 * (size_t)AMXK__LIN_NB * kp * 2 : 0;
         p->ws_c = (size_t)AMXK__LIN_AMX_M * 2 * AMXK__LIN_NB * 4;
     } else if (p->tier == AMXK_TIER_AVX2) {
-        p->wide = quant || m >= AMXK__LIN_WIDE_M;
+        p->wide = quant == 1 || m >= AMXK__LIN_WIDE_M;
         p->ws_a = AMXK__ROUND_UP(AMXK__ROUND_UP(p->mc, (size_t)AMXK__LIN_MR) * kp * 4, (size_t)AMXK_ALIGN);
-        p->ws_w = p->wide ? (size_t)AMXK__LIN_NB * kp * 4 : 0;
+        p->ws_w = p->wide ? (size_t)AMXK__LIN_NB * kp * 4 : quant ? (kp / 4) * AMXK__LIN_MR * 4 : 0; /* or group sums of x */
     } else {
         p->ws_w = quant ? (size_t)AMXK__LIN_NB * kp * 4 : 0;
     }
@@ -512,6 +517,186 @@ AMXK__PRIV void amxk__linear_tile__avx2(const amxk__linear_args *a, const float 
     for (r = 0; r < mr; r++) amxk__linear_store_row(a, row + (size_t)r, n0, cnt, out + r * AMXK__LIN_NB);
 }
 
+/* ---- quantized int packs (groups of whole 64-byte rows: amxk__q_kind == 2) ---- */
+
+/* The b-bit fields at bit sh of 8 lanes as f32 (two's complement when sym). */
+static inline __attribute__((always_inline)) __m256 amxk__q_field__avx2(__m256i v, int sh, int bits, int sym) {
+    if (sym) return _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(v, 32 - sh - bits), 32 - bits));
+    return _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(v, sh), _mm256_set1_epi32((1 << bits) - 1)));
+}
+/* The values at bit sh of the 16 lanes of v0 | v1 as f32: int fields, or fp8 codes decoded exactly
+   (through fp16 and vcvtph2ps, which ignores MXCSR.DAZ; e4m3 NaN kept). e4m3 comes out divided by
+   256 (exactly): callers fold the 256 into the scale (amxk__q_wscale), which leaves every product
+   s * w rounded once, as in the scalar decoder. */
+static inline __attribute__((always_inline)) void amxk__q_w16__avx2(__m256i v0, __m256i v1, int sh, amxk_qformat fmt, int sym,
+                                                                   __m256 *w0, __m256 *w1) {
+    __m256i t0, t1, h;
+    if (fmt != AMXK_QFMT_FP8_E4M3 && fmt != AMXK_QFMT_FP8_E5M2) {
+        *w0 = amxk__q_field__avx2(v0, sh, amxk__q_bits(fmt), sym);
+        *w1 = amxk__q_field__avx2(v1, sh, amxk__q_bits(fmt), sym);
+        return;
+    }
+    t0 = _mm256_and_si256(_mm256_srli_epi32(v0, sh), _mm256_set1_epi32(0xff));
+    t1 = _mm256_and_si256(_mm256_srli_epi32(v1, sh), _mm256_set1_epi32(0xff));
+    h = _mm256_permute4x64_epi64(_mm256_packus_epi32(t0, t1), 0xd8); /* 16 codes as 16-bit lanes, in order */
+    if (fmt == AMXK_QFMT_FP8_E5M2) {
+        h = _mm256_slli_epi16(h, 8);
+        *w0 = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
+        *w1 = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
+    } else {
+        __m256i mag = _mm256_and_si256(h, _mm256_set1_epi16(0x7f));
+        __m256i f = _mm256_or_si256(_mm256_slli_epi16(mag, 7), _mm256_slli_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x80)), 8));
+        __m256i nan = _mm256_cmpeq_epi16(mag, _mm256_set1_epi16(0x7f));
+        f = _mm256_blendv_epi8(f, _mm256_or_si256(f, _mm256_set1_epi16(0x7e00)), nan); /* f16 NaN, sign kept */
+        *w0 = _mm256_cvtph_ps(_mm256_castsi256_si128(f));
+        *w1 = _mm256_cvtph_ps(_mm256_extracti128_si256(f, 1));
+    }
+}
+#define amxk__q_wscale(fmt) ((fmt) == AMXK_QFMT_FP8_E4M3 ? 256.0f : 1.0f)
+/* Group g's scales (or zeros) of the 16 rows of block b (0 past N). */
+AMXK__INLINE void amxk__q_grid16(const amxk__qview *v, const float *grid, size_t b, size_t g, __m256 *lo, __m256 *hi) {
+    float t[16];
+    size_t r;
+    for (r = 0; r < 16; r++) t[r] = b * 16 + r < v->n ? grid[((b * 16 + r) / v->bn) * v->nbk + g] : 0.0f;
+    *lo = _mm256_loadu_ps(t);
+    *hi = _mm256_loadu_ps(t + 8);
+}
+
+/* Dequantizes block b to wf[k * 16 + r] like amxk__q_block_f32 (same values: s * (q - z) in f32). */
+static inline __attribute__((always_inline)) void amxk__q_block_f32_int__avx2(const amxk__qview *v, size_t b, float *wf, amxk_qformat fmt,
+                                                                              int sym) {
+    const int bits = amxk__q_bits(fmt), span = 32 / bits; /* columns per 64-byte row */
+    const uint8_t *blk = v->data + b * v->blk_bytes;
+    size_t g, rg, kk;
+    int j;
+    for (g = 0; g < v->nbk; g++) {
+        __m256 s0, s1, z0 = _mm256_setzero_ps(), z1 = _mm256_setzero_ps();
+        amxk__q_grid16(v, v->scales, b, g, &s0, &s1);
+        s0 = _mm256_mul_ps(s0, _mm256_set1_ps(amxk__q_wscale(fmt)));
+        s1 = _mm256_mul_ps(s1, _mm256_set1_ps(amxk__q_wscale(fmt)));
+        if (!sym) amxk__q_grid16(v, v->zeros, b, g, &z0, &z1);
+        for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {
+            __m256i v0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), v1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));
+#pragma GCC unroll 16
+            for (j = 0; j < span; j++) {
+                float *d = wf + (rg * (size_t)span + (size_t)j) * 16;
+                __m256 w0, w1;
+                amxk__q_w16__avx2(v0, v1, 8 * (j % 4) + bits * (j / 4), fmt, sym, &w0, &w1);
+                if (!sym) w0 = _mm256_sub_ps(w0, z0), w1 = _mm256_sub_ps(w1, z1);
+                _mm256_storeu_ps(d, _mm256_mul_ps(s0, w0));
+                _mm256_storeu_ps(d + 8, _mm256_mul_ps(s1, w1));
+            }
+        }
+    }
+    for (kk = v->k; kk < v->kp; kk++) memset(wf + kk * 16, 0, 64);
+}
+AMXK__PRIV void amxk__q_block_f32__avx2(const amxk__qview *v, size_t b, float *wf) {
+    if (amxk__q_kind(v) != 2) {
+        amxk__q_block_f32(v, b, wf);
+        return;
+    }
+#define AMXK__Q_FORMATS(F, ...)                                                                      \
+    switch ((int)v->fmt * 2 + v->asym) {                                                             \
+    case AMXK_QFMT_INT8 * 2: F(AMXK_QFMT_INT8, 1, __VA_ARGS__); break;                               \
+    case AMXK_QFMT_INT8 * 2 + 1: F(AMXK_QFMT_INT8, 0, __VA_ARGS__); break;                           \
+    case AMXK_QFMT_INT4 * 2: F(AMXK_QFMT_INT4, 1, __VA_ARGS__); break;                               \
+    case AMXK_QFMT_INT4 * 2 + 1: F(AMXK_QFMT_INT4, 0, __VA_ARGS__); break;                           \
+    case AMXK_QFMT_INT2 * 2: F(AMXK_QFMT_INT2, 1, __VA_ARGS__); break;                               \
+    case AMXK_QFMT_INT2 * 2 + 1: F(AMXK_QFMT_INT2, 0, __VA_ARGS__); break;                           \
+    case AMXK_QFMT_FP8_E4M3 * 2: F(AMXK_QFMT_FP8_E4M3, 1, __VA_ARGS__); break;                       \
+    default: F(AMXK_QFMT_FP8_E5M2, 1, __VA_ARGS__); break;                                           \
+    }
+#define AMXK__Q_DEQ(FMT, SYM, _) amxk__q_block_f32_int__avx2(v, b, wf, FMT, SYM)
+    AMXK__Q_FORMATS(AMXK__Q_DEQ, 0)
+#undef AMXK__Q_DEQ
+}
+
+/* Decode kernel: rows r0 .. r0+mr (mr <= 2) of the x panel against block b, fields unpacked in
+   registers. Per group: t = sum_k x * q (f32, k increasing; for one row split by k parity to hide
+   the FMA latency), then acc += s * (t - z * sum_k x); xs holds those x sums ([group][MR]). */
+static inline __attribute__((always_inline)) void amxk__linear_q__2x16__avx2(const amxk__qview *v, const float *xf, const float *xs, size_t b,
+                                                                            int r0, int mr, amxk_qformat fmt, int sym, float *out) {
+    const int bits = amxk__q_bits(fmt), span = 32 / bits;
+    const uint8_t *blk = v->data + b * v->blk_bytes;
+    __m256 acc[2][2];
+    size_t g, rg;
+    int r, j, h;
+    for (r = 0; r < 2; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (g = 0; g < v->nbk; g++) {
+        __m256 t[2][2], u[2], s0, s1, z0, z1;
+        for (r = 0; r < 2; r++) t[r][0] = t[r][1] = _mm256_setzero_ps();
+        u[0] = u[1] = _mm256_setzero_ps();
+        for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {
+            __m256i v0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), v1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));
+#pragma GCC unroll 16
+            for (j = 0; j < span; j++) {
+                size_t kk = rg * (size_t)span + (size_t)j;
+                __m256 w0, w1;
+                const float *xp = xf + ((kk / 2) * AMXK__LIN_MR + (size_t)r0) * 2 + (kk & 1);
+                amxk__q_w16__avx2(v0, v1, 8 * (j % 4) + bits * (j / 4), fmt, sym, &w0, &w1);
+                if (mr == 1 && (j & 1)) { /* second accumulator pair for the odd columns */
+                    __m256 xb = _mm256_broadcast_ss(xp);
+                    t[1][0] = _mm256_fmadd_ps(xb, w0, t[1][0]);
+                    u[1] = _mm256_fmadd_ps(xb, w1, u[1]);
+                } else {
+#pragma GCC unroll 2
+                    for (r = 0; r < mr; r++) {
+                        __m256 xb = _mm256_broadcast_ss(xp + 2 * r);
+                        t[r][0] = _mm256_fmadd_ps(xb, w0, t[r][0]);
+                        if (mr == 1) u[0] = _mm256_fmadd_ps(xb, w1, u[0]);
+                        else t[r][1] = _mm256_fmadd_ps(xb, w1, t[r][1]);
+                    }
+                }
+            }
+        }
+        if (mr == 1) {
+            t[0][0] = _mm256_add_ps(t[0][0], t[1][0]);
+            t[0][1] = _mm256_add_ps(u[0], u[1]);
+        }
+        amxk__q_grid16(v, v->scales, b, g, &s0, &s1);
+        s0 = _mm256_mul_ps(s0, _mm256_set1_ps(amxk__q_wscale(fmt)));
+        s1 = _mm256_mul_ps(s1, _mm256_set1_ps(amxk__q_wscale(fmt)));
+        if (!sym) amxk__q_grid16(v, v->zeros, b, g, &z0, &z1);
+        for (r = 0; r < mr; r++) {
+            for (h = 0; h < 2; h++) {
+                __m256 tv = t[r][h];
+                if (!sym) tv = _mm256_fnmadd_ps(h ? z1 : z0, _mm256_broadcast_ss(xs + g * AMXK__LIN_MR + (size_t)(r0 + r)), tv);
+                acc[r][h] = _mm256_fmadd_ps(h ? s1 : s0, tv, acc[r][h]);
+            }
+        }
+    }
+    for (r = 0; r < mr; r++) {
+        _mm256_storeu_ps(out + r * 16, acc[r][0]);
+        _mm256_storeu_ps(out + r * 16 + 8, acc[r][1]);
+    }
+}
+
+/* Rows of one x panel (mr rows at `row`) against blocks [b0, b1) with the decode kernel. */
+AMXK__PRIV void amxk__linear_q_panel__avx2(const amxk__linear_args *a, const float *xf, float *xs, size_t row, int mr, size_t b0, size_t b1) {
+    const amxk__qview *v = a->q;
+    float out[2 * AMXK__LIN_NB];
+    size_t g, kk, b;
+    int r, r0;
+    for (g = 0; g < v->nbk; g++) /* group sums of x, k increasing */
+        for (r = 0; r < mr; r++) {
+            float sum = 0.0f;
+            for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) sum += xf[((kk / 2) * AMXK__LIN_MR + (size_t)r) * 2 + (kk & 1)];
+            xs[g * AMXK__LIN_MR + (size_t)r] = sum;
+        }
+    for (b = b0; b < b1; b++) {
+        size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
+        for (r0 = 0; r0 < mr; r0 += 2) {
+            int m2 = mr - r0 >= 2 ? 2 : 1;
+#define AMXK__LIN_Q(FMT, SYM, _)                                                                     \
+    (m2 == 2 ? amxk__linear_q__2x16__avx2(v, xf, xs, b, r0, 2, FMT, SYM, out)                          \
+             : amxk__linear_q__2x16__avx2(v, xf, xs, b, r0, 1, FMT, SYM, out))
+            AMXK__Q_FORMATS(AMXK__LIN_Q, 0)
+#undef AMXK__LIN_Q
+            for (r = 0; r < m2; r++) amxk__linear_store_row(a, row + (size_t)(r0 + r), n0, cnt, out + r * AMXK__LIN_NB);
+        }
+    }
+}
+
 /* Rows [m0, m1) x blocks [b0, b1). Small M: each x panel meets every block straight from the packed
    weights. Wide (M >= AMXK__LIN_WIDE_M): all x panels of the task are converted first, then each
    weight block is widened to f32 once and swept by every panel (pure f32 FMA, no widening in the
@@ -524,14 +709,16 @@ AMXK__PRIV void amxk__linear_block__avx2(const amxk__linear_args *a, size_t m0, 
         for (i = m0; i < m1; i += AMXK__LIN_MR) {
             int mr = (int)AMXK__MIN((size_t)AMXK__LIN_MR, m1 - i);
             amxk__linear_panel__avx2(a, i, mr, xf);
-            for (b = b0; b < b1; b++) amxk__linear_tile__avx2(a, xf, a->w + b * AMXK__LIN_NB * a->kp, a->dt, i, mr, b);
+            if (a->q) amxk__linear_q_panel__avx2(a, xf, wf, i, mr, b0, b1); /* wf: the x group sums */
+            else
+                for (b = b0; b < b1; b++) amxk__linear_tile__avx2(a, xf, a->w + b * AMXK__LIN_NB * a->kp, a->dt, i, mr, b);
         }
         return;
     }
     for (i = m0; i < m1; i += AMXK__LIN_MR)
         amxk__linear_panel__avx2(a, i, (int)AMXK__MIN((size_t)AMXK__LIN_MR, m1 - i), xf + (i - m0) / AMXK__LIN_MR * panel);
     for (b = b0; b < b1; b++) {
-        if (a->q) amxk__q_block_f32(a->q, b, wf);
+        if (a->q) amxk__q_block_f32__avx2(a->q, b, wf);
         else amxk__linear_widen__avx2(a->w + b * AMXK__LIN_NB * a->kp, a->dt, a->kp, wf);
         for (i = m0; i < m1; i += AMXK__LIN_MR)
             amxk__linear_tile__avx2(a, xf + (i - m0) / AMXK__LIN_MR * panel, wf, AMXK_DTYPE_F32, i,
@@ -920,7 +1107,8 @@ AMXK_DEF amxk_status amxk_linear_workspace_size_for(const amxk_ctx *ctx, size_t 
     if ((s = amxk__pack_open(packed, packed_bytes, &h, &v)) != AMXK_OK) return s;
     if (m == 0) return AMXK_ERR_SHAPE;
     for (t = 0; t < 2; t++) { /* either x dtype */
-        amxk__linear_layout(ctx, m, (size_t)h.n, (size_t)h.k, t ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16, h.qformat != AMXK_QFMT_NONE, &p);
+        amxk__linear_layout(ctx, m, (size_t)h.n, (size_t)h.k, t ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16,
+                            h.qformat == AMXK_QFMT_NONE ? 0 : amxk__q_kind(&v), &p);
         best = AMXK__MAX(best, p.ws_total);
     }
     *bytes = best;
@@ -944,7 +1132,7 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
     if (yt != AMXK_DTYPE_F32 && yt != AMXK_DTYPE_BF16 && yt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
     if (ldx < k || ldy < n) return AMXK_ERR_STRIDE;
     if ((s = amxk__pack_open(packed, packed_bytes, &h, &v)) != AMXK_OK) return s;
-    quant = h.qformat != AMXK_QFMT_NONE;
+    quant = h.qformat == AMXK_QFMT_NONE ? 0 : amxk__q_kind(&v);
     if ((!quant && (amxk_dtype)h.dtype != xt) || h.n != n || h.k != k) return AMXK_ERR_FORMAT;
     amxk__linear_layout(ctx, m, n, k, xt, quant, &p);
     if (p.ws_total) {

@@ -449,12 +449,11 @@ static void test_sweep(void) {
 
 /* bf16 output: how many outputs are more than 1 bf16 ulp from the correctly rounded fp64 result.
    Not guaranteed by fp32 accumulation (cancellation can make the fp32 error exceed an ulp of a small
-   result), so this is a measured figure. With the default seed it is asserted to stay at what was
-   measured (0), as a regression guard; with another AMXK_TEST_SEED it is only printed. */
+   result), so this is a measured figure, printed and not asserted (the random data, hence the count,
+   differs between platforms: aarch64 under qemu measured 1 of 6144 with the default seed). */
 static void test_ulp_study(void) {
     static const size_t ks[4] = {256, 1024, 2048, 4096};
     long before[AMXK_TIER_COUNT][2], tot[AMXK_TIER_COUNT][2];
-    const int default_seed = test_seed == 0x243f6a8885a308d3ull;
     size_t ki;
     int t, xi, yi;
     TEST_SECTION("bf16 / fp16 output within 1 ulp of the correctly rounded fp64 result (K 256..4096)");
@@ -477,7 +476,8 @@ static void test_ulp_study(void) {
         vb = stats[t].ulp_viol[1] - before[t][0], tb = stats[t].ulp_total[1] - tot[t][0];
         vf = stats[t].ulp_viol[2] - before[t][1], tf = stats[t].ulp_total[2] - tot[t][1];
         printf("  %-6s bf16 output: %ld of %ld more than 1 ulp; fp16 output: %ld of %ld\n", amxk_tier_name((amxk_tier)t), vb, tb, vf, tf);
-        if (default_seed) CHECK(vb == 0, "[%s] bf16 outputs more than 1 ulp from the rounded fp64 result: %ld of %ld", amxk_tier_name((amxk_tier)t), vb, tb);
+        /* a figure, not an assertion: fp32 accumulation does not guarantee it, and the random data
+           (hence the count) differs between platforms; the bound checked in run_case is the contract */
     }
 }
 
