@@ -1,12 +1,73 @@
-/* amxk_gdn.h - v0.1.0 - amxk module: causal conv1d and the gated delta rule
+/* amxk_gdn.h - v0.1.0 - amxk module: causal conv1d and the gated delta rule (Gated DeltaNet)
    Public domain or MIT, your choice (see amxk.h).
 
    Include after or without amxk.h (this header includes it). Define AMXK_IMPLEMENTATION in exactly one
    file before including it to emit the implementation (the core's and this module's, once each).
    Conventions (strides in elements, status codes, workspace, threading, tiers): see amxk.h.
 
-   STATUS: skeleton. The kernels of this module are a separate piece of work and are not here yet;
-   this header declares nothing beyond what amxk.h declares.
+   WHAT IS HERE (the linear-attention layers of Qwen3-Next / Qwen3.5)
+       amxk_conv1d_pack_size / amxk_conv1d_pack   depthwise conv weight [dim, W] (+ bias) -> packed f32
+       amxk_conv1d_prefill    causal conv1d over packed variable-length sequences, conv-state pool
+       amxk_conv1d_update     decode: one or more new tokens per sequence (shift or circular state)
+       amxk_gdn_gating        g = -exp(A_log) * softplus(a + dt_bias), beta = sigmoid(b)
+       amxk_gdn               the gated delta rule: recurrent (decode, short sequences) or chunked
+                              (prefill, chunk 64), varlen, fp32 state pool, optional fused gating and
+                              in-kernel q/k l2norm, GVA
+       amxk_gdn_workspace_size
+
+   USE (one GDN layer; see examples/gdn_layer.c)
+       amxk_conv1d_pack(ctx, cw, cw_bytes, conv_weight, AMXK_DTYPE_BF16, dim, 4, 4, NULL);      // at load
+       amxk_conv1d_prefill(ctx, cw, cw_bytes, 1, n, qsl, slots, has_init, qkv, BF16, dim, y, BF16, dim, &cst);
+       p = amxk_gdn_params_default(H, HV, 128, 128);      // scale 128^-0.5, l2norm on, eps 1e-6, K-first
+       in.q = y, in.k = y + H*Dk, in.v = y + 2*H*Dk, in.ldq = in.ldk = in.ldv = dim, in.dtype = BF16;
+       in.a = a, in.b = b, in.A_log = A_log, in.dt_bias = dt_bias     (fused gating; or in.g/in.beta)
+       amxk_gdn(ctx, &p, AMXK_GDN_AUTO, &in, n, qsl, slots, has_init, &sst, o, BF16, HV*Dv, ws, ws_bytes);
+
+   MATH (per sequence and value head hv; key head h = hv / (HV/H); S is Dk x Dv, "K-first")
+       conv:    y[t,c] = bias[c] + sum_{j<W} w[c,j] * x[t-(W-1)+j, c]  (history before the sequence from
+                the conv state, or zeros); out = silu(y) = y / (1 + exp(-y)) when silu, else y.
+       gating:  g = -exp(A_log) * softplus(a + dt_bias), softplus(x) = x if beta_sp*x > threshold else
+                log1p(exp(beta_sp*x)) / beta_sp;  beta = 1 / (1 + exp(-b)).
+       step:    q^ = scale * q / sqrt(|q|^2 + eps), k^ = k / sqrt(|k|^2 + eps) (or q^ = scale*q, k^ = k
+                without l2norm);  S <- exp(g) S;  u = beta (v - S^T k^);  S <- S + k^ u^T;  o = S^T q^.
+       chunked: the same recurrence in WY/UT form over chunks of 64 tokens (chunks restart at every
+                sequence start): gamma = in-chunk cumsum of g, A[r,s] = beta_r (k^_r.k^_s) exp(gamma_r -
+                gamma_s) (s < r), V' solves (I + A) V' = diag(beta) (V - diag(exp(gamma)) K^ S0),
+                O = diag(exp(gamma)) Q^ S0 + (Q^ K^T (.) Gamma) V', S1 = exp(gamma_L) S0 +
+                K^T diag(exp(gamma_L - gamma)) V'. The decay mask is exponentiated only for s <= r
+                (exp(gamma_r - gamma_s) <= 1), never as exp(gamma_r) * exp(-gamma_s): no overflow under
+                strong decay (g = -640 per token is fine).
+
+   STATE LAYOUTS
+       Recurrent state: fp32 pool; slot s at data + s*slot_stride, value head hv at + hv*Dk*Dv; one head
+       is [Dk][Dv] (params.state_v_first = 0, FLA default / HF) or [Dv][Dk] (state_v_first = 1, vLLM GPU,
+       SGLang). The flag is explicit and required: nothing is ever guessed from shapes.
+       Conv state: element (slot s, channel c, position p) at data[s*slot_stride + c*dim_stride +
+       p*tok_stride], p = 0 the oldest of state_len positions. "SD" (vLLM default): dim_stride 1,
+       tok_stride dim. "DS": dim_stride state_len, tok_stride 1. Any other non-overlapping strides work.
+
+   PATHS AND TIERS (honest status)
+       Scalar: portable C for everything. AVX2 (tiers avx2, avx512 and amx): 8-lane conv with a
+       polynomial exp for silu; the recurrent delta rule keeps a 32-column block of the state in L1 and
+       streams the tokens through it in one read-modify-write sweep per token (the state of a decode
+       token is read once and written once); the chunked form uses an AVX2 4x16 fp32 GEMM for its
+       chunk products. There are no AVX-512 or AMX kernels in this module yet: the AVX-512 and AMX tiers
+       run the AVX2 kernels. AMXK_GDN_AUTO picks the recurrent form on every tier (it is the faster one
+       without AMX tile matmuls; see bench/cmd_gdn.h); the chunked form is always available explicitly
+       and agrees with it (tests/test_gdn.c). Gating runs scalar (it is T*HV scalars).
+
+   THREADING
+       conv: tasks = sequences x channel blocks of 512; serial loop
+           for (t = 0; t < n_seqs * ceil(dim/512); t++) conv_task(t, worker 0);
+       gdn: tasks = sequences x value heads x 32-column blocks of Dv (the chunked form uses the first
+       column block's task for the whole head); serial loop
+           for (t = 0; t < n_seqs * HV * ceil(Dv/32); t++) gdn_task(t, worker 0);
+       Each output element and state element is owned by one task with a fixed order of operations, so
+       results are bitwise identical for any worker count. The worker index selects the workspace slice.
+
+   ERRORS
+       Every argument (slots, query_start_loc monotonicity, strides, shapes, dtypes, workspace, aliasing)
+       is validated before anything is written: on error the outputs and every state slot are untouched.
 */
 #ifndef AMXK_GDN_H_INCLUDED
 #define AMXK_GDN_H_INCLUDED
@@ -19,6 +80,153 @@
 extern "C" {
 #endif
 
+/* ---- causal conv1d ---------------------------------------------------------------------------- */
+
+/* A conv-state pool (see STATE LAYOUTS above). dtype must equal the x dtype of the call (the state holds
+   raw inputs, copied bit for bit). state_len >= W-1 (W-1 without speculative decoding). Strides are in
+   elements; slot_stride is ignored when n_slots == 1. */
+typedef struct amxk_conv_state {
+    void *data;
+    amxk_dtype dtype;  /* F32 or BF16, = x dtype */
+    size_t n_slots;
+    size_t state_len;
+    size_t slot_stride, dim_stride, tok_stride;
+} amxk_conv_state;
+
+/* Bytes of a packed conv weight for `dim` channels of width W (multiple of 64). Errors: NULL, SHAPE
+   (dim or width == 0, width > 64). */
+AMXK_DEF amxk_status amxk_conv1d_pack_size(size_t dim, size_t width, size_t *bytes);
+
+/* Packs w[dim, W] (element (c, j) at w[c*ldw + j], ldw >= W; dtype F32, BF16 or F16; j = W-1 multiplies
+   the current token) and an optional fp32 bias[dim] (NULL: none) into dst: a 64-byte header, then the
+   taps as f32 in tap-major order [W][dim rounded up to 16] and the bias (zeros when none). bf16/f16
+   weights are widened exactly. dst AMXK_ALIGN aligned, dst_bytes >= amxk_conv1d_pack_size. Serial.
+   Errors: CONTEXT, NULL, SHAPE, STRIDE, DTYPE, ALIGN, WORKSPACE (dst_bytes), ALIAS. */
+AMXK_DEF amxk_status amxk_conv1d_pack(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const void *w, amxk_dtype w_dtype,
+                                      size_t dim, size_t width, size_t ldw, const float *bias);
+
+/* Causal conv1d prefill over n_seqs packed sequences: sequence n owns x rows [qsl[n], qsl[n+1]) (row t,
+   channel c at x[t*ldx + c], ldx >= dim; x dtype F32 or BF16). query_start_loc: n_seqs+1 int32 values,
+   qsl[0] >= 0, non-decreasing (else AMXK_ERR_ARG). out: row t at out[t*ldo + c] (F32 or BF16), only rows
+   of the sequences and columns < dim are written; out must not overlap x, the state or the weights.
+   state: NULL (zero history, nothing stored) or a pool; slot_idx: NULL (sequence n uses slot n) or
+   n_seqs int32 slots in [0, n_slots) or -1. Slots other than -1 must be distinct (AMXK_ERR_ARG).
+   has_initial_state: NULL (all 1) or n_seqs bytes; 0 => zero history (the slot's content is ignored).
+   Per sequence with slot s:
+     s == -1    (pad) its output rows are written as zeros; no state is read or written.
+     len == 0   nothing happens (the slot is left bit for bit unchanged).
+     otherwise  out = silu?(conv(history ++ x)), history = the slot's last W-1 positions or zeros; then
+                the slot holds the last state_len inputs of (history' ++ x), where history' is the old
+                state (or zeros): for len < state_len the old tail shifts in front of x.
+   Fp32 accumulation from the bias in tap order j = 0..W-1, silu in fp32, one rounding to out's dtype.
+   Bitwise identical to feeding the same tokens through amxk_conv1d_update in any grouping.
+   Errors (nothing written): CONTEXT, NULL, SHAPE, STRIDE, DTYPE, FORMAT, ARG, ALIAS. */
+AMXK_DEF amxk_status amxk_conv1d_prefill(const amxk_ctx *ctx, const void *packed, size_t packed_bytes, int silu,
+                                         size_t n_seqs, const int32_t *query_start_loc, const int32_t *slot_idx,
+                                         const uint8_t *has_initial_state, const void *x, amxk_dtype x_dtype, size_t ldx,
+                                         void *out, amxk_dtype out_dtype, size_t ldo, const amxk_conv_state *state);
+
+/* Decode update: like amxk_conv1d_prefill with every sequence having an initial state, plus:
+   query_start_loc may be NULL (one token per sequence: sequence n is x row n), and cache_seqlens
+   (NULL: shift mode) selects the circular-buffer variant: with c = cache_seqlens[n] >= 0 and
+   L = state_len, the W-1 inputs before new token i are state[(c + i - (W-1) + j) mod L], j < W-1, and
+   new token i is written to position (c + i) mod L after all outputs of the sequence are computed
+   (cache_seqlens itself is not advanced). state is required (AMXK_ERR_NULL). */
+AMXK_DEF amxk_status amxk_conv1d_update(const amxk_ctx *ctx, const void *packed, size_t packed_bytes, int silu,
+                                        size_t n_seqs, const int32_t *query_start_loc, const int32_t *slot_idx,
+                                        const int32_t *cache_seqlens, const void *x, amxk_dtype x_dtype, size_t ldx,
+                                        void *out, amxk_dtype out_dtype, size_t ldo, const amxk_conv_state *state);
+
+/* ---- gating ----------------------------------------------------------------------------------- */
+
+/* For t < n_tokens, h < HV: g[t*ldg + h] = -exp(A_log[h]) * softplus(a[t*lda + h] + dt_bias[h]) and
+   beta[t*ldbeta + h] = sigmoid(b[t*ldb + h]) (see MATH). a and b: ab_dtype F32 or BF16; A_log, dt_bias:
+   fp32 [HV]; g fp32; beta: beta_dtype F32 or BF16. softplus_beta > 0 (default 1), threshold (default
+   20). g <= 0 and beta in [0, 1] for every finite input; overflow-free (log1p/exp of bounded values).
+   Scalar on every tier, serial. n_tokens == 0 is a no-op. Errors: CONTEXT, NULL, SHAPE (hv == 0),
+   STRIDE, DTYPE, ARG (softplus_beta <= 0), ALIAS (g and beta overlap). */
+AMXK_DEF amxk_status amxk_gdn_gating(const amxk_ctx *ctx, size_t n_tokens, size_t hv, const void *a, size_t lda,
+                                     const void *b, size_t ldb, amxk_dtype ab_dtype, const float *A_log,
+                                     const float *dt_bias, float softplus_beta, float threshold, float *g, size_t ldg,
+                                     void *beta, amxk_dtype beta_dtype, size_t ldbeta);
+
+/* ---- gated delta rule ------------------------------------------------------------------------- */
+
+typedef enum amxk_gdn_mode {
+    AMXK_GDN_AUTO = 0,      /* the library picks per sequence (currently: recurrent on every tier) */
+    AMXK_GDN_RECURRENT = 1, /* token by token (decode; any length) */
+    AMXK_GDN_CHUNKED = 2,   /* chunks of 64 in WY/UT form (prefill) */
+    AMXK_GDN_MODE_FORCE_I32 = 0x7fffffff
+} amxk_gdn_mode;
+
+typedef struct amxk_gdn_params {
+    size_t n_k_heads;         /* H (q and k heads) */
+    size_t n_v_heads;         /* HV, a multiple of H; value head hv reads key head hv / (HV/H) */
+    size_t dk, dv;            /* head dims, 1..256 each (Dk != Dv allowed) */
+    float scale;              /* multiplies the (normalised) q; default Dk^-0.5 */
+    int l2norm;               /* 1: q and k are l2-normalised in the kernel (default 1) */
+    float l2norm_eps;         /* added to the sum of squares (default 1e-6) */
+    int state_v_first;        /* 0: state head [Dk][Dv] (default); 1: [Dv][Dk] */
+    float softplus_beta;      /* fused gating only (default 1) */
+    float softplus_threshold; /* fused gating only (default 20) */
+} amxk_gdn_params;
+
+/* The defaults above for the given heads and dims. */
+AMXK_DEF amxk_gdn_params amxk_gdn_params_default(size_t n_k_heads, size_t n_v_heads, size_t dk, size_t dv);
+
+/* Per-token inputs. Token t: q head h at q[t*ldq + h*Dk + i] (the heads of a token are contiguous,
+   tokens ldq apart: views into a packed qkv buffer work), k alike (ldk), v head hv at v[t*ldv + hv*Dv + j];
+   dtype F32 or BF16 for all three. Gates: either g and beta (fp32, [t*ldg + hv], [t*ldbeta + hv]) or,
+   when g == NULL, the fused form: a, b (ab_dtype F32 or BF16, [t*lda + hv], [t*ldb + hv]) with fp32
+   A_log[HV] and dt_bias[HV] (see amxk_gdn_gating; params give softplus beta and threshold). */
+typedef struct amxk_gdn_inputs {
+    amxk_dtype dtype;
+    const void *q, *k, *v;
+    size_t ldq, ldk, ldv;
+    const float *g, *beta;
+    size_t ldg, ldbeta;
+    amxk_dtype ab_dtype;
+    const void *a, *b;
+    size_t lda, ldb;
+    const float *A_log, *dt_bias;
+} amxk_gdn_inputs;
+
+/* Recurrent-state pool: slot s at data + s*slot_stride floats (slot_stride >= HV*Dk*Dv; ignored when
+   n_slots == 1), laid out as params.state_v_first says. */
+typedef struct amxk_gdn_state {
+    float *data;
+    size_t n_slots;
+    size_t slot_stride;
+} amxk_gdn_state;
+
+/* Workspace bytes amxk_gdn needs for this context (worker count), params and mode; independent of the
+   number of tokens. AMXK_GDN_AUTO gives the largest of the modes. */
+AMXK_DEF amxk_status amxk_gdn_workspace_size(const amxk_ctx *ctx, const amxk_gdn_params *params, amxk_gdn_mode mode,
+                                             size_t *bytes);
+
+/* The gated delta rule over n_seqs packed sequences (sequence n owns tokens [qsl[n], qsl[n+1]);
+   query_start_loc: n_seqs+1 int32 values, qsl[0] >= 0, non-decreasing). Output o[t*ldo + hv*Dv + j]
+   (o_dtype F32 or BF16, ldo >= HV*Dv); o must not overlap the state pool or the inputs.
+   slot_idx: NULL (sequence n uses slot n) or n_seqs int32 in [0, n_slots) or -1; slots other than -1
+   must be distinct. has_initial_state: NULL (all 1) or n_seqs bytes; 0 => the sequence starts from a
+   zero state (the slot's content is ignored). Per sequence with slot s:
+     s == -1    its output rows are zeros; no state is read or written.
+     len == 0   nothing happens (the slot is left bit for bit unchanged).
+     otherwise  the recurrence runs from the slot's state (or zeros) over its tokens; the slot then holds
+                the final state.
+   Decode is a call with one token per sequence; speculative verification, several. A prefill split
+   into several calls (the state carried in the slot) equals one call up to rounding.
+   workspace: >= amxk_gdn_workspace_size(ctx, params, mode) bytes, AMXK_ALIGN aligned.
+   Accuracy (tests/test_gdn.c, fp64 reference on the same inputs): state max error <= 1e-4 * max|S|
+   over 1000 tokens; outputs within 1e-2*|ref| + 1e-3*rms(ref) (bf16 output rounding included).
+   Errors (nothing written, state untouched): CONTEXT, NULL, SHAPE (dims out of range, HV % H != 0),
+   STRIDE, DTYPE, ARG (mode, slots, query_start_loc, eps < 0, softplus_beta <= 0), WORKSPACE, ALIGN,
+   ALIAS. */
+AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *params, amxk_gdn_mode mode,
+                              const amxk_gdn_inputs *in, size_t n_seqs, const int32_t *query_start_loc,
+                              const int32_t *slot_idx, const uint8_t *has_initial_state, const amxk_gdn_state *state,
+                              void *o, amxk_dtype o_dtype, size_t ldo, void *workspace, size_t workspace_bytes);
+
 #ifdef __cplusplus
 }
 #endif
@@ -28,11 +236,968 @@ extern "C" {
 #define AMXK_GDN_C_INCLUDED
 #include "amxk.h" /* the core implementation, if this file has not emitted it yet (the module's
                       declarations may have been included before AMXK_IMPLEMENTATION was defined) */
-// >>config
-// >>util
-// >>scalar
-// >>avx512
-// >>amx
-// >>dispatch
-// >>api
+#include <math.h>
+
+// >>config ---------------------------------------------------------------------------------------
+
+#define AMXK__CONV_CB 512     /* conv: channels per task (a multiple of 8) */
+#define AMXK__CONV_MAXW 64    /* largest conv width */
+#define AMXK__CONV_VERSION 1u
+#define AMXK__GDN_C 64        /* chunk length */
+#define AMXK__GDN_CB 32       /* recurrent: value columns per task */
+#define AMXK__GDN_MAXD 256    /* largest head dim */
+
+typedef struct amxk__conv_hdr {
+    char magic[8]; /* "AMXKCONV" */
+    uint32_t version, has_bias;
+    uint64_t dim, width;
+    uint8_t reserved[32];
+} amxk__conv_hdr;
+
+// >>util -----------------------------------------------------------------------------------------
+
+AMXK__INLINE size_t amxk__conv_dimp(size_t dim) { return AMXK__ROUND_UP(dim, (size_t)16); }
+
+/* Element i of an F32 or BF16 array as f32. */
+AMXK__INLINE float amxk__gdn_ld(const void *p, amxk_dtype t, size_t i) {
+    return t == AMXK_DTYPE_F32 ? ((const float *)p)[i] : amxk__bf16_to_f32(((const uint16_t *)p)[i]);
+}
+AMXK__INLINE void amxk__gdn_st(void *p, amxk_dtype t, size_t i, float v) {
+    if (t == AMXK_DTYPE_F32) ((float *)p)[i] = v;
+    else ((uint16_t *)p)[i] = amxk__f32_to_bf16(v);
+}
+
+AMXK__INLINE float amxk__gdn_softplus(float x, float bsp, float thr) {
+    float z = bsp * x;
+    if (z > thr) return x;
+    /* log1p(exp(z)) without overflow: z <= thr; for z > 0 use z + log1p(exp(-z)) */
+    return (z > 0.0f ? z + log1pf(expf(-z)) : log1pf(expf(z))) / bsp;
+}
+AMXK__INLINE float amxk__gdn_sigmoid(float x) {
+    return x >= 0.0f ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
+}
+
+/* Conv call description shared by all tasks. */
+typedef struct amxk__conv_args {
+    const float *w, *bias; /* w[j*dimp + c] */
+    size_t dim, dimp, width;
+    int silu;
+    size_t n_seqs;
+    const int32_t *qsl, *slot, *cache_seqlens;
+    const uint8_t *has_init;
+    const void *x;
+    amxk_dtype xt, ot;
+    size_t ldx, ldo;
+    void *out;
+    char *st; /* state pool base (bytes) or NULL */
+    size_t esz, n_slots, slen, s_slot, s_dim, s_tok;
+    size_t n_cblk;
+} amxk__conv_args;
+
+AMXK__INLINE void amxk__conv_seq(const amxk__conv_args *a, size_t n, size_t *t0, size_t *len) {
+    if (a->qsl) *t0 = (size_t)a->qsl[n], *len = (size_t)(a->qsl[n + 1] - a->qsl[n]);
+    else *t0 = n, *len = 1;
+}
+AMXK__INLINE int32_t amxk__conv_slot(const amxk__conv_args *a, size_t n) { return a->slot ? a->slot[n] : (int32_t)n; }
+
+/* History position p < 0 (relative to the sequence start) of channel c as f32: zeros without state,
+   without initial state; shift mode: state position state_len + p; circular: (c0 + p) mod L. */
+AMXK__INLINE float amxk__conv_hist(const amxk__conv_args *a, const char *slot_base, int init, long cs, long p, size_t c) {
+    size_t pos;
+    if (!slot_base || !init) return 0.0f;
+    if (cs >= 0) {
+        long L = (long)a->slen, r = (cs + p) % L;
+        pos = (size_t)(r < 0 ? r + L : r);
+    } else {
+        pos = (size_t)((long)a->slen + p);
+    }
+    return amxk__gdn_ld(slot_base, a->xt, c * a->s_dim + pos * a->s_tok);
+}
+
+/* The state write after a sequence's outputs, channels [c0, c1): raw element copies. */
+AMXK__PRIV void amxk__conv_store_state(const amxk__conv_args *a, char *sb, int init, long cs, size_t t0, size_t len,
+                                       size_t c0, size_t c1) {
+    size_t c, q, L = a->slen, es = a->esz;
+    const char *x = (const char *)a->x;
+    if (!sb || L == 0) return;
+    for (c = c0; c < c1; c++) {
+        if (cs >= 0) {
+            size_t i;
+            for (i = 0; i < len; i++) {
+                size_t pos = (size_t)(((size_t)cs + i) % L);
+                memcpy(sb + (c * a->s_dim + pos * a->s_tok) * es, x + ((t0 + i) * a->ldx + c) * es, es);
+            }
+            continue;
+        }
+        /* new position q takes input p = len - L + q (relative to the sequence start); for p < 0 the
+           old position q + len (> q: not yet overwritten in increasing q order), or zero */
+        for (q = 0; q < L; q++) {
+            long p = (long)len - (long)L + (long)q;
+            char *d = sb + (c * a->s_dim + q * a->s_tok) * es;
+            if (p >= 0) memcpy(d, x + ((t0 + (size_t)p) * a->ldx + c) * es, es);
+            else if (init) memcpy(d, sb + (c * a->s_dim + (q + len) * a->s_tok) * es, es);
+            else memset(d, 0, es);
+        }
+    }
+}
+
+/* GDN call description. */
+typedef struct amxk__gdn_args {
+    const amxk_gdn_params *p;
+    const amxk_gdn_inputs *in;
+    size_t G, dk, dv, hv;
+    size_t n_seqs;
+    const int32_t *qsl, *slot;
+    const uint8_t *has_init;
+    float *st;
+    size_t s_slot, hsz;
+    void *o;
+    amxk_dtype ot;
+    size_t ldo;
+    char *ws;
+    size_t ws_worker, n_cb;
+    amxk_gdn_mode mode;
+    amxk_tier tier; /* AVX2 or SCALAR */
+} amxk__gdn_args;
+
+AMXK__INLINE void amxk__gdn_gate(const amxk__gdn_args *a, size_t t, size_t hv, float *g, float *beta) {
+    const amxk_gdn_inputs *in = a->in;
+    if (in->g) {
+        *g = in->g[t * in->ldg + hv];
+        *beta = in->beta[t * in->ldbeta + hv];
+    } else {
+        float x = amxk__gdn_ld(in->a, in->ab_dtype, t * in->lda + hv) + in->dt_bias[hv];
+        *g = -expf(in->A_log[hv]) * amxk__gdn_softplus(x, a->p->softplus_beta, a->p->softplus_threshold);
+        *beta = amxk__gdn_sigmoid(amxk__gdn_ld(in->b, in->ab_dtype, t * in->ldb + hv));
+    }
+}
+
+/* Workspace plan: per-worker floats of each mode. */
+typedef struct amxk__gdn_plan {
+    size_t rec_floats, chunk_floats, ws_worker, ws_total, n_cb;
+} amxk__gdn_plan;
+
+/* Offsets (floats) of the chunked workspace pieces. */
+typedef struct amxk__gdn_chunk_ws {
+    size_t kc, qc, kt, vc, vp, oc, gm, am, gam, bet, sx, total;
+} amxk__gdn_chunk_ws;
+
+AMXK__PRIV void amxk__gdn_chunk_layout(size_t dk, size_t dv, amxk__gdn_chunk_ws *w) {
+    const size_t C = AMXK__GDN_C;
+    size_t off = 0;
+#define AMXK__GDN_TAKE(field, n) (w->field = off, off += AMXK__ROUND_UP((size_t)(n), (size_t)16))
+    AMXK__GDN_TAKE(kc, C * dk);
+    AMXK__GDN_TAKE(qc, C * dk);
+    AMXK__GDN_TAKE(kt, dk * C);
+    AMXK__GDN_TAKE(vc, C * dv);
+    AMXK__GDN_TAKE(vp, C * dv);
+    AMXK__GDN_TAKE(oc, C * dv);
+    AMXK__GDN_TAKE(gm, C * C);
+    AMXK__GDN_TAKE(am, C * C);
+    AMXK__GDN_TAKE(gam, C);
+    AMXK__GDN_TAKE(bet, C);
+    AMXK__GDN_TAKE(sx, dk * dv);
+#undef AMXK__GDN_TAKE
+    w->total = off;
+}
+/* Recurrent workspace: kh, qh, kn (Dk each), sk, u, o, skn (32 each), the column block (Dk x 32). */
+AMXK__INLINE size_t amxk__gdn_rec_floats(size_t dk) {
+    size_t dkp = AMXK__ROUND_UP(dk, (size_t)16);
+    return 3 * dkp + 4 * AMXK__GDN_CB + dk * AMXK__GDN_CB;
+}
+
+AMXK__PRIV void amxk__gdn_layout(const amxk_ctx *ctx, const amxk_gdn_params *p, amxk_gdn_mode mode, amxk__gdn_plan *pl) {
+    amxk__gdn_chunk_ws cw;
+    size_t f = 0;
+    amxk__gdn_chunk_layout(p->dk, p->dv, &cw);
+    pl->rec_floats = amxk__gdn_rec_floats(p->dk);
+    pl->chunk_floats = cw.total;
+    if (mode != AMXK_GDN_CHUNKED) f = AMXK__MAX(f, pl->rec_floats);
+    if (mode != AMXK_GDN_RECURRENT) f = AMXK__MAX(f, pl->chunk_floats);
+    pl->ws_worker = AMXK__ROUND_UP(f * 4, (size_t)AMXK_ALIGN);
+    pl->ws_total = pl->ws_worker * (size_t)amxk__workers(ctx);
+    pl->n_cb = AMXK__CEIL_DIV(p->dv, (size_t)AMXK__GDN_CB);
+}
+
+/* The mode a sequence of `len` tokens runs (AUTO: recurrent; see PATHS AND TIERS). */
+AMXK__INLINE amxk_gdn_mode amxk__gdn_seq_mode(const amxk__gdn_args *a, size_t len) {
+    (void)len;
+    return a->mode == AMXK_GDN_CHUNKED ? AMXK_GDN_CHUNKED : AMXK_GDN_RECURRENT;
+}
+
+/* Normalised (and for q scaled) head vector of token t: dst[0..Dk). which: 0 = k, 1 = q. Scalar. */
+AMXK__PRIV void amxk__gdn_qk__scalar(const amxk__gdn_args *a, size_t t, size_t h, int which, float *dst) {
+    const amxk_gdn_inputs *in = a->in;
+    const void *src = which ? in->q : in->k;
+    size_t base = t * (which ? in->ldq : in->ldk) + h * a->dk, i;
+    float ss = 0.0f, f = which ? a->p->scale : 1.0f;
+    for (i = 0; i < a->dk; i++) {
+        dst[i] = amxk__gdn_ld(src, in->dtype, base + i);
+        ss += dst[i] * dst[i];
+    }
+    if (a->p->l2norm) f /= sqrtf(ss + a->p->l2norm_eps);
+    for (i = 0; i < a->dk; i++) dst[i] *= f;
+}
+
+AMXK__INLINE float *amxk__gdn_head(const amxk__gdn_args *a, int32_t s, size_t hv) {
+    return a->st + (size_t)s * a->s_slot + hv * a->hsz;
+}
+
+// >>scalar ---------------------------------------------------------------------------------------
+
+/* Conv task, channels [c0, c1) of sequence n (channel outer, time inner). */
+AMXK__PRIV void amxk__conv_task__scalar(const amxk__conv_args *a, size_t n, size_t c0, size_t c1) {
+    size_t t0, len, c, t, j, W = a->width;
+    int32_t s = amxk__conv_slot(a, n);
+    int init = a->has_init ? a->has_init[n] != 0 : 1;
+    long cs = a->cache_seqlens ? (long)a->cache_seqlens[n] : -1;
+    char *sb = (a->st && s >= 0) ? a->st + (size_t)s * a->s_slot * a->esz : NULL;
+    amxk__conv_seq(a, n, &t0, &len);
+    for (c = c0; c < c1; c++)
+        for (t = 0; t < len; t++) {
+            float acc = a->bias[c];
+            if (s < 0) {
+                amxk__gdn_st(a->out, a->ot, (t0 + t) * a->ldo + c, 0.0f);
+                continue;
+            }
+            for (j = 0; j < W; j++) {
+                long p = (long)t - (long)(W - 1) + (long)j;
+                float v = p >= 0 ? amxk__gdn_ld(a->x, a->xt, (t0 + (size_t)p) * a->ldx + c) : amxk__conv_hist(a, sb, init, cs, p, c);
+                acc += a->w[j * a->dimp + c] * v;
+            }
+            if (a->silu) acc = acc / (1.0f + expf(-acc));
+            amxk__gdn_st(a->out, a->ot, (t0 + t) * a->ldo + c, acc);
+        }
+    if (s >= 0) amxk__conv_store_state(a, sb, init, cs, t0, len, c0, c1);
+}
+
+/* C[m][n] (+)= sum_k A[m][k] B[k][n]; row-major, leading dimensions in floats. */
+AMXK__PRIV void amxk__gdn_gemm__scalar(int acc, size_t m, size_t n, size_t k, const float *A, size_t lda, const float *B,
+                                       size_t ldb, float *C, size_t ldc) {
+    size_t i, j, kk;
+    for (i = 0; i < m; i++) {
+        float *c = C + i * ldc;
+        if (!acc)
+            for (j = 0; j < n; j++) c[j] = 0.0f;
+        for (kk = 0; kk < k; kk++) {
+            float av = A[i * lda + kk];
+            const float *b = B + kk * ldb;
+            for (j = 0; j < n; j++) c[j] += av * b[j];
+        }
+    }
+}
+
+/* Recurrent column block: S points at S[0][j0] (rows lds apart, K-first), nb columns, tokens
+   [t0, t0+len) of value head hv. Output columns [j0, j0+nb). */
+AMXK__PRIV void amxk__gdn_rec_block__scalar(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t len, size_t hv,
+                                            size_t j0, size_t nb, float *ws) {
+    const size_t dk = a->dk, dkp = AMXK__ROUND_UP(dk, (size_t)16), h = hv / a->G;
+    float *kh = ws, *qh = ws + dkp, *kn = ws + 2 * dkp, *sk = ws + 3 * dkp, *u = sk + AMXK__GDN_CB, *o = u + AMXK__GDN_CB,
+          *skn = o + AMXK__GDN_CB;
+    size_t t, i, j;
+    amxk__gdn_qk__scalar(a, t0, h, 0, kh);
+    for (j = 0; j < nb; j++) sk[j] = 0.0f;
+    for (i = 0; i < dk; i++)
+        for (j = 0; j < nb; j++) sk[j] += S[i * lds + j] * kh[i];
+    for (t = t0; t < t0 + len; t++) {
+        float g, beta, al;
+        int next = t + 1 < t0 + len;
+        amxk__gdn_gate(a, t, hv, &g, &beta);
+        al = expf(g);
+        amxk__gdn_qk__scalar(a, t, h, 1, qh);
+        if (next) amxk__gdn_qk__scalar(a, t + 1, h, 0, kn);
+        for (j = 0; j < nb; j++) {
+            u[j] = beta * (amxk__gdn_ld(a->in->v, a->in->dtype, t * a->in->ldv + hv * a->dv + j0 + j) - al * sk[j]);
+            o[j] = skn[j] = 0.0f;
+        }
+        for (i = 0; i < dk; i++) {
+            float *row = S + i * lds, ki = kh[i], qi = qh[i], ni = next ? kn[i] : 0.0f;
+            for (j = 0; j < nb; j++) {
+                float sv = al * row[j] + ki * u[j];
+                row[j] = sv;
+                o[j] += sv * qi;
+                skn[j] += sv * ni;
+            }
+        }
+        for (j = 0; j < nb; j++) amxk__gdn_st(a->o, a->ot, t * a->ldo + hv * a->dv + j0 + j, o[j]);
+        for (j = 0; j < nb; j++) sk[j] = skn[j];
+        { float *tmp = kh; kh = kn; kn = tmp; }
+    }
+}
+
+// >>avx512 ---------------------------------------------------------------------------------------
+/* AVX2 kernels (used by the AVX2, AVX-512 and AMX tiers; there are no AVX-512-specific ones yet). */
+
+#if AMXK__HAS_AVX2
+AMXK__TARGET_AVX2_BEGIN
+
+/* exp(x) for x in [-87, 88] (clamped outside), ~2 ulp: 2^n * poly(r), r = x - n ln2, |r| <= ln2/2. */
+static inline __attribute__((always_inline)) __m256 amxk__gdn_exp__avx2(__m256 x) {
+    __m256 n, r, p;
+    __m256i e;
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    p = _mm256_set1_ps(1.0f / 5040.0f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+/* 8 values (f32 or bf16) at p as f32; cnt < 8 reads only cnt values (rest 0). */
+static inline __attribute__((always_inline)) __m256 amxk__gdn_ld8__avx2(const void *p, amxk_dtype t, size_t i, size_t cnt) {
+    if (cnt >= 8) {
+        if (t == AMXK_DTYPE_F32) return _mm256_loadu_ps((const float *)p + i);
+        return amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
+    } else {
+        float tmp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        size_t k;
+        for (k = 0; k < cnt; k++) tmp[k] = amxk__gdn_ld(p, t, i + k);
+        return _mm256_loadu_ps(tmp);
+    }
+}
+static inline __attribute__((always_inline)) void amxk__gdn_st8__avx2(void *p, amxk_dtype t, size_t i, size_t cnt, __m256 v) {
+    if (cnt >= 8) {
+        if (t == AMXK_DTYPE_F32) _mm256_storeu_ps((float *)p + i, v);
+        else _mm_storeu_si128((__m128i *)((uint16_t *)p + i), amxk__cvt_f32_bf16__avx2(v));
+    } else {
+        float tmp[8];
+        size_t k;
+        _mm256_storeu_ps(tmp, v);
+        for (k = 0; k < cnt; k++) amxk__gdn_st(p, t, i + k, tmp[k]);
+    }
+}
+
+/* Conv task, channels [c0, c1) of sequence n: time outer, 8-channel vectors inner. Tokens whose taps
+   all lie in x load them directly; the first W-1 tokens gather history lanes - the same fp32 values in
+   the same FMA order, so prefill and update agree bit for bit. */
+AMXK__PRIV void amxk__conv_task__avx2(const amxk__conv_args *a, size_t n, size_t c0, size_t c1) {
+    size_t t0, len, c, t, j, k, W = a->width;
+    int32_t s = amxk__conv_slot(a, n);
+    int init = a->has_init ? a->has_init[n] != 0 : 1;
+    long cs = a->cache_seqlens ? (long)a->cache_seqlens[n] : -1;
+    char *sb = (a->st && s >= 0) ? a->st + (size_t)s * a->s_slot * a->esz : NULL;
+    amxk__conv_seq(a, n, &t0, &len);
+    if (s < 0) {
+        for (t = 0; t < len; t++)
+            for (c = c0; c < c1; c += 8) amxk__gdn_st8__avx2(a->out, a->ot, (t0 + t) * a->ldo + c, c1 - c, _mm256_setzero_ps());
+        return;
+    }
+    for (t = 0; t < len; t++) {
+        const int direct = t + 1 >= W;
+        for (c = c0; c < c1; c += 8) {
+            size_t cnt = c1 - c;
+            __m256 acc = _mm256_loadu_ps(a->bias + c); /* packed arrays are padded to 16 */
+            for (j = 0; j < W; j++) {
+                long p = (long)t - (long)(W - 1) + (long)j;
+                __m256 v;
+                if (direct || p >= 0) {
+                    v = amxk__gdn_ld8__avx2(a->x, a->xt, (t0 + (size_t)p) * a->ldx + c, cnt);
+                } else {
+                    float tmp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+                    for (k = 0; k < cnt && k < 8; k++) tmp[k] = amxk__conv_hist(a, sb, init, cs, p, c + k);
+                    v = _mm256_loadu_ps(tmp);
+                }
+                acc = _mm256_fmadd_ps(_mm256_loadu_ps(a->w + j * a->dimp + c), v, acc);
+            }
+            if (a->silu)
+                acc = _mm256_div_ps(acc, _mm256_add_ps(_mm256_set1_ps(1.0f), amxk__gdn_exp__avx2(_mm256_sub_ps(_mm256_setzero_ps(), acc))));
+            amxk__gdn_st8__avx2(a->out, a->ot, (t0 + t) * a->ldo + c, cnt, acc);
+        }
+    }
+    amxk__conv_store_state(a, sb, init, cs, t0, len, c0, c1);
+}
+
+/* Normalised q/k head vector (see the scalar version), 8 lanes at a time. */
+AMXK__PRIV void amxk__gdn_qk__avx2(const amxk__gdn_args *a, size_t t, size_t h, int which, float *dst) {
+    const amxk_gdn_inputs *in = a->in;
+    const void *src = which ? in->q : in->k;
+    size_t base = t * (which ? in->ldq : in->ldk) + h * a->dk, i, dk = a->dk;
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), f;
+    float ss, fs = which ? a->p->scale : 1.0f, tmp[8], raw[AMXK__GDN_MAXD + 8];
+    for (i = 0; i < dk; i += 8) {
+        __m256 v = amxk__gdn_ld8__avx2(src, in->dtype, base + i, dk - i);
+        _mm256_storeu_ps(raw + i, v);
+        if ((i / 8) & 1) s1 = _mm256_fmadd_ps(v, v, s1);
+        else s0 = _mm256_fmadd_ps(v, v, s0);
+    }
+    _mm256_storeu_ps(tmp, _mm256_add_ps(s0, s1));
+    ss = ((tmp[0] + tmp[4]) + (tmp[1] + tmp[5])) + ((tmp[2] + tmp[6]) + (tmp[3] + tmp[7]));
+    if (a->p->l2norm) fs /= sqrtf(ss + a->p->l2norm_eps);
+    f = _mm256_set1_ps(fs);
+    for (i = 0; i < dk; i += 8) amxk__gdn_st8__avx2(dst, AMXK_DTYPE_F32, i, dk - i, _mm256_mul_ps(_mm256_loadu_ps(raw + i), f));
+}
+
+/* One token's sweep over a column block of NV vectors (8*NV columns), rows lds apart:
+   s = al*s + k_i u; o += s q_i; skn += s kn_i (when next). NV is a compile-time constant. */
+static inline __attribute__((always_inline)) void amxk__gdn_sweep__avx2(float *S, size_t lds, size_t dk, const float *kh,
+                                                                       const float *qh, const float *kn, float al,
+                                                                       const float *u, float *o, float *skn, int next, int NV) {
+    __m256 uu[4], oo[4], nn[4], va = _mm256_set1_ps(al);
+    size_t i;
+    int v;
+    for (v = 0; v < NV; v++) uu[v] = _mm256_loadu_ps(u + 8 * v), oo[v] = nn[v] = _mm256_setzero_ps();
+    if (next) {
+        for (i = 0; i < dk; i++) {
+            float *row = S + i * lds;
+            __m256 bk = _mm256_broadcast_ss(kh + i), bq = _mm256_broadcast_ss(qh + i), bn = _mm256_broadcast_ss(kn + i);
+            for (v = 0; v < NV; v++) {
+                __m256 sv = _mm256_fmadd_ps(bk, uu[v], _mm256_mul_ps(va, _mm256_loadu_ps(row + 8 * v)));
+                _mm256_storeu_ps(row + 8 * v, sv);
+                oo[v] = _mm256_fmadd_ps(sv, bq, oo[v]);
+                nn[v] = _mm256_fmadd_ps(sv, bn, nn[v]);
+            }
+        }
+    } else {
+        for (i = 0; i < dk; i++) {
+            float *row = S + i * lds;
+            __m256 bk = _mm256_broadcast_ss(kh + i), bq = _mm256_broadcast_ss(qh + i);
+            for (v = 0; v < NV; v++) {
+                __m256 sv = _mm256_fmadd_ps(bk, uu[v], _mm256_mul_ps(va, _mm256_loadu_ps(row + 8 * v)));
+                _mm256_storeu_ps(row + 8 * v, sv);
+                oo[v] = _mm256_fmadd_ps(sv, bq, oo[v]);
+            }
+        }
+    }
+    for (v = 0; v < NV; v++) _mm256_storeu_ps(o + 8 * v, oo[v]), _mm256_storeu_ps(skn + 8 * v, nn[v]);
+}
+
+/* Recurrent column block (see the scalar version), nb a multiple of 8, <= 32. */
+AMXK__PRIV void amxk__gdn_rec_block__avx2(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t len, size_t hv,
+                                          size_t j0, size_t nb, float *ws) {
+    const size_t dk = a->dk, dkp = AMXK__ROUND_UP(dk, (size_t)16), h = hv / a->G;
+    const int nv = (int)(nb / 8);
+    float *kh = ws, *qh = ws + dkp, *kn = ws + 2 * dkp, *sk = ws + 3 * dkp, *u = sk + AMXK__GDN_CB, *o = u + AMXK__GDN_CB,
+          *skn = o + AMXK__GDN_CB;
+    size_t t, i;
+    int v;
+    __m256 acc[4];
+    amxk__gdn_qk__avx2(a, t0, h, 0, kh);
+    for (v = 0; v < nv; v++) acc[v] = _mm256_setzero_ps();
+    for (i = 0; i < dk; i++) {
+        __m256 bk = _mm256_broadcast_ss(kh + i);
+        for (v = 0; v < nv; v++) acc[v] = _mm256_fmadd_ps(_mm256_loadu_ps(S + i * lds + 8 * v), bk, acc[v]);
+    }
+    for (v = 0; v < nv; v++) _mm256_storeu_ps(sk + 8 * v, acc[v]);
+    for (t = t0; t < t0 + len; t++) {
+        float g, beta, al;
+        int next = t + 1 < t0 + len;
+        const size_t vb = t * a->in->ldv + hv * a->dv + j0, ob = t * a->ldo + hv * a->dv + j0;
+        amxk__gdn_gate(a, t, hv, &g, &beta);
+        al = expf(g);
+        amxk__gdn_qk__avx2(a, t, h, 1, qh);
+        if (next) amxk__gdn_qk__avx2(a, t + 1, h, 0, kn);
+        for (v = 0; v < nv; v++) {
+            __m256 vv = amxk__gdn_ld8__avx2(a->in->v, a->in->dtype, vb + 8 * (size_t)v, 8);
+            __m256 uu = _mm256_mul_ps(_mm256_set1_ps(beta), _mm256_fnmadd_ps(_mm256_set1_ps(al), _mm256_loadu_ps(sk + 8 * v), vv));
+            _mm256_storeu_ps(u + 8 * v, uu);
+        }
+        switch (nv) {
+        case 4: amxk__gdn_sweep__avx2(S, lds, dk, kh, qh, kn, al, u, o, skn, next, 4); break;
+        case 3: amxk__gdn_sweep__avx2(S, lds, dk, kh, qh, kn, al, u, o, skn, next, 3); break;
+        case 2: amxk__gdn_sweep__avx2(S, lds, dk, kh, qh, kn, al, u, o, skn, next, 2); break;
+        default: amxk__gdn_sweep__avx2(S, lds, dk, kh, qh, kn, al, u, o, skn, next, 1); break;
+        }
+        for (v = 0; v < nv; v++) amxk__gdn_st8__avx2(a->o, a->ot, ob + 8 * (size_t)v, 8, _mm256_loadu_ps(o + 8 * v));
+        memcpy(sk, skn, nb * sizeof(float));
+        { float *tmp = kh; kh = kn; kn = tmp; }
+    }
+}
+
+/* mr x 16 (or x 8) block of C (+)= A B, k loop; mr <= 4, W16 compile-time constants. */
+static inline __attribute__((always_inline)) void amxk__gdn_mk__avx2(int acc, size_t k, const float *A, size_t lda, const float *B,
+                                                                    size_t ldb, float *C, size_t ldc, int mr, int W16) {
+    __m256 c0[4], c1[4];
+    size_t kk;
+    int r;
+    for (r = 0; r < mr; r++) {
+        c0[r] = acc ? _mm256_loadu_ps(C + r * ldc) : _mm256_setzero_ps();
+        c1[r] = W16 ? (acc ? _mm256_loadu_ps(C + r * ldc + 8) : _mm256_setzero_ps()) : _mm256_setzero_ps();
+    }
+    for (kk = 0; kk < k; kk++) {
+        __m256 b0 = _mm256_loadu_ps(B + kk * ldb), b1 = W16 ? _mm256_loadu_ps(B + kk * ldb + 8) : b0;
+        for (r = 0; r < mr; r++) {
+            __m256 av = _mm256_broadcast_ss(A + r * lda + kk);
+            c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
+            if (W16) c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
+        }
+    }
+    for (r = 0; r < mr; r++) {
+        _mm256_storeu_ps(C + r * ldc, c0[r]);
+        if (W16) _mm256_storeu_ps(C + r * ldc + 8, c1[r]);
+    }
+}
+
+AMXK__PRIV void amxk__gdn_gemm__avx2(int acc, size_t m, size_t n, size_t k, const float *A, size_t lda, const float *B,
+                                     size_t ldb, float *C, size_t ldc) {
+    size_t i, j;
+    for (i = 0; i < m; i += 4) {
+        int mr = (int)AMXK__MIN((size_t)4, m - i);
+        const float *Ai = A + i * lda;
+        float *Ci = C + i * ldc;
+        for (j = 0; j + 16 <= n; j += 16) {
+            switch (mr) {
+            case 4: amxk__gdn_mk__avx2(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 4, 1); break;
+            case 3: amxk__gdn_mk__avx2(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 3, 1); break;
+            case 2: amxk__gdn_mk__avx2(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 2, 1); break;
+            default: amxk__gdn_mk__avx2(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 1, 1); break;
+            }
+        }
+        for (; j + 8 <= n; j += 8) {
+            switch (mr) {
+            case 4: amxk__gdn_mk__avx2(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 4, 0); break;
+            case 3: amxk__gdn_mk__avx2(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 3, 0); break;
+            case 2: amxk__gdn_mk__avx2(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 2, 0); break;
+            default: amxk__gdn_mk__avx2(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 1, 0); break;
+            }
+        }
+        if (j < n) amxk__gdn_gemm__scalar(acc, (size_t)mr, n - j, k, Ai, lda, B + j, ldb, Ci + j, ldc);
+    }
+}
+
+AMXK__TARGET_END
+#endif /* AMXK__HAS_AVX2 */
+
+// >>amx ------------------------------------------------------------------------------------------
+/* No AMX kernels in this module yet: the AMX tier runs the AVX2 kernels (see PATHS AND TIERS). */
+
+// >>dispatch -------------------------------------------------------------------------------------
+
+/* The conv tasks for both tiers (the tier travels in the task context wrapper). */
+typedef struct amxk__conv_job {
+    amxk__conv_args a;
+    amxk_tier tier;
+} amxk__conv_job;
+
+static void amxk__conv_job_task(void *task_ctx, size_t task, int worker) {
+    const amxk__conv_job *j = (const amxk__conv_job *)task_ctx;
+    const amxk__conv_args *a = &j->a;
+    size_t n = task / a->n_cblk, cb = task % a->n_cblk;
+    size_t c0 = cb * AMXK__CONV_CB, c1 = AMXK__MIN(a->dim, c0 + AMXK__CONV_CB);
+    (void)worker;
+#if AMXK__HAS_AVX2
+    if (j->tier == AMXK_TIER_AVX2) {
+        amxk__conv_task__avx2(a, n, c0, c1);
+        return;
+    }
+#endif
+    amxk__conv_task__scalar(a, n, c0, c1);
+}
+
+AMXK__INLINE void amxk__gdn_gemm(const amxk__gdn_args *a, int acc, size_t m, size_t n, size_t k, const float *A, size_t lda,
+                                 const float *B, size_t ldb, float *C, size_t ldc) {
+#if AMXK__HAS_AVX2
+    if (a->tier == AMXK_TIER_AVX2) {
+        amxk__gdn_gemm__avx2(acc, m, n, k, A, lda, B, ldb, C, ldc);
+        return;
+    }
+#endif
+    amxk__gdn_gemm__scalar(acc, m, n, k, A, lda, B, ldb, C, ldc);
+}
+AMXK__INLINE void amxk__gdn_qk(const amxk__gdn_args *a, size_t t, size_t h, int which, float *dst) {
+#if AMXK__HAS_AVX2
+    if (a->tier == AMXK_TIER_AVX2) {
+        amxk__gdn_qk__avx2(a, t, h, which, dst);
+        return;
+    }
+#endif
+    amxk__gdn_qk__scalar(a, t, h, which, dst);
+}
+
+/* Transposes a rows x cols block: dst[c*ldd + r] = src[r*lds + c]. */
+AMXK__PRIV void amxk__gdn_transpose(const float *src, size_t lds, size_t rows, size_t cols, float *dst, size_t ldd) {
+    size_t r, c;
+    for (r = 0; r < rows; r++)
+        for (c = 0; c < cols; c++) dst[c * ldd + r] = src[r * lds + c];
+}
+
+/* Chunked form for one (sequence, value head): S K-first [Dk][Dv] (ld Dv), tokens [t0, t0+len). */
+AMXK__PRIV void amxk__gdn_chunked(const amxk__gdn_args *a, float *S, size_t t0, size_t len, size_t hv, float *ws) {
+    const size_t C = AMXK__GDN_C, dk = a->dk, dv = a->dv, h = hv / a->G;
+    amxk__gdn_chunk_ws L;
+    float *Kc, *Qc, *KT, *Vc, *Vp, *Oc, *Gm, *Am, *gam, *bet;
+    size_t c0, r, s, i, j;
+    amxk__gdn_chunk_layout(dk, dv, &L);
+    Kc = ws + L.kc, Qc = ws + L.qc, KT = ws + L.kt, Vc = ws + L.vc, Vp = ws + L.vp, Oc = ws + L.oc;
+    Gm = ws + L.gm, Am = ws + L.am, gam = ws + L.gam, bet = ws + L.bet;
+    for (c0 = 0; c0 < len; c0 += C) {
+        const size_t n = AMXK__MIN(C, len - c0);
+        float run = 0.0f, gl;
+        for (r = 0; r < n; r++) {
+            size_t t = t0 + c0 + r;
+            float g;
+            amxk__gdn_qk(a, t, h, 0, Kc + r * dk);
+            amxk__gdn_qk(a, t, h, 1, Qc + r * dk);
+            for (j = 0; j < dv; j++) Vc[r * dv + j] = amxk__gdn_ld(a->in->v, a->in->dtype, t * a->in->ldv + hv * dv + j);
+            amxk__gdn_gate(a, t, hv, &g, &bet[r]);
+            run += g;
+            gam[r] = run;
+        }
+        gl = gam[n - 1];
+        amxk__gdn_transpose(Kc, dk, n, dk, KT, C);
+        /* A[r][s] = beta_r (k_r.k_s) exp(gam_r - gam_s), s < r (exponent <= 0) */
+        amxk__gdn_gemm(a, 0, n, n, dk, Kc, dk, KT, C, Gm, C);
+        for (r = 0; r < n; r++)
+            for (s = 0; s < r; s++) Am[r * C + s] = -(bet[r] * Gm[r * C + s] * expf(gam[r] - gam[s]));
+        /* R = beta (V - exp(gam) K S0), then forward substitution V'_r = R_r - sum_{s<r} A[r][s] V'_s */
+        amxk__gdn_gemm(a, 0, n, dv, dk, Kc, dk, S, dv, Vp, dv);
+        for (r = 0; r < n; r++) {
+            float e = expf(gam[r]);
+            for (j = 0; j < dv; j++) Vp[r * dv + j] = bet[r] * (Vc[r * dv + j] - e * Vp[r * dv + j]);
+        }
+        for (r = 1; r < n; r++) amxk__gdn_gemm(a, 1, 1, dv, r, Am + r * C, C, Vp, dv, Vp + r * dv, dv); /* Am holds -A */
+        /* O = exp(gam) Q S0 + (Q K^T (.) Gamma) V' */
+        amxk__gdn_gemm(a, 0, n, dv, dk, Qc, dk, S, dv, Oc, dv);
+        for (r = 0; r < n; r++) {
+            float e = expf(gam[r]);
+            for (j = 0; j < dv; j++) Oc[r * dv + j] *= e;
+        }
+        amxk__gdn_gemm(a, 0, n, n, dk, Qc, dk, KT, C, Gm, C);
+        for (r = 0; r < n; r++)
+            for (s = 0; s < n; s++) Gm[r * C + s] = s <= r ? Gm[r * C + s] * expf(gam[r] - gam[s]) : 0.0f;
+        amxk__gdn_gemm(a, 1, n, dv, n, Gm, C, Vp, dv, Oc, dv);
+        for (r = 0; r < n; r++)
+            for (j = 0; j < dv; j++) amxk__gdn_st(a->o, a->ot, (t0 + c0 + r) * a->ldo + hv * dv + j, Oc[r * dv + j]);
+        /* S1 = exp(gl) S0 + (K diag(exp(gl - gam)))^T V' */
+        for (i = 0; i < dk; i++) {
+            for (r = 0; r < n; r++) KT[i * C + r] *= expf(gl - gam[r]);
+        }
+        {
+            float e = expf(gl);
+            for (i = 0; i < dk * dv; i++) S[i] *= e;
+        }
+        amxk__gdn_gemm(a, 1, dk, dv, n, KT, C, Vp, dv, S, dv);
+    }
+}
+
+static void amxk__gdn_task(void *task_ctx, size_t task, int worker) {
+    const amxk__gdn_args *a = (const amxk__gdn_args *)task_ctx;
+    size_t n = task / (a->hv * a->n_cb), rem = task % (a->hv * a->n_cb), hv = rem / a->n_cb, cb = rem % a->n_cb;
+    size_t t0 = (size_t)a->qsl[n], len = (size_t)(a->qsl[n + 1] - a->qsl[n]), dk = a->dk, dv = a->dv, t, j;
+    int32_t s = a->slot ? a->slot[n] : (int32_t)n;
+    int init = a->has_init ? a->has_init[n] != 0 : 1;
+    float *ws = (float *)(a->ws + (size_t)worker * a->ws_worker), *head;
+    const size_t j0 = cb * AMXK__GDN_CB, nb = AMXK__MIN((size_t)AMXK__GDN_CB, dv - j0);
+    if (len == 0) return;
+    if (s < 0) {
+        for (t = t0; t < t0 + len; t++)
+            for (j = j0; j < j0 + nb; j++) amxk__gdn_st(a->o, a->ot, t * a->ldo + hv * dv + j, 0.0f);
+        return;
+    }
+    head = amxk__gdn_head(a, s, hv);
+    if (amxk__gdn_seq_mode(a, len) == AMXK_GDN_CHUNKED) {
+        amxk__gdn_chunk_ws L;
+        float *S = head;
+        size_t i;
+        if (cb != 0) return; /* the first column block's task runs the whole head */
+        amxk__gdn_chunk_layout(dk, dv, &L);
+        if (a->p->state_v_first) S = ws + L.sx;
+        if (!init) for (i = 0; i < dk * dv; i++) S[i] = 0.0f;
+        else if (a->p->state_v_first) amxk__gdn_transpose(head, dk, dv, dk, S, dv);
+        amxk__gdn_chunked(a, S, t0, len, hv, ws);
+        if (a->p->state_v_first) amxk__gdn_transpose(S, dv, dk, dv, head, dk);
+        return;
+    }
+    {
+        float *blk = ws + 3 * AMXK__ROUND_UP(dk, (size_t)16) + 4 * AMXK__GDN_CB, *S;
+        size_t lds, i, nv8;
+        if (a->p->state_v_first) { /* rows j0..j0+nb of [Dv][Dk] -> [Dk][32] scratch */
+            S = blk, lds = AMXK__GDN_CB;
+            if (init) amxk__gdn_transpose(head + j0 * dk, dk, nb, dk, S, lds);
+        } else {
+            S = head + j0, lds = dv;
+        }
+        if (!init)
+            for (i = 0; i < dk; i++) memset(S + i * lds, 0, nb * sizeof(float));
+        nv8 = 0;
+#if AMXK__HAS_AVX2
+        if (a->tier == AMXK_TIER_AVX2) {
+            nv8 = nb / 8 * 8;
+            if (nv8) amxk__gdn_rec_block__avx2(a, S, lds, t0, len, hv, j0, nv8, ws);
+        }
+#endif
+        if (nv8 < nb) amxk__gdn_rec_block__scalar(a, S + nv8, lds, t0, len, hv, j0 + nv8, nb - nv8, ws);
+        if (a->p->state_v_first) amxk__gdn_transpose(S, lds, dk, nb, head + j0 * dk, dk);
+    }
+}
+
+/* Shared validation of (n_seqs, qsl, slots): 0 or a status. *t_end = qsl[n_seqs]. */
+AMXK__PRIV amxk_status amxk__gdn_check_seqs(size_t n_seqs, const int32_t *qsl, const int32_t *slot, size_t n_slots,
+                                            int have_state, size_t *t_end) {
+    size_t n, m;
+    *t_end = 0;
+    if (n_seqs == 0) return AMXK_OK;
+    if (!qsl) return AMXK_ERR_NULL;
+    if (qsl[0] < 0) return AMXK_ERR_ARG;
+    for (n = 0; n < n_seqs; n++)
+        if (qsl[n + 1] < qsl[n]) return AMXK_ERR_ARG;
+    *t_end = (size_t)qsl[n_seqs];
+    for (n = 0; n < n_seqs; n++) {
+        int32_t s = slot ? slot[n] : (int32_t)n;
+        if (s == -1) continue;
+        if (s < 0 || (have_state && (size_t)s >= n_slots)) return AMXK_ERR_ARG;
+        if (slot && have_state)
+            for (m = 0; m < n; m++)
+                if (slot[m] == s) return AMXK_ERR_ARG;
+    }
+    return AMXK_OK;
+}
+
+// >>api ------------------------------------------------------------------------------------------
+
+AMXK_DEF amxk_status amxk_conv1d_pack_size(size_t dim, size_t width, size_t *bytes) {
+    if (!bytes) return AMXK_ERR_NULL;
+    if (dim == 0 || width == 0 || width > AMXK__CONV_MAXW || dim > ((size_t)1 << 36)) return AMXK_ERR_SHAPE;
+    *bytes = sizeof(amxk__conv_hdr) + AMXK__ROUND_UP((width + 1) * amxk__conv_dimp(dim) * 4, (size_t)AMXK_ALIGN);
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_conv1d_pack(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const void *w, amxk_dtype wt,
+                                      size_t dim, size_t width, size_t ldw, const float *bias) {
+    size_t need, dimp, c, j, wsz = amxk_dtype_size(wt);
+    amxk__conv_hdr h;
+    float *body;
+    amxk_status s;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if (!dst || !w) return AMXK_ERR_NULL;
+    if ((s = amxk_conv1d_pack_size(dim, width, &need)) != AMXK_OK) return s;
+    if (wt != AMXK_DTYPE_F32 && wt != AMXK_DTYPE_BF16 && wt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
+    if (ldw < width) return AMXK_ERR_STRIDE;
+    if ((uintptr_t)dst % AMXK_ALIGN) return AMXK_ERR_ALIGN;
+    if (dst_bytes < need) return AMXK_ERR_WORKSPACE;
+    if (amxk__overlap(dst, need, w, ((dim - 1) * ldw + width) * wsz) || (bias && amxk__overlap(dst, need, bias, dim * 4)))
+        return AMXK_ERR_ALIAS;
+    dimp = amxk__conv_dimp(dim);
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, "AMXKCONV", 8);
+    h.version = AMXK__CONV_VERSION;
+    h.has_bias = bias ? 1u : 0u;
+    h.dim = dim;
+    h.width = width;
+    memcpy(dst, &h, sizeof h);
+    body = (float *)((char *)dst + sizeof h);
+    memset(body, 0, need - sizeof h);
+    for (c = 0; c < dim; c++) {
+        for (j = 0; j < width; j++) {
+            size_t i = c * ldw + j;
+            float v = wt == AMXK_DTYPE_F32 ? ((const float *)w)[i]
+                      : wt == AMXK_DTYPE_BF16 ? amxk__bf16_to_f32(((const uint16_t *)w)[i])
+                                              : amxk__f16_to_f32(((const uint16_t *)w)[i]);
+            body[j * dimp + c] = v;
+        }
+        if (bias) body[width * dimp + c] = bias[c];
+    }
+    return AMXK_OK;
+}
+
+/* Reads and checks a packed conv weight; *w = taps, *bias = bias row. */
+AMXK__PRIV amxk_status amxk__conv_packed(const void *packed, size_t bytes, size_t *dim, size_t *width, const float **w,
+                                         const float **bias) {
+    amxk__conv_hdr h;
+    size_t need;
+    if (!packed) return AMXK_ERR_NULL;
+    if (bytes < sizeof h) return AMXK_ERR_FORMAT;
+    memcpy(&h, packed, sizeof h);
+    if (memcmp(h.magic, "AMXKCONV", 8) != 0 || h.version != AMXK__CONV_VERSION) return AMXK_ERR_FORMAT;
+    if (amxk_conv1d_pack_size((size_t)h.dim, (size_t)h.width, &need) != AMXK_OK || bytes < need) return AMXK_ERR_FORMAT;
+    if ((uintptr_t)packed % 4) return AMXK_ERR_ALIGN;
+    *dim = (size_t)h.dim;
+    *width = (size_t)h.width;
+    *w = (const float *)((const char *)packed + sizeof h);
+    *bias = *w + *width * amxk__conv_dimp(*dim);
+    return AMXK_OK;
+}
+
+AMXK__PRIV amxk_status amxk__conv_run(const amxk_ctx *ctx, const void *packed, size_t packed_bytes, int silu, size_t n_seqs,
+                                      const int32_t *qsl, const int32_t *slot, const uint8_t *has_init,
+                                      const int32_t *cache_seqlens, const void *x, amxk_dtype xt, size_t ldx, void *out,
+                                      amxk_dtype ot, size_t ldo, const amxk_conv_state *st) {
+    amxk__conv_job job;
+    amxk__conv_args *a = &job.a;
+    size_t dim, width, t_end, n, xs = amxk_dtype_size(xt), os = amxk_dtype_size(ot), xb, ob;
+    const float *w, *bias;
+    amxk_status s;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if ((s = amxk__conv_packed(packed, packed_bytes, &dim, &width, &w, &bias)) != AMXK_OK) return s;
+    if (xt != AMXK_DTYPE_F32 && xt != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
+    if (ot != AMXK_DTYPE_F32 && ot != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
+    if (n_seqs == 0) return AMXK_OK;
+    if (!x || !out) return AMXK_ERR_NULL;
+    if (ldx < dim || ldo < dim) return AMXK_ERR_STRIDE;
+    memset(&job, 0, sizeof job);
+    if (st) {
+        size_t span;
+        if (!st->data && st->state_len) return AMXK_ERR_NULL;
+        if (st->dtype != xt) return AMXK_ERR_DTYPE;
+        if (st->n_slots == 0) return AMXK_ERR_SHAPE;
+        if (st->state_len + 1 < width) return AMXK_ERR_SHAPE;
+        if (st->state_len) {
+            int sd_ok = st->dim_stride >= 1 && (st->state_len == 1 || st->tok_stride >= (dim - 1) * st->dim_stride + 1);
+            int ds_ok = st->tok_stride >= 1 && (dim == 1 || st->dim_stride >= (st->state_len - 1) * st->tok_stride + 1);
+            if (!sd_ok && !ds_ok) return AMXK_ERR_STRIDE;
+            span = (dim - 1) * st->dim_stride + (st->state_len - 1) * st->tok_stride + 1;
+            if (st->n_slots > 1 && st->slot_stride < span) return AMXK_ERR_STRIDE;
+            a->st = (char *)st->data;
+        }
+        a->n_slots = st->n_slots, a->slen = st->state_len;
+        a->s_slot = st->n_slots > 1 ? st->slot_stride : 0, a->s_dim = st->dim_stride, a->s_tok = st->tok_stride;
+    }
+    if (qsl) {
+        if ((s = amxk__gdn_check_seqs(n_seqs, qsl, slot, a->n_slots, st != NULL, &t_end)) != AMXK_OK) return s;
+    } else {
+        for (n = 0; n < n_seqs; n++) {
+            int32_t sl = slot ? slot[n] : (int32_t)n;
+            size_t m;
+            if (sl == -1) continue;
+            if (sl < 0 || (st && (size_t)sl >= a->n_slots)) return AMXK_ERR_ARG;
+            if (slot && st)
+                for (m = 0; m < n; m++)
+                    if (slot[m] == sl) return AMXK_ERR_ARG;
+        }
+        t_end = n_seqs;
+    }
+    if (cache_seqlens)
+        for (n = 0; n < n_seqs; n++)
+            if (cache_seqlens[n] < 0) return AMXK_ERR_ARG;
+    if (t_end == 0) return AMXK_OK;
+    xb = ((t_end - 1) * ldx + dim) * xs;
+    ob = ((t_end - 1) * ldo + dim) * os;
+    if (amxk__overlap(out, ob, x, xb) || amxk__overlap(out, ob, packed, packed_bytes)) return AMXK_ERR_ALIAS;
+    if (a->st && amxk__overlap(out, ob, a->st, ((a->n_slots - 1) * a->s_slot + (dim - 1) * a->s_dim + (a->slen - 1) * a->s_tok + 1) * xs))
+        return AMXK_ERR_ALIAS;
+    a->w = w, a->bias = bias, a->dim = dim, a->dimp = amxk__conv_dimp(dim), a->width = width, a->silu = silu != 0;
+    a->n_seqs = n_seqs, a->qsl = qsl, a->slot = slot, a->cache_seqlens = cache_seqlens, a->has_init = has_init;
+    a->x = x, a->xt = xt, a->ot = ot, a->ldx = ldx, a->ldo = ldo, a->out = out, a->esz = xs;
+    a->n_cblk = AMXK__CEIL_DIV(dim, (size_t)AMXK__CONV_CB);
+    job.tier = amxk__vec_tier(amxk__tier(ctx)) >= AMXK_TIER_AVX2 ? AMXK_TIER_AVX2 : AMXK_TIER_SCALAR;
+    amxk__parallel(ctx, amxk__conv_job_task, &job, n_seqs * a->n_cblk);
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_conv1d_prefill(const amxk_ctx *ctx, const void *packed, size_t packed_bytes, int silu, size_t n_seqs,
+                                         const int32_t *qsl, const int32_t *slot, const uint8_t *has_init, const void *x,
+                                         amxk_dtype xt, size_t ldx, void *out, amxk_dtype ot, size_t ldo,
+                                         const amxk_conv_state *st) {
+    if (n_seqs && !qsl) return AMXK_ERR_NULL;
+    return amxk__conv_run(ctx, packed, packed_bytes, silu, n_seqs, qsl, slot, has_init, NULL, x, xt, ldx, out, ot, ldo, st);
+}
+
+AMXK_DEF amxk_status amxk_conv1d_update(const amxk_ctx *ctx, const void *packed, size_t packed_bytes, int silu, size_t n_seqs,
+                                        const int32_t *qsl, const int32_t *slot, const int32_t *cache_seqlens, const void *x,
+                                        amxk_dtype xt, size_t ldx, void *out, amxk_dtype ot, size_t ldo,
+                                        const amxk_conv_state *st) {
+    if (!st) return AMXK_ERR_NULL;
+    if (cache_seqlens && st->state_len == 0) return AMXK_ERR_SHAPE;
+    return amxk__conv_run(ctx, packed, packed_bytes, silu, n_seqs, qsl, slot, NULL, cache_seqlens, x, xt, ldx, out, ot, ldo, st);
+}
+
+AMXK_DEF amxk_status amxk_gdn_gating(const amxk_ctx *ctx, size_t n_tokens, size_t hv, const void *a, size_t lda, const void *b,
+                                     size_t ldb, amxk_dtype abt, const float *A_log, const float *dt_bias, float bsp,
+                                     float thr, float *g, size_t ldg, void *beta, amxk_dtype bt, size_t ldbeta) {
+    size_t t, h;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if (hv == 0) return AMXK_ERR_SHAPE;
+    if (abt != AMXK_DTYPE_F32 && abt != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
+    if (bt != AMXK_DTYPE_F32 && bt != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
+    if (!(bsp > 0.0f)) return AMXK_ERR_ARG;
+    if (n_tokens == 0) return AMXK_OK;
+    if (!a || !b || !A_log || !dt_bias || !g || !beta) return AMXK_ERR_NULL;
+    if (lda < hv || ldb < hv || ldg < hv || ldbeta < hv) return AMXK_ERR_STRIDE;
+    if (amxk__overlap(g, ((n_tokens - 1) * ldg + hv) * 4, beta, ((n_tokens - 1) * ldbeta + hv) * amxk_dtype_size(bt)))
+        return AMXK_ERR_ALIAS;
+    for (t = 0; t < n_tokens; t++)
+        for (h = 0; h < hv; h++) {
+            float x = amxk__gdn_ld(a, abt, t * lda + h) + dt_bias[h];
+            g[t * ldg + h] = -expf(A_log[h]) * amxk__gdn_softplus(x, bsp, thr);
+            amxk__gdn_st(beta, bt, t * ldbeta + h, amxk__gdn_sigmoid(amxk__gdn_ld(b, abt, t * ldb + h)));
+        }
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_gdn_params amxk_gdn_params_default(size_t h, size_t hv, size_t dk, size_t dv) {
+    amxk_gdn_params p;
+    memset(&p, 0, sizeof p);
+    p.n_k_heads = h, p.n_v_heads = hv, p.dk = dk, p.dv = dv;
+    p.scale = dk ? 1.0f / sqrtf((float)dk) : 1.0f;
+    p.l2norm = 1;
+    p.l2norm_eps = 1e-6f;
+    p.state_v_first = 0;
+    p.softplus_beta = 1.0f;
+    p.softplus_threshold = 20.0f;
+    return p;
+}
+
+AMXK__PRIV amxk_status amxk__gdn_check_params(const amxk_gdn_params *p) {
+    if (!p) return AMXK_ERR_NULL;
+    if (p->n_k_heads == 0 || p->n_v_heads == 0 || p->n_v_heads % p->n_k_heads) return AMXK_ERR_SHAPE;
+    if (p->n_v_heads > ((size_t)1 << 20)) return AMXK_ERR_SHAPE;
+    if (p->dk == 0 || p->dv == 0 || p->dk > AMXK__GDN_MAXD || p->dv > AMXK__GDN_MAXD) return AMXK_ERR_SHAPE;
+    if (!(p->l2norm_eps >= 0.0f) || (p->state_v_first != 0 && p->state_v_first != 1)) return AMXK_ERR_ARG;
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_gdn_workspace_size(const amxk_ctx *ctx, const amxk_gdn_params *p, amxk_gdn_mode mode, size_t *bytes) {
+    amxk__gdn_plan pl;
+    amxk_status s;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if (!bytes) return AMXK_ERR_NULL;
+    if ((s = amxk__gdn_check_params(p)) != AMXK_OK) return s;
+    if (mode != AMXK_GDN_AUTO && mode != AMXK_GDN_RECURRENT && mode != AMXK_GDN_CHUNKED) return AMXK_ERR_ARG;
+    amxk__gdn_layout(ctx, p, mode, &pl);
+    *bytes = pl.ws_total;
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *p, amxk_gdn_mode mode, const amxk_gdn_inputs *in,
+                              size_t n_seqs, const int32_t *qsl, const int32_t *slot, const uint8_t *has_init,
+                              const amxk_gdn_state *st, void *o, amxk_dtype ot, size_t ldo, void *ws, size_t ws_bytes) {
+    amxk__gdn_args a;
+    amxk__gdn_plan pl;
+    size_t H, HV, dk, dv, t_end, es, ob, hsz;
+    amxk_status s;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if (!in || !st) return AMXK_ERR_NULL;
+    if ((s = amxk__gdn_check_params(p)) != AMXK_OK) return s;
+    if (mode != AMXK_GDN_AUTO && mode != AMXK_GDN_RECURRENT && mode != AMXK_GDN_CHUNKED) return AMXK_ERR_ARG;
+    H = p->n_k_heads, HV = p->n_v_heads, dk = p->dk, dv = p->dv, hsz = dk * dv;
+    if (in->dtype != AMXK_DTYPE_F32 && in->dtype != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
+    if (ot != AMXK_DTYPE_F32 && ot != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
+    if (!in->g && in->ab_dtype != AMXK_DTYPE_F32 && in->ab_dtype != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
+    if (!in->g && !(p->softplus_beta > 0.0f)) return AMXK_ERR_ARG;
+    if (st->n_slots == 0) return AMXK_ERR_SHAPE;
+    if (st->n_slots > 1 && st->slot_stride < HV * hsz) return AMXK_ERR_STRIDE;
+    if ((s = amxk__gdn_check_seqs(n_seqs, qsl, slot, st->n_slots, 1, &t_end)) != AMXK_OK) return s;
+    if (t_end == 0) return AMXK_OK;
+    if (!in->q || !in->k || !in->v || !o || !st->data) return AMXK_ERR_NULL;
+    if (in->g ? !in->beta : (!in->a || !in->b || !in->A_log || !in->dt_bias)) return AMXK_ERR_NULL;
+    if (in->ldq < H * dk || in->ldk < H * dk || in->ldv < HV * dv || ldo < HV * dv) return AMXK_ERR_STRIDE;
+    if (in->g ? (in->ldg < HV || in->ldbeta < HV) : (in->lda < HV || in->ldb < HV)) return AMXK_ERR_STRIDE;
+    amxk__gdn_layout(ctx, p, mode, &pl);
+    if (!ws || ws_bytes < pl.ws_total) return AMXK_ERR_WORKSPACE;
+    if ((uintptr_t)ws % AMXK_ALIGN) return AMXK_ERR_ALIGN;
+    es = amxk_dtype_size(in->dtype);
+    ob = ((t_end - 1) * ldo + HV * dv) * amxk_dtype_size(ot);
+    if (amxk__overlap(o, ob, st->data, ((st->n_slots - 1) * (st->n_slots > 1 ? st->slot_stride : 0) + HV * hsz) * 4) ||
+        amxk__overlap(o, ob, in->q, ((t_end - 1) * in->ldq + H * dk) * es) ||
+        amxk__overlap(o, ob, in->k, ((t_end - 1) * in->ldk + H * dk) * es) ||
+        amxk__overlap(o, ob, in->v, ((t_end - 1) * in->ldv + HV * dv) * es) || amxk__overlap(o, ob, ws, pl.ws_total) ||
+        amxk__overlap(st->data, ((st->n_slots - 1) * (st->n_slots > 1 ? st->slot_stride : 0) + HV * hsz) * 4, ws, pl.ws_total))
+        return AMXK_ERR_ALIAS;
+    memset(&a, 0, sizeof a);
+    a.p = p, a.in = in, a.G = HV / H, a.dk = dk, a.dv = dv, a.hv = HV;
+    a.n_seqs = n_seqs, a.qsl = qsl, a.slot = slot, a.has_init = has_init;
+    a.st = st->data, a.s_slot = st->n_slots > 1 ? st->slot_stride : 0, a.hsz = hsz;
+    a.o = o, a.ot = ot, a.ldo = ldo, a.ws = (char *)ws, a.ws_worker = pl.ws_worker, a.n_cb = pl.n_cb, a.mode = mode;
+    a.tier = amxk__vec_tier(amxk__tier(ctx)) >= AMXK_TIER_AVX2 ? AMXK_TIER_AVX2 : AMXK_TIER_SCALAR;
+    amxk__parallel(ctx, amxk__gdn_task, &a, n_seqs * HV * pl.n_cb);
+    return AMXK_OK;
+}
+
 #endif /* AMXK_IMPLEMENTATION */
