@@ -48,20 +48,21 @@
 
    PATHS AND TIERS (honest status)
        Scalar: portable C for everything. AVX2 (tiers avx2, avx512 and amx): 8-lane conv with a
-       polynomial exp for silu; the recurrent delta rule keeps a 32-column block of the state in L1 and
-       streams the tokens through it in one read-modify-write sweep per token (the state of a decode
-       token is read once and written once); the chunked form uses an AVX2 4x16 fp32 GEMM for its
+       polynomial exp for silu; the recurrent delta rule normalises q/k and computes the gates once per
+       chunk of 64 tokens, then keeps one 32-column block of the state in L1 and streams the chunk's
+       tokens through it in one read-modify-write sweep per token (a decode token reads and writes its
+       state once from memory); the chunked form uses an AVX2 4x16 fp32 GEMM for its
        chunk products. There are no AVX-512 or AMX kernels in this module yet: the AVX-512 and AMX tiers
        run the AVX2 kernels. AMXK_GDN_AUTO picks the recurrent form on every tier (it is the faster one
        without AMX tile matmuls; see bench/cmd_gdn.h); the chunked form is always available explicitly
        and agrees with it (tests/test_gdn.c). Gating runs scalar (it is T*HV scalars).
 
    THREADING
-       conv: tasks = sequences x channel blocks of 512; serial loop
-           for (t = 0; t < n_seqs * ceil(dim/512); t++) conv_task(t, worker 0);
-       gdn: tasks = sequences x value heads x 32-column blocks of Dv (the chunked form uses the first
-       column block's task for the whole head); serial loop
-           for (t = 0; t < n_seqs * HV * ceil(Dv/32); t++) gdn_task(t, worker 0);
+       conv: tasks = sequences x time blocks (>= max(64, W) tokens, at most 64 blocks per sequence; every
+       task does whole contiguous rows; the first block's task also writes the sequence's new state);
+       serial loop  for (t = 0; t < n_seqs * n_blocks; t++) conv_task(t, worker 0);
+       gdn: tasks = sequences x value heads; serial loop
+           for (t = 0; t < n_seqs * HV; t++) gdn_task(t, worker 0);
        Each output element and state element is owned by one task with a fixed order of operations, so
        results are bitwise identical for any worker count. The worker index selects the workspace slice.
 
@@ -240,7 +241,8 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *params
 
 // >>config ---------------------------------------------------------------------------------------
 
-#define AMXK__CONV_CB 512     /* conv: channels per task (a multiple of 8) */
+#define AMXK__CONV_TB 64      /* conv: tokens per task (at least) */
+#define AMXK__CONV_MAXTB 64   /* conv: at most this many tasks per sequence */
 #define AMXK__CONV_MAXW 64    /* largest conv width */
 #define AMXK__CONV_VERSION 1u
 #define AMXK__GDN_C 64        /* chunk length */
@@ -291,7 +293,7 @@ typedef struct amxk__conv_args {
     void *out;
     char *st; /* state pool base (bytes) or NULL */
     size_t esz, n_slots, slen, s_slot, s_dim, s_tok;
-    size_t n_cblk;
+    size_t tb, n_tb; /* tokens per task, time blocks per sequence (max over sequences) */
 } amxk__conv_args;
 
 AMXK__INLINE void amxk__conv_seq(const amxk__conv_args *a, size_t n, size_t *t0, size_t *len) {
@@ -400,10 +402,11 @@ AMXK__PRIV void amxk__gdn_chunk_layout(size_t dk, size_t dv, amxk__gdn_chunk_ws 
 #undef AMXK__GDN_TAKE
     w->total = off;
 }
-/* Recurrent workspace: kh, qh, kn (Dk each), sk, u, o, skn (32 each), the column block (Dk x 32). */
+/* Recurrent workspace: per chunk of C tokens the normalised k and q rows (C x Dkp each), alpha and beta
+   (C each), then sk, u, o, skn (32 each) and the column block (Dk x 32). */
 AMXK__INLINE size_t amxk__gdn_rec_floats(size_t dk) {
     size_t dkp = AMXK__ROUND_UP(dk, (size_t)16);
-    return 3 * dkp + 4 * AMXK__GDN_CB + dk * AMXK__GDN_CB;
+    return 2 * AMXK__GDN_C * dkp + 2 * AMXK__GDN_C + 4 * AMXK__GDN_CB + dk * AMXK__GDN_CB;
 }
 
 AMXK__PRIV void amxk__gdn_layout(const amxk_ctx *ctx, const amxk_gdn_params *p, amxk_gdn_mode mode, amxk__gdn_plan *pl) {
@@ -445,16 +448,17 @@ AMXK__INLINE float *amxk__gdn_head(const amxk__gdn_args *a, int32_t s, size_t hv
 
 // >>scalar ---------------------------------------------------------------------------------------
 
-/* Conv task, channels [c0, c1) of sequence n (channel outer, time inner). */
-AMXK__PRIV void amxk__conv_task__scalar(const amxk__conv_args *a, size_t n, size_t c0, size_t c1) {
-    size_t t0, len, c, t, j, W = a->width;
+/* Conv task: tokens [tb0, tb1) of sequence n, every channel (channel outer, time inner). The task of
+   the first time block (the only one reading history) writes the new state at its end. */
+AMXK__PRIV void amxk__conv_task__scalar(const amxk__conv_args *a, size_t n, size_t tb0, size_t tb1) {
+    size_t t0, len, c, t, j, W = a->width, c0 = 0, c1 = a->dim;
     int32_t s = amxk__conv_slot(a, n);
     int init = a->has_init ? a->has_init[n] != 0 : 1;
     long cs = a->cache_seqlens ? (long)a->cache_seqlens[n] : -1;
     char *sb = (a->st && s >= 0) ? a->st + (size_t)s * a->s_slot * a->esz : NULL;
     amxk__conv_seq(a, n, &t0, &len);
     for (c = c0; c < c1; c++)
-        for (t = 0; t < len; t++) {
+        for (t = tb0; t < tb1; t++) {
             float acc = a->bias[c];
             if (s < 0) {
                 amxk__gdn_st(a->out, a->ot, (t0 + t) * a->ldo + c, 0.0f);
@@ -468,7 +472,8 @@ AMXK__PRIV void amxk__conv_task__scalar(const amxk__conv_args *a, size_t n, size
             if (a->silu) acc = acc / (1.0f + expf(-acc));
             amxk__gdn_st(a->out, a->ot, (t0 + t) * a->ldo + c, acc);
         }
-    if (s >= 0) amxk__conv_store_state(a, sb, init, cs, t0, len, c0, c1);
+    if (s >= 0 && tb0 == 0) amxk__conv_store_state(a, sb, init, cs, t0, len, c0, c1);
+    (void)len;
 }
 
 /* C[m][n] (+)= sum_k A[m][k] B[k][n]; row-major, leading dimensions in floats. */
@@ -488,32 +493,29 @@ AMXK__PRIV void amxk__gdn_gemm__scalar(int acc, size_t m, size_t n, size_t k, co
 }
 
 /* Recurrent column block: S points at S[0][j0] (rows lds apart, K-first), nb columns, tokens
-   [t0, t0+len) of value head hv. Output columns [j0, j0+nb). */
-AMXK__PRIV void amxk__gdn_rec_block__scalar(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t len, size_t hv,
-                                            size_t j0, size_t nb, float *ws) {
-    const size_t dk = a->dk, dkp = AMXK__ROUND_UP(dk, (size_t)16), h = hv / a->G;
-    float *kh = ws, *qh = ws + dkp, *kn = ws + 2 * dkp, *sk = ws + 3 * dkp, *u = sk + AMXK__GDN_CB, *o = u + AMXK__GDN_CB,
-          *skn = o + AMXK__GDN_CB;
-    size_t t, i, j;
-    amxk__gdn_qk__scalar(a, t0, h, 0, kh);
+   [t0, t0+n) of value head hv with precomputed normalised rows kh/qh (dkp apart), alpha and beta.
+   sm: 4 x 32 floats of scratch. Output columns [j0, j0+nb). */
+AMXK__PRIV void amxk__gdn_rec_block__scalar(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t n, size_t hv,
+                                            size_t j0, size_t nb, const float *kh, const float *qh, const float *al,
+                                            const float *be, float *sm) {
+    const size_t dk = a->dk, dkp = AMXK__ROUND_UP(dk, (size_t)16);
+    float *sk = sm, *u = sm + AMXK__GDN_CB, *o = u + AMXK__GDN_CB, *skn = o + AMXK__GDN_CB;
+    size_t r, i, j;
     for (j = 0; j < nb; j++) sk[j] = 0.0f;
     for (i = 0; i < dk; i++)
         for (j = 0; j < nb; j++) sk[j] += S[i * lds + j] * kh[i];
-    for (t = t0; t < t0 + len; t++) {
-        float g, beta, al;
-        int next = t + 1 < t0 + len;
-        amxk__gdn_gate(a, t, hv, &g, &beta);
-        al = expf(g);
-        amxk__gdn_qk__scalar(a, t, h, 1, qh);
-        if (next) amxk__gdn_qk__scalar(a, t + 1, h, 0, kn);
+    for (r = 0; r < n; r++) {
+        const size_t t = t0 + r;
+        const float *k = kh + r * dkp, *q = qh + r * dkp, *kn = kh + (r + 1) * dkp;
+        const int next = r + 1 < n;
         for (j = 0; j < nb; j++) {
-            u[j] = beta * (amxk__gdn_ld(a->in->v, a->in->dtype, t * a->in->ldv + hv * a->dv + j0 + j) - al * sk[j]);
+            u[j] = be[r] * (amxk__gdn_ld(a->in->v, a->in->dtype, t * a->in->ldv + hv * a->dv + j0 + j) - al[r] * sk[j]);
             o[j] = skn[j] = 0.0f;
         }
         for (i = 0; i < dk; i++) {
-            float *row = S + i * lds, ki = kh[i], qi = qh[i], ni = next ? kn[i] : 0.0f;
+            float *row = S + i * lds, ki = k[i], qi = q[i], ni = next ? kn[i] : 0.0f;
             for (j = 0; j < nb; j++) {
-                float sv = al * row[j] + ki * u[j];
+                float sv = al[r] * row[j] + ki * u[j];
                 row[j] = sv;
                 o[j] += sv * qi;
                 skn[j] += sv * ni;
@@ -521,7 +523,6 @@ AMXK__PRIV void amxk__gdn_rec_block__scalar(const amxk__gdn_args *a, float *S, s
         }
         for (j = 0; j < nb; j++) amxk__gdn_st(a->o, a->ot, t * a->ldo + hv * a->dv + j0 + j, o[j]);
         for (j = 0; j < nb; j++) sk[j] = skn[j];
-        { float *tmp = kh; kh = kn; kn = tmp; }
     }
 }
 
@@ -575,24 +576,88 @@ static inline __attribute__((always_inline)) void amxk__gdn_st8__avx2(void *p, a
     }
 }
 
+/* The steady-state conv row: token row t (all W taps in x, rows xr[j]), channels [c0, c0 + 8*nvec), full
+   vectors; xt/ot/W compile-time constants at the call sites (W = 0: runtime width a->width). Same
+   arithmetic as the generic path below (bias, then FMA in tap order, silu, one rounding). */
+static inline __attribute__((always_inline)) void amxk__conv_row__avx2(const amxk__conv_args *a, const char *const *xr, char *orow,
+                                                                      size_t c0, size_t nvec, amxk_dtype xt, amxk_dtype ot, size_t W) {
+    size_t v, j, w = W ? W : a->width;
+    const size_t xs = xt == AMXK_DTYPE_F32 ? 4 : 2, os = ot == AMXK_DTYPE_F32 ? 4 : 2, dimp = a->dimp;
+    const float *wt = a->w, *bias = a->bias;
+    const int silu = a->silu;
+    int u, nu;
+    /* 4 independent vectors per step: the tap/exp/div chain of one vector is ~80 cycles long */
+    for (v = 0; v < nvec; v += 4) {
+        __m256 acc[4];
+        nu = (int)AMXK__MIN((size_t)4, nvec - v);
+#pragma GCC unroll 4
+        for (u = 0; u < 4; u++)
+            if (u < nu) acc[u] = _mm256_loadu_ps(bias + c0 + 8 * (v + (size_t)u));
+        for (j = 0; j < w; j++) {
+#pragma GCC unroll 4
+            for (u = 0; u < 4; u++)
+                if (u < nu) {
+                    size_t c = c0 + 8 * (v + (size_t)u);
+                    const char *px = xr[j] + c * xs;
+                    __m256 xv = xt == AMXK_DTYPE_F32 ? _mm256_loadu_ps((const float *)px)
+                                                     : amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)px));
+                    acc[u] = _mm256_fmadd_ps(_mm256_loadu_ps(wt + j * dimp + c), xv, acc[u]);
+                }
+        }
+#pragma GCC unroll 4
+        for (u = 0; u < 4; u++)
+            if (u < nu) {
+                size_t c = c0 + 8 * (v + (size_t)u);
+                __m256 y = acc[u];
+                if (silu)
+                    y = _mm256_div_ps(y, _mm256_add_ps(_mm256_set1_ps(1.0f), amxk__gdn_exp__avx2(_mm256_sub_ps(_mm256_setzero_ps(), y))));
+                if (ot == AMXK_DTYPE_F32) _mm256_storeu_ps((float *)(orow + c * os), y);
+                else _mm_storeu_si128((__m128i *)(orow + c * os), amxk__cvt_f32_bf16__avx2(y));
+            }
+    }
+}
+
+AMXK__PRIV void amxk__conv_rowsel__avx2(const amxk__conv_args *a, const char *const *xr, char *orow, size_t c0, size_t nvec) {
+    const int bx = a->xt == AMXK_DTYPE_BF16, bo = a->ot == AMXK_DTYPE_BF16;
+#define AMXK__CONV_ROW(XT, OT)                                                                        \
+    do {                                                                                              \
+        if (a->width == 4) amxk__conv_row__avx2(a, xr, orow, c0, nvec, XT, OT, 4);                    \
+        else amxk__conv_row__avx2(a, xr, orow, c0, nvec, XT, OT, 0);                                  \
+    } while (0)
+    if (bx && bo) AMXK__CONV_ROW(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16);
+    else if (bx) AMXK__CONV_ROW(AMXK_DTYPE_BF16, AMXK_DTYPE_F32);
+    else if (bo) AMXK__CONV_ROW(AMXK_DTYPE_F32, AMXK_DTYPE_BF16);
+    else AMXK__CONV_ROW(AMXK_DTYPE_F32, AMXK_DTYPE_F32);
+#undef AMXK__CONV_ROW
+}
+
 /* Conv task, channels [c0, c1) of sequence n: time outer, 8-channel vectors inner. Tokens whose taps
    all lie in x load them directly; the first W-1 tokens gather history lanes - the same fp32 values in
    the same FMA order, so prefill and update agree bit for bit. */
-AMXK__PRIV void amxk__conv_task__avx2(const amxk__conv_args *a, size_t n, size_t c0, size_t c1) {
-    size_t t0, len, c, t, j, k, W = a->width;
+AMXK__PRIV void amxk__conv_task__avx2(const amxk__conv_args *a, size_t n, size_t tb0, size_t tb1) {
+    size_t t0, len, c, t, j, k, W = a->width, c0 = 0, c1 = a->dim;
     int32_t s = amxk__conv_slot(a, n);
     int init = a->has_init ? a->has_init[n] != 0 : 1;
     long cs = a->cache_seqlens ? (long)a->cache_seqlens[n] : -1;
     char *sb = (a->st && s >= 0) ? a->st + (size_t)s * a->s_slot * a->esz : NULL;
     amxk__conv_seq(a, n, &t0, &len);
+    (void)len;
     if (s < 0) {
-        for (t = 0; t < len; t++)
+        for (t = tb0; t < tb1; t++)
             for (c = c0; c < c1; c += 8) amxk__gdn_st8__avx2(a->out, a->ot, (t0 + t) * a->ldo + c, c1 - c, _mm256_setzero_ps());
         return;
     }
-    for (t = 0; t < len; t++) {
+    for (t = tb0; t < tb1; t++) {
         const int direct = t + 1 >= W;
-        for (c = c0; c < c1; c += 8) {
+        c = c0;
+        if (direct) { /* full vectors from x rows; the tail vector below */
+            const char *xr[AMXK__CONV_MAXW];
+            size_t nvec = (c1 - c0) / 8;
+            for (j = 0; j < W; j++) xr[j] = (const char *)a->x + (t0 + t - (W - 1) + j) * a->ldx * a->esz;
+            amxk__conv_rowsel__avx2(a, xr, (char *)a->out + (t0 + t) * a->ldo * amxk_dtype_size(a->ot), c0, nvec);
+            c = c0 + 8 * nvec;
+        }
+        for (; c < c1; c += 8) {
             size_t cnt = c1 - c;
             __m256 acc = _mm256_loadu_ps(a->bias + c); /* packed arrays are padded to 16 */
             for (j = 0; j < W; j++) {
@@ -612,7 +677,7 @@ AMXK__PRIV void amxk__conv_task__avx2(const amxk__conv_args *a, size_t n, size_t
             amxk__gdn_st8__avx2(a->out, a->ot, (t0 + t) * a->ldo + c, cnt, acc);
         }
     }
-    amxk__conv_store_state(a, sb, init, cs, t0, len, c0, c1);
+    if (tb0 == 0) amxk__conv_store_state(a, sb, init, cs, t0, len, c0, c1);
 }
 
 /* Normalised q/k head vector (see the scalar version), 8 lanes at a time. */
@@ -643,11 +708,13 @@ static inline __attribute__((always_inline)) void amxk__gdn_sweep__avx2(float *S
     __m256 uu[4], oo[4], nn[4], va = _mm256_set1_ps(al);
     size_t i;
     int v;
+#pragma GCC unroll 4
     for (v = 0; v < NV; v++) uu[v] = _mm256_loadu_ps(u + 8 * v), oo[v] = nn[v] = _mm256_setzero_ps();
     if (next) {
         for (i = 0; i < dk; i++) {
             float *row = S + i * lds;
             __m256 bk = _mm256_broadcast_ss(kh + i), bq = _mm256_broadcast_ss(qh + i), bn = _mm256_broadcast_ss(kn + i);
+#pragma GCC unroll 4
             for (v = 0; v < NV; v++) {
                 __m256 sv = _mm256_fmadd_ps(bk, uu[v], _mm256_mul_ps(va, _mm256_loadu_ps(row + 8 * v)));
                 _mm256_storeu_ps(row + 8 * v, sv);
@@ -659,6 +726,7 @@ static inline __attribute__((always_inline)) void amxk__gdn_sweep__avx2(float *S
         for (i = 0; i < dk; i++) {
             float *row = S + i * lds;
             __m256 bk = _mm256_broadcast_ss(kh + i), bq = _mm256_broadcast_ss(qh + i);
+#pragma GCC unroll 4
             for (v = 0; v < NV; v++) {
                 __m256 sv = _mm256_fmadd_ps(bk, uu[v], _mm256_mul_ps(va, _mm256_loadu_ps(row + 8 * v)));
                 _mm256_storeu_ps(row + 8 * v, sv);
@@ -666,48 +734,43 @@ static inline __attribute__((always_inline)) void amxk__gdn_sweep__avx2(float *S
             }
         }
     }
+#pragma GCC unroll 4
     for (v = 0; v < NV; v++) _mm256_storeu_ps(o + 8 * v, oo[v]), _mm256_storeu_ps(skn + 8 * v, nn[v]);
 }
 
 /* Recurrent column block (see the scalar version), nb a multiple of 8, <= 32. */
-AMXK__PRIV void amxk__gdn_rec_block__avx2(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t len, size_t hv,
-                                          size_t j0, size_t nb, float *ws) {
-    const size_t dk = a->dk, dkp = AMXK__ROUND_UP(dk, (size_t)16), h = hv / a->G;
+AMXK__PRIV void amxk__gdn_rec_block__avx2(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t n, size_t hv,
+                                          size_t j0, size_t nb, const float *kh, const float *qh, const float *al,
+                                          const float *be, float *sm) {
+    const size_t dk = a->dk, dkp = AMXK__ROUND_UP(dk, (size_t)16);
     const int nv = (int)(nb / 8);
-    float *kh = ws, *qh = ws + dkp, *kn = ws + 2 * dkp, *sk = ws + 3 * dkp, *u = sk + AMXK__GDN_CB, *o = u + AMXK__GDN_CB,
-          *skn = o + AMXK__GDN_CB;
-    size_t t, i;
+    float *sk = sm, *u = sm + AMXK__GDN_CB, *o = u + AMXK__GDN_CB, *skn = o + AMXK__GDN_CB;
+    size_t r, i;
     int v;
     __m256 acc[4];
-    amxk__gdn_qk__avx2(a, t0, h, 0, kh);
     for (v = 0; v < nv; v++) acc[v] = _mm256_setzero_ps();
     for (i = 0; i < dk; i++) {
         __m256 bk = _mm256_broadcast_ss(kh + i);
         for (v = 0; v < nv; v++) acc[v] = _mm256_fmadd_ps(_mm256_loadu_ps(S + i * lds + 8 * v), bk, acc[v]);
     }
     for (v = 0; v < nv; v++) _mm256_storeu_ps(sk + 8 * v, acc[v]);
-    for (t = t0; t < t0 + len; t++) {
-        float g, beta, al;
-        int next = t + 1 < t0 + len;
-        const size_t vb = t * a->in->ldv + hv * a->dv + j0, ob = t * a->ldo + hv * a->dv + j0;
-        amxk__gdn_gate(a, t, hv, &g, &beta);
-        al = expf(g);
-        amxk__gdn_qk__avx2(a, t, h, 1, qh);
-        if (next) amxk__gdn_qk__avx2(a, t + 1, h, 0, kn);
+    for (r = 0; r < n; r++) {
+        const size_t t = t0 + r, vb = t * a->in->ldv + hv * a->dv + j0, ob = t * a->ldo + hv * a->dv + j0;
+        const float *k = kh + r * dkp, *q = qh + r * dkp, *kn = kh + (r + 1) * dkp;
+        const int next = r + 1 < n;
         for (v = 0; v < nv; v++) {
             __m256 vv = amxk__gdn_ld8__avx2(a->in->v, a->in->dtype, vb + 8 * (size_t)v, 8);
-            __m256 uu = _mm256_mul_ps(_mm256_set1_ps(beta), _mm256_fnmadd_ps(_mm256_set1_ps(al), _mm256_loadu_ps(sk + 8 * v), vv));
+            __m256 uu = _mm256_mul_ps(_mm256_set1_ps(be[r]), _mm256_fnmadd_ps(_mm256_set1_ps(al[r]), _mm256_loadu_ps(sk + 8 * v), vv));
             _mm256_storeu_ps(u + 8 * v, uu);
         }
         switch (nv) {
-        case 4: amxk__gdn_sweep__avx2(S, lds, dk, kh, qh, kn, al, u, o, skn, next, 4); break;
-        case 3: amxk__gdn_sweep__avx2(S, lds, dk, kh, qh, kn, al, u, o, skn, next, 3); break;
-        case 2: amxk__gdn_sweep__avx2(S, lds, dk, kh, qh, kn, al, u, o, skn, next, 2); break;
-        default: amxk__gdn_sweep__avx2(S, lds, dk, kh, qh, kn, al, u, o, skn, next, 1); break;
+        case 4: amxk__gdn_sweep__avx2(S, lds, dk, k, q, kn, al[r], u, o, skn, next, 4); break;
+        case 3: amxk__gdn_sweep__avx2(S, lds, dk, k, q, kn, al[r], u, o, skn, next, 3); break;
+        case 2: amxk__gdn_sweep__avx2(S, lds, dk, k, q, kn, al[r], u, o, skn, next, 2); break;
+        default: amxk__gdn_sweep__avx2(S, lds, dk, k, q, kn, al[r], u, o, skn, next, 1); break;
         }
         for (v = 0; v < nv; v++) amxk__gdn_st8__avx2(a->o, a->ot, ob + 8 * (size_t)v, 8, _mm256_loadu_ps(o + 8 * v));
         memcpy(sk, skn, nb * sizeof(float));
-        { float *tmp = kh; kh = kn; kn = tmp; }
     }
 }
 
@@ -779,16 +842,19 @@ typedef struct amxk__conv_job {
 static void amxk__conv_job_task(void *task_ctx, size_t task, int worker) {
     const amxk__conv_job *j = (const amxk__conv_job *)task_ctx;
     const amxk__conv_args *a = &j->a;
-    size_t n = task / a->n_cblk, cb = task % a->n_cblk;
-    size_t c0 = cb * AMXK__CONV_CB, c1 = AMXK__MIN(a->dim, c0 + AMXK__CONV_CB);
+    size_t n = task / a->n_tb, b = task % a->n_tb, t0, len, tb0, tb1;
     (void)worker;
+    amxk__conv_seq(a, n, &t0, &len);
+    tb0 = b * a->tb;
+    if (tb0 >= len) return;
+    tb1 = AMXK__MIN(len, tb0 + a->tb);
 #if AMXK__HAS_AVX2
     if (j->tier == AMXK_TIER_AVX2) {
-        amxk__conv_task__avx2(a, n, c0, c1);
+        amxk__conv_task__avx2(a, n, tb0, tb1);
         return;
     }
 #endif
-    amxk__conv_task__scalar(a, n, c0, c1);
+    amxk__conv_task__scalar(a, n, tb0, tb1);
 }
 
 AMXK__INLINE void amxk__gdn_gemm(const amxk__gdn_args *a, int acc, size_t m, size_t n, size_t k, const float *A, size_t lda,
@@ -877,55 +943,72 @@ AMXK__PRIV void amxk__gdn_chunked(const amxk__gdn_args *a, float *S, size_t t0, 
     }
 }
 
+/* Recurrent form for one (sequence, value head): per chunk of C tokens the normalised q/k rows and
+   the gates are computed once, then every 32-column block of the state streams through them (the block,
+   16 KiB at Dk = 128, stays in L1 for the whole chunk). */
+AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, float *head, size_t t0, size_t len, size_t hv, float *ws) {
+    const size_t C = AMXK__GDN_C, dk = a->dk, dv = a->dv, dkp = AMXK__ROUND_UP(dk, (size_t)16), h = hv / a->G;
+    float *kh = ws, *qh = ws + C * dkp, *al = qh + C * dkp, *be = al + C, *sm = be + C, *blk = sm + 4 * AMXK__GDN_CB;
+    size_t c0, r, cb;
+    for (c0 = 0; c0 < len; c0 += C) {
+        const size_t n = AMXK__MIN(C, len - c0);
+        for (r = 0; r < n; r++) {
+            float g;
+            amxk__gdn_qk(a, t0 + c0 + r, h, 0, kh + r * dkp);
+            amxk__gdn_qk(a, t0 + c0 + r, h, 1, qh + r * dkp);
+            amxk__gdn_gate(a, t0 + c0 + r, hv, &g, &be[r]);
+            al[r] = expf(g);
+        }
+        for (cb = 0; cb < a->n_cb; cb++) {
+            const size_t j0 = cb * AMXK__GDN_CB, nb = AMXK__MIN((size_t)AMXK__GDN_CB, dv - j0);
+            size_t lds, nv8 = 0;
+            float *S;
+            if (a->p->state_v_first) { /* rows j0..j0+nb of [Dv][Dk] -> [Dk][32] scratch */
+                S = blk, lds = AMXK__GDN_CB;
+                amxk__gdn_transpose(head + j0 * dk, dk, nb, dk, S, lds);
+            } else {
+                S = head + j0, lds = dv;
+            }
+#if AMXK__HAS_AVX2
+            if (a->tier == AMXK_TIER_AVX2) {
+                nv8 = nb / 8 * 8;
+                if (nv8) amxk__gdn_rec_block__avx2(a, S, lds, t0 + c0, n, hv, j0, nv8, kh, qh, al, be, sm);
+            }
+#endif
+            if (nv8 < nb) amxk__gdn_rec_block__scalar(a, S + nv8, lds, t0 + c0, n, hv, j0 + nv8, nb - nv8, kh, qh, al, be, sm);
+            if (a->p->state_v_first) amxk__gdn_transpose(S, lds, dk, nb, head + j0 * dk, dk);
+        }
+    }
+}
+
 static void amxk__gdn_task(void *task_ctx, size_t task, int worker) {
     const amxk__gdn_args *a = (const amxk__gdn_args *)task_ctx;
-    size_t n = task / (a->hv * a->n_cb), rem = task % (a->hv * a->n_cb), hv = rem / a->n_cb, cb = rem % a->n_cb;
+    size_t n = task / a->hv, hv = task % a->hv;
     size_t t0 = (size_t)a->qsl[n], len = (size_t)(a->qsl[n + 1] - a->qsl[n]), dk = a->dk, dv = a->dv, t, j;
     int32_t s = a->slot ? a->slot[n] : (int32_t)n;
     int init = a->has_init ? a->has_init[n] != 0 : 1;
     float *ws = (float *)(a->ws + (size_t)worker * a->ws_worker), *head;
-    const size_t j0 = cb * AMXK__GDN_CB, nb = AMXK__MIN((size_t)AMXK__GDN_CB, dv - j0);
     if (len == 0) return;
     if (s < 0) {
         for (t = t0; t < t0 + len; t++)
-            for (j = j0; j < j0 + nb; j++) amxk__gdn_st(a->o, a->ot, t * a->ldo + hv * dv + j, 0.0f);
+            for (j = 0; j < dv; j++) amxk__gdn_st(a->o, a->ot, t * a->ldo + hv * dv + j, 0.0f);
         return;
     }
     head = amxk__gdn_head(a, s, hv);
+    if (!init) memset(head, 0, dk * dv * sizeof(float)); /* validated: the call will succeed */
     if (amxk__gdn_seq_mode(a, len) == AMXK_GDN_CHUNKED) {
         amxk__gdn_chunk_ws L;
         float *S = head;
-        size_t i;
-        if (cb != 0) return; /* the first column block's task runs the whole head */
         amxk__gdn_chunk_layout(dk, dv, &L);
-        if (a->p->state_v_first) S = ws + L.sx;
-        if (!init) for (i = 0; i < dk * dv; i++) S[i] = 0.0f;
-        else if (a->p->state_v_first) amxk__gdn_transpose(head, dk, dv, dk, S, dv);
+        if (a->p->state_v_first) {
+            S = ws + L.sx;
+            amxk__gdn_transpose(head, dk, dv, dk, S, dv);
+        }
         amxk__gdn_chunked(a, S, t0, len, hv, ws);
         if (a->p->state_v_first) amxk__gdn_transpose(S, dv, dk, dv, head, dk);
         return;
     }
-    {
-        float *blk = ws + 3 * AMXK__ROUND_UP(dk, (size_t)16) + 4 * AMXK__GDN_CB, *S;
-        size_t lds, i, nv8;
-        if (a->p->state_v_first) { /* rows j0..j0+nb of [Dv][Dk] -> [Dk][32] scratch */
-            S = blk, lds = AMXK__GDN_CB;
-            if (init) amxk__gdn_transpose(head + j0 * dk, dk, nb, dk, S, lds);
-        } else {
-            S = head + j0, lds = dv;
-        }
-        if (!init)
-            for (i = 0; i < dk; i++) memset(S + i * lds, 0, nb * sizeof(float));
-        nv8 = 0;
-#if AMXK__HAS_AVX2
-        if (a->tier == AMXK_TIER_AVX2) {
-            nv8 = nb / 8 * 8;
-            if (nv8) amxk__gdn_rec_block__avx2(a, S, lds, t0, len, hv, j0, nv8, ws);
-        }
-#endif
-        if (nv8 < nb) amxk__gdn_rec_block__scalar(a, S + nv8, lds, t0, len, hv, j0 + nv8, nb - nv8, ws);
-        if (a->p->state_v_first) amxk__gdn_transpose(S, lds, dk, nb, head + j0 * dk, dk);
-    }
+    amxk__gdn_recurrent(a, head, t0, len, hv, ws);
 }
 
 /* Shared validation of (n_seqs, qsl, slots): 0 or a status. *t_end = qsl[n_seqs]. */
@@ -1075,9 +1158,14 @@ AMXK__PRIV amxk_status amxk__conv_run(const amxk_ctx *ctx, const void *packed, s
     a->w = w, a->bias = bias, a->dim = dim, a->dimp = amxk__conv_dimp(dim), a->width = width, a->silu = silu != 0;
     a->n_seqs = n_seqs, a->qsl = qsl, a->slot = slot, a->cache_seqlens = cache_seqlens, a->has_init = has_init;
     a->x = x, a->xt = xt, a->ot = ot, a->ldx = ldx, a->ldo = ldo, a->out = out, a->esz = xs;
-    a->n_cblk = AMXK__CEIL_DIV(dim, (size_t)AMXK__CONV_CB);
+    { /* time blocks: >= W-1 tokens (so only block 0 reads history), at most AMXK__CONV_MAXTB per sequence */
+        size_t maxlen = 0, ln, t0;
+        for (n = 0; n < n_seqs; n++) amxk__conv_seq(a, n, &t0, &ln), maxlen = AMXK__MAX(maxlen, ln);
+        a->tb = AMXK__MAX(AMXK__MAX((size_t)AMXK__CONV_TB, width), AMXK__CEIL_DIV(maxlen, (size_t)AMXK__CONV_MAXTB));
+        a->n_tb = AMXK__MAX((size_t)1, AMXK__CEIL_DIV(maxlen, a->tb));
+    }
     job.tier = amxk__vec_tier(amxk__tier(ctx)) >= AMXK_TIER_AVX2 ? AMXK_TIER_AVX2 : AMXK_TIER_SCALAR;
-    amxk__parallel(ctx, amxk__conv_job_task, &job, n_seqs * a->n_cblk);
+    amxk__parallel(ctx, amxk__conv_job_task, &job, n_seqs * a->n_tb);
     return AMXK_OK;
 }
 
@@ -1196,7 +1284,7 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *p, amx
     a.st = st->data, a.s_slot = st->n_slots > 1 ? st->slot_stride : 0, a.hsz = hsz;
     a.o = o, a.ot = ot, a.ldo = ldo, a.ws = (char *)ws, a.ws_worker = pl.ws_worker, a.n_cb = pl.n_cb, a.mode = mode;
     a.tier = amxk__vec_tier(amxk__tier(ctx)) >= AMXK_TIER_AVX2 ? AMXK_TIER_AVX2 : AMXK_TIER_SCALAR;
-    amxk__parallel(ctx, amxk__gdn_task, &a, n_seqs * HV * pl.n_cb);
+    amxk__parallel(ctx, amxk__gdn_task, &a, n_seqs * HV);
     return AMXK_OK;
 }
 

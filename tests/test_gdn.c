@@ -174,6 +174,7 @@ static void conv_ref(const conv_case *c, const conv_data *d, const int32_t *qsl,
     for (n = 0; n < n_seqs; n++) {
         size_t t0 = (size_t)qsl[n], len = (size_t)(qsl[n + 1] - qsl[n]);
         int32_t s = slots[n];
+        if (len == 0) continue; /* empty sequence: nothing happens (not even a zero-history reset) */
         for (ch = 0; ch < c->dim; ch++) {
             /* window of raw codes (as uint32 for either size) and values */
             uint32_t win[600];
