@@ -139,6 +139,35 @@ AMXK_DEF amxk_status amxk_packed_quant_info(const void *packed, size_t bytes, am
 /* Dequantizes a pack (quantized or bf16/fp16) to f32: w[n * ldw + k] = the weight every path uses. */
 AMXK_DEF amxk_status amxk_dequantize(const void *packed, size_t bytes, float *w, size_t ldw);
 
+/* ---- checkpoint importers -----------------------------------------------------------------------
+   Each reads a checkpoint's tensors as stored (contiguous, row-major, little-endian int32 words) and
+   writes an amxk quantized pack directly (no temporary buffer). When every zero point of an int
+   checkpoint equals 2^(b-1), the pack is symmetric (values q - 2^(b-1), no zero grid); otherwise it is
+   asymmetric with the checkpoint's zero points. dst_bytes >= amxk_import_size (the asymmetric size,
+   an upper bound). Scales become fp32 (exact from fp16).
+
+   GPTQ (AutoGPTQ / GPTQModel), bits 2, 4 or 8, group G dividing K (G = K: per channel):
+     qweight int32 [K*b/32, N]: q[k][n] = (qweight[k / (32/b)][n] >> (b * (k % (32/b)))) & (2^b - 1)
+     qzeros  int32 [K/G, ceil(N*b/32)]: zs[g][n] = (qzeros[g][n / (32/b)] >> (b * (n % (32/b)))) & (2^b - 1)
+     scales  fp16  [K/G, N]; g_idx int32 [K] or NULL: must be k / G (act-order checkpoints are refused
+     with AMXK_ERR_UNSUPPORTED).
+     zero_offset 1 for the v1 convention (true zero = stored + 1: AutoGPTQ "gptq", AutoRound symmetric
+     exported as auto_gptq), 0 for v2 ("gptq_v2", AutoRound asymmetric "auto_round" packing).
+     w[n][k] = (q - (zs + zero_offset)) * scale.
+   AWQ (AutoAWQ GEMM), 4 bits: qweight int32 [K, N/8], qzeros int32 [K/G, N/8], column 8c + j of word
+     c sits at nibble ORDER[j], ORDER = {0, 4, 1, 5, 2, 6, 3, 7}; scales fp16 [K/G, N];
+     w = (q - z) * scale. N must be a multiple of 8.
+   DeepSeek fp8 (block-quantized e4m3): weight [N, K] e4m3 codes, weight_scale_inv fp32
+     [ceil(N/bn), ceil(K/bk)] (DeepSeek-V3: 128 x 128): w = fp8(weight) * weight_scale_inv. */
+AMXK_DEF amxk_status amxk_import_size(int bits, size_t group, size_t n, size_t k, size_t *bytes);
+AMXK_DEF amxk_status amxk_import_gptq(const amxk_ctx *ctx, void *dst, size_t dst_bytes, int bits, size_t group, int zero_offset,
+                                      const int32_t *qweight, const int32_t *qzeros, const uint16_t *scales_fp16,
+                                      const int32_t *g_idx, size_t n, size_t k);
+AMXK_DEF amxk_status amxk_import_awq(const amxk_ctx *ctx, void *dst, size_t dst_bytes, size_t group, const int32_t *qweight,
+                                     const int32_t *qzeros, const uint16_t *scales_fp16, size_t n, size_t k);
+AMXK_DEF amxk_status amxk_import_fp8_block(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const uint8_t *weight,
+                                           const float *weight_scale_inv, size_t block_n, size_t block_k, size_t n, size_t k);
+
 /* Workspace bytes amxk_linear needs for this context (tier, worker count) and shape. May be 0. */
 AMXK_DEF amxk_status amxk_linear_workspace_size(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t *bytes);
 /* The same for a given packed buffer (quantized packs need room to dequantize a block). */
@@ -946,15 +975,36 @@ AMXK__INLINE float amxk__rne(float x) {
     return x < 0 ? -(float)i : (float)i;
 }
 
-/* Writes the header and every field of a quantized pack. Values come from `vals` (one byte per
-   element, as amxk_pack_quant takes them) when non-NULL, else from quantizing w with the scale and
-   zero grids already stored in dst. */
-AMXK__PRIV void amxk__q_write(void *dst, const amxk__qview *v, const uint8_t *vals, size_t ldv, const void *w, amxk_dtype wt,
-                              size_t ldw) {
+/* Source of the b-bit field of element (n, k) for amxk__q_write (two's complement for symmetric
+   ints, unsigned for asymmetric ones, the raw code for fp8; bits above b are ignored). */
+typedef unsigned (*amxk__q_get_fn)(const void *src, const amxk__qview *v, size_t n, size_t k);
+
+/* One value per byte, as amxk_pack_quant takes them. */
+typedef struct amxk__q_bytes { const uint8_t *vals; size_t ldv; } amxk__q_bytes;
+static unsigned amxk__q_get_bytes(const void *src, const amxk__qview *v, size_t n, size_t k) {
+    const amxk__q_bytes *s = (const amxk__q_bytes *)src;
+    (void)v;
+    return s->vals[n * s->ldv + k];
+}
+/* Quantizing W with the scale and zero grids already in the pack (amxk_quantize_pack's rules). */
+typedef struct amxk__q_weights { const void *w; amxk_dtype wt; size_t ldw; } amxk__q_weights;
+static unsigned amxk__q_get_quantized(const void *src, const amxk__qview *v, size_t n, size_t k) {
+    const amxk__q_weights *s = (const amxk__q_weights *)src;
+    size_t g = (n / v->bn) * v->nbk + k / v->bk;
+    float x = s->wt == AMXK_DTYPE_F32 ? ((const float *)s->w)[n * s->ldw + k] : amxk__bf16_to_f32(((const uint16_t *)s->w)[n * s->ldw + k]);
+    float t = x / v->scales[g], r;
+    int qmax = v->asym ? (1 << v->bits) - 1 : (1 << (v->bits - 1)) - 1, qmin = v->asym ? 0 : -(1 << (v->bits - 1));
+    if (v->fmt == AMXK_QFMT_FP8_E4M3) return amxk__f32_to_e4m3(t);
+    if (v->fmt == AMXK_QFMT_FP8_E5M2) return amxk__f32_to_e5m2(t);
+    r = amxk__rne(AMXK__MAX(AMXK__MIN(t, 65536.0f), -65536.0f)) + (v->asym ? v->zeros[g] : 0.0f);
+    return (unsigned)(int)AMXK__MAX(AMXK__MIN(r, (float)qmax), (float)qmin);
+}
+
+/* Writes the header and every field of a quantized pack; the scale (and zero) grids must already be
+   in place (v points into dst). */
+AMXK__PRIV void amxk__q_write(void *dst, const amxk__qview *v, amxk__q_get_fn get, const void *src) {
     amxk__pack_hdr h;
     uint8_t *data = (uint8_t *)dst + sizeof h;
-    const int bits = v->bits, fp8 = amxk__q_isfp8(v->fmt);
-    const int qmax = v->asym ? (1 << bits) - 1 : (1 << (bits - 1)) - 1, qmin = v->asym ? 0 : -(1 << (bits - 1));
     size_t n, kk;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, "AMXKPACK", 8);
@@ -965,23 +1015,8 @@ AMXK__PRIV void amxk__q_write(void *dst, const amxk__qview *v, const uint8_t *va
     memset(data, 0, amxk__lin_nblk(v->n) * v->blk_bytes);
     for (n = 0; n < v->n; n++)
         for (kk = 0; kk < v->k; kk++) {
-            size_t g = (n / v->bn) * v->nbk + kk / v->bk;
-            unsigned f;
             int sh;
-            if (vals) {
-                f = vals[n * ldv + kk];
-            } else {
-                float x = wt == AMXK_DTYPE_F32 ? ((const float *)w)[n * ldw + kk] : amxk__bf16_to_f32(((const uint16_t *)w)[n * ldw + kk]);
-                float t = x / v->scales[g];
-                if (fp8) {
-                    f = v->fmt == AMXK_QFMT_FP8_E4M3 ? amxk__f32_to_e4m3(t) : amxk__f32_to_e5m2(t);
-                } else {
-                    float r = amxk__rne(AMXK__MAX(AMXK__MIN(t, 65536.0f), -65536.0f)) + (v->asym ? v->zeros[g] : 0.0f);
-                    int qi = (int)AMXK__MAX(AMXK__MIN(r, (float)qmax), (float)qmin);
-                    f = (unsigned)qi;
-                }
-            }
-            f &= (1u << bits) - 1u;
+            unsigned f = get(src, v, n, kk) & ((1u << v->bits) - 1u);
             data[(n / AMXK__LIN_NB) * v->blk_bytes + amxk__q_pos(v, n % AMXK__LIN_NB, kk, &sh)] |= (uint8_t)(f << sh);
         }
 }
@@ -1030,7 +1065,11 @@ AMXK_DEF amxk_status amxk_quantize_pack(const amxk_ctx *ctx, void *dst, size_t d
             ((float *)v.scales)[gn * v.nbk + gk] = sc;
             if (v.asym) ((float *)v.zeros)[gn * v.nbk + gk] = z;
         }
-    amxk__q_write(dst, &v, NULL, 0, w, wt, ldw);
+    {
+        amxk__q_weights src;
+        src.w = w, src.wt = wt, src.ldw = ldw;
+        amxk__q_write(dst, &v, amxk__q_get_quantized, &src);
+    }
     return AMXK_OK;
 }
 
@@ -1054,8 +1093,113 @@ AMXK_DEF amxk_status amxk_pack_quant(const amxk_ctx *ctx, void *dst, size_t dst_
             }
     memcpy((float *)v.scales, scales, grid * 4);
     if (v.asym) memcpy((float *)v.zeros, zeros, grid * 4);
-    amxk__q_write(dst, &v, (const uint8_t *)values, ldv, NULL, AMXK_DTYPE_INVALID, 0);
+    {
+        amxk__q_bytes src;
+        src.vals = (const uint8_t *)values, src.ldv = ldv;
+        amxk__q_write(dst, &v, amxk__q_get_bytes, &src);
+    }
     return AMXK_OK;
+}
+
+/* ---- importers ---- */
+
+/* A GPTQ/AWQ checkpoint seen through one accessor: field of qweight / qzeros. */
+typedef struct amxk__ckpt {
+    int awq, bits, zero_offset, sym_shift; /* sym_shift: 2^(b-1) when the pack is symmetric, else 0 */
+    size_t n, k;
+    const int32_t *qweight, *qzeros;
+} amxk__ckpt;
+static const int amxk__awq_order[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+AMXK__INLINE unsigned amxk__ckpt_q(const amxk__ckpt *c, size_t n, size_t k) {
+    const unsigned mask = (1u << c->bits) - 1u;
+    size_t per = (size_t)(32 / c->bits);
+    if (c->awq) return ((uint32_t)c->qweight[k * (c->n / 8) + n / 8] >> (4 * amxk__awq_order[n % 8])) & mask;
+    return ((uint32_t)c->qweight[(k / per) * c->n + n] >> (c->bits * (int)(k % per))) & mask;
+}
+/* True zero point of (group g, column n), offset included. */
+AMXK__INLINE int amxk__ckpt_z(const amxk__ckpt *c, size_t g, size_t n) {
+    const unsigned mask = (1u << c->bits) - 1u;
+    size_t per = (size_t)(32 / c->bits), words = AMXK__CEIL_DIV(c->n, per);
+    unsigned z = c->awq ? ((uint32_t)c->qzeros[g * (c->n / 8) + n / 8] >> (4 * amxk__awq_order[n % 8])) & mask
+                        : ((uint32_t)c->qzeros[g * words + n / per] >> (c->bits * (int)(n % per))) & mask;
+    return (int)z + c->zero_offset;
+}
+static unsigned amxk__q_get_ckpt(const void *src, const amxk__qview *v, size_t n, size_t k) {
+    (void)v;
+    return amxk__ckpt_q((const amxk__ckpt *)src, n, k) - (unsigned)((const amxk__ckpt *)src)->sym_shift; /* masked by q_write */
+}
+
+AMXK_DEF amxk_status amxk_import_size(int bits, size_t group, size_t n, size_t k, size_t *bytes) {
+    amxk_quant q;
+    if (bits != 2 && bits != 4 && bits != 8) return AMXK_ERR_ARG;
+    q.format = bits == 2 ? AMXK_QFMT_INT2 : bits == 4 ? AMXK_QFMT_INT4 : AMXK_QFMT_INT8, q.asym = 1, q.block_n = 1, q.block_k = group;
+    return amxk_pack_quant_size(&q, n, k, bytes);
+}
+
+AMXK__PRIV amxk_status amxk__import_int(const amxk_ctx *ctx, void *dst, size_t dst_bytes, amxk__ckpt *c, size_t group,
+                                        const uint16_t *scales_fp16, const int32_t *g_idx) {
+    amxk_quant q;
+    amxk__qview v;
+    size_t need, g, n, kk, ng;
+    amxk_status s;
+    int sym = 1, zmin = 1 << 30, zmax = -(1 << 30);
+    if (!c->qweight || !c->qzeros || !scales_fp16) return AMXK_ERR_NULL;
+    q.format = c->bits == 2 ? AMXK_QFMT_INT2 : c->bits == 4 ? AMXK_QFMT_INT4 : AMXK_QFMT_INT8, q.asym = 1, q.block_n = 1, q.block_k = group;
+    if ((s = amxk__q_prepare(ctx, dst, dst_bytes, &q, c->n, c->k, &v, &need)) != AMXK_OK) return s;
+    if (c->awq && c->n % 8) return AMXK_ERR_SHAPE;
+    ng = c->k / group;
+    if (g_idx)
+        for (kk = 0; kk < c->k; kk++)
+            if (g_idx[kk] != (int32_t)(kk / group)) return AMXK_ERR_UNSUPPORTED; /* act-order */
+    for (g = 0; g < ng; g++)
+        for (n = 0; n < c->n; n++) {
+            int z = amxk__ckpt_z(c, g, n);
+            zmin = AMXK__MIN(zmin, z), zmax = AMXK__MAX(zmax, z);
+            if (z != 1 << (c->bits - 1)) sym = 0;
+        }
+    if (zmin < 0 || zmax > (1 << c->bits)) return AMXK_ERR_ARG; /* a v1 zero of 2^b - 1 + 1 is kept */
+    if (amxk__overlap(dst, need, c->qweight, c->k * c->n * (size_t)c->bits / 8) ||
+        amxk__overlap(dst, need, scales_fp16, ng * c->n * 2))
+        return AMXK_ERR_ALIAS;
+    if (sym) { /* re-prepare as a symmetric pack: two's-complement values, no zero grid */
+        q.asym = 0;
+        amxk__q_prepare(ctx, dst, dst_bytes, &q, c->n, c->k, &v, &need);
+        c->sym_shift = 1 << (c->bits - 1);
+    }
+    for (n = 0; n < c->n; n++) /* grids are [N][K/G]; the checkpoint's are [K/G][N] */
+        for (g = 0; g < ng; g++) {
+            ((float *)v.scales)[n * ng + g] = amxk__f16_to_f32(scales_fp16[g * c->n + n]);
+            if (!sym) ((float *)v.zeros)[n * ng + g] = (float)amxk__ckpt_z(c, g, n);
+        }
+    amxk__q_write(dst, &v, amxk__q_get_ckpt, c);
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_import_gptq(const amxk_ctx *ctx, void *dst, size_t dst_bytes, int bits, size_t group, int zero_offset,
+                                      const int32_t *qweight, const int32_t *qzeros, const uint16_t *scales_fp16,
+                                      const int32_t *g_idx, size_t n, size_t k) {
+    amxk__ckpt c;
+    if (bits != 2 && bits != 4 && bits != 8) return AMXK_ERR_ARG;
+    if (zero_offset != 0 && zero_offset != 1) return AMXK_ERR_ARG;
+    if (k % (size_t)(32 / bits)) return AMXK_ERR_SHAPE; /* qweight packs 32/b rows of K per word */
+    memset(&c, 0, sizeof c);
+    c.bits = bits, c.zero_offset = zero_offset, c.n = n, c.k = k, c.qweight = qweight, c.qzeros = qzeros;
+    return amxk__import_int(ctx, dst, dst_bytes, &c, group, scales_fp16, g_idx);
+}
+
+AMXK_DEF amxk_status amxk_import_awq(const amxk_ctx *ctx, void *dst, size_t dst_bytes, size_t group, const int32_t *qweight,
+                                     const int32_t *qzeros, const uint16_t *scales_fp16, size_t n, size_t k) {
+    amxk__ckpt c;
+    memset(&c, 0, sizeof c);
+    c.awq = 1, c.bits = 4, c.n = n, c.k = k, c.qweight = qweight, c.qzeros = qzeros;
+    return amxk__import_int(ctx, dst, dst_bytes, &c, group, scales_fp16, NULL);
+}
+
+AMXK_DEF amxk_status amxk_import_fp8_block(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const uint8_t *weight,
+                                           const float *weight_scale_inv, size_t block_n, size_t block_k, size_t n, size_t k) {
+    amxk_quant q;
+    q.format = AMXK_QFMT_FP8_E4M3, q.asym = 0, q.block_n = block_n, q.block_k = block_k;
+    return amxk_pack_quant(ctx, dst, dst_bytes, &q, weight, k, weight_scale_inv, NULL, n, k);
 }
 
 AMXK_DEF amxk_status amxk_dequantize(const void *packed, size_t bytes, float *w, size_t ldw) {
