@@ -291,8 +291,8 @@ AMXK__INLINE size_t amxk__q_pos(const amxk__qview *v, size_t r, size_t k, int *s
 AMXK__INLINE float amxk__q_get(const amxk__qview *v, size_t n, size_t k) {
     int sh;
     size_t g = (n / v->bn) * v->nbk + k / v->bk;
-    unsigned f = (unsigned)(v->data[(n / AMXK__LIN_NB) * v->blk_bytes + amxk__q_pos(v, n % AMXK__LIN_NB, k, &sh)] >> sh) &
-                 ((1u << v->bits) - 1u);
+    size_t pos = (n / AMXK__LIN_NB) * v->blk_bytes + amxk__q_pos(v, n % AMXK__LIN_NB, k, &sh); /* sets sh */
+    unsigned f = (unsigned)(v->data[pos] >> sh) & ((1u << v->bits) - 1u);
     float val;
     if (v->fmt == AMXK_QFMT_FP8_E4M3) val = amxk__e4m3_to_f32((uint8_t)f);
     else if (v->fmt == AMXK_QFMT_FP8_E5M2) val = amxk__e5m2_to_f32((uint8_t)f);
@@ -604,7 +604,7 @@ static inline __attribute__((always_inline)) void amxk__q_block_f32_int__avx2(co
         s0 = _mm256_mul_ps(s0, _mm256_set1_ps(amxk__q_wscale(fmt)));
         s1 = _mm256_mul_ps(s1, _mm256_set1_ps(amxk__q_wscale(fmt)));
         if (!sym) amxk__q_grid16(v, v->zeros, b, g, &z0, &z1);
-        for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {
+        for (rg = g * v->bk / (size_t)span; rg < AMXK__MIN((g + 1) * v->bk, v->kp) / (size_t)span; rg++) { /* fp8: last block may be partial */
             __m256i v0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), v1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));
 #pragma GCC unroll 16
             for (j = 0; j < span; j++) {
@@ -655,7 +655,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q__2x16__avx2(con
         __m256 t[2][2], u[2], s0, s1, z0, z1;
         for (r = 0; r < 2; r++) t[r][0] = t[r][1] = _mm256_setzero_ps();
         u[0] = u[1] = _mm256_setzero_ps();
-        for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {
+        for (rg = g * v->bk / (size_t)span; rg < AMXK__MIN((g + 1) * v->bk, v->kp) / (size_t)span; rg++) { /* fp8: last block may be partial */
             __m256i v0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), v1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));
 #pragma GCC unroll 16
             for (j = 0; j < span; j++) {
@@ -709,7 +709,7 @@ AMXK__PRIV void amxk__linear_q_panel__avx2(const amxk__linear_args *a, const flo
     for (g = 0; g < v->nbk; g++) /* group sums of x, k increasing */
         for (r = 0; r < mr; r++) {
             float sum = 0.0f;
-            for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) sum += xf[((kk / 2) * AMXK__LIN_MR + (size_t)r) * 2 + (kk & 1)];
+            for (kk = g * v->bk; kk < AMXK__MIN((g + 1) * v->bk, v->k); kk++) sum += xf[((kk / 2) * AMXK__LIN_MR + (size_t)r) * 2 + (kk & 1)];
             xs[g * AMXK__LIN_MR + (size_t)r] = sum;
         }
     for (b = b0; b < b1; b++) {
@@ -1017,7 +1017,8 @@ AMXK__PRIV void amxk__q_write(void *dst, const amxk__qview *v, amxk__q_get_fn ge
         for (kk = 0; kk < v->k; kk++) {
             int sh;
             unsigned f = get(src, v, n, kk) & ((1u << v->bits) - 1u);
-            data[(n / AMXK__LIN_NB) * v->blk_bytes + amxk__q_pos(v, n % AMXK__LIN_NB, kk, &sh)] |= (uint8_t)(f << sh);
+            size_t pos = (n / AMXK__LIN_NB) * v->blk_bytes + amxk__q_pos(v, n % AMXK__LIN_NB, kk, &sh); /* sets sh */
+            data[pos] |= (uint8_t)(f << sh);
         }
 }
 

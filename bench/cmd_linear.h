@@ -1,15 +1,23 @@
 /* cmd_linear.h - the `linear` subcommand of amxk_bench (included by amxk_bench.c after bench_env).
 
-   amxk_bench linear --m M --n N --k K [--dtype bf16|fp16] [--out f32|bf16|fp16] [--bias 0|1]
+   amxk_bench linear --m M --n N --k K [--dtype bf16|fp16|int8|int4|int2|fp8e4m3|fp8e5m2]
+                     [--group G] [--asym 0|1] [--act bf16] [--out f32|bf16|fp16] [--bias 0|1]
                      [--threads T] [--isa ...] [--rotate-mb R] [--reps N] [--warmup W]
 
    Packs W[N,K] once per rotation copy (the pack is not timed), then times amxk_linear alone.
-   gflops = 2*M*N*K / median; gbs = (packed weight bytes + x bytes + y bytes) / median. */
+   bf16 / fp16: amxk_pack_linear, x of the same dtype. Quantized dtypes: amxk_quantize_pack of the
+   same f32 weights (int formats: one scale per group of G columns, G must divide K, default 128,
+   --asym 1 for unsigned values + zero points; fp8: G x G scale blocks, default 128, partial edge
+   blocks allowed), activations --act bf16 (the only one so far; int8 activations are not
+   implemented yet), workspace from amxk_linear_workspace_size_for.
+   gflops = 2*M*N*K / median; gbs = (packed weight bytes (the whole packed buffer: header, values,
+   scales, zero points) + x bytes + y bytes) / median. Quantized cases add group=G asym=A act=bf16
+   to the printed parameters. */
 
 typedef struct linear_job {
     const bench_env *env;
     size_t m, n, k, packed_bytes, ws_bytes;
-    amxk_dtype dt, yt;
+    amxk_dtype dt, yt; /* dt: x's dtype */
     bench_rot w; /* packed weights, one per rotation copy */
     void *x, *y, *ws;
     float *bias;
@@ -30,32 +38,67 @@ static amxk_dtype linear_dtype(const char *s, int allow_f32) {
     return AMXK_DTYPE_INVALID;
 }
 
+/* Quantized weight formats of --dtype; AMXK_QFMT_NONE for bf16 / fp16. */
+static amxk_qformat linear_qformat(const char *s) {
+    if (strcmp(s, "int8") == 0) return AMXK_QFMT_INT8;
+    if (strcmp(s, "int4") == 0) return AMXK_QFMT_INT4;
+    if (strcmp(s, "int2") == 0) return AMXK_QFMT_INT2;
+    if (strcmp(s, "fp8e4m3") == 0 || strcmp(s, "e4m3") == 0) return AMXK_QFMT_FP8_E4M3;
+    if (strcmp(s, "fp8e5m2") == 0 || strcmp(s, "e5m2") == 0) return AMXK_QFMT_FP8_E5M2;
+    return AMXK_QFMT_NONE;
+}
+
 static int cmd_linear(bench_env *env, const bench_args *a) {
     linear_job j;
-    const char *dts = bench_str(a, "dtype", "bf16"), *outs = bench_str(a, "out", "bf16");
+    const char *dts = bench_str(a, "dtype", "bf16"), *outs = bench_str(a, "out", "bf16"), *acts = bench_str(a, "act", "bf16");
     long m = bench_int(a, "m", 1), n = bench_int(a, "n", 4096), k = bench_int(a, "k", 4096);
+    long group = bench_int(a, "group", 128), asym = bench_int(a, "asym", 0);
     int with_bias = (int)bench_int(a, "bias", 0);
+    const amxk_qformat qf = linear_qformat(dts);
+    amxk_quant q;
+    char qparams[96] = "";
     size_t i, ysz;
     float *wf, *xf;
     double med;
     amxk_status st;
     if (m < 1 || n < 1 || k < 1) bench_die("--m, --n, --k must be >= 1");
     memset(&j, 0, sizeof j);
+    memset(&q, 0, sizeof q);
     j.env = env, j.m = (size_t)m, j.n = (size_t)n, j.k = (size_t)k;
-    j.dt = linear_dtype(dts, 0);
     j.yt = linear_dtype(outs, 1);
     ysz = amxk_dtype_size(j.yt);
-    if ((st = amxk_pack_linear_size(j.dt, j.n, j.k, &j.packed_bytes)) != AMXK_OK) bench_die("pack size: %s", amxk_status_string(st));
-    if ((st = amxk_linear_workspace_size(&env->ctx, j.m, j.n, j.k, &j.ws_bytes)) != AMXK_OK)
-        bench_die("workspace size: %s", amxk_status_string(st));
+    if (qf == AMXK_QFMT_NONE) {
+        if (bench_str(a, "group", NULL) || bench_str(a, "asym", NULL) || bench_str(a, "act", NULL))
+            bench_die("--group, --asym and --act apply to the quantized dtypes (int8|int4|int2|fp8e4m3|fp8e5m2), not --dtype %s", dts);
+        j.dt = linear_dtype(dts, 0);
+        if ((st = amxk_pack_linear_size(j.dt, j.n, j.k, &j.packed_bytes)) != AMXK_OK) bench_die("pack size: %s", amxk_status_string(st));
+    } else {
+        const int fp8 = qf == AMXK_QFMT_FP8_E4M3 || qf == AMXK_QFMT_FP8_E5M2;
+        if (strcmp(acts, "int8") == 0) bench_die("--act int8: int8 activations (w8a8 / dynamic activation quantization) are not implemented yet");
+        if (strcmp(acts, "bf16") != 0) bench_die("--act must be bf16 (int8: not implemented yet), not '%s'", acts);
+        if (group < 1) bench_die("--group must be >= 1");
+        if (asym != 0 && asym != 1) bench_die("--asym must be 0 or 1");
+        if (fp8 && asym) bench_die("--asym 1 applies to the int formats; fp8 is symmetric");
+        if (!fp8 && k % group != 0) bench_die("--group %ld must divide --k %ld for int formats", group, k);
+        q.format = qf, q.asym = (int)asym;
+        q.block_n = fp8 ? (size_t)group : 1; /* fp8: G x G blocks; ints: groups of G along K */
+        q.block_k = (size_t)group;
+        j.dt = AMXK_DTYPE_BF16;
+        if ((st = amxk_pack_quant_size(&q, j.n, j.k, &j.packed_bytes)) != AMXK_OK) bench_die("quantized pack size: %s", amxk_status_string(st));
+        snprintf(qparams, sizeof qparams, " group=%ld asym=%ld act=%s", group, asym, acts);
+    }
     wf = (float *)bench_alloc(j.n * j.k * sizeof(float), 64);
     xf = (float *)bench_alloc(j.m * j.k * sizeof(float), 64);
     bench_fill(wf, j.n * j.k, 1);
     bench_fill(xf, j.m * j.k, 2);
     bench_rot_init(&j.w, j.packed_bytes, env->rotate_mb);
-    for (i = 0; i < j.w.n; i++)
-        if ((st = amxk_pack_linear(&env->ctx, j.w.copy[i], j.packed_bytes, j.dt, wf, AMXK_DTYPE_F32, j.n, j.k, j.k)) != AMXK_OK)
-            bench_die("pack: %s", amxk_status_string(st));
+    for (i = 0; i < j.w.n; i++) {
+        if (qf == AMXK_QFMT_NONE) st = amxk_pack_linear(&env->ctx, j.w.copy[i], j.packed_bytes, j.dt, wf, AMXK_DTYPE_F32, j.n, j.k, j.k);
+        else st = amxk_quantize_pack(&env->ctx, j.w.copy[i], j.packed_bytes, &q, wf, AMXK_DTYPE_F32, j.n, j.k, j.k);
+        if (st != AMXK_OK) bench_die("pack: %s", amxk_status_string(st));
+    }
+    if ((st = amxk_linear_workspace_size_for(&env->ctx, j.m, j.w.copy[0], j.packed_bytes, &j.ws_bytes)) != AMXK_OK)
+        bench_die("workspace size: %s", amxk_status_string(st));
     j.x = bench_alloc(j.m * j.k * 2, 64);
     if ((st = amxk_convert(NULL, j.x, j.dt, xf, AMXK_DTYPE_F32, j.m * j.k)) != AMXK_OK) bench_die("convert: %s", amxk_status_string(st));
     j.y = bench_alloc(j.m * j.n * ysz, 64);
@@ -67,8 +110,8 @@ static int cmd_linear(bench_env *env, const bench_args *a) {
     med = bench_measure(linear_call, &j, env->warmup, env->reps);
     bench_line(med, 2.0 * (double)j.m * (double)j.n * (double)j.k,
                (double)j.packed_bytes + (double)(j.m * j.k * 2) + (double)(j.m * j.n * ysz),
-               "op=linear m=%zu n=%zu k=%zu dtype=%s out=%s bias=%d threads=%d isa=%s tier=%s rotate_mb=%g", j.m, j.n, j.k, dts,
-               outs, with_bias, env->threads, env->isa, amxk_tier_name(env->ctx.tier), env->rotate_mb);
+               "op=linear m=%zu n=%zu k=%zu dtype=%s%s out=%s bias=%d threads=%d isa=%s tier=%s rotate_mb=%g", j.m, j.n, j.k, dts,
+               qparams, outs, with_bias, env->threads, env->isa, amxk_tier_name(env->ctx.tier), env->rotate_mb);
     bench_rot_free(&j.w);
     free(wf);
     free(xf);
