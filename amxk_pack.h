@@ -168,6 +168,32 @@ AMXK_DEF amxk_status amxk_import_awq(const amxk_ctx *ctx, void *dst, size_t dst_
 AMXK_DEF amxk_status amxk_import_fp8_block(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const uint8_t *weight,
                                            const float *weight_scale_inv, size_t block_n, size_t block_k, size_t n, size_t k);
 
+/* ---- activation quantization ----------------------------------------------------------------
+   Dynamic quantization of x[M,K] (BF16, F16 or F32; row stride ldx) per token group of `group`
+   columns (group divides K; group == K: per token), out_dtype:
+     AMXK_DTYPE_I8        s = amax / 127, q = clamp(rne(x / s), -127, 127)      (int8_t)
+     AMXK_DTYPE_U8        the same q + 128, for u8 x s8 dot products            (uint8_t)
+     AMXK_DTYPE_FP8_E4M3  s = amax / 448, q = e4m3(x / s), RNE, saturating      (raw code)
+   amax over the group of the f32 values; a group of zeros gets s = 1 (q = 0). q[m * ldq + k].
+   Scales fp32 in the layout the consumer reads, without a transpose between:
+     AMXK_SCALES_ROW_MAJOR    scales[m * ld_s + g], ld_s >= K / group   ([M, K/g])
+     AMXK_SCALES_GROUP_MAJOR  scales[g * ld_s + m], ld_s >= M           ([K/g, M])
+   Parallel over rows; serial loop: for (m = 0; m < M; m++) quantize_row(m). Tiers: scalar (the
+   vector tiers run the same code). Errors: NULL, SHAPE, ARG (group), DTYPE, STRIDE, ALIAS. */
+typedef enum amxk_scale_layout {
+    AMXK_SCALES_INVALID = 0,
+    AMXK_SCALES_ROW_MAJOR = 1,
+    AMXK_SCALES_GROUP_MAJOR = 2,
+    AMXK_SCALES_FORCE_I32 = 0x7fffffff
+} amxk_scale_layout;
+AMXK_DEF amxk_status amxk_quantize_act(const amxk_ctx *ctx, size_t m, size_t k, const void *x, amxk_dtype x_dtype, size_t ldx,
+                                       size_t group, amxk_dtype out_dtype, void *q, size_t ldq, float *scales,
+                                       amxk_scale_layout layout, size_t ld_s);
+/* Rewrites an [M, G] scale table from one layout to the other: a true transpose (dst[g][m] = src[m][g]
+   or back), not a reshape. src and dst must not overlap. */
+AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float *src, amxk_scale_layout src_layout,
+                                          size_t ld_src, float *dst, amxk_scale_layout dst_layout, size_t ld_dst);
+
 /* Workspace bytes amxk_linear needs for this context (tier, worker count) and shape. May be 0. */
 AMXK_DEF amxk_status amxk_linear_workspace_size(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t *bytes);
 /* The same for a given packed buffer (quantized packs need room to dequantize a block). */
@@ -1201,6 +1227,89 @@ AMXK_DEF amxk_status amxk_import_fp8_block(const amxk_ctx *ctx, void *dst, size_
     amxk_quant q;
     q.format = AMXK_QFMT_FP8_E4M3, q.asym = 0, q.block_n = block_n, q.block_k = block_k;
     return amxk_pack_quant(ctx, dst, dst_bytes, &q, weight, k, weight_scale_inv, NULL, n, k);
+}
+
+/* ---- activation quantization ---- */
+
+typedef struct amxk__actq_args {
+    size_t k, ldx, group, ldq, ld_s;
+    const void *x;
+    amxk_dtype xt, ot;
+    void *q;
+    float *scales;
+    amxk_scale_layout layout;
+} amxk__actq_args;
+
+AMXK__INLINE float amxk__ld_any(const void *p, size_t i, amxk_dtype t) {
+    return t == AMXK_DTYPE_F32 ? ((const float *)p)[i] : amxk__ld16(p, i, t);
+}
+
+static void amxk__actq_row(void *task_ctx, size_t row, int worker) {
+    const amxk__actq_args *a = (const amxk__actq_args *)task_ctx;
+    size_t g, j;
+    (void)worker;
+    for (g = 0; g < a->k / a->group; g++) {
+        const size_t k0 = g * a->group;
+        float amax = 0.0f, sc;
+        for (j = 0; j < a->group; j++) {
+            float v = amxk__ld_any(a->x, row * a->ldx + k0 + j, a->xt);
+            amax = AMXK__MAX(amax, v < 0 ? -v : v);
+        }
+        sc = amax / (a->ot == AMXK_DTYPE_FP8_E4M3 ? 448.0f : 127.0f);
+        if (!(sc > 0.0f)) sc = 1.0f;
+        for (j = 0; j < a->group; j++) {
+            float t = amxk__ld_any(a->x, row * a->ldx + k0 + j, a->xt) / sc;
+            uint8_t *d = (uint8_t *)a->q + row * a->ldq + k0 + j;
+            if (a->ot == AMXK_DTYPE_FP8_E4M3) {
+                *d = amxk__f32_to_e4m3(t);
+            } else {
+                int qi = (int)AMXK__MAX(AMXK__MIN(amxk__rne(AMXK__MAX(AMXK__MIN(t, 256.0f), -256.0f)), 127.0f), -127.0f);
+                *d = (uint8_t)(a->ot == AMXK_DTYPE_U8 ? qi + 128 : qi);
+            }
+        }
+        a->scales[a->layout == AMXK_SCALES_ROW_MAJOR ? row * a->ld_s + g : g * a->ld_s + row] = sc;
+    }
+}
+
+AMXK_DEF amxk_status amxk_quantize_act(const amxk_ctx *ctx, size_t m, size_t k, const void *x, amxk_dtype xt, size_t ldx,
+                                       size_t group, amxk_dtype ot, void *q, size_t ldq, float *scales,
+                                       amxk_scale_layout layout, size_t ld_s) {
+    amxk__actq_args a;
+    size_t ng, sbytes;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if (!x || !q || !scales) return AMXK_ERR_NULL;
+    if (m == 0 || k == 0) return AMXK_ERR_SHAPE;
+    if (group == 0 || k % group) return AMXK_ERR_ARG;
+    if (xt != AMXK_DTYPE_F32 && xt != AMXK_DTYPE_BF16 && xt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
+    if (ot != AMXK_DTYPE_I8 && ot != AMXK_DTYPE_U8 && ot != AMXK_DTYPE_FP8_E4M3) return AMXK_ERR_DTYPE;
+    if (layout != AMXK_SCALES_ROW_MAJOR && layout != AMXK_SCALES_GROUP_MAJOR) return AMXK_ERR_ARG;
+    ng = k / group;
+    if (ldx < k || ldq < k || ld_s < (layout == AMXK_SCALES_ROW_MAJOR ? ng : m)) return AMXK_ERR_STRIDE;
+    sbytes = (layout == AMXK_SCALES_ROW_MAJOR ? (m - 1) * ld_s + ng : (ng - 1) * ld_s + m) * 4;
+    if (amxk__overlap(q, (m - 1) * ldq + k, x, ((m - 1) * ldx + k) * amxk_dtype_size(xt)) ||
+        amxk__overlap(scales, sbytes, x, ((m - 1) * ldx + k) * amxk_dtype_size(xt)) || amxk__overlap(scales, sbytes, q, (m - 1) * ldq + k))
+        return AMXK_ERR_ALIAS;
+    a.k = k, a.ldx = ldx, a.group = group, a.ldq = ldq, a.ld_s = ld_s, a.x = x, a.xt = xt, a.ot = ot, a.q = q, a.scales = scales;
+    a.layout = layout;
+    amxk__parallel(ctx, amxk__actq_row, &a, m);
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t ng, const float *src, amxk_scale_layout sl, size_t ld_src, float *dst,
+                                          amxk_scale_layout dl, size_t ld_dst) {
+    size_t i, g, sn, dn;
+    if (!src || !dst) return AMXK_ERR_NULL;
+    if (m == 0 || ng == 0) return AMXK_ERR_SHAPE;
+    if ((sl != AMXK_SCALES_ROW_MAJOR && sl != AMXK_SCALES_GROUP_MAJOR) || (dl != AMXK_SCALES_ROW_MAJOR && dl != AMXK_SCALES_GROUP_MAJOR))
+        return AMXK_ERR_ARG;
+    if (ld_src < (sl == AMXK_SCALES_ROW_MAJOR ? ng : m) || ld_dst < (dl == AMXK_SCALES_ROW_MAJOR ? ng : m)) return AMXK_ERR_STRIDE;
+    sn = sl == AMXK_SCALES_ROW_MAJOR ? (m - 1) * ld_src + ng : (ng - 1) * ld_src + m;
+    dn = dl == AMXK_SCALES_ROW_MAJOR ? (m - 1) * ld_dst + ng : (ng - 1) * ld_dst + m;
+    if (amxk__overlap(src, sn * 4, dst, dn * 4)) return AMXK_ERR_ALIAS;
+    for (i = 0; i < m; i++)
+        for (g = 0; g < ng; g++)
+            dst[dl == AMXK_SCALES_ROW_MAJOR ? i * ld_dst + g : g * ld_dst + i] = src[sl == AMXK_SCALES_ROW_MAJOR ? i * ld_src + g : g * ld_src + i];
+    return AMXK_OK;
 }
 
 AMXK_DEF amxk_status amxk_dequantize(const void *packed, size_t bytes, float *w, size_t ldw) {
