@@ -322,6 +322,23 @@ AMXK__PRIV void amxk__conv_store_state(const amxk__conv_args *a, char *sb, int i
     size_t c, q, L = a->slen, es = a->esz;
     const char *x = (const char *)a->x;
     if (!sb || L == 0) return;
+    if (a->s_dim == 1) { /* channel-contiguous (SD) state: whole-row copies, same values */
+        const size_t nbytes = (c1 - c0) * es;
+        if (cs >= 0) {
+            size_t i;
+            for (i = 0; i < len; i++)
+                memcpy(sb + ((((size_t)cs + i) % L) * a->s_tok + c0) * es, x + ((t0 + i) * a->ldx + c0) * es, nbytes);
+            return;
+        }
+        for (q = 0; q < L; q++) {
+            long p = (long)len - (long)L + (long)q;
+            char *d = sb + (q * a->s_tok + c0) * es;
+            if (p >= 0) memcpy(d, x + ((t0 + (size_t)p) * a->ldx + c0) * es, nbytes);
+            else if (init) memmove(d, sb + ((q + len) * a->s_tok + c0) * es, nbytes);
+            else memset(d, 0, nbytes);
+        }
+        return;
+    }
     for (c = c0; c < c1; c++) {
         if (cs >= 0) {
             size_t i;
@@ -665,6 +682,11 @@ AMXK__PRIV void amxk__conv_task__avx2(const amxk__conv_args *a, size_t n, size_t
                 __m256 v;
                 if (direct || p >= 0) {
                     v = amxk__gdn_ld8__avx2(a->x, a->xt, (t0 + (size_t)p) * a->ldx + c, cnt);
+                } else if (!sb || !init) {
+                    v = _mm256_setzero_ps();
+                } else if (a->s_dim == 1 && cnt >= 8) { /* SD layout: 8 channels of one position are contiguous */
+                    long pos = cs >= 0 ? ((cs + p) % (long)a->slen + (long)a->slen) % (long)a->slen : (long)a->slen + p;
+                    v = amxk__gdn_ld8__avx2(sb, a->xt, (size_t)pos * a->s_tok + c, 8);
                 } else {
                     float tmp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
                     for (k = 0; k < cnt && k < 8; k++) tmp[k] = amxk__conv_hist(a, sb, init, cs, p, c + k);
