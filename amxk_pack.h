@@ -194,6 +194,19 @@ AMXK_DEF amxk_status amxk_quantize_act(const amxk_ctx *ctx, size_t m, size_t k, 
 AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float *src, amxk_scale_layout src_layout,
                                           size_t ld_src, float *dst, amxk_scale_layout dst_layout, size_t ld_dst);
 
+/* w8a8: y[m, n] = sum_g sx(m, g) * sw(n, g) * sum_{k in g} xq[m][k] * wq[n][k] (+ bias[n]), the integer
+   sums exact in int32. xq: int8 activations from amxk_quantize_act (AMXK_DTYPE_I8, values in
+   [-127, 127]), row stride ldq; xscales in either layout (ld_s as for amxk_quantize_act), act_group
+   columns per activation scale. packed: a symmetric AMXK_QFMT_INT8 pack whose group divides act_group
+   (per-token activations: act_group = K). y as in amxk_linear. No workspace.
+   Tiers: AVX2 (and AVX-512/AMX tiers, which run it): vpmaddubsw on |w| and sign(x, w) - exact, no
+   16-bit saturation since |w| <= 128 and |x| <= 127 - then vpmaddwd to int32; scalar: int32 loops.
+   Same parallel decomposition as amxk_linear (rows x column blocks). */
+AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const int8_t *xq, size_t ldq,
+                                    const float *xscales, amxk_scale_layout layout, size_t ld_s, size_t act_group,
+                                    const void *packed, size_t packed_bytes, const float *bias, void *y, amxk_dtype y_dtype,
+                                    size_t ldy);
+
 /* Workspace bytes amxk_linear needs for this context (tier, worker count) and shape. May be 0. */
 AMXK_DEF amxk_status amxk_linear_workspace_size(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t *bytes);
 /* The same for a given packed buffer (quantized packs need room to dequantize a block). */
@@ -858,6 +871,120 @@ AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_
 AMXK__TARGET_AMX_END
 #endif /* AMXK__HAS_AMX */
 
+/* ---- w8a8 (amxk_linear_q8) ---- */
+
+typedef struct amxk__q8_args {
+    size_t m, n, k, ldq, ld_s, ag, ldy, mc, nc, n_tasks;
+    const int8_t *xq;
+    const float *xs;
+    amxk_scale_layout layout;
+    const amxk__qview *w;
+    const float *bias;
+    void *y;
+    amxk_dtype yt;
+    amxk_tier tier;
+} amxk__q8_args;
+
+AMXK__INLINE float amxk__q8_xscale(const amxk__q8_args *a, size_t row, size_t kk) {
+    size_t g = kk / a->ag;
+    return a->xs[a->layout == AMXK_SCALES_ROW_MAJOR ? row * a->ld_s + g : g * a->ld_s + row];
+}
+AMXK__INLINE void amxk__q8_store(const amxk__q8_args *a, size_t row, size_t b, const float *acc) {
+    size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0), j;
+    for (j = 0; j < cnt; j++) amxk__st_out(a->y, row * a->ldy + n0 + j, a->yt, acc[j] + (a->bias ? a->bias[n0 + j] : 0.0f));
+}
+
+/* Scalar: per row and block, per weight group: exact int32 sum, then acc += sx * sw * sum. */
+AMXK__PRIV void amxk__linear_q8__1x16__scalar(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
+    const amxk__qview *v = a->w;
+    size_t i, b, g, kk, r;
+    for (i = m0; i < m1; i++)
+        for (b = b0; b < b1; b++) {
+            float acc[AMXK__LIN_NB];
+            for (r = 0; r < AMXK__LIN_NB; r++) acc[r] = 0.0f;
+            for (g = 0; g < v->nbk; g++)
+                for (r = 0; r < AMXK__LIN_NB && b * AMXK__LIN_NB + r < a->n; r++) {
+                    const size_t nn = b * AMXK__LIN_NB + r;
+                    int32_t sum = 0;
+                    for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) {
+                        int sh;
+                        size_t pos = b * v->blk_bytes + amxk__q_pos(v, r, kk, &sh);
+                        sum += (int32_t)a->xq[i * a->ldq + kk] * (int32_t)(int8_t)v->data[pos];
+                    }
+                    acc[r] += amxk__q8_xscale(a, i, g * v->bk) * v->scales[nn * v->nbk + g] * (float)sum;
+                }
+            amxk__q8_store(a, i, b, acc);
+        }
+}
+
+#if AMXK__HAS_AVX2
+AMXK__TARGET_AVX2_BEGIN
+/* MR rows (<= 4) x 16 columns of block b; per weight group, int32 lanes (one per column) summed over
+   4 k per vpmaddubsw + vpmaddwd step. */
+static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx2(const amxk__q8_args *a, size_t row, int mr, size_t b) {
+    const amxk__qview *v = a->w;
+    const uint8_t *blk = v->data + b * v->blk_bytes;
+    const __m256i ones = _mm256_set1_epi16(1);
+    float acc[4][AMXK__LIN_NB];
+    size_t g, rg;
+    int r, j;
+    for (r = 0; r < mr; r++)
+        for (j = 0; j < AMXK__LIN_NB; j++) acc[r][j] = 0.0f;
+    for (g = 0; g < v->nbk; g++) {
+        __m256i s[4][2];
+        float sw[AMXK__LIN_NB];
+        for (r = 0; r < 4; r++) s[r][0] = s[r][1] = _mm256_setzero_si256();
+        for (rg = g * v->bk / 4; rg < (g + 1) * v->bk / 4; rg++) {
+            __m256i w0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), w1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));
+            __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);
+#pragma GCC unroll 4
+            for (r = 0; r < mr; r++) {
+                int32_t x4;
+                __m256i xb;
+                memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * 4, 4);
+                xb = _mm256_set1_epi32(x4);
+                s[r][0] = _mm256_add_epi32(s[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(a0, _mm256_sign_epi8(xb, w0)), ones));
+                s[r][1] = _mm256_add_epi32(s[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(a1, _mm256_sign_epi8(xb, w1)), ones));
+            }
+        }
+        for (j = 0; j < AMXK__LIN_NB; j++) sw[j] = b * AMXK__LIN_NB + (size_t)j < a->n ? v->scales[(b * AMXK__LIN_NB + (size_t)j) * v->nbk + g] : 0.0f;
+        for (r = 0; r < mr; r++) {
+            __m256 sx = _mm256_set1_ps(amxk__q8_xscale(a, row + (size_t)r, g * v->bk));
+            _mm256_storeu_ps(acc[r], _mm256_fmadd_ps(_mm256_mul_ps(sx, _mm256_loadu_ps(sw)), _mm256_cvtepi32_ps(s[r][0]), _mm256_loadu_ps(acc[r])));
+            _mm256_storeu_ps(acc[r] + 8, _mm256_fmadd_ps(_mm256_mul_ps(sx, _mm256_loadu_ps(sw + 8)), _mm256_cvtepi32_ps(s[r][1]), _mm256_loadu_ps(acc[r] + 8)));
+        }
+    }
+    for (r = 0; r < mr; r++) amxk__q8_store(a, row + (size_t)r, b, acc[r]);
+}
+AMXK__PRIV void amxk__linear_q8_block__avx2(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
+    size_t i, b;
+    for (b = b0; b < b1; b++)
+        for (i = m0; i < m1; i += 4) {
+            switch (AMXK__MIN((size_t)4, m1 - i)) {
+            case 4: amxk__linear_q8__4x16__avx2(a, i, 4, b); break;
+            case 3: amxk__linear_q8__4x16__avx2(a, i, 3, b); break;
+            case 2: amxk__linear_q8__4x16__avx2(a, i, 2, b); break;
+            default: amxk__linear_q8__4x16__avx2(a, i, 1, b); break;
+            }
+        }
+}
+AMXK__TARGET_END
+#endif
+
+static void amxk__linear_q8_task(void *task_ctx, size_t task, int worker) {
+    const amxk__q8_args *a = (const amxk__q8_args *)task_ctx;
+    size_t mt = task / a->n_tasks, nt = task % a->n_tasks, nblk = amxk__lin_nblk(a->n);
+    size_t m0 = mt * a->mc, m1 = AMXK__MIN(a->m, m0 + a->mc), b0 = nt * a->nc, b1 = AMXK__MIN(nblk, b0 + a->nc);
+    (void)worker;
+#if AMXK__HAS_AVX2
+    if (a->tier >= AMXK_TIER_AVX2) {
+        amxk__linear_q8_block__avx2(a, m0, m1, b0, b1);
+        return;
+    }
+#endif
+    amxk__linear_q8__1x16__scalar(a, m0, m1, b0, b1);
+}
+
 // >>dispatch -------------------------------------------------------------------------------------
 
 static void amxk__linear_task(void *task_ctx, size_t task, int worker) {
@@ -1309,6 +1436,41 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t ng, const float *src,
     for (i = 0; i < m; i++)
         for (g = 0; g < ng; g++)
             dst[dl == AMXK_SCALES_ROW_MAJOR ? i * ld_dst + g : g * ld_dst + i] = src[sl == AMXK_SCALES_ROW_MAJOR ? i * ld_src + g : g * ld_src + i];
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const int8_t *xq, size_t ldq,
+                                    const float *xs, amxk_scale_layout layout, size_t ld_s, size_t ag, const void *packed,
+                                    size_t packed_bytes, const float *bias, void *y, amxk_dtype yt, size_t ldy) {
+    amxk__pack_hdr h;
+    amxk__qview v;
+    amxk__q8_args a;
+    amxk__linear_plan p;
+    size_t ng, sbytes, ybytes, i, j;
+    amxk_status s;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if (!xq || !xs || !packed || !y) return AMXK_ERR_NULL;
+    if (m == 0 || n == 0 || k == 0) return AMXK_ERR_SHAPE;
+    if (yt != AMXK_DTYPE_F32 && yt != AMXK_DTYPE_BF16 && yt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
+    if (layout != AMXK_SCALES_ROW_MAJOR && layout != AMXK_SCALES_GROUP_MAJOR) return AMXK_ERR_ARG;
+    if (ag == 0 || k % ag) return AMXK_ERR_ARG;
+    if ((s = amxk__pack_open(packed, packed_bytes, &h, &v)) != AMXK_OK) return s;
+    if (h.qformat != AMXK_QFMT_INT8 || h.asym || h.n != n || h.k != k || ag % v.bk) return AMXK_ERR_FORMAT;
+    ng = k / ag;
+    if (ldq < k || ldy < n || ld_s < (layout == AMXK_SCALES_ROW_MAJOR ? ng : m)) return AMXK_ERR_STRIDE;
+    for (i = 0; i < m; i++) /* -128 would break the exactness argument: refuse it before writing */
+        for (j = 0; j < k; j++)
+            if (xq[i * ldq + j] == -128) return AMXK_ERR_ARG;
+    sbytes = (layout == AMXK_SCALES_ROW_MAJOR ? (m - 1) * ld_s + ng : (ng - 1) * ld_s + m) * 4;
+    ybytes = ((m - 1) * ldy + n) * amxk_dtype_size(yt);
+    if (amxk__overlap(y, ybytes, xq, (m - 1) * ldq + k) || amxk__overlap(y, ybytes, xs, sbytes) ||
+        amxk__overlap(y, ybytes, packed, packed_bytes) || (bias && amxk__overlap(y, ybytes, bias, n * 4)))
+        return AMXK_ERR_ALIAS;
+    amxk__linear_layout(ctx, m, n, k, AMXK_DTYPE_BF16, 2, &p); /* the same task grid as amxk_linear */
+    memset(&a, 0, sizeof a);
+    a.m = m, a.n = n, a.k = k, a.ldq = ldq, a.ld_s = ld_s, a.ag = ag, a.ldy = ldy, a.mc = p.mc, a.nc = p.nc, a.n_tasks = p.n_tasks;
+    a.xq = xq, a.xs = xs, a.layout = layout, a.w = &v, a.bias = bias, a.y = y, a.yt = yt, a.tier = amxk__vec_tier(amxk__tier(ctx));
+    amxk__parallel(ctx, amxk__linear_q8_task, &a, p.m_tasks * p.n_tasks);
     return AMXK_OK;
 }
 

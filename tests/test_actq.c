@@ -136,10 +136,115 @@ static void test_bad_input(void) {
     CHECK(memcmp(q, q0, sizeof q) == 0 && memcmp(s, s0, sizeof s) == 0, "outputs untouched");
 }
 
+/* amxk_linear_q8 against sum over groups of sx * sw * (exact integer sum), in double. */
+static void q8_case(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t wg, size_t ag, amxk_scale_layout lay, amxk_dtype yt,
+                    int bias, const char *tier, double *rms_num, double *rms_den) {
+    const size_t ng = k / ag, lds = lay == AMXK_SCALES_ROW_MAJOR ? ng + 1 : m + 2, ldq = k + 3, ldy = n + 1;
+    float *w = (float *)malloc(n * k * 4), *b = (float *)malloc(n * 4), *xs = (float *)malloc((lay == AMXK_SCALES_ROW_MAJOR ? m * lds : ng * lds) * 4);
+    uint16_t *x = (uint16_t *)malloc(m * k * 2);
+    int8_t *xq = (int8_t *)malloc(m * ldq);
+    unsigned char *y = (unsigned char *)test_alloc(m * ldy * 4);
+    amxk_quant q;
+    size_t bytes = 0, i, j, kk, bad = 0;
+    void *p;
+    amxk_status st;
+    for (i = 0; i < n * k; i++) w[i] = (float)test_uniform(-1.0, 1.0);
+    for (i = 0; i < n; i++) b[i] = (float)test_uniform(-1.0, 1.0);
+    for (i = 0; i < m * k; i++) x[i] = (uint16_t)test_ref_encode(AMXK_DTYPE_BF16, (float)test_uniform(-2.0, 2.0));
+    q.format = AMXK_QFMT_INT8, q.asym = 0, q.block_n = 1, q.block_k = wg;
+    amxk_pack_quant_size(&q, n, k, &bytes);
+    p = test_alloc(bytes);
+    CHECK(amxk_quantize_pack(ctx, p, bytes, &q, w, AMXK_DTYPE_F32, n, k, k) == AMXK_OK, "[%s] pack", tier);
+    CHECK(amxk_quantize_act(ctx, m, k, x, AMXK_DTYPE_BF16, k, ag, AMXK_DTYPE_I8, xq, ldq, xs, lay, lds) == AMXK_OK, "[%s] act", tier);
+    st = amxk_linear_q8(ctx, m, n, k, xq, ldq, xs, lay, lds, ag, p, bytes, bias ? b : NULL, y, yt, ldy);
+    CHECK(st == AMXK_OK, "[%s] linear_q8: %s", tier, amxk_status_string(st));
+    {
+        float *wd = (float *)malloc(n * k * 4);
+        const float *sc = (const float *)0;
+        amxk_dequantize(p, bytes, wd, k);
+        (void)sc;
+        for (i = 0; i < m && st == AMXK_OK; i++)
+            for (j = 0; j < n; j++) {
+                double ref = bias ? b[j] : 0, mag = fabs(ref), exact = ref, got;
+                for (kk = 0; kk < k; kk++) {
+                    size_t g = kk / ag;
+                    double sx = xs[lay == AMXK_SCALES_ROW_MAJOR ? i * lds + g : g * lds + i];
+                    double t = sx * xq[i * ldq + kk] * wd[j * k + kk]; /* wd = sw * q exactly in f32 */
+                    ref += t, mag += fabs(t);
+                    exact += test_ref_decode(AMXK_DTYPE_BF16, x[i * k + kk]) * w[j * k + kk];
+                }
+                got = yt == AMXK_DTYPE_F32 ? (double)((float *)y)[i * ldy + j] : test_ref_decode(yt, ((uint16_t *)y)[i * ldy + j]);
+                if (fabs(got - ref) > (yt == AMXK_DTYPE_F32 ? 0 : ldexp(1, -8)) * fabs(ref) + 1e-5 * mag + 1e-30) bad++;
+                *rms_num += (got - exact) * (got - exact), *rms_den += exact * exact;
+            }
+        free(wd);
+    }
+    CHECK(bad == 0, "[%s] m=%zu n=%zu k=%zu wg=%zu ag=%zu: %zu outputs off", tier, m, n, k, wg, ag, bad);
+    for (i = 0, bad = 0; i < m && yt == AMXK_DTYPE_F32; i++)
+        for (j = n; j < ldy; j++)
+            if (y[(i * ldy + j) * 4] != 0xff) bad++;
+    CHECK(bad == 0 && test_guard_ok(y), "[%s] y gaps and guards untouched", tier);
+    test_free(p), test_free(y);
+    free(w), free(b), free(xs), free(x), free(xq);
+}
+
+static void test_linear_q8(void) {
+    amxk_ctx ctx;
+    int t, w;
+    TEST_SECTION("amxk_linear_q8 (w8a8) vs exact integer sums, both scale layouts, every tier");
+    TEST_FOR_EACH_TIER(t, ctx) {
+        double num = 0, den = 0;
+        q8_case(&ctx, 1, 17, 128, 32, 128, AMXK_SCALES_ROW_MAJOR, AMXK_DTYPE_F32, 1, amxk_tier_name(ctx.tier), &num, &den);
+        q8_case(&ctx, 5, 33, 256, 64, 128, AMXK_SCALES_GROUP_MAJOR, AMXK_DTYPE_F32, 0, amxk_tier_name(ctx.tier), &num, &den);
+        q8_case(&ctx, 13, 40, 96, 32, 96, AMXK_SCALES_ROW_MAJOR, AMXK_DTYPE_BF16, 1, amxk_tier_name(ctx.tier), &num, &den);
+        q8_case(&ctx, 7, 16, 64, 64, 64, AMXK_SCALES_GROUP_MAJOR, AMXK_DTYPE_F16, 0, amxk_tier_name(ctx.tier), &num, &den);
+        printf("  %-6s w8a8 relative RMS error vs fp64 with unquantized x and W: %.2e\n", amxk_tier_name(ctx.tier), sqrt(num / den));
+        for (w = 0; w < TEST_N_WORKER_COUNTS; w++) {
+            amxk_ctx pc;
+            test_ctx(&pc, (amxk_tier)t, test_worker_counts[w]);
+            q8_case(&pc, 40, 70, 128, 32, 128, AMXK_SCALES_ROW_MAJOR, AMXK_DTYPE_F32, 1, "pool", &num, &den);
+        }
+    }
+}
+
+static void test_q8_bad_input(void) {
+    float w[32 * 64], xs[4], y[2 * 32], y0[2 * 32];
+    int8_t xq[2 * 64];
+    size_t bytes = 0, bytes_a = 0, i;
+    amxk_quant q;
+    void *p, *pa;
+    TEST_SECTION("amxk_linear_q8: bad input returns a status and writes nothing");
+    for (i = 0; i < 32 * 64; i++) w[i] = (float)test_uniform(-1.0, 1.0);
+    for (i = 0; i < 2 * 64; i++) xq[i] = (int8_t)(i % 50);
+    for (i = 0; i < 4; i++) xs[i] = 0.01f;
+    q.format = AMXK_QFMT_INT8, q.asym = 0, q.block_n = 1, q.block_k = 32;
+    amxk_pack_quant_size(&q, 32, 64, &bytes);
+    p = test_alloc(bytes);
+    amxk_quantize_pack(NULL, p, bytes, &q, w, AMXK_DTYPE_F32, 32, 64, 64);
+    q.asym = 1;
+    amxk_pack_quant_size(&q, 32, 64, &bytes_a);
+    pa = test_alloc(bytes_a);
+    amxk_quantize_pack(NULL, pa, bytes_a, &q, w, AMXK_DTYPE_F32, 32, 64, 64);
+    memset(y, 0x7b, sizeof y), memcpy(y0, y, sizeof y);
+    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, pa, bytes_a, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_FORMAT, "asym pack");
+    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 4, 16, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_FORMAT, "act group 16 < weight group 32");
+    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 0, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_ARG, "act group 0");
+    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_GROUP_MAJOR, 1, 32, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_STRIDE, "ld_s < M");
+    CHECK(amxk_linear_q8(NULL, 2, 33, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, p, bytes, NULL, y, AMXK_DTYPE_F32, 33) == AMXK_ERR_FORMAT, "N mismatch");
+    xq[5] = -128;
+    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_ARG, "x = -128");
+    xq[5] = 5;
+    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, p, bytes, NULL, y, AMXK_DTYPE_I8, 32) == AMXK_ERR_DTYPE, "y dtype");
+    CHECK(memcmp(y, y0, sizeof y) == 0, "y untouched");
+    test_free(p), test_free(pa);
+}
+
 int main(void) {
     test_init();
     test_quantize();
     test_relayout();
     test_bad_input();
+    test_linear_q8();
+    test_q8_bad_input();
     return test_finish();
 }
