@@ -8,8 +8,10 @@
    bf16 / fp16: amxk_pack_linear, x of the same dtype. Quantized dtypes: amxk_quantize_pack of the
    same f32 weights (int formats: one scale per group of G columns, G must divide K, default 128,
    --asym 1 for unsigned values + zero points; fp8: G x G scale blocks, default 128, partial edge
-   blocks allowed), activations --act bf16 (the only one so far; int8 activations are not
-   implemented yet), workspace from amxk_linear_workspace_size_for.
+   blocks allowed), workspace from amxk_linear_workspace_size_for. Activations: --act bf16 runs
+   amxk_linear on bf16 x; --act int8 (with --dtype int8, symmetric) times amxk_quantize_act (per
+   token group of G columns, int8, row-major scales) followed by amxk_linear_q8: the w8a8 path,
+   activation quantization included in the time.
    gflops = 2*M*N*K / median; gbs = (packed weight bytes (the whole packed buffer: header, values,
    scales, zero points) + x bytes + y bytes) / median. Quantized cases add group=G asym=A act=bf16
    to the printed parameters. */
@@ -21,11 +23,25 @@ typedef struct linear_job {
     bench_rot w; /* packed weights, one per rotation copy */
     void *x, *y, *ws;
     float *bias;
+    int a8;         /* --act int8 */
+    size_t group;   /* activation group (a8) */
+    int8_t *xq;     /* a8: quantized x */
+    float *xs;      /* a8: its scales [M, K/group] */
 } linear_job;
 
 static void linear_call(void *user, size_t rep) {
     linear_job *j = (linear_job *)user;
-    amxk_status st = amxk_linear(&j->env->ctx, j->m, j->n, j->k, j->x, j->dt, j->k, bench_rot_get(&j->w, rep), j->packed_bytes,
+    amxk_status st;
+    if (j->a8) {
+        st = amxk_quantize_act(&j->env->ctx, j->m, j->k, j->x, j->dt, j->k, j->group, AMXK_DTYPE_I8, j->xq, j->k, j->xs,
+                               AMXK_SCALES_ROW_MAJOR, j->k / j->group);
+        if (st == AMXK_OK)
+            st = amxk_linear_q8(&j->env->ctx, j->m, j->n, j->k, j->xq, j->k, j->xs, AMXK_SCALES_ROW_MAJOR, j->k / j->group, j->group,
+                                bench_rot_get(&j->w, rep), j->packed_bytes, j->bias, j->y, j->yt, j->n);
+        if (st != AMXK_OK) bench_die("w8a8: %s", amxk_status_string(st));
+        return;
+    }
+    st = amxk_linear(&j->env->ctx, j->m, j->n, j->k, j->x, j->dt, j->k, bench_rot_get(&j->w, rep), j->packed_bytes,
                                  j->bias, j->y, j->yt, j->n, j->ws, j->ws_bytes);
     if (st != AMXK_OK) bench_die("amxk_linear: %s", amxk_status_string(st));
 }
@@ -74,8 +90,10 @@ static int cmd_linear(bench_env *env, const bench_args *a) {
         if ((st = amxk_pack_linear_size(j.dt, j.n, j.k, &j.packed_bytes)) != AMXK_OK) bench_die("pack size: %s", amxk_status_string(st));
     } else {
         const int fp8 = qf == AMXK_QFMT_FP8_E4M3 || qf == AMXK_QFMT_FP8_E5M2;
-        if (strcmp(acts, "int8") == 0) bench_die("--act int8: int8 activations (w8a8 / dynamic activation quantization) are not implemented yet");
-        if (strcmp(acts, "bf16") != 0) bench_die("--act must be bf16 (int8: not implemented yet), not '%s'", acts);
+        j.a8 = strcmp(acts, "int8") == 0;
+        if (!j.a8 && strcmp(acts, "bf16") != 0) bench_die("--act must be bf16 or int8, not '%s'", acts);
+        if (j.a8 && (qf != AMXK_QFMT_INT8 || asym)) bench_die("--act int8 runs w8a8: it needs --dtype int8 --asym 0");
+        j.group = (size_t)group;
         if (group < 1) bench_die("--group must be >= 1");
         if (asym != 0 && asym != 1) bench_die("--asym must be 0 or 1");
         if (fp8 && asym) bench_die("--asym 1 applies to the int formats; fp8 is symmetric");
@@ -102,6 +120,10 @@ static int cmd_linear(bench_env *env, const bench_args *a) {
     j.x = bench_alloc(j.m * j.k * 2, 64);
     if ((st = amxk_convert(NULL, j.x, j.dt, xf, AMXK_DTYPE_F32, j.m * j.k)) != AMXK_OK) bench_die("convert: %s", amxk_status_string(st));
     j.y = bench_alloc(j.m * j.n * ysz, 64);
+    if (j.a8) {
+        j.xq = (int8_t *)bench_alloc(j.m * j.k, 64);
+        j.xs = (float *)bench_alloc(j.m * (j.k / j.group) * sizeof(float), 64);
+    }
     j.ws = j.ws_bytes ? bench_alloc(j.ws_bytes, 64) : NULL;
     if (with_bias) {
         j.bias = (float *)bench_alloc(j.n * sizeof(float), 64);
@@ -119,5 +141,7 @@ static int cmd_linear(bench_env *env, const bench_args *a) {
     free(j.y);
     free(j.ws);
     free(j.bias);
+    free(j.xq);
+    free(j.xs);
     return 0;
 }
