@@ -29,6 +29,15 @@
        AVX-512 tier runs the AVX2 kernel. Scalar: portable C, fp32 accumulation.
        Every path accumulates each output in fp32 in increasing k order (the AMX path in 32-wide k steps
        as the hardware does); bias is added after the sum; one rounding to the output dtype.
+       Quantized packs (x bf16/fp16, "w*a16": activations are not quantized):
+         M < 12 on AVX2 (decode): fields unpacked in registers, per group t = sum x*q in fp32, then
+           acc += s * (t - z * sum x) (scale applied once per group; not the same rounding as s*q);
+         M >= 12 on AVX2 (prefill): each block dequantized to f32 (s * (q - z), one rounding) once per
+           task, then the f32 6x16 kernel; fp8 decoded exactly through fp16;
+         scalar: dequantized blocks; AMX: blocks dequantized to x's 16-bit type (one more rounding:
+           the weight is rounded to bf16/fp16) and the bf16/fp16 tile kernel.
+         Group sizes that are not a multiple of 32/b columns use the generic (scalar) dequantizer.
+       w8a8 (int8 activations): amxk_quantize_act + amxk_linear_q8, see there.
 
    THREADING
        Work is split into (m-chunk, n-chunk) tasks; the serial loop is
@@ -93,7 +102,9 @@ AMXK_DEF amxk_status amxk_packed_linear_info(const void *packed, size_t bytes, a
    column k live in byte (k / (4v)) * 64 + r * 4 + k % 4, bits [b*f, b*f + b) with b the bit width,
    v = 8 / b values per byte and f = (k / 4) % v: 16 rows x 4 k per 64 bytes (the AMX-INT8 B-tile
    row), int4 puts the next 4 k of the same rows in the high nibble, int2 the next 12 in bits 2..7.
-   K is padded to a multiple of 32 with zero values. Then the scale grid, then the zero grid (asym).
+   K is padded to a multiple of 32 and N to a multiple of 16 with zero fields. Then the scale grid
+   (fp32, row-major), then, for asymmetric ints, the zero grid, which starts at the next 64-byte
+   boundary after the scale grid. Total: amxk_pack_quant_size.
    amxk_linear accepts these buffers (x BF16 or F16): see PATHS for how each tier runs them. */
 typedef enum amxk_qformat {
     AMXK_QFMT_NONE = 0,
@@ -121,6 +132,7 @@ AMXK_DEF amxk_status amxk_pack_quant_size(const amxk_quant *q, size_t n, size_t 
    asymmetric ints over [lo, hi] = [min(min w, 0), max(max w, 0)]: s = (hi - lo) / (2^b - 1),
    z = clamp(rne(-lo / s), 0, 2^b - 1), q = clamp(rne(w / s) + z, 0, 2^b - 1); fp8 s = amax / max_finite,
    q = fp8_rne_saturating(w / s). A block of zeros gets s = 1 (and z = 0). rne = round half to even.
+   NaN or infinite weights are not meaningful input: they give NaN or saturated scales.
    dst: AMXK_ALIGN aligned, dst_bytes >= amxk_pack_quant_size. Serial. Tiers: scalar. */
 AMXK_DEF amxk_status amxk_quantize_pack(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const amxk_quant *q,
                                         const void *w, amxk_dtype w_dtype, size_t n, size_t k, size_t ldw);
@@ -136,7 +148,9 @@ AMXK_DEF amxk_status amxk_pack_quant(const amxk_ctx *ctx, void *dst, size_t dst_
 /* Reads a quantized pack's header (any output may be NULL). AMXK_ERR_FORMAT if it is not one. */
 AMXK_DEF amxk_status amxk_packed_quant_info(const void *packed, size_t bytes, amxk_quant *q, size_t *n, size_t *k);
 
-/* Dequantizes a pack (quantized or bf16/fp16) to f32: w[n * ldw + k] = the weight every path uses. */
+/* Dequantizes a pack (quantized or bf16/fp16) to f32: w[n * ldw + k] = s * (q - z) (or s * fp8(q), or
+   the bf16/fp16 value), rounded once to f32: the weight the prefill and scalar paths multiply (the
+   decode kernel applies s per group instead, and the AMX path rounds it to 16 bits; see PATHS). */
 AMXK_DEF amxk_status amxk_dequantize(const void *packed, size_t bytes, float *w, size_t ldw);
 
 /* ---- checkpoint importers -----------------------------------------------------------------------
