@@ -334,6 +334,12 @@ AMXK__PRIV amxk_status amxk__q_geometry(const amxk_quant *q, size_t n, size_t k,
 /* 2 if the column groups (scale blocks along K) cover whole 64-byte rows of a block (4 * 8/b
    columns): the AVX2 kernels stream those; else 1 (generic dequantization). */
 AMXK__INLINE int amxk__q_kind(const amxk__qview *v) { return v->bk % (size_t)(32 / v->bits) == 0 ? 2 : 1; }
+/* Points v (geometry filled) at the fields, scale grid and zero grid of the pack at base. */
+AMXK__INLINE void amxk__q_bind(amxk__qview *v, const void *base) {
+    v->data = (const uint8_t *)base + sizeof(amxk__pack_hdr);
+    v->scales = (const float *)(v->data + amxk__lin_nblk(v->n) * v->blk_bytes);
+    v->zeros = v->asym ? v->scales + AMXK__ROUND_UP(AMXK__CEIL_DIV(v->n, v->bn) * v->nbk, (size_t)(AMXK_ALIGN / 4)) : NULL;
+}
 /* Byte offset and bit shift of (row r of its block, column k) inside a block. */
 AMXK__INLINE size_t amxk__q_pos(const amxk__qview *v, size_t r, size_t k, int *shift) {
     size_t per = (size_t)(8 / v->bits);
@@ -1093,13 +1099,9 @@ AMXK__PRIV amxk_status amxk__pack_open(const void *packed, size_t bytes, amxk__p
             return AMXK_ERR_FORMAT;
     } else {
         amxk_quant q;
-        size_t nblk;
         q.format = (amxk_qformat)h->qformat, q.asym = (int)h->asym, q.block_n = (size_t)h->block_n, q.block_k = (size_t)h->block_k;
         if (amxk__q_geometry(&q, (size_t)h->n, (size_t)h->k, v, &need) != AMXK_OK || bytes < need) return AMXK_ERR_FORMAT;
-        nblk = amxk__lin_nblk(v->n);
-        v->data = (const uint8_t *)packed + sizeof *h;
-        v->scales = (const float *)(v->data + nblk * v->blk_bytes);
-        v->zeros = v->asym ? v->scales + AMXK__ROUND_UP(AMXK__CEIL_DIV(v->n, v->bn) * v->nbk, (size_t)(AMXK_ALIGN / 4)) : NULL;
+        amxk__q_bind(v, packed);
     }
     return AMXK_OK;
 }
@@ -1199,9 +1201,7 @@ AMXK__PRIV amxk_status amxk__q_prepare(const amxk_ctx *ctx, void *dst, size_t ds
     if ((s = amxk__q_geometry(q, n, k, v, &need)) != AMXK_OK) return s;
     if ((uintptr_t)dst % AMXK_ALIGN) return AMXK_ERR_ALIGN;
     if (dst_bytes < need) return AMXK_ERR_WORKSPACE;
-    v->data = (const uint8_t *)dst + sizeof(amxk__pack_hdr);
-    v->scales = (const float *)(v->data + amxk__lin_nblk(n) * v->blk_bytes);
-    v->zeros = v->asym ? v->scales + AMXK__ROUND_UP(AMXK__CEIL_DIV(n, v->bn) * v->nbk, (size_t)(AMXK_ALIGN / 4)) : NULL;
+    amxk__q_bind(v, dst);
     *need_out = need;
     return AMXK_OK;
 }
