@@ -1,12 +1,86 @@
 /* amxk_moe.h - v0.1.0 - amxk module: MoE layer: routing, align, fused experts, shared expert
    Public domain or MIT, your choice (see amxk.h).
 
-   Include after or without amxk.h (this header includes it). Define AMXK_IMPLEMENTATION in exactly one
-   file before including it to emit the implementation (the core's and this module's, once each).
-   Conventions (strides in elements, status codes, workspace, threading, tiers): see amxk.h.
+   Include after or without amxk.h (this header includes it, and amxk_pack.h). Define
+   AMXK_IMPLEMENTATION in exactly one file before including it to emit the implementation (the core's,
+   amxk_pack.h's and this module's, once each). Conventions (strides in elements, status codes,
+   workspace, threading, tiers): see amxk.h.
 
-   STATUS: skeleton. The kernels of this module are a separate piece of work and are not here yet;
-   this header declares nothing beyond what amxk.h declares.
+   STATUS (honest): a first, correct and complete-in-API version. Decode and prefill both run through
+   amxk_linear (amxk_pack.h) per active expert: gate+up GEMM, activation, down GEMM; there is no fused
+   tile kernel, no separate decode strategy over (expert, N-slice) and no intermediate-cache fusion
+   yet. Every weight format amxk_linear accepts works (bf16, fp16, int8/int4/int2 sym/asym, fp8 e4m3 /
+   e5m2 block-scaled), on every tier amxk_linear runs (scalar, AVX2, AVX-512 via AVX2, AMX / emulator),
+   with bias, activation parameters and every option honoured by every format.
+
+   WHAT IS HERE
+       amxk_moe_topk            routing: softmax / sigmoid scores, optional grouped top-k (DeepSeek),
+                                correction bias (selection only), renormalize, routed scaling factor
+       amxk_moe_align_size      bound on the blocks of amxk_moe_align
+       amxk_moe_align           (token, slot) pairs grouped by expert into padded blocks of block_m rows
+       amxk_moe_workspace_size  workspace of amxk_moe_experts
+       amxk_moe_experts         fused experts: gather, gate+up, activation, down, weighted top-k sum,
+                                optional shared expert, expert-parallel shard range, in place
+
+   ROUTING (amxk_moe_topk), per token row l[0..E) of fp32 logits:
+       score_e  = softmax: exp(l_e - max_j l_j) / sum_j exp(l_j - max) (fp32, expf, sum in expert order)
+                  sigmoid: 1 / (1 + exp(-l_e))                        (fp32, expf)
+       choice_e = score_e + bias_e (correction_bias given, fp32 add) or score_e.
+       Grouping (num_expert_group G >= 2): experts [g*E/G, (g+1)*E/G) form group g; a group's score is
+       the largest choice in it (group_score_top2 = 0: DeepSeek-V2 grouped top-k) or the sum (fp32,
+       larger first) of its two largest (group_score_top2 = 1: DeepSeek-V3 / Kimi); the topk_group best
+       groups are kept, only their experts can be chosen.
+       Selection: the topk largest choices among the eligible experts, written in descending order.
+       TIES: every ordering (experts and groups) is by value descending, then id ascending: of equal
+       values the LOWER expert (group) id wins and comes first. Deterministic on every tier.
+       Weights: w_j = score of the chosen expert (never the biased choice); renormalize: w_j /= sum of
+       the topk weights (fp32, slot order; skipped when that sum is 0); then w_j *= routed_scaling_factor
+       (skipped when it is 1; 0 in the struct means 1).
+       Logits and bias must be finite (AMXK_ERR_ARG otherwise: no -inf masking).
+
+   FUSED EXPERTS (amxk_moe_experts), for each token t (x row t, K values) and slot j < topk with
+   expert e = topk_ids[t, j] in the shard [e_begin, e_end) (other ids, -1 included, add nothing):
+       xin   = x_t, or round16(w_tj * x_t) with apply_router_weight_on_input (fp32 product, one rounding
+               to x's dtype per element; the slot's weight then counts as 1 below)
+       h     = W13_e xin + b13_e              (amxk_linear: fp32 accumulation, 2N outputs, f32)
+       gate_i, up_i = h[i], h[N + i]   or, with w13_interleaved, h[2i], h[2i + 1]   (i < N)
+       a_i   = round16(act(gate_i, up_i))     (fp32 math, ONE rounding to x's dtype: the intermediate
+                                               is 16-bit because amxk_linear takes 16-bit inputs)
+       y_tj  = W2_e a + b2_e                  (amxk_linear, f32)
+       out_t = round_out( S_t + r * sum_j w_tj * y_tj )   sum in fp32 in slot order j = 0..topk-1,
+               S_t = shared expert output (f32, same formula with its own weights, no routing weight,
+               no bias unless given) or 0; r = routed_scaling_factor (0 in opts means 1). One rounding.
+       Tokens where nothing contributes get S_t (0 without a shared expert): per-shard outputs can be
+       summed by the caller (expert parallelism).
+       Activations (fp32, expf/tanhf; sigmoid(v) = 1 / (1 + exp(-v)) for v >= 0, exp(v) / (1 + exp(v))
+                    otherwise):
+                           SILU       act = gate * sigmoid(gate) * up
+                           GELU_TANH  act = 0.5 gate (1 + tanh(sqrt(2/pi) (gate + 0.044715 gate^3))) * up
+                           SWIGLU_OAI (gpt-oss) g = min(gate, limit), u = clamp(up, -limit, limit),
+                                      act = g * sigmoid(alpha g) * (u + 1)    (alpha finite, limit > 0)
+       Duplicate ids within a token are allowed (each slot counts).
+
+   WEIGHTS (amxk_moe_weights): per expert e a w13 pack of [2N, K] (rows 0..N-1 gate, N..2N-1 up, or
+   interleaved pairs) and a w2 pack of [K, N], from amxk_pack_linear(_batched), amxk_quantize_pack or
+   amxk_pack_quant - any format, formats may even differ between experts. Two ways to pass them:
+   arrays of per-expert pointers and byte sizes (w13 / w13_bytes; entries of experts outside the
+   shard may be NULL / 0), or, when the pointer array is NULL, one base pointer and a per-expert
+   stride in bytes (expert e at base + e * stride, stride bytes long: amxk_pack_linear_batched's
+   layout). bf16/fp16 packs must have x's dtype; quantized packs take either.
+   Biases: b13 NULL or [E, 2N] f32 in w13's row order; b2 NULL or [E, K] f32.
+
+   THREADING
+       Experts in the shard are processed one after another, in increasing id; each GEMM is
+       amxk_linear, parallel through ctx as documented there. Gather, activation and the final
+       reduction are parallel over row chunks: serial loop  for (t = 0; t < n_tasks; t++) task(t, 0).
+       Every output is computed in a fixed order, so results are bitwise identical for any worker
+       count. Routing: tasks over token chunks; align: serial (O(M * topk)).
+
+   IN PLACE: out may alias or overlap x: every read of x (gather and shared expert) finishes before
+   the first write of out. out must not overlap anything else (AMXK_ERR_ALIAS).
+
+   ERRORS: every argument, every expert's pack header in the shard, every id and the workspace are
+   validated before anything is written; on error out and the workspace are untouched.
 */
 #ifndef AMXK_MOE_H_INCLUDED
 #define AMXK_MOE_H_INCLUDED
@@ -14,10 +88,128 @@
 #if AMXK_VERSION_NUMBER != 100
 #  error "amxk_moe.h v0.1.0 needs amxk.h v0.1.0"
 #endif
+#include "amxk_pack.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---- routing ----------------------------------------------------------------------------------- */
+
+typedef enum amxk_moe_score {
+    AMXK_MOE_SCORE_SOFTMAX = 0,
+    AMXK_MOE_SCORE_SIGMOID = 1,
+    AMXK_MOE_SCORE_FORCE_I32 = 0x7fffffff
+} amxk_moe_score;
+
+/* Router settings. A zero-initialised struct is plain softmax top-k without renormalization. */
+typedef struct amxk_moe_router {
+    amxk_moe_score score;
+    int renormalize;              /* 0 or 1 */
+    size_t num_expert_group;      /* 0 or 1: no grouping; else G, must divide E */
+    size_t topk_group;            /* with G >= 2: groups kept, 1..G, topk <= topk_group * E/G */
+    int group_score_top2;         /* with G >= 2: 0 group max, 1 sum of the two best (E/G >= 2) */
+    const float *correction_bias; /* NULL or E floats: added to the scores for the selection only */
+    float routed_scaling_factor;  /* final multiplier of the weights; 0 means 1 */
+} amxk_moe_router;
+
+/* Top-k routing of M tokens over E experts (see ROUTING). logits: element (t, e) at
+   logits[t * ld_logits + e], ld_logits >= E. Outputs contiguous [M, topk]: topk_weights (f32) and
+   topk_ids (int32), slot order = descending choice. Tasks: chunks of tokens.
+   Errors (nothing written): CONTEXT, NULL, SHAPE (M, E or topk 0, topk > E), STRIDE, ARG (score kind,
+   grouping: G does not divide E, topk_group 0 or > G, topk > topk_group * E/G, top2 with E/G < 2;
+   renormalize not 0/1; non-finite logit, bias or scaling factor), ALIAS (outputs overlap each other
+   or the inputs). */
+AMXK_DEF amxk_status amxk_moe_topk(const amxk_ctx *ctx, const amxk_moe_router *router, size_t m, size_t n_experts,
+                                   const float *logits, size_t ld_logits, size_t topk, float *topk_weights,
+                                   int32_t *topk_ids);
+
+/* ---- align ------------------------------------------------------------------------------------- */
+
+/* The number of blocks amxk_moe_align can produce at most: floor(M * topk / block_m) + min(E, M * topk).
+   sorted_ids needs max_blocks * block_m entries, block_expert max_blocks, block_row max_blocks + 1.
+   Errors: NULL, SHAPE (any argument 0). */
+AMXK_DEF amxk_status amxk_moe_align_size(size_t m, size_t topk, size_t n_experts, size_t block_m, size_t *max_blocks);
+
+/* Groups the (token, slot) pairs of topk_ids [M, topk] (contiguous) by expert: pair p = t * topk + j
+   with id e in [e_begin, e_end) (e_begin = e_end = 0: all E experts) is routed; -1 and ids outside the
+   shard are skipped; ids < -1 or >= E are AMXK_ERR_ARG. Experts in increasing id, each expert's pairs
+   in increasing p (stable), padded to a multiple of block_m rows with the value M * topk. Outputs:
+   sorted_ids[b * block_m + r] (r < block_m) for b < n_blocks; block_expert[b] = the expert of block b;
+   block_row[b] = the number of routed pairs before block b (compact row offset), block_row[n_blocks] =
+   the number of routed pairs. Only those elements are written. Empty experts get no block.
+   max_blocks: the capacity of the arrays (>= the real need, else AMXK_ERR_WORKSPACE; the bound of
+   amxk_moe_align_size is always enough). Serial, O(M * topk * (e_end - e_begin)), no scratch. Errors (nothing written): CONTEXT, NULL, SHAPE, ARG,
+   WORKSPACE, ALIAS. */
+AMXK_DEF amxk_status amxk_moe_align(const amxk_ctx *ctx, size_t m, size_t topk, const int32_t *topk_ids, size_t n_experts,
+                                    size_t e_begin, size_t e_end, size_t block_m, int32_t *sorted_ids,
+                                    int32_t *block_expert, int32_t *block_row, size_t max_blocks, size_t *n_blocks);
+
+/* ---- fused experts ----------------------------------------------------------------------------- */
+
+typedef enum amxk_moe_act {
+    AMXK_MOE_ACT_SILU = 0,      /* silu(gate) * up */
+    AMXK_MOE_ACT_GELU_TANH = 1, /* gelu_tanh(gate) * up */
+    AMXK_MOE_ACT_SWIGLU_OAI = 2, /* gpt-oss clamped SwiGLU (alpha, limit) */
+    AMXK_MOE_ACT_FORCE_I32 = 0x7fffffff
+} amxk_moe_act;
+
+/* The routed experts' weights (see WEIGHTS above). */
+typedef struct amxk_moe_weights {
+    size_t n_experts; /* E */
+    size_t hidden;    /* K */
+    size_t inter;     /* N (w13 has 2N rows) */
+    const void *const *w13; /* E pointers, or NULL: w13_base + e * w13_stride */
+    const size_t *w13_bytes; /* E sizes with w13 */
+    const void *w13_base;
+    size_t w13_stride; /* bytes */
+    const void *const *w2;
+    const size_t *w2_bytes;
+    const void *w2_base;
+    size_t w2_stride;
+    int w13_interleaved; /* 0: gate rows then up rows; 1: row 2i gate i, row 2i+1 up i */
+    const float *b13;    /* NULL or [E, 2N] */
+    const float *b2;     /* NULL or [E, K] */
+} amxk_moe_weights;
+
+/* A shared expert: a dense MLP on every token, same K, its own intermediate size. */
+typedef struct amxk_moe_shared {
+    size_t inter; /* Ns */
+    const void *w13; /* [2Ns, K] pack */
+    size_t w13_bytes;
+    const void *w2; /* [K, Ns] pack */
+    size_t w2_bytes;
+    int w13_interleaved;
+    const float *b13; /* NULL or [2Ns] */
+    const float *b2;  /* NULL or [K] */
+} amxk_moe_shared;
+
+/* Options. A zero-initialised struct (or NULL) means: SiLU, no apply-on-input, all experts, r = 1. */
+typedef struct amxk_moe_opts {
+    amxk_moe_act act;
+    float alpha, limit;                /* SWIGLU_OAI only (e.g. 1.702, 7.0); ignored otherwise */
+    int apply_router_weight_on_input; /* 0 or 1 */
+    size_t e_begin, e_end;            /* shard [e_begin, e_end); both 0: [0, E) */
+    float routed_scaling_factor;      /* r in out = shared + r * routed; 0 means 1 */
+} amxk_moe_opts;
+
+/* Workspace bytes of amxk_moe_experts for this context, weights (every pack in the shard is read:
+   the size covers their formats), shared expert (NULL: none), M, topk and options (NULL: defaults).
+   Errors: those of amxk_moe_experts that concern these arguments. */
+AMXK_DEF amxk_status amxk_moe_workspace_size(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *shared,
+                                             const amxk_moe_opts *opts, size_t m, size_t topk, size_t *bytes);
+
+/* Fused experts (see FUSED EXPERTS). x: [M, K] BF16 or F16, row stride ldx >= K. topk_weights f32 and
+   topk_ids int32, contiguous [M, topk] (weights of pairs that add nothing are not read). out: [M, K]
+   F32, BF16 or F16, row stride ldo >= K; may alias x. shared: NULL or the shared expert. workspace:
+   >= amxk_moe_workspace_size bytes, AMXK_ALIGN aligned.
+   Errors (nothing written): CONTEXT, NULL, SHAPE (M, topk, E, K, N 0), STRIDE, DTYPE, FORMAT (a pack
+   in the shard is not a pack, or not [2N, K] / [K, N], or a 16-bit pack of another dtype than x),
+   ARG (ids < -1 or >= E, bad shard, act, alpha, limit, flags), WORKSPACE, ALIGN, ALIAS. */
+AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *shared,
+                                      const amxk_moe_opts *opts, size_t m, const void *x, amxk_dtype x_dtype, size_t ldx,
+                                      size_t topk, const float *topk_weights, const int32_t *topk_ids, void *out,
+                                      amxk_dtype out_dtype, size_t ldo, void *workspace, size_t workspace_bytes);
 
 #ifdef __cplusplus
 }
@@ -28,11 +220,539 @@ extern "C" {
 #define AMXK_MOE_C_INCLUDED
 #include "amxk.h" /* the core implementation, if this file has not emitted it yet (the module's
                       declarations may have been included before AMXK_IMPLEMENTATION was defined) */
-// >>config
-// >>util
-// >>scalar
-// >>avx512
-// >>amx
-// >>dispatch
-// >>api
+#include "amxk_pack.h"
+#include <math.h>
+
+// >>config ---------------------------------------------------------------------------------------
+
+#define AMXK__MOE_ROWS_PER_TASK 64 /* rows per task of the gather / activation / reduction loops */
+#define AMXK__MOE_TOPK_TOKENS 16   /* tokens per routing task */
+
+// >>util -----------------------------------------------------------------------------------------
+
+AMXK__INLINE int amxk__moe_finite(float f) { return f == f && f - f == 0.0f; }
+
+AMXK__INLINE float amxk__moe_ld16(const void *p, size_t i, amxk_dtype t) {
+    uint16_t h = ((const uint16_t *)p)[i];
+    return t == AMXK_DTYPE_BF16 ? amxk__bf16_to_f32(h) : amxk__f16_to_f32(h);
+}
+AMXK__INLINE uint16_t amxk__moe_to16(float f, amxk_dtype t) {
+    return t == AMXK_DTYPE_BF16 ? amxk__f32_to_bf16(f) : amxk__f32_to_f16(f);
+}
+
+/* Routing: the choice value of expert e of a row (score + bias). */
+typedef struct amxk__moe_row {
+    const float *l, *bias;
+    int sigmoid;
+    float mx, sum; /* softmax */
+} amxk__moe_row;
+
+AMXK__INLINE float amxk__moe_score(const amxk__moe_row *r, size_t e) {
+    if (r->sigmoid) return 1.0f / (1.0f + expf(-r->l[e]));
+    return expf(r->l[e] - r->mx) / r->sum;
+}
+AMXK__INLINE float amxk__moe_choice(const amxk__moe_row *r, size_t e) {
+    float s = amxk__moe_score(r, e);
+    return r->bias ? s + r->bias[e] : s;
+}
+/* 1 when (va, a) ranks before (vb, b): larger value first, then lower id. */
+AMXK__INLINE int amxk__moe_before(float va, size_t a, float vb, size_t b) { return va > vb || (va == vb && a < b); }
+
+typedef struct amxk__moe_topk_args {
+    const amxk_moe_router *r;
+    size_t m, e, ld, topk, groups, gsize, topk_group;
+    const float *logits;
+    float *w;
+    int32_t *ids;
+} amxk__moe_topk_args;
+
+/* Group score of group g. */
+AMXK__PRIV float amxk__moe_group_score(const amxk__moe_topk_args *a, const amxk__moe_row *row, size_t g) {
+    size_t i, e0 = g * a->gsize;
+    float b1 = amxk__moe_choice(row, e0), b2 = -INFINITY;
+    for (i = 1; i < a->gsize; i++) {
+        float c = amxk__moe_choice(row, e0 + i);
+        if (c > b1) b2 = b1, b1 = c;
+        else if (c > b2) b2 = c;
+    }
+    return a->r->group_score_top2 ? b1 + b2 : b1;
+}
+
+AMXK__PRIV void amxk__moe_topk_task(void *task_ctx, size_t task, int worker) {
+    const amxk__moe_topk_args *a = (const amxk__moe_topk_args *)task_ctx;
+    size_t t0 = task * AMXK__MOE_TOPK_TOKENS, t1 = AMXK__MIN(a->m, t0 + AMXK__MOE_TOPK_TOKENS), t;
+    (void)worker;
+    for (t = t0; t < t1; t++) {
+        amxk__moe_row row;
+        size_t e, j, g, gl = 0, el = 0;
+        float gvl = 0.0f, vl = 0.0f, sum = 0.0f;
+        float *w = a->w + t * a->topk;
+        int32_t *ids = a->ids + t * a->topk;
+        row.l = a->logits + t * a->ld, row.bias = a->r->correction_bias, row.sigmoid = a->r->score == AMXK_MOE_SCORE_SIGMOID;
+        row.mx = row.l[0], row.sum = 0.0f;
+        if (!row.sigmoid) {
+            for (e = 1; e < a->e; e++) row.mx = row.l[e] > row.mx ? row.l[e] : row.mx;
+            for (e = 0; e < a->e; e++) row.sum += expf(row.l[e] - row.mx);
+        }
+        if (a->groups >= 2) { /* the topk_group-th best group (gvl, gl): groups ranking at or before it are kept */
+            for (j = 0; j < a->topk_group; j++) {
+                int have = 0;
+                float bv = 0.0f;
+                size_t bg = 0;
+                for (g = 0; g < a->groups; g++) {
+                    float v = amxk__moe_group_score(a, &row, g);
+                    if (j > 0 && !amxk__moe_before(gvl, gl, v, g)) continue; /* already taken */
+                    if (!have || amxk__moe_before(v, g, bv, bg)) bv = v, bg = g, have = 1;
+                }
+                gvl = bv, gl = bg;
+            }
+        }
+        for (j = 0; j < a->topk; j++) {
+            int have = 0;
+            float bv = 0.0f;
+            size_t be = 0;
+            for (g = 0; g < (a->groups >= 2 ? a->groups : 1); g++) {
+                size_t e0 = a->groups >= 2 ? g * a->gsize : 0, e1 = a->groups >= 2 ? e0 + a->gsize : a->e;
+                if (a->groups >= 2 && !amxk__moe_before(amxk__moe_group_score(a, &row, g), g, gvl, gl) && g != gl) continue;
+                for (e = e0; e < e1; e++) {
+                    float v = amxk__moe_choice(&row, e);
+                    if (j > 0 && !amxk__moe_before(vl, el, v, e)) continue;
+                    if (!have || amxk__moe_before(v, e, bv, be)) bv = v, be = e, have = 1;
+                }
+            }
+            vl = bv, el = be;
+            ids[j] = (int32_t)be;
+            w[j] = amxk__moe_score(&row, be);
+        }
+        if (a->r->renormalize) {
+            for (j = 0; j < a->topk; j++) sum += w[j];
+            if (sum > 0.0f)
+                for (j = 0; j < a->topk; j++) w[j] /= sum;
+        }
+        if (a->r->routed_scaling_factor != 0.0f && a->r->routed_scaling_factor != 1.0f)
+            for (j = 0; j < a->topk; j++) w[j] *= a->r->routed_scaling_factor;
+    }
+}
+
+/* ---- fused experts: weights access, plan ---------------------------------------------------------- */
+
+AMXK__INLINE void amxk__moe_w(const amxk_moe_weights *w, size_t e, int down, const void **p, size_t *bytes) {
+    if (!down) {
+        if (w->w13) *p = w->w13[e], *bytes = w->w13_bytes[e];
+        else *p = w->w13_base ? (const char *)w->w13_base + e * w->w13_stride : NULL, *bytes = w->w13_stride;
+    } else {
+        if (w->w2) *p = w->w2[e], *bytes = w->w2_bytes[e];
+        else *p = w->w2_base ? (const char *)w->w2_base + e * w->w2_stride : NULL, *bytes = w->w2_stride;
+    }
+}
+
+/* Checks one pack: [n, k], and for a 16-bit pack the dtype (xt, or either when xt is INVALID). */
+AMXK__PRIV amxk_status amxk__moe_check_pack(const void *p, size_t bytes, size_t n, size_t k, amxk_dtype xt) {
+    amxk_dtype pt;
+    size_t pn, pk;
+    amxk_status s;
+    if (!p) return AMXK_ERR_NULL;
+    if ((s = amxk_packed_linear_info(p, bytes, &pt, &pn, &pk)) != AMXK_OK) return s;
+    if (pn != n || pk != k) return AMXK_ERR_FORMAT;
+    if (amxk_packed_quant_info(p, bytes, NULL, NULL, NULL) != AMXK_OK) { /* a bf16/fp16 pack */
+        if (pt != AMXK_DTYPE_BF16 && pt != AMXK_DTYPE_F16) return AMXK_ERR_FORMAT;
+        if (xt != AMXK_DTYPE_INVALID && pt != xt) return AMXK_ERR_FORMAT;
+    }
+    return AMXK_OK;
+}
+
+/* Largest amxk_linear workspace for this pack over every row count up to rows (the plan depends on
+   the row count only up to a few dozen rows; the loop covers 1..128 and rows itself). */
+AMXK__PRIV amxk_status amxk__moe_lin_ws(const amxk_ctx *ctx, const void *p, size_t bytes, size_t rows, size_t *best) {
+    size_t mm, b;
+    amxk_status s;
+    for (mm = 1; mm <= rows; mm = mm < 128 ? mm + 1 : rows) {
+        if ((s = amxk_linear_workspace_size_for(ctx, mm, p, bytes, &b)) != AMXK_OK) return s;
+        *best = AMXK__MAX(*best, b);
+        if (mm == rows) break;
+    }
+    return AMXK_OK;
+}
+
+/* The workspace layout of one amxk_moe_experts call: the size query and the call both use it. */
+typedef struct amxk__moe_plan {
+    size_t e_begin, e_end, rows; /* rows = M * topk */
+    float rscale;
+    size_t off_cnt, off_order, off_pos, off_xg, off_h, off_a, off_y, off_sh, off_sa, off_sy, off_lin, lin_bytes, total;
+} amxk__moe_plan;
+
+AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *sh,
+                                        const amxk_moe_opts *o, size_t m, size_t topk, amxk_dtype xt, amxk__moe_plan *p) {
+    size_t e, K, N, R, off = 0, lin = 0;
+    unsigned char prev13[64], prev2[64];
+    int have13 = 0, have2 = 0;
+    amxk_status s;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if (!w) return AMXK_ERR_NULL;
+    if (m == 0 || topk == 0 || w->n_experts == 0 || w->hidden == 0 || w->inter == 0) return AMXK_ERR_SHAPE;
+    if (w->n_experts > 0x7fffffff || m > ((size_t)1 << 31) / topk || w->hidden > ((size_t)1 << 32) || w->inter > ((size_t)1 << 32))
+        return AMXK_ERR_SHAPE;
+    if ((w->w13 && !w->w13_bytes) || (w->w2 && !w->w2_bytes)) return AMXK_ERR_NULL;
+    if (w->w13_interleaved != 0 && w->w13_interleaved != 1) return AMXK_ERR_ARG;
+    memset(p, 0, sizeof *p);
+    K = w->hidden, N = w->inter, R = m * topk;
+    p->e_begin = o ? o->e_begin : 0, p->e_end = o ? o->e_end : 0;
+    if (p->e_begin == 0 && p->e_end == 0) p->e_end = w->n_experts;
+    if (p->e_begin >= p->e_end || p->e_end > w->n_experts) return AMXK_ERR_ARG;
+    p->rscale = o && o->routed_scaling_factor != 0.0f ? o->routed_scaling_factor : 1.0f;
+    if (o) {
+        if ((int)o->act < AMXK_MOE_ACT_SILU || (int)o->act > AMXK_MOE_ACT_SWIGLU_OAI) return AMXK_ERR_ARG;
+        if (o->act == AMXK_MOE_ACT_SWIGLU_OAI && (!amxk__moe_finite(o->alpha) || !(o->limit > 0.0f))) return AMXK_ERR_ARG;
+        if (o->apply_router_weight_on_input != 0 && o->apply_router_weight_on_input != 1) return AMXK_ERR_ARG;
+        if (!amxk__moe_finite(p->rscale)) return AMXK_ERR_ARG;
+    }
+    for (e = p->e_begin; e < p->e_end; e++) { /* every pack of the shard; the linear workspace per distinct header */
+        const void *pw;
+        size_t pb;
+        amxk__moe_w(w, e, 0, &pw, &pb);
+        if ((s = amxk__moe_check_pack(pw, pb, 2 * N, K, xt)) != AMXK_OK) return s;
+        if (!have13 || memcmp(prev13, pw, 64) != 0) {
+            if ((s = amxk__moe_lin_ws(ctx, pw, pb, R, &lin)) != AMXK_OK) return s;
+            memcpy(prev13, pw, 64), have13 = 1;
+        }
+        amxk__moe_w(w, e, 1, &pw, &pb);
+        if ((s = amxk__moe_check_pack(pw, pb, K, N, xt)) != AMXK_OK) return s;
+        if (!have2 || memcmp(prev2, pw, 64) != 0) {
+            if ((s = amxk__moe_lin_ws(ctx, pw, pb, R, &lin)) != AMXK_OK) return s;
+            memcpy(prev2, pw, 64), have2 = 1;
+        }
+    }
+#define AMXK__MOE_TAKE(field, bytes) (p->field = off, off += AMXK__ROUND_UP((size_t)(bytes), (size_t)AMXK_ALIGN))
+    AMXK__MOE_TAKE(off_cnt, (w->n_experts + 1) * 4);
+    AMXK__MOE_TAKE(off_order, R * 4);
+    AMXK__MOE_TAKE(off_pos, R * 4);
+    AMXK__MOE_TAKE(off_xg, R * K * 2);
+    AMXK__MOE_TAKE(off_h, R * 2 * N * 4);
+    AMXK__MOE_TAKE(off_a, R * N * 2);
+    AMXK__MOE_TAKE(off_y, R * K * 4);
+    if (sh) {
+        size_t Ns = sh->inter;
+        if (Ns == 0 || Ns > ((size_t)1 << 32)) return AMXK_ERR_SHAPE;
+        if (sh->w13_interleaved != 0 && sh->w13_interleaved != 1) return AMXK_ERR_ARG;
+        if ((s = amxk__moe_check_pack(sh->w13, sh->w13_bytes, 2 * Ns, K, xt)) != AMXK_OK) return s;
+        if ((s = amxk__moe_check_pack(sh->w2, sh->w2_bytes, K, Ns, xt)) != AMXK_OK) return s;
+        if ((s = amxk__moe_lin_ws(ctx, sh->w13, sh->w13_bytes, m, &lin)) != AMXK_OK) return s;
+        if ((s = amxk__moe_lin_ws(ctx, sh->w2, sh->w2_bytes, m, &lin)) != AMXK_OK) return s;
+        AMXK__MOE_TAKE(off_sh, m * 2 * Ns * 4);
+        AMXK__MOE_TAKE(off_sa, m * Ns * 2);
+        AMXK__MOE_TAKE(off_sy, m * K * 4);
+    }
+    AMXK__MOE_TAKE(off_lin, lin);
+#undef AMXK__MOE_TAKE
+    p->lin_bytes = lin;
+    p->rows = R;
+    p->total = off;
+    return AMXK_OK;
+}
+
+/* ---- fused experts: row-parallel steps ------------------------------------------------------------ */
+
+typedef struct amxk__moe_args {
+    const amxk_moe_opts *o;
+    amxk_moe_act act;
+    float alpha, limit, rscale;
+    size_t m, topk, K, N, ldx, ldo;
+    const void *x;
+    amxk_dtype xt, ot;
+    const float *tw;
+    const int32_t *order, *pos;
+    /* current step */
+    size_t r0, nrows, n_act;  /* rows [r0, r0 + nrows) of the expert's compact range; n_act: N of the step */
+    int interleaved;
+    const float *h;
+    uint16_t *xg, *a;
+    const float *y, *sy; /* routed rows (compact), shared rows (or NULL) */
+    void *out;
+} amxk__moe_args;
+
+AMXK__PRIV void amxk__moe_gather_task(void *task_ctx, size_t task, int worker) {
+    const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
+    size_t i0 = task * AMXK__MOE_ROWS_PER_TASK, i1 = AMXK__MIN(a->nrows, i0 + AMXK__MOE_ROWS_PER_TASK), i, k;
+    (void)worker;
+    for (i = i0; i < i1; i++) {
+        size_t p = (size_t)a->order[a->r0 + i], t = p / a->topk;
+        const uint16_t *src = (const uint16_t *)a->x + t * a->ldx;
+        uint16_t *dst = a->xg + i * a->K;
+        if (a->o && a->o->apply_router_weight_on_input) {
+            float wt = a->tw[p];
+            for (k = 0; k < a->K; k++) dst[k] = amxk__moe_to16(wt * amxk__moe_ld16(src, k, a->xt), a->xt);
+        } else {
+            memcpy(dst, src, a->K * 2);
+        }
+    }
+}
+
+AMXK__INLINE float amxk__moe_sigmoid(float x) { return x >= 0.0f ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x)); }
+
+AMXK__PRIV void amxk__moe_act_task(void *task_ctx, size_t task, int worker) {
+    const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
+    size_t i0 = task * AMXK__MOE_ROWS_PER_TASK, i1 = AMXK__MIN(a->nrows, i0 + AMXK__MOE_ROWS_PER_TASK), i, n, N = a->n_act;
+    (void)worker;
+    for (i = i0; i < i1; i++) {
+        const float *h = a->h + i * 2 * N;
+        uint16_t *out = a->a + i * N;
+        for (n = 0; n < N; n++) {
+            float g = a->interleaved ? h[2 * n] : h[n], u = a->interleaved ? h[2 * n + 1] : h[N + n], v;
+            switch (a->act) {
+            case AMXK_MOE_ACT_GELU_TANH:
+                v = 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g))) * u;
+                break;
+            case AMXK_MOE_ACT_SWIGLU_OAI:
+                g = g < a->limit ? g : a->limit;
+                u = u < -a->limit ? -a->limit : u > a->limit ? a->limit : u;
+                v = g * amxk__moe_sigmoid(a->alpha * g) * (u + 1.0f);
+                break;
+            default: v = g * amxk__moe_sigmoid(g) * u; break;
+            }
+            out[n] = amxk__moe_to16(v, a->xt);
+        }
+    }
+}
+
+AMXK__PRIV void amxk__moe_reduce_task(void *task_ctx, size_t task, int worker) {
+    const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
+    size_t t0 = task * AMXK__MOE_ROWS_PER_TASK, t1 = AMXK__MIN(a->m, t0 + AMXK__MOE_ROWS_PER_TASK), t, j, k;
+    int on_input = a->o && a->o->apply_router_weight_on_input;
+    (void)worker;
+    for (t = t0; t < t1; t++)
+        for (k = 0; k < a->K; k++) {
+            float acc = 0.0f, v;
+            for (j = 0; j < a->topk; j++) {
+                int32_t r = a->pos[t * a->topk + j];
+                if (r >= 0) acc += (on_input ? 1.0f : a->tw[t * a->topk + j]) * a->y[(size_t)r * a->K + k];
+            }
+            v = a->rscale * acc;
+            if (a->sy) v = a->sy[t * a->K + k] + v;
+            if (a->ot == AMXK_DTYPE_F32) ((float *)a->out)[t * a->ldo + k] = v;
+            else ((uint16_t *)a->out)[t * a->ldo + k] = amxk__moe_to16(v, a->ot);
+        }
+}
+
+/* gate+up -> activation -> down for `rows` rows of x (stride ldx) into y (f32, stride K). */
+AMXK__PRIV amxk_status amxk__moe_mlp(const amxk_ctx *ctx, amxk__moe_args *a, size_t rows, const void *x, size_t ldx,
+                                     const void *w13, size_t w13_bytes, const void *w2, size_t w2_bytes, size_t N,
+                                     int interleaved, const float *b13, const float *b2, float *h, uint16_t *act, float *y,
+                                     void *lin_ws, size_t lin_bytes) {
+    amxk_status s;
+    s = amxk_linear(ctx, rows, 2 * N, a->K, x, a->xt, ldx, w13, w13_bytes, b13, h, AMXK_DTYPE_F32, 2 * N, lin_ws, lin_bytes);
+    if (s != AMXK_OK) return s;
+    a->nrows = rows, a->n_act = N, a->interleaved = interleaved, a->h = h, a->a = act;
+    amxk__parallel(ctx, amxk__moe_act_task, a, AMXK__CEIL_DIV(rows, (size_t)AMXK__MOE_ROWS_PER_TASK));
+    return amxk_linear(ctx, rows, a->K, N, act, a->xt, N, w2, w2_bytes, b2, y, AMXK_DTYPE_F32, a->K, lin_ws, lin_bytes);
+}
+
+// >>scalar ---------------------------------------------------------------------------------------
+// >>avx512 ---------------------------------------------------------------------------------------
+// >>amx ------------------------------------------------------------------------------------------
+/* No tier-specific code in this module yet: the GEMMs are amxk_linear's (every tier), the rest is
+   portable C. */
+// >>dispatch -------------------------------------------------------------------------------------
+// >>api ------------------------------------------------------------------------------------------
+
+AMXK_DEF amxk_status amxk_moe_topk(const amxk_ctx *ctx, const amxk_moe_router *r, size_t m, size_t ne, const float *logits,
+                                   size_t ld, size_t topk, float *tw, int32_t *ids) {
+    amxk__moe_topk_args a;
+    size_t t, e, G;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if (!r || !logits || !tw || !ids) return AMXK_ERR_NULL;
+    if (m == 0 || ne == 0 || topk == 0 || topk > ne || ne > 0x7fffffff || m > ((size_t)1 << 40) / topk) return AMXK_ERR_SHAPE;
+    if (ld < ne) return AMXK_ERR_STRIDE;
+    if ((r->score != AMXK_MOE_SCORE_SOFTMAX && r->score != AMXK_MOE_SCORE_SIGMOID) || (r->renormalize != 0 && r->renormalize != 1) ||
+        (r->group_score_top2 != 0 && r->group_score_top2 != 1) || !amxk__moe_finite(r->routed_scaling_factor))
+        return AMXK_ERR_ARG;
+    G = r->num_expert_group;
+    if (G >= 2) {
+        if (ne % G != 0 || r->topk_group == 0 || r->topk_group > G || topk > r->topk_group * (ne / G)) return AMXK_ERR_ARG;
+        if (r->group_score_top2 && ne / G < 2) return AMXK_ERR_ARG;
+    }
+    if (amxk__overlap(tw, m * topk * 4, ids, m * topk * 4) || amxk__overlap(tw, m * topk * 4, logits, ((m - 1) * ld + ne) * 4) ||
+        amxk__overlap(ids, m * topk * 4, logits, ((m - 1) * ld + ne) * 4) ||
+        (r->correction_bias && (amxk__overlap(tw, m * topk * 4, r->correction_bias, ne * 4) ||
+                                amxk__overlap(ids, m * topk * 4, r->correction_bias, ne * 4))))
+        return AMXK_ERR_ALIAS;
+    for (t = 0; t < m; t++)
+        for (e = 0; e < ne; e++)
+            if (!amxk__moe_finite(logits[t * ld + e])) return AMXK_ERR_ARG;
+    if (r->correction_bias)
+        for (e = 0; e < ne; e++)
+            if (!amxk__moe_finite(r->correction_bias[e])) return AMXK_ERR_ARG;
+    a.r = r, a.m = m, a.e = ne, a.ld = ld, a.topk = topk, a.groups = G >= 2 ? G : 1, a.gsize = G >= 2 ? ne / G : ne;
+    a.topk_group = G >= 2 ? r->topk_group : 1, a.logits = logits, a.w = tw, a.ids = ids;
+    amxk__parallel(ctx, amxk__moe_topk_task, &a, AMXK__CEIL_DIV(m, (size_t)AMXK__MOE_TOPK_TOKENS));
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_moe_align_size(size_t m, size_t topk, size_t ne, size_t bm, size_t *max_blocks) {
+    if (!max_blocks) return AMXK_ERR_NULL;
+    if (m == 0 || topk == 0 || ne == 0 || bm == 0 || m > ((size_t)1 << 31) / topk) return AMXK_ERR_SHAPE;
+    *max_blocks = m * topk / bm + AMXK__MIN(ne, m * topk);
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_moe_align(const amxk_ctx *ctx, size_t m, size_t topk, const int32_t *ids, size_t ne, size_t e_begin,
+                                    size_t e_end, size_t bm, int32_t *sorted, int32_t *bexp, int32_t *brow, size_t max_blocks,
+                                    size_t *n_blocks) {
+    size_t R, p, e, b, need = 0, cap, pad, routed = 0;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if (!ids || !sorted || !bexp || !brow || !n_blocks) return AMXK_ERR_NULL;
+    if (m == 0 || topk == 0 || ne == 0 || bm == 0 || ne > 0x7fffffff || m > ((size_t)1 << 30) / topk || bm > ((size_t)1 << 30))
+        return AMXK_ERR_SHAPE;
+    if (e_begin == 0 && e_end == 0) e_end = ne;
+    if (e_begin >= e_end || e_end > ne) return AMXK_ERR_ARG;
+    R = m * topk;
+    for (p = 0; p < R; p++)
+        if (ids[p] < -1 || ids[p] >= (int32_t)ne) return AMXK_ERR_ARG;
+    /* blocks needed: ceil(count / bm) per expert (one pass over the ids per shard expert: no scratch) */
+    for (e = e_begin; e < e_end; e++) {
+        size_t c = 0;
+        for (p = 0; p < R; p++) c += ids[p] == (int32_t)e;
+        need += AMXK__CEIL_DIV(c, bm);
+        routed += c;
+    }
+    if (max_blocks < need) return AMXK_ERR_WORKSPACE;
+    cap = max_blocks * bm;
+    if (amxk__overlap(sorted, cap * 4, ids, R * 4) || amxk__overlap(bexp, max_blocks * 4, ids, R * 4) ||
+        amxk__overlap(brow, (max_blocks + 1) * 4, ids, R * 4) || amxk__overlap(sorted, cap * 4, bexp, max_blocks * 4) ||
+        amxk__overlap(sorted, cap * 4, brow, (max_blocks + 1) * 4) || amxk__overlap(bexp, max_blocks * 4, brow, (max_blocks + 1) * 4) ||
+        amxk__overlap(n_blocks, sizeof *n_blocks, sorted, cap * 4) || amxk__overlap(n_blocks, sizeof *n_blocks, bexp, max_blocks * 4) ||
+        amxk__overlap(n_blocks, sizeof *n_blocks, brow, (max_blocks + 1) * 4) || amxk__overlap(n_blocks, sizeof *n_blocks, ids, R * 4))
+        return AMXK_ERR_ALIAS;
+    (void)routed;
+    b = 0, pad = 0;
+    for (e = e_begin; e < e_end; e++) {
+        size_t r = 0;
+        for (p = 0; p < R; p++) {
+            if (ids[p] != (int32_t)e) continue;
+            if (r == 0) bexp[b] = (int32_t)e, brow[b] = (int32_t)pad;
+            sorted[b * bm + r] = (int32_t)p;
+            pad++;
+            if (++r == bm) r = 0, b++;
+        }
+        if (r) {
+            for (; r < bm; r++) sorted[b * bm + r] = (int32_t)R;
+            b++;
+        }
+    }
+    brow[b] = (int32_t)pad;
+    *n_blocks = b;
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_moe_workspace_size(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *shared,
+                                             const amxk_moe_opts *opts, size_t m, size_t topk, size_t *bytes) {
+    amxk__moe_plan p;
+    amxk_status s;
+    if (!bytes) return AMXK_ERR_NULL;
+    if ((s = amxk__moe_layout(ctx, w, shared, opts, m, topk, AMXK_DTYPE_INVALID, &p)) != AMXK_OK) return s;
+    *bytes = p.total;
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *sh,
+                                      const amxk_moe_opts *o, size_t m, const void *x, amxk_dtype xt, size_t ldx, size_t topk,
+                                      const float *tw, const int32_t *ids, void *out, amxk_dtype ot, size_t ldo, void *ws,
+                                      size_t ws_bytes) {
+    amxk__moe_plan p;
+    amxk__moe_args a;
+    amxk_status s;
+    size_t K, N, R, e, t, obytes;
+    char *W = (char *)ws;
+    int32_t *cnt, *order, *pos;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if (!w || !x || !tw || !ids || !out) return AMXK_ERR_NULL;
+    if (xt != AMXK_DTYPE_BF16 && xt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
+    if (ot != AMXK_DTYPE_F32 && ot != AMXK_DTYPE_BF16 && ot != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
+    if ((s = amxk__moe_layout(ctx, w, sh, o, m, topk, xt, &p)) != AMXK_OK) return s;
+    K = w->hidden, N = w->inter, R = p.rows;
+    if (ldx < K || ldo < K) return AMXK_ERR_STRIDE;
+    for (t = 0; t < R; t++)
+        if (ids[t] < -1 || ids[t] >= (int32_t)w->n_experts) return AMXK_ERR_ARG;
+    if (!ws || ws_bytes < p.total) return AMXK_ERR_WORKSPACE;
+    if ((uintptr_t)ws % AMXK_ALIGN) return AMXK_ERR_ALIGN;
+    obytes = ((m - 1) * ldo + K) * amxk_dtype_size(ot);
+    if (amxk__overlap(out, obytes, ws, p.total) || amxk__overlap(x, ((m - 1) * ldx + K) * 2, ws, p.total) ||
+        amxk__overlap(out, obytes, tw, R * 4) || amxk__overlap(out, obytes, ids, R * 4) || amxk__overlap(ws, p.total, tw, R * 4) ||
+        amxk__overlap(ws, p.total, ids, R * 4) ||
+        (w->b13 && amxk__overlap(out, obytes, w->b13, w->n_experts * 2 * N * 4)) ||
+        (w->b2 && amxk__overlap(out, obytes, w->b2, w->n_experts * K * 4)) ||
+        (w->w13 && amxk__overlap(out, obytes, w->w13, w->n_experts * sizeof(void *))) ||
+        (w->w2 && amxk__overlap(out, obytes, w->w2, w->n_experts * sizeof(void *))) ||
+        (w->w13_bytes && amxk__overlap(out, obytes, w->w13_bytes, w->n_experts * sizeof(size_t))) ||
+        (w->w2_bytes && amxk__overlap(out, obytes, w->w2_bytes, w->n_experts * sizeof(size_t))))
+        return AMXK_ERR_ALIAS;
+    for (e = p.e_begin; e < p.e_end; e++) {
+        const void *pw;
+        size_t pb;
+        amxk__moe_w(w, e, 0, &pw, &pb);
+        if (amxk__overlap(out, obytes, pw, pb) || amxk__overlap(ws, p.total, pw, pb)) return AMXK_ERR_ALIAS;
+        amxk__moe_w(w, e, 1, &pw, &pb);
+        if (amxk__overlap(out, obytes, pw, pb) || amxk__overlap(ws, p.total, pw, pb)) return AMXK_ERR_ALIAS;
+    }
+    if (sh && (amxk__overlap(out, obytes, sh->w13, sh->w13_bytes) || amxk__overlap(out, obytes, sh->w2, sh->w2_bytes) ||
+               amxk__overlap(ws, p.total, sh->w13, sh->w13_bytes) || amxk__overlap(ws, p.total, sh->w2, sh->w2_bytes) ||
+               (sh->b13 && amxk__overlap(out, obytes, sh->b13, 2 * sh->inter * 4)) ||
+               (sh->b2 && amxk__overlap(out, obytes, sh->b2, K * 4))))
+        return AMXK_ERR_ALIAS;
+
+    /* everything is valid: from here on nothing fails (amxk_linear gets arguments checked above) */
+    cnt = (int32_t *)(W + p.off_cnt), order = (int32_t *)(W + p.off_order), pos = (int32_t *)(W + p.off_pos);
+    memset(&a, 0, sizeof a);
+    a.o = o, a.act = o ? o->act : AMXK_MOE_ACT_SILU, a.alpha = o ? o->alpha : 0.0f, a.limit = o ? o->limit : 0.0f;
+    a.rscale = p.rscale, a.m = m, a.topk = topk, a.K = K, a.N = N, a.ldx = ldx, a.ldo = ldo, a.x = x, a.xt = xt, a.ot = ot;
+    a.tw = tw, a.order = order, a.pos = pos;
+    /* group the pairs by expert (stable): counts, offsets, compact order, position of every pair */
+    for (e = 0; e <= w->n_experts; e++) cnt[e] = 0;
+    for (t = 0; t < R; t++) {
+        int32_t id = ids[t];
+        if (id >= (int32_t)p.e_begin && id < (int32_t)p.e_end) cnt[id + 1]++;
+    }
+    for (e = 0; e < w->n_experts; e++) cnt[e + 1] += cnt[e];
+    {
+        /* cnt[e] is now the first compact row of expert e; fill with a running cursor kept in pos */
+        for (t = 0; t < R; t++) pos[t] = -1;
+        for (t = 0; t < R; t++) {
+            int32_t id = ids[t];
+            if (id >= (int32_t)p.e_begin && id < (int32_t)p.e_end) {
+                pos[t] = cnt[id];
+                order[cnt[id]] = (int32_t)t;
+                cnt[id]++;
+            }
+        }
+        /* cnt[e] now holds the end of expert e = the start of expert e + 1; shift back */
+        for (e = w->n_experts; e > 0; e--) cnt[e] = cnt[e - 1];
+        cnt[0] = 0;
+    }
+    /* shared expert first (reads x) */
+    if (sh) {
+        s = amxk__moe_mlp(ctx, &a, m, x, ldx, sh->w13, sh->w13_bytes, sh->w2, sh->w2_bytes, sh->inter, sh->w13_interleaved, sh->b13,
+                          sh->b2, (float *)(W + p.off_sh), (uint16_t *)(W + p.off_sa), (float *)(W + p.off_sy), W + p.off_lin,
+                          p.lin_bytes);
+        AMXK_ASSERT(s == AMXK_OK);
+    }
+    for (e = p.e_begin; e < p.e_end; e++) {
+        size_t r0 = (size_t)cnt[e], nr = (size_t)cnt[e + 1] - r0;
+        const void *p13, *p2;
+        size_t b13, b2;
+        if (nr == 0) continue;
+        amxk__moe_w(w, e, 0, &p13, &b13);
+        amxk__moe_w(w, e, 1, &p2, &b2);
+        a.r0 = r0, a.nrows = nr, a.xg = (uint16_t *)(W + p.off_xg) + r0 * K;
+        amxk__parallel(ctx, amxk__moe_gather_task, &a, AMXK__CEIL_DIV(nr, (size_t)AMXK__MOE_ROWS_PER_TASK));
+        s = amxk__moe_mlp(ctx, &a, nr, a.xg, K, p13, b13, p2, b2, N, w->w13_interleaved, w->b13 ? w->b13 + e * 2 * N : NULL,
+                          w->b2 ? w->b2 + e * K : NULL, (float *)(W + p.off_h), (uint16_t *)(W + p.off_a),
+                          (float *)(W + p.off_y) + r0 * K, W + p.off_lin, p.lin_bytes);
+        AMXK_ASSERT(s == AMXK_OK);
+    }
+    (void)s;
+    /* every read of x is done: reduce into out */
+    a.y = (const float *)(W + p.off_y), a.sy = sh ? (const float *)(W + p.off_sy) : NULL, a.out = out;
+    amxk__parallel(ctx, amxk__moe_reduce_task, &a, AMXK__CEIL_DIV(m, (size_t)AMXK__MOE_ROWS_PER_TASK));
+    return AMXK_OK;
+}
+
 #endif /* AMXK_IMPLEMENTATION */

@@ -1,0 +1,833 @@
+/* tests/test_moe.c - amxk_moe.h: routing (top-k), align, fused experts with a shared expert.
+
+   References are written here, independently of amxk: routing in double precision (softmax /
+   sigmoid scores, bias, groups, ties ordered by value then lower id); align as a plain loop per
+   expert; fused experts as a dense loop over tokens and their top-k experts in double precision over
+   the DEQUANTIZED weights (amxk_dequantize gives the f32 weights every path multiplies), activations
+   in double, no intermediate rounding.
+
+   ROUTING comparison: rows whose reference choices have a near-tie (two relevant values closer than
+   1e-4 relative, where fp32 rounding may legitimately reorder them) are checked for validity only
+   (every chosen expert's reference choice >= every eligible unchosen one's - 1e-4 relative); every
+   other row must match ids exactly and weights within 1e-5 relative. Exact ties are constructed on
+   purpose (integer logits, equal rows) and must match exactly: lower id first.
+
+   FUSED EXPERTS TOLERANCE. amxk rounds the activation output to x's dtype (u = half an ulp: 2^-8
+   for bf16, 2^-11 for fp16), rounds w * x to x's dtype with apply-on-input, and on the AMX path
+   rounds dequantized weights of quantized packs to bf16/fp16 (u again); accumulations are fp32.
+   Per output, summing over the token's contributing slots j (weight w_j, 1 with apply-on-input):
+       |out - ref| <= eps_out * |ref| + ca * S + cg * B + 1e-30
+   S = sum_j |w_j| (sum_n |W2[k,n] a_jn| + |b2_k|), B = sum_j |w_j| sum_n |W2[k,n]| Mag_jn (each
+   plus the shared expert's), Mag = L |up'| G_gate + |act_g| G_up: first-order propagation of an
+   error of G * rel in gate / up, G_* = sum_k |x_k w_k| of the row, L bounds the derivative of the
+   gate nonlinearity (1.2 for silu and gelu, 1 + alpha |g| / 4 for the gpt-oss swiglu), up' = the
+   (clamped, +1) up factor. ca = 2 (u + [quantized] u + 2^-16), cg = 2 ([apply-on-input] u +
+   [quantized] u + 2^-16): the roundings listed, fp32 sums, and a factor 2 of margin. eps_out: half
+   an ulp of the output dtype. Structural errors (a wrong expert, bias, clamp, slot or weight) are
+   far above this (checked by mutating the implementation during development).
+
+   Also: every usable tier (scalar, avx2, amx through the emulator in the _emu build), thread-count
+   invariance (pools 1, 2, 3, 7: bitwise equal), pointer-array vs base+stride weights (bitwise
+   equal), in place, shard ranges, all tokens to one expert, experts with no tokens, M = 1, ids -1,
+   duplicate ids, strided x and out (gaps untouched), bad input -> status with out and workspace
+   untouched. */
+#define AMXK_IMPLEMENTATION
+#include "test.h"
+#include "../amxk_moe.h"
+
+/* ============================== routing ============================== */
+
+typedef struct rref {
+    int sigmoid, renorm, top2;
+    size_t G, tg;
+    const float *bias;
+    float rsf;
+} rref;
+
+static double ref_choice(const double *sc, const float *bias, size_t e) { return sc[e] + (bias ? (double)bias[e] : 0.0); }
+
+/* Reference routing of one row. Returns 1 if it has a near-tie (then ids/w are still filled). */
+static int ref_route_row(const rref *r, const float *l, size_t E, size_t topk, int32_t *ids, double *w, double *sc, double *ch,
+                         int *eligible) {
+    size_t e, j, g, gs = r->G >= 2 ? E / r->G : E, ng = r->G >= 2 ? r->G : 1;
+    double mx = l[0], sum = 0, tol, maxabs = 0;
+    int near = 0;
+    double gsc[1024];
+    int gsel[1024];
+    for (e = 0; e < E; e++) mx = l[e] > mx ? l[e] : mx;
+    for (e = 0; e < E; e++) sum += exp((double)l[e] - mx);
+    for (e = 0; e < E; e++) sc[e] = r->sigmoid ? 1.0 / (1.0 + exp(-(double)l[e])) : exp((double)l[e] - mx) / sum;
+    for (e = 0; e < E; e++) ch[e] = ref_choice(sc, r->bias, e), maxabs = fabs(ch[e]) > maxabs ? fabs(ch[e]) : maxabs;
+    tol = 1e-4 * (maxabs > 1e-30 ? maxabs : 1e-30);
+    for (g = 0; g < ng; g++) {
+        double b1 = -1e300, b2 = -1e300;
+        for (e = g * gs; e < (g + 1) * gs; e++) {
+            if (ch[e] > b1) b2 = b1, b1 = ch[e];
+            else if (ch[e] > b2) b2 = ch[e];
+        }
+        gsc[g] = r->top2 ? b1 + b2 : b1;
+        gsel[g] = ng == 1;
+    }
+    if (ng > 1) {
+        for (j = 0; j < r->tg; j++) {
+            size_t best = 0;
+            int have = 0;
+            for (g = 0; g < ng; g++)
+                if (!gsel[g] && (!have || gsc[g] > gsc[best])) best = g, have = 1; /* strict >: lower id wins ties */
+            gsel[best] = 1;
+            /* near-tie between the last kept group and the best dropped one */
+            if (j + 1 == r->tg)
+                for (g = 0; g < ng; g++)
+                    if (!gsel[g] && gsc[g] != gsc[best] && fabs(gsc[g] - gsc[best]) < 2 * tol) near = 1;
+        }
+    }
+    for (e = 0; e < E; e++) eligible[e] = gsel[e / gs];
+    {
+        int taken[1024] = {0};
+        for (j = 0; j < topk; j++) {
+            size_t best = 0;
+            int have = 0;
+            for (e = 0; e < E; e++)
+                if (eligible[e] && !taken[e] && (!have || ch[e] > ch[best])) best = e, have = 1;
+            taken[best] = 1;
+            ids[j] = (int32_t)best;
+            w[j] = sc[best];
+        }
+        /* near-ties among the chosen and the next one */
+        for (j = 0; j < topk; j++)
+            for (e = 0; e < E; e++)
+                if (eligible[e] && (size_t)ids[j] != e && ch[e] != ch[ids[j]] && fabs(ch[e] - ch[ids[j]]) < tol) {
+                    /* only matters when e is chosen or is the first unchosen */
+                    near = 1;
+                }
+    }
+    if (r->renorm) {
+        double s = 0;
+        for (j = 0; j < topk; j++) s += w[j];
+        if (s > 0)
+            for (j = 0; j < topk; j++) w[j] /= s;
+    }
+    if (r->rsf != 0.0f)
+        for (j = 0; j < topk; j++) w[j] *= r->rsf;
+    return near;
+}
+
+static long route_near_rows;
+
+/* Runs amxk_moe_topk and checks it against the reference. fill: 0 random, 1 small integers (ties),
+   2 all equal. */
+static void route_case(const amxk_ctx *ctx, int sigmoid, int renorm, size_t E, size_t topk, size_t G, size_t tg, int top2,
+                       int with_bias, float rsf, size_t M, int fill) {
+    size_t ld = E + (size_t)test_randint(0, 3), t, e, j;
+    float *l = (float *)test_alloc(M * ld * 4), *bias = with_bias ? (float *)test_alloc(E * 4) : NULL;
+    float *w = (float *)test_alloc(M * topk * 4);
+    int32_t *ids = (int32_t *)test_alloc(M * topk * 4), rid[1024];
+    double rw[1024], *sc = (double *)malloc(E * sizeof(double)), *ch = (double *)malloc(E * sizeof(double));
+    int *elig = (int *)malloc(E * sizeof(int));
+    amxk_moe_router r;
+    rref rr;
+    amxk_status s;
+    long bad_ids = 0, bad_w = 0, bad_valid = 0;
+    for (t = 0; t < M; t++)
+        for (e = 0; e < E; e++)
+            l[t * ld + e] = fill == 0 ? test_randf(-4, 4) : fill == 1 ? (float)test_randint(0, 2) : 0.5f;
+    if (bias)
+        for (e = 0; e < E; e++) bias[e] = fill == 0 ? test_randf(-0.5f, 0.5f) : (float)test_randint(0, 1) * 0.25f;
+    memset(&r, 0, sizeof r);
+    r.score = sigmoid ? AMXK_MOE_SCORE_SIGMOID : AMXK_MOE_SCORE_SOFTMAX;
+    r.renormalize = renorm, r.num_expert_group = G, r.topk_group = tg, r.group_score_top2 = top2, r.correction_bias = bias;
+    r.routed_scaling_factor = rsf;
+    rr.sigmoid = sigmoid, rr.renorm = renorm, rr.top2 = top2, rr.G = G, rr.tg = tg, rr.bias = bias, rr.rsf = rsf;
+    s = amxk_moe_topk(ctx, &r, M, E, l, ld, topk, w, ids);
+    CHECK(s == AMXK_OK, "topk E=%zu k=%zu: %s", E, topk, amxk_status_string(s));
+    for (t = 0; t < M && s == AMXK_OK; t++) {
+        int near = ref_route_row(&rr, l + t * ld, E, topk, rid, rw, sc, ch, elig);
+        if (fill == 0 && near) {
+            /* validity: distinct, eligible, chosen >= every unchosen eligible (within tolerance) */
+            double minc = 1e300, maxun = -1e300, maxabs = 0;
+            int chosen[1024] = {0};
+            route_near_rows++;
+            for (j = 0; j < topk; j++) {
+                int32_t id = ids[t * topk + j];
+                if (id < 0 || (size_t)id >= E || chosen[id]) {
+                    bad_valid++;
+                    break;
+                }
+                chosen[id] = 1;
+                minc = ch[id] < minc ? ch[id] : minc;
+            }
+            for (e = 0; e < E; e++) {
+                maxabs = fabs(ch[e]) > maxabs ? fabs(ch[e]) : maxabs;
+                if (!chosen[e] && elig[e]) maxun = ch[e] > maxun ? ch[e] : maxun;
+            }
+            if (G < 2 && maxun > minc + 1e-4 * maxabs) bad_valid++;
+            continue;
+        }
+        for (j = 0; j < topk; j++) {
+            if (ids[t * topk + j] != rid[j]) bad_ids++;
+            else if (fabs((double)w[t * topk + j] - rw[j]) > 1e-5 * fabs(rw[j]) + 1e-30) bad_w++;
+        }
+    }
+    CHECK(bad_ids == 0, "topk %s E=%zu k=%zu G=%zu tg=%zu top2=%d bias=%d fill=%d: %ld wrong ids", sigmoid ? "sigmoid" : "softmax",
+          E, topk, G, tg, top2, with_bias, fill, bad_ids);
+    CHECK(bad_w == 0, "topk E=%zu k=%zu: %ld weights off", E, topk, bad_w);
+    CHECK(bad_valid == 0, "topk E=%zu k=%zu: %ld invalid near-tie rows", E, topk, bad_valid);
+    CHECK(test_guard_ok(w) && test_guard_ok(ids), "topk guards");
+    test_free(l), test_free(bias), test_free(w), test_free(ids);
+    free(sc), free(ch), free(elig);
+}
+
+static void test_routing(void) {
+    amxk_ctx ctx;
+    amxk_tier tier;
+    static const size_t Es[] = {1, 3, 8, 64, 160, 512}, ks[] = {1, 2, 6, 10};
+    size_t i, j;
+    TEST_SECTION("routing: softmax / sigmoid / grouped top-k vs double reference");
+    TEST_FOR_EACH_TIER(tier, ctx) {
+        for (i = 0; i < sizeof Es / sizeof Es[0]; i++)
+            for (j = 0; j < sizeof ks / sizeof ks[0]; j++) {
+                if (ks[j] > Es[i]) continue;
+                route_case(&ctx, 0, (int)((i + j) & 1), Es[i], ks[j], 0, 0, 0, 0, 0.0f, 37, 0);
+                route_case(&ctx, 1, (int)((i + j + 1) & 1), Es[i], ks[j], 0, 0, 0, (int)(j & 1), 0.0f, 23, 0);
+                route_case(&ctx, 0, 1, Es[i], ks[j], 0, 0, 0, 0, 0.0f, 11, 1);
+            }
+        route_case(&ctx, 0, 0, 7, 7, 0, 0, 0, 0, 0.0f, 9, 0); /* topk = E */
+        route_case(&ctx, 0, 1, 5, 5, 0, 0, 0, 1, 0.0f, 9, 1);
+        route_case(&ctx, 0, 0, 16, 4, 0, 0, 0, 0, 0.0f, 3, 2); /* all equal: ids 0..3 */
+        route_case(&ctx, 1, 1, 16, 4, 4, 2, 1, 1, 0.0f, 3, 2);
+        /* grouped (DeepSeek-V2 max, V3 top-2 sum with bias and scaling) */
+        route_case(&ctx, 0, 0, 8, 2, 2, 1, 0, 0, 0.0f, 41, 0);
+        route_case(&ctx, 0, 1, 16, 3, 4, 2, 0, 0, 0.0f, 41, 0);
+        route_case(&ctx, 1, 1, 256, 8, 8, 4, 1, 1, 2.5f, 41, 0);
+        route_case(&ctx, 1, 1, 256, 8, 8, 4, 1, 1, 2.5f, 41, 1);
+        route_case(&ctx, 1, 0, 384, 10, 8, 3, 1, 1, 1.0f, 17, 0);
+        route_case(&ctx, 0, 1, 64, 6, 16, 2, 0, 1, 0.5f, 29, 1);
+        route_case(&ctx, 1, 1, 12, 6, 3, 3, 1, 0, 0.0f, 13, 1);  /* topk = topk_group * E/G - 2 */
+        route_case(&ctx, 1, 1, 12, 12, 3, 3, 1, 0, 0.0f, 13, 0); /* every expert */
+    }
+    printf("  near-tie rows checked for validity only: %ld\n", route_near_rows);
+
+    TEST_SECTION("routing: explicit ties (lower id wins)");
+    {
+        float l[8] = {1, 3, 3, 0, 3, 2, 2, 3};
+        float w[4];
+        int32_t ids[4];
+        amxk_moe_router r;
+        memset(&r, 0, sizeof r);
+        CHECK(amxk_moe_topk(NULL, &r, 1, 8, l, 8, 4, w, ids) == AMXK_OK, "ties");
+        CHECK(ids[0] == 1 && ids[1] == 2 && ids[2] == 4 && ids[3] == 7, "ids %d %d %d %d", ids[0], ids[1], ids[2], ids[3]);
+        CHECK(w[0] == w[1] && w[1] == w[2] && w[2] == w[3], "equal weights");
+        /* groups {0,1},{2,3},{4,5},{6,7}: max 3,3,3,3 -> tg=2 keeps groups 0,1 */
+        r.num_expert_group = 4, r.topk_group = 2;
+        CHECK(amxk_moe_topk(NULL, &r, 1, 8, l, 8, 3, w, ids) == AMXK_OK, "grouped ties");
+        CHECK(ids[0] == 1 && ids[1] == 2 && ids[2] == 0, "grouped ids %d %d %d", ids[0], ids[1], ids[2]);
+        /* bias changes the selection, not the weights */
+        {
+            float bias[8] = {0, 0, 0, 10, 0, 0, 0, 0};
+            r.num_expert_group = 0, r.correction_bias = bias, r.score = AMXK_MOE_SCORE_SIGMOID;
+            CHECK(amxk_moe_topk(NULL, &r, 1, 8, l, 8, 2, w, ids) == AMXK_OK, "bias");
+            CHECK(ids[0] == 3 && ids[1] == 1 && fabs(w[0] - 0.5) < 1e-7 && fabs(w[1] - 1.0 / (1.0 + exp(-3.0))) < 1e-7,
+                  "bias ids %d %d w %g %g", ids[0], ids[1], w[0], w[1]);
+        }
+    }
+
+    TEST_SECTION("routing: thread-count invariance");
+    {
+        size_t M = 300, E = 128, k = 8, i2;
+        float *l = (float *)malloc(M * E * 4), *w0 = (float *)malloc(M * k * 4), *w1 = (float *)malloc(M * k * 4);
+        int32_t *i0 = (int32_t *)malloc(M * k * 4), *i1 = (int32_t *)malloc(M * k * 4);
+        amxk_moe_router r;
+        int wi;
+        memset(&r, 0, sizeof r);
+        r.renormalize = 1, r.num_expert_group = 8, r.topk_group = 4, r.group_score_top2 = 1, r.score = AMXK_MOE_SCORE_SIGMOID;
+        for (i2 = 0; i2 < M * E; i2++) l[i2] = test_randf(-3, 3);
+        CHECK(amxk_moe_topk(NULL, &r, M, E, l, E, k, w0, i0) == AMXK_OK, "serial");
+        for (wi = 0; wi < TEST_N_WORKER_COUNTS; wi++) {
+            if (!test_ctx(&ctx, amxk_cpu_init()->best_tier, test_worker_counts[wi])) continue;
+            memset(w1, 0, M * k * 4), memset(i1, 0, M * k * 4);
+            CHECK(amxk_moe_topk(&ctx, &r, M, E, l, E, k, w1, i1) == AMXK_OK, "pool");
+            CHECK(memcmp(w0, w1, M * k * 4) == 0 && memcmp(i0, i1, M * k * 4) == 0, "workers=%d differ", test_worker_counts[wi]);
+        }
+        free(l), free(w0), free(w1), free(i0), free(i1);
+    }
+
+    TEST_SECTION("routing: bad input -> status, outputs untouched");
+    {
+        float l[64], w[64], bias[16];
+        int32_t ids[64];
+        unsigned char w_ref[sizeof w], i_ref[sizeof ids];
+        amxk_moe_router r;
+        size_t i2;
+        for (i2 = 0; i2 < 64; i2++) l[i2] = (float)i2 * 0.1f;
+        for (i2 = 0; i2 < 16; i2++) bias[i2] = 0;
+        memset(w, 0x7f, sizeof w), memset(ids, 0x7f, sizeof ids);
+        memcpy(w_ref, w, sizeof w), memcpy(i_ref, ids, sizeof ids);
+#define BAD_TOPK(expect, M_, E_, ld_, k_, ...)                                                                 \
+    do {                                                                                                       \
+        amxk_status s_;                                                                                        \
+        memset(&r, 0, sizeof r);                                                                               \
+        __VA_ARGS__;                                                                                           \
+        s_ = amxk_moe_topk(NULL, &r, M_, E_, l, ld_, k_, w, ids);                                              \
+        CHECK(s_ == (expect), "line %d: got %s", __LINE__, amxk_status_string(s_));                            \
+        CHECK(memcmp(w, w_ref, sizeof w) == 0 && memcmp(ids, i_ref, sizeof ids) == 0, "line %d: written", __LINE__); \
+    } while (0)
+        BAD_TOPK(AMXK_ERR_SHAPE, 2, 8, 8, 9, (void)0);        /* topk > E */
+        BAD_TOPK(AMXK_ERR_SHAPE, 2, 8, 8, 0, (void)0);        /* topk 0 */
+        BAD_TOPK(AMXK_ERR_SHAPE, 0, 8, 8, 2, (void)0);
+        BAD_TOPK(AMXK_ERR_SHAPE, 2, 0, 8, 2, (void)0);
+        BAD_TOPK(AMXK_ERR_STRIDE, 2, 8, 7, 2, (void)0);
+        BAD_TOPK(AMXK_ERR_ARG, 2, 8, 8, 2, r.num_expert_group = 3, r.topk_group = 1); /* G does not divide E */
+        BAD_TOPK(AMXK_ERR_ARG, 2, 8, 8, 2, r.num_expert_group = 4, r.topk_group = 5); /* topk_group > G */
+        BAD_TOPK(AMXK_ERR_ARG, 2, 8, 8, 2, r.num_expert_group = 4, r.topk_group = 0);
+        BAD_TOPK(AMXK_ERR_ARG, 2, 8, 8, 5, r.num_expert_group = 4, r.topk_group = 2); /* topk > 2 * 2 */
+        BAD_TOPK(AMXK_ERR_ARG, 2, 8, 8, 2, r.num_expert_group = 8, r.topk_group = 2, r.group_score_top2 = 1);
+        BAD_TOPK(AMXK_ERR_ARG, 2, 8, 8, 2, r.score = (amxk_moe_score)7);
+        BAD_TOPK(AMXK_ERR_ARG, 2, 8, 8, 2, r.renormalize = 2);
+        BAD_TOPK(AMXK_ERR_ARG, 2, 8, 8, 2, r.routed_scaling_factor = NAN);
+        BAD_TOPK(AMXK_ERR_ARG, 2, 8, 8, 2, r.correction_bias = bias, bias[3] = NAN);
+        bias[3] = 0;
+        l[9] = NAN;
+        BAD_TOPK(AMXK_ERR_ARG, 2, 8, 8, 2, (void)0);
+        l[9] = -INFINITY;
+        BAD_TOPK(AMXK_ERR_ARG, 2, 8, 8, 2, (void)0);
+        l[9] = 0.9f;
+        CHECK(amxk_moe_topk(NULL, NULL, 2, 8, l, 8, 2, w, ids) == AMXK_ERR_NULL, "NULL router");
+        memset(&r, 0, sizeof r);
+        CHECK(amxk_moe_topk(NULL, &r, 2, 8, l, 8, 2, NULL, ids) == AMXK_ERR_NULL, "NULL w");
+        CHECK(amxk_moe_topk(NULL, &r, 2, 8, l, 8, 2, (float *)(void *)ids, ids) == AMXK_ERR_ALIAS, "alias");
+        CHECK(amxk_moe_topk(NULL, &r, 2, 8, l, 8, 2, l + 4, ids) == AMXK_ERR_ALIAS, "alias logits");
+        CHECK(memcmp(w, w_ref, sizeof w) == 0 && memcmp(ids, i_ref, sizeof ids) == 0, "written");
+    }
+}
+
+/* ============================== align ============================== */
+
+static void align_case(size_t M, size_t topk, size_t E, size_t e0, size_t e1, size_t bm, int neg) {
+    size_t R = M * topk, maxb, nb = 0, p, e, b, rb = 0, rows = 0, cap;
+    int32_t *ids = (int32_t *)test_alloc(R * 4), *sorted, *bexp, *brow;
+    int32_t *rs, *re, *rr;
+    amxk_status s;
+    long bad = 0;
+    for (p = 0; p < R; p++) ids[p] = (neg && test_randint(0, 5) == 0) ? -1 : test_randint(0, (int)E - 1);
+    CHECK(amxk_moe_align_size(M, topk, E, bm, &maxb) == AMXK_OK, "align_size");
+    cap = maxb * bm;
+    sorted = (int32_t *)test_alloc(cap * 4), bexp = (int32_t *)test_alloc(maxb * 4), brow = (int32_t *)test_alloc((maxb + 1) * 4);
+    rs = (int32_t *)malloc((cap + 1) * 4), re = (int32_t *)malloc((maxb + 1) * 4), rr = (int32_t *)malloc((maxb + 1) * 4);
+    s = amxk_moe_align(NULL, M, topk, ids, E, e0, e1, bm, sorted, bexp, brow, maxb, &nb);
+    CHECK(s == AMXK_OK, "align: %s", amxk_status_string(s));
+    if (e0 == 0 && e1 == 0) e1 = E;
+    for (e = e0; e < e1; e++) { /* reference */
+        size_t c = 0;
+        for (p = 0; p < R; p++)
+            if (ids[p] == (int32_t)e) {
+                if (c % bm == 0) re[rb] = (int32_t)e, rr[rb] = (int32_t)rows, rb++;
+                rs[(rb - 1) * bm + c % bm] = (int32_t)p;
+                c++, rows++;
+            }
+        if (c % bm)
+            for (; c % bm; c++) rs[(rb - 1) * bm + c % bm] = (int32_t)R;
+    }
+    rr[rb] = (int32_t)rows;
+    CHECK(nb == rb && nb <= maxb, "blocks %zu want %zu (max %zu)", nb, rb, maxb);
+    for (b = 0; b < rb && b < nb; b++) {
+        bad += bexp[b] != re[b];
+        bad += brow[b] != rr[b];
+        for (p = 0; p < bm; p++) bad += sorted[b * bm + p] != rs[b * bm + p];
+    }
+    if (nb == rb) bad += brow[nb] != rr[rb];
+    for (p = nb * bm; p < cap; p++) bad += sorted[p] != -1; /* untouched (0xFF poison) */
+    CHECK(bad == 0, "align M=%zu topk=%zu E=%zu [%zu,%zu) bm=%zu: %ld mismatches", M, topk, E, e0, e1, bm, bad);
+    CHECK(test_guard_ok(sorted) && test_guard_ok(bexp) && test_guard_ok(brow), "align guards");
+    test_free(ids), test_free(sorted), test_free(bexp), test_free(brow);
+    free(rs), free(re), free(rr);
+}
+
+static void test_align(void) {
+    TEST_SECTION("align: blocks, padding, stable order, shards");
+    align_case(1, 1, 1, 0, 0, 1, 0);
+    align_case(7, 2, 4, 0, 0, 4, 0);
+    align_case(33, 8, 128, 0, 0, 32, 1);
+    align_case(100, 10, 512, 0, 0, 16, 1);
+    align_case(50, 4, 16, 4, 12, 8, 1);
+    align_case(5, 3, 3, 0, 0, 1, 0);
+    align_case(64, 1, 2, 1, 2, 32, 0);
+    {
+        int32_t ids[4] = {0, 1, -2, 2}, s[64], be[16], br[17];
+        size_t nb = 99;
+        memset(s, 0x55, sizeof s);
+        CHECK(amxk_moe_align(NULL, 2, 2, ids, 3, 0, 0, 4, s, be, br, 16, &nb) == AMXK_ERR_ARG && nb == 99, "id -2");
+        ids[2] = 3;
+        CHECK(amxk_moe_align(NULL, 2, 2, ids, 3, 0, 0, 4, s, be, br, 16, &nb) == AMXK_ERR_ARG && nb == 99, "id E");
+        ids[2] = 1;
+        CHECK(amxk_moe_align(NULL, 2, 2, ids, 3, 2, 1, 4, s, be, br, 16, &nb) == AMXK_ERR_ARG, "bad shard");
+        CHECK(amxk_moe_align(NULL, 2, 2, ids, 3, 0, 4, 4, s, be, br, 16, &nb) == AMXK_ERR_ARG, "shard > E");
+        CHECK(amxk_moe_align(NULL, 2, 2, ids, 3, 0, 0, 4, s, be, br, 2, &nb) == AMXK_ERR_WORKSPACE, "capacity");
+        CHECK(amxk_moe_align(NULL, 2, 2, ids, 3, 0, 0, 0, s, be, br, 16, &nb) == AMXK_ERR_SHAPE, "block_m 0");
+        CHECK(s[0] == 0x55555555 && nb == 99, "untouched");
+        CHECK(amxk_moe_align(NULL, 2, 2, ids, 3, 0, 0, 4, s, be, br, 3, &nb) == AMXK_OK && nb == 3, "exact capacity");
+    }
+}
+
+/* ============================== fused experts ============================== */
+
+typedef struct mformat {
+    const char *name;
+    int quant; /* 0: 16-bit pack of x dtype */
+    amxk_quant q;
+} mformat;
+
+/* Weights of E experts + shared, packed in one format, with their dequantized f32 copies. */
+typedef struct mset {
+    size_t E, K, N, Ns;
+    amxk_dtype xt;
+    int quant;
+    size_t b13, b2, sb13, sb2; /* bytes per pack */
+    unsigned char *w13, *w2, *sw13, *sw2;
+    float *d13, *d2, *sd13, *sd2; /* dequantized: [E][2N][K], [E][K][N], [2Ns][K], [K][Ns] */
+    float *bias13, *bias2, *sbias13, *sbias2;
+    const void **p13, **p2;
+    size_t *pb13, *pb2;
+} mset;
+
+static size_t pack_bytes(const mformat *f, amxk_dtype xt, size_t n, size_t k) {
+    size_t b = 0;
+    amxk_status s = f->quant ? amxk_pack_quant_size(&f->q, n, k, &b) : amxk_pack_linear_size(xt, n, k, &b);
+    if (s != AMXK_OK) {
+        printf("pack size %s: %s\n", f->name, amxk_status_string(s));
+        exit(2);
+    }
+    return b;
+}
+static void pack_one(const mformat *f, amxk_dtype xt, void *dst, size_t bytes, size_t n, size_t k, float *deq, double scale) {
+    float *w = (float *)malloc(n * k * 4);
+    size_t i;
+    amxk_status s;
+    for (i = 0; i < n * k; i++) w[i] = (float)(test_uniform(-1, 1) * scale);
+    s = f->quant ? amxk_quantize_pack(NULL, dst, bytes, &f->q, w, AMXK_DTYPE_F32, n, k, k)
+                 : amxk_pack_linear(NULL, dst, bytes, xt, w, AMXK_DTYPE_F32, n, k, k);
+    if (s == AMXK_OK) s = amxk_dequantize(dst, bytes, deq, k);
+    if (s != AMXK_OK) {
+        printf("pack %s: %s\n", f->name, amxk_status_string(s));
+        exit(2);
+    }
+    free(w);
+}
+static void mset_make(mset *ms, const mformat *f, amxk_dtype xt, size_t E, size_t K, size_t N, size_t Ns) {
+    size_t e, i;
+    memset(ms, 0, sizeof *ms);
+    ms->E = E, ms->K = K, ms->N = N, ms->Ns = Ns, ms->xt = xt, ms->quant = f->quant;
+    ms->b13 = pack_bytes(f, xt, 2 * N, K), ms->b2 = pack_bytes(f, xt, K, N);
+    ms->sb13 = pack_bytes(f, xt, 2 * Ns, K), ms->sb2 = pack_bytes(f, xt, K, Ns);
+    ms->w13 = (unsigned char *)test_alloc(E * ms->b13), ms->w2 = (unsigned char *)test_alloc(E * ms->b2);
+    ms->sw13 = (unsigned char *)test_alloc(ms->sb13), ms->sw2 = (unsigned char *)test_alloc(ms->sb2);
+    ms->d13 = (float *)malloc(E * 2 * N * K * 4), ms->d2 = (float *)malloc(E * K * N * 4);
+    ms->sd13 = (float *)malloc(2 * Ns * K * 4), ms->sd2 = (float *)malloc(K * Ns * 4);
+    ms->bias13 = (float *)test_alloc(E * 2 * N * 4), ms->bias2 = (float *)test_alloc(E * K * 4);
+    ms->sbias13 = (float *)test_alloc(2 * Ns * 4), ms->sbias2 = (float *)test_alloc(K * 4);
+    ms->p13 = (const void **)malloc(E * sizeof(void *)), ms->p2 = (const void **)malloc(E * sizeof(void *));
+    ms->pb13 = (size_t *)malloc(E * sizeof(size_t)), ms->pb2 = (size_t *)malloc(E * sizeof(size_t));
+    for (e = 0; e < E; e++) {
+        pack_one(f, xt, ms->w13 + e * ms->b13, ms->b13, 2 * N, K, ms->d13 + e * 2 * N * K, 0.25);
+        pack_one(f, xt, ms->w2 + e * ms->b2, ms->b2, K, N, ms->d2 + e * K * N, 0.25);
+        ms->p13[e] = ms->w13 + e * ms->b13, ms->p2[e] = ms->w2 + e * ms->b2, ms->pb13[e] = ms->b13, ms->pb2[e] = ms->b2;
+    }
+    pack_one(f, xt, ms->sw13, ms->sb13, 2 * Ns, K, ms->sd13, 0.25);
+    pack_one(f, xt, ms->sw2, ms->sb2, K, Ns, ms->sd2, 0.25);
+    for (i = 0; i < E * 2 * N; i++) ms->bias13[i] = test_randf(-0.5f, 0.5f);
+    for (i = 0; i < E * K; i++) ms->bias2[i] = test_randf(-0.5f, 0.5f);
+    for (i = 0; i < 2 * Ns; i++) ms->sbias13[i] = test_randf(-0.5f, 0.5f);
+    for (i = 0; i < K; i++) ms->sbias2[i] = test_randf(-0.5f, 0.5f);
+}
+static void mset_free(mset *ms) {
+    test_free(ms->w13), test_free(ms->w2), test_free(ms->sw13), test_free(ms->sw2);
+    free(ms->d13), free(ms->d2), free(ms->sd13), free(ms->sd2);
+    test_free(ms->bias13), test_free(ms->bias2), test_free(ms->sbias13), test_free(ms->sbias2);
+    free(ms->p13), free(ms->p2), free(ms->pb13), free(ms->pb2);
+}
+
+typedef struct mcase {
+    size_t M, topk, ldx, ldo;
+    amxk_dtype ot;
+    int act, bias, on_input, interleaved, shared, arrays, inplace;
+    size_t e0, e1;
+    float alpha, limit, rsf;
+    int routing; /* 0 random distinct, 1 all to expert 1, 2 random with -1 and duplicates, 3 only even experts */
+} mcase;
+
+static double ref_sig(double v) { return 1.0 / (1.0 + exp(-v)); }
+
+/* act value and its magnitude term for the tolerance */
+static double ref_act(const mcase *c, double g, double u, double gg, double gu, double *mag) {
+    double f, a, L, up;
+    if (c->act == AMXK_MOE_ACT_SWIGLU_OAI) {
+        double gc = g < c->limit ? g : c->limit, uc = u < -c->limit ? -c->limit : u > c->limit ? c->limit : u;
+        f = gc * ref_sig(c->alpha * gc), up = uc + 1.0, L = 1.0 + fabs(c->alpha * gc) / 4.0;
+    } else if (c->act == AMXK_MOE_ACT_GELU_TANH) {
+        f = 0.5 * g * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (g + 0.044715 * g * g * g))), up = u, L = 1.2;
+    } else {
+        f = g * ref_sig(g), up = u, L = 1.2;
+    }
+    a = f * up;
+    *mag = L * fabs(up) * gg + fabs(f) * gu;
+    return a;
+}
+
+/* One MLP row in double: y[K] += wt * (W2 act(W13 x + b13) + b2); B, S accumulate the bound terms. */
+static void ref_mlp(const mcase *c, const double *x, size_t K, size_t N, const float *w13, const float *w2, const float *b13,
+                    const float *b2, int inter, double wt, double *y, double *B, double *S) {
+    double *a = (double *)malloc(N * sizeof(double)), *mag = (double *)malloc(N * sizeof(double));
+    size_t n, k;
+    for (n = 0; n < N; n++) {
+        size_t rg = inter ? 2 * n : n, ru = inter ? 2 * n + 1 : N + n;
+        double g = b13 ? b13[rg] : 0, u = b13 ? b13[ru] : 0, gg = 0, gu = 0;
+        for (k = 0; k < K; k++) {
+            g += x[k] * w13[rg * K + k], gg += fabs(x[k] * w13[rg * K + k]);
+            u += x[k] * w13[ru * K + k], gu += fabs(x[k] * w13[ru * K + k]);
+        }
+        a[n] = ref_act(c, g, u, gg, gu, &mag[n]);
+    }
+    for (k = 0; k < K; k++) {
+        double s = b2 ? b2[k] : 0, bb = 0, ss = b2 ? fabs(b2[k]) : 0;
+        for (n = 0; n < N; n++) s += w2[k * N + n] * a[n], bb += fabs(w2[k * N + n]) * mag[n], ss += fabs(w2[k * N + n] * a[n]);
+        y[k] += wt * s, B[k] += fabs(wt) * bb, S[k] += fabs(wt) * ss; /* S: |terms| incl. sum |W2 a| */
+    }
+    free(a), free(mag);
+}
+
+static double dec_out(const void *p, amxk_dtype t, size_t i) {
+    return t == AMXK_DTYPE_F32 ? ((const float *)p)[i] : test_ref_decode(t, ((const uint16_t *)p)[i]);
+}
+
+static void fill_ids(const mcase *c, size_t E, int32_t *ids, float *tw) {
+    size_t t, j;
+    for (t = 0; t < c->M; t++)
+        for (j = 0; j < c->topk; j++) {
+            int32_t id;
+            if (c->routing == 1) id = 1;
+            else if (c->routing == 2) id = test_randint(0, 6) == 0 ? -1 : test_randint(0, (int)E - 1);
+            else if (c->routing == 3) id = 2 * test_randint(0, (int)(E - 1) / 2);
+            else {
+                size_t jj;
+                int dup;
+                do {
+                    id = test_randint(0, (int)E - 1);
+                    for (dup = 0, jj = 0; jj < j; jj++) dup |= ids[t * c->topk + jj] == id;
+                } while (dup && c->topk <= E);
+            }
+            ids[t * c->topk + j] = id;
+            tw[t * c->topk + j] = test_randf(0.05f, 1.0f);
+        }
+}
+
+/* Runs one case on ctx; returns the output bytes in *out_copy (malloc'ed) when asked. */
+static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const char *fname, unsigned char **out_copy) {
+    size_t M = c->M, K = ms->K, N = ms->N, topk = c->topk, t, j, k, ws_bytes = 0, xbytes, obytes, ldo = c->inplace ? c->ldx : c->ldo;
+    amxk_dtype ot = c->inplace ? ms->xt : c->ot;
+    void *x = test_alloc((xbytes = ((M - 1) * c->ldx + K) * 2)), *out, *ws;
+    float *tw = (float *)test_alloc(M * topk * 4);
+    int32_t *ids = (int32_t *)test_alloc(M * topk * 4);
+    double *xd = (double *)malloc(K * sizeof(double)), *y = (double *)malloc(K * sizeof(double));
+    double *B = (double *)malloc(K * sizeof(double)), *S = (double *)malloc(K * sizeof(double)), *ysh = (double *)malloc(K * sizeof(double));
+    double *Bs = (double *)malloc(K * sizeof(double)), *Ss = (double *)malloc(K * sizeof(double)), *xw = (double *)malloc(K * sizeof(double));
+    amxk_moe_weights w;
+    amxk_moe_shared sh;
+    amxk_moe_opts o;
+    amxk_status s;
+    long bad = 0, gaps_bad = 0;
+    double eps_out = ot == AMXK_DTYPE_F32 ? 0 : ot == AMXK_DTYPE_BF16 ? ldexp(1, -8) : ldexp(1, -11), worst = 0;
+    double u16 = ms->xt == AMXK_DTYPE_BF16 ? ldexp(1, -8) : ldexp(1, -11); /* half an ulp of x's dtype */
+    /* ca: on sum |W2| |a|: the activation rounding (u16) + the AMX rounding of quantized W2 (u16)
+       + fp32 sums, times 2 for margin; cg: on the propagated gate/up error: apply-on-input rounding
+       of x (u16) + the AMX rounding of quantized W13 (u16) + fp32 sums */
+    double ca = 2 * (u16 + (ms->quant ? u16 : 0) + ldexp(1, -16));
+    double cg = 2 * ((c->on_input ? u16 : 0) + (ms->quant ? u16 : 0) + ldexp(1, -16));
+    size_t e0 = c->e0, e1 = c->e1 ? c->e1 : ms->E;
+    unsigned char *xcopy;
+    for (t = 0; t < M; t++)
+        for (k = 0; k < K; k++) ((uint16_t *)x)[t * c->ldx + k] = (uint16_t)test_ref_encode(ms->xt, test_randf(-1, 1));
+    xcopy = (unsigned char *)malloc(xbytes);
+    memcpy(xcopy, x, xbytes);
+    fill_ids(c, ms->E, ids, tw);
+    memset(&w, 0, sizeof w);
+    w.n_experts = ms->E, w.hidden = K, w.inter = N, w.w13_interleaved = c->interleaved;
+    if (c->arrays) w.w13 = ms->p13, w.w13_bytes = ms->pb13, w.w2 = ms->p2, w.w2_bytes = ms->pb2;
+    else w.w13_base = ms->w13, w.w13_stride = ms->b13, w.w2_base = ms->w2, w.w2_stride = ms->b2;
+    if (c->bias) w.b13 = ms->bias13, w.b2 = ms->bias2;
+    memset(&sh, 0, sizeof sh);
+    sh.inter = ms->Ns, sh.w13 = ms->sw13, sh.w13_bytes = ms->sb13, sh.w2 = ms->sw2, sh.w2_bytes = ms->sb2;
+    sh.w13_interleaved = c->interleaved;
+    if (c->bias) sh.b13 = ms->sbias13, sh.b2 = ms->sbias2;
+    memset(&o, 0, sizeof o);
+    o.act = (amxk_moe_act)c->act, o.alpha = c->alpha, o.limit = c->limit, o.apply_router_weight_on_input = c->on_input;
+    o.e_begin = c->e0, o.e_end = c->e1, o.routed_scaling_factor = c->rsf;
+    s = amxk_moe_workspace_size(ctx, &w, c->shared ? &sh : NULL, &o, M, topk, &ws_bytes);
+    CHECK(s == AMXK_OK, "ws size: %s", amxk_status_string(s));
+    ws = test_alloc(ws_bytes);
+    obytes = ((M - 1) * ldo + K) * amxk_dtype_size(ot);
+    out = c->inplace ? x : test_alloc(obytes);
+    s = amxk_moe_experts(ctx, &w, c->shared ? &sh : NULL, &o, M, x, ms->xt, c->ldx, topk, tw, ids, out, ot, ldo, ws, ws_bytes);
+    CHECK(s == AMXK_OK, "moe %s tier %s: %s", fname, amxk_tier_name(ctx ? ctx->tier : AMXK_TIER_NONE), amxk_status_string(s));
+    for (t = 0; t < M && s == AMXK_OK; t++) {
+        for (k = 0; k < K; k++) xd[k] = test_ref_decode(ms->xt, ((const uint16_t *)xcopy)[t * c->ldx + k]), y[k] = B[k] = S[k] = 0;
+        for (j = 0; j < topk; j++) {
+            int32_t e = ids[t * topk + j];
+            double wt = tw[t * topk + j];
+            if (e < 0 || (size_t)e < e0 || (size_t)e >= e1) continue;
+            if (c->on_input) {
+                for (k = 0; k < K; k++) xw[k] = wt * xd[k];
+                wt = 1.0;
+            } else {
+                memcpy(xw, xd, K * sizeof(double));
+            }
+            ref_mlp(c, xw, K, N, ms->d13 + (size_t)e * 2 * N * K, ms->d2 + (size_t)e * K * N, c->bias ? ms->bias13 + (size_t)e * 2 * N : NULL,
+                    c->bias ? ms->bias2 + (size_t)e * K : NULL, c->interleaved, wt, y, B, S);
+        }
+        for (k = 0; k < K; k++) {
+            double r = c->rsf != 0 ? c->rsf : 1.0;
+            y[k] *= r, B[k] *= fabs(r), S[k] *= fabs(r), ysh[k] = Bs[k] = Ss[k] = 0;
+        }
+        if (c->shared)
+            ref_mlp(c, xd, K, ms->Ns, ms->sd13, ms->sd2, c->bias ? ms->sbias13 : NULL, c->bias ? ms->sbias2 : NULL, c->interleaved, 1.0,
+                    ysh, Bs, Ss);
+        for (k = 0; k < K; k++) {
+            double ref = y[k] + ysh[k], got = dec_out(out, ot, t * ldo + k);
+            double tol = eps_out * fabs(ref) + ca * (S[k] + Ss[k]) + cg * (B[k] + Bs[k]) + 1e-30;
+            double err = fabs(got - ref);
+            if (!(err <= tol)) {
+                if (bad++ == 0)
+                    printf("  %s: t=%zu k=%zu got %.9g want %.9g tol %.3g\n", fname, t, k, got, ref, tol);
+            }
+            if (tol > 0 && err / tol > worst) worst = err / tol;
+        }
+        if (!c->inplace) /* gaps between out rows untouched */
+            for (k = K; k < ldo && t + 1 < M; k++)
+                gaps_bad += ot == AMXK_DTYPE_F32 ? test_f32_bits(((float *)out)[t * ldo + k]) != 0xffffffffu
+                                                 : ((uint16_t *)out)[t * ldo + k] != 0xffffu;
+    }
+    CHECK(bad == 0, "moe %s tier %s M=%zu topk=%zu act=%d bias=%d oninput=%d inter=%d shared=%d shard=[%zu,%zu) routing=%d inplace=%d out=%d: %ld bad (worst ratio %.3g)",
+          fname, amxk_tier_name(ctx ? ctx->tier : AMXK_TIER_NONE), M, topk, c->act, c->bias, c->on_input, c->interleaved, c->shared,
+          e0, e1, c->routing, c->inplace, (int)ot, bad, worst);
+    CHECK(gaps_bad == 0, "out gaps written (%ld)", gaps_bad);
+    CHECK(test_guard_ok(x) && test_guard_ok(ws) && (c->inplace || test_guard_ok(out)), "guards");
+    if (out_copy) {
+        *out_copy = (unsigned char *)malloc(obytes);
+        memcpy(*out_copy, out, obytes);
+    }
+    if (!c->inplace) test_free(out);
+    test_free(x), test_free(ws), test_free(tw), test_free(ids);
+    free(xd), free(y), free(B), free(S), free(ysh), free(Bs), free(Ss), free(xw), free(xcopy);
+}
+
+static const mformat formats[] = {
+    {"bf16", 0, {AMXK_QFMT_NONE, 0, 0, 0}},
+    {"int4-sym-g16", 1, {AMXK_QFMT_INT4, 0, 1, 16}},
+    {"int8-asym-g16", 1, {AMXK_QFMT_INT8, 1, 1, 16}},
+    {"fp8e4m3-16x32", 1, {AMXK_QFMT_FP8_E4M3, 0, 16, 32}},
+    {"int2-asym-g16", 1, {AMXK_QFMT_INT2, 1, 1, 16}},
+    {"fp8e5m2-1xK", 1, {AMXK_QFMT_FP8_E5M2, 0, 1, 48}},
+};
+#define N_FORMATS (sizeof formats / sizeof formats[0])
+
+static void test_experts(void) {
+    amxk_ctx ctx;
+    amxk_tier tier;
+    size_t fi;
+    const size_t E = 6, K = 64, N = 48, Ns = 32;
+    TEST_SECTION("fused experts vs fp64 reference: formats x activations x bias x apply-on-input, every tier");
+    for (fi = 0; fi < N_FORMATS; fi++) {
+        mset ms;
+        mset_make(&ms, &formats[fi], AMXK_DTYPE_BF16, E, K, N, Ns);
+        TEST_FOR_EACH_TIER(tier, ctx) {
+            int act, bias, oni, ci = 0;
+            for (act = 0; act < 3; act++)
+                for (bias = 0; bias < 2; bias++)
+                    for (oni = 0; oni < 2; oni++, ci++) {
+                        mcase c;
+                        memset(&c, 0, sizeof c);
+                        c.M = ci % 3 == 0 ? 1 : ci % 3 == 1 ? 13 : 7;
+                        c.topk = ci % 2 ? 2 : 3;
+                        c.ldx = K + (size_t)(ci % 2) * 5, c.ldo = K + (size_t)(ci % 3) * 3;
+                        c.ot = ci % 3 == 0 ? AMXK_DTYPE_F32 : ci % 3 == 1 ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F16;
+                        c.act = act, c.bias = bias, c.on_input = oni, c.interleaved = (ci / 2) % 2, c.shared = ci % 4 == 1;
+                        c.arrays = ci % 2, c.alpha = 1.702f, c.limit = ci % 2 ? 7.0f : 0.25f, c.rsf = ci % 5 == 2 ? 2.5f : 0.0f;
+                        c.routing = ci % 4;
+                        if (ci % 6 == 5) c.e0 = 2, c.e1 = 5;
+                        c.inplace = ci % 7 == 3;
+                        if (c.inplace) c.ldo = c.ldx;
+                        moe_case(&ctx, &ms, &c, formats[fi].name, NULL);
+                    }
+        }
+        mset_free(&ms);
+    }
+
+    TEST_SECTION("fused experts: fp16 activations and packs, big expert groups (AMX path), M = 1");
+    {
+        mformat f16 = {"fp16", 0, {AMXK_QFMT_NONE, 0, 0, 0}};
+        mset ms;
+        mset_make(&ms, &f16, AMXK_DTYPE_F16, 4, 64, 32, 16);
+        TEST_FOR_EACH_TIER(tier, ctx) {
+            mcase c;
+            memset(&c, 0, sizeof c);
+            c.M = 20, c.topk = 2, c.ldx = 64, c.ldo = 64, c.ot = AMXK_DTYPE_F16, c.bias = 1, c.shared = 1, c.routing = 0;
+            moe_case(&ctx, &ms, &c, "fp16", NULL);
+            c.routing = 1, c.act = AMXK_MOE_ACT_GELU_TANH, c.ot = AMXK_DTYPE_F32; /* all tokens to one expert */
+            moe_case(&ctx, &ms, &c, "fp16 one expert", NULL);
+            c.M = 1, c.topk = 4, c.routing = 0;
+            moe_case(&ctx, &ms, &c, "fp16 M=1 topk=E", NULL);
+        }
+        mset_free(&ms);
+    }
+
+    TEST_SECTION("fused experts: thread-count invariance, arrays vs base+stride");
+    {
+        mset ms;
+        mset_make(&ms, &formats[1], AMXK_DTYPE_BF16, 8, 96, 64, 32);
+        TEST_FOR_EACH_TIER(tier, ctx) {
+            unsigned char *ref = NULL, *got = NULL;
+            mcase c;
+            int wi, arrays;
+            uint64_t st = test_rng_state;
+            memset(&c, 0, sizeof c);
+            c.M = 40, c.topk = 4, c.ldx = 96, c.ldo = 96, c.ot = AMXK_DTYPE_BF16, c.bias = 1, c.shared = 1, c.act = 2;
+            c.alpha = 1.702f, c.limit = 7.0f, c.interleaved = 1, c.routing = 2;
+            for (arrays = 0; arrays < 2; arrays++)
+                for (wi = 0; wi < TEST_N_WORKER_COUNTS; wi++) {
+                    amxk_ctx pc;
+                    if (!test_ctx(&pc, tier, test_worker_counts[wi])) continue;
+                    c.arrays = arrays;
+                    test_rng_state = st; /* same data every run */
+                    moe_case(&pc, &ms, &c, "invariance", ref ? &got : &ref);
+                    if (got) {
+                        CHECK(memcmp(ref, got, ((c.M - 1) * c.ldo + 96) * 2) == 0, "tier %s workers %d arrays %d: not bitwise equal",
+                              amxk_tier_name(tier), test_worker_counts[wi], arrays);
+                        free(got), got = NULL;
+                    }
+                }
+            free(ref);
+        }
+        mset_free(&ms);
+    }
+}
+
+/* ============================== bad input ============================== */
+
+static void test_bad(void) {
+    mset ms;
+    amxk_moe_weights w;
+    amxk_moe_shared sh;
+    amxk_moe_opts o;
+    size_t M = 3, topk = 2, K = 32, N = 16, E = 4, ws_bytes = 0, i;
+    void *x, *out, *ws, *out_ref, *ws_ref;
+    float tw[6] = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
+    int32_t ids[6] = {0, 1, 2, 3, 1, -1};
+    TEST_SECTION("fused experts: bad input -> status, out and workspace untouched");
+    mset_make(&ms, &formats[0], AMXK_DTYPE_BF16, E, K, N, 16);
+    memset(&w, 0, sizeof w);
+    w.n_experts = E, w.hidden = K, w.inter = N, w.w13_base = ms.w13, w.w13_stride = ms.b13, w.w2_base = ms.w2, w.w2_stride = ms.b2;
+    memset(&sh, 0, sizeof sh);
+    sh.inter = 16, sh.w13 = ms.sw13, sh.w13_bytes = ms.sb13, sh.w2 = ms.sw2, sh.w2_bytes = ms.sb2;
+    memset(&o, 0, sizeof o);
+    CHECK(amxk_moe_workspace_size(NULL, &w, &sh, &o, M, topk, &ws_bytes) == AMXK_OK, "ws");
+    x = test_alloc(M * K * 2), out = test_alloc(M * K * 4), ws = test_alloc(ws_bytes + 64);
+    out_ref = malloc(M * K * 4), ws_ref = malloc(ws_bytes + 64);
+    for (i = 0; i < M * K; i++) ((uint16_t *)x)[i] = amxk_f32_to_bf16(test_randf(-1, 1));
+    memset(out, 0x3c, M * K * 4), memset(ws, 0x5a, ws_bytes + 64);
+    memcpy(out_ref, out, M * K * 4), memcpy(ws_ref, ws, ws_bytes + 64);
+#define BAD_MOE(expect, ...)                                                                                         \
+    do {                                                                                                             \
+        amxk_moe_weights w2_ = w;                                                                                    \
+        amxk_moe_opts o2_ = o;                                                                                       \
+        amxk_moe_shared sh2_ = sh;                                                                                   \
+        amxk_moe_weights *W_ = &w2_;                                                                                 \
+        amxk_moe_shared *SH_ = &sh2_;                                                                                \
+        size_t m_ = M, tk_ = topk, ldx_ = K, ldo_ = K, wsb_ = ws_bytes;                                              \
+        amxk_dtype xt_ = AMXK_DTYPE_BF16, ot_ = AMXK_DTYPE_F32;                                                      \
+        const void *x_ = x;                                                                                          \
+        void *out_ = out, *ws_ = ws;                                                                                 \
+        const float *tw_ = tw;                                                                                       \
+        const int32_t *ids_ = ids;                                                                                   \
+        amxk_status s_;                                                                                              \
+        __VA_ARGS__;                                                                                                 \
+        s_ = amxk_moe_experts(NULL, W_, SH_, &o2_, m_, x_, xt_, ldx_, tk_, tw_, ids_, out_, ot_, ldo_, ws_, wsb_);   \
+        CHECK(s_ == (expect), "line %d: got %s", __LINE__, amxk_status_string(s_));                                  \
+        CHECK(memcmp(out, out_ref, M * K * 4) == 0 && memcmp(ws, ws_ref, ws_bytes + 64) == 0, "line %d: written", __LINE__); \
+    } while (0)
+    BAD_MOE(AMXK_ERR_NULL, W_ = NULL);
+    BAD_MOE(AMXK_ERR_NULL, x_ = NULL);
+    BAD_MOE(AMXK_ERR_NULL, tw_ = NULL);
+    BAD_MOE(AMXK_ERR_NULL, ids_ = NULL);
+    BAD_MOE(AMXK_ERR_NULL, out_ = NULL);
+    BAD_MOE(AMXK_ERR_NULL, w2_.w2_base = NULL);
+    BAD_MOE(AMXK_ERR_SHAPE, m_ = 0);
+    BAD_MOE(AMXK_ERR_SHAPE, tk_ = 0);
+    BAD_MOE(AMXK_ERR_SHAPE, w2_.inter = 0);
+    BAD_MOE(AMXK_ERR_FORMAT, w2_.inter = 8);   /* packs are [32, 32] / [32, 16] */
+    BAD_MOE(AMXK_ERR_FORMAT, w2_.hidden = 16); /* K mismatch */
+    BAD_MOE(AMXK_ERR_FORMAT, sh2_.inter = 8);
+    BAD_MOE(AMXK_ERR_FORMAT, xt_ = AMXK_DTYPE_F16); /* bf16 packs, fp16 x */
+    BAD_MOE(AMXK_ERR_FORMAT, w2_.w13_stride = 64); /* expert 1 at a non-pack */
+    BAD_MOE(AMXK_ERR_DTYPE, xt_ = AMXK_DTYPE_F32);
+    BAD_MOE(AMXK_ERR_DTYPE, ot_ = AMXK_DTYPE_I8);
+    BAD_MOE(AMXK_ERR_STRIDE, ldx_ = K - 1);
+    BAD_MOE(AMXK_ERR_STRIDE, ldo_ = K - 1);
+    BAD_MOE(AMXK_ERR_ARG, ids[5] = -2);
+    ids[5] = -1;
+    BAD_MOE(AMXK_ERR_ARG, ids[2] = 4);
+    ids[2] = 2;
+    BAD_MOE(AMXK_ERR_ARG, o2_.e_begin = 3, o2_.e_end = 2);
+    BAD_MOE(AMXK_ERR_ARG, o2_.e_begin = 0, o2_.e_end = 5);
+    BAD_MOE(AMXK_ERR_ARG, o2_.act = (amxk_moe_act)3);
+    BAD_MOE(AMXK_ERR_ARG, o2_.act = AMXK_MOE_ACT_SWIGLU_OAI, o2_.alpha = NAN, o2_.limit = 7);
+    BAD_MOE(AMXK_ERR_ARG, o2_.act = AMXK_MOE_ACT_SWIGLU_OAI, o2_.alpha = 1.7f, o2_.limit = 0);
+    BAD_MOE(AMXK_ERR_ARG, o2_.apply_router_weight_on_input = 2);
+    BAD_MOE(AMXK_ERR_ARG, w2_.w13_interleaved = 3);
+    BAD_MOE(AMXK_ERR_WORKSPACE, wsb_ = ws_bytes - 1);
+    BAD_MOE(AMXK_ERR_WORKSPACE, ws_ = NULL);
+    BAD_MOE(AMXK_ERR_ALIGN, ws_ = (char *)ws + 32, wsb_ = ws_bytes);
+    BAD_MOE(AMXK_ERR_ALIAS, out_ = ws);
+    BAD_MOE(AMXK_ERR_ALIAS, x_ = (char *)ws + 128);
+    BAD_MOE(AMXK_ERR_ALIAS, out_ = (void *)tw);
+    {
+        amxk_ctx bad;
+        memset(&bad, 0, sizeof bad);
+        CHECK(amxk_moe_experts(&bad, &w, &sh, &o, M, x, AMXK_DTYPE_BF16, K, topk, tw, ids, out, AMXK_DTYPE_F32, K, ws, ws_bytes) ==
+                  AMXK_ERR_CONTEXT, "uninitialised ctx");
+        CHECK(memcmp(out, out_ref, M * K * 4) == 0, "ctx: written");
+    }
+    /* shard: experts outside may be absent in the pointer arrays */
+    {
+        const void *p13[4], *p2[4];
+        size_t b13[4] = {0, 0, 0, 0}, b2[4] = {0, 0, 0, 0};
+        amxk_moe_weights wa = w;
+        size_t wsb = 0;
+        amxk_status s;
+        for (i = 0; i < 4; i++) p13[i] = p2[i] = NULL;
+        p13[1] = ms.w13 + ms.b13, p2[1] = ms.w2 + ms.b2, b13[1] = ms.b13, b2[1] = ms.b2;
+        wa.w13 = p13, wa.w2 = p2, wa.w13_bytes = b13, wa.w2_bytes = b2;
+        o.e_begin = 1, o.e_end = 2;
+        CHECK(amxk_moe_workspace_size(NULL, &wa, NULL, &o, M, topk, &wsb) == AMXK_OK && wsb <= ws_bytes, "shard ws");
+        s = amxk_moe_experts(NULL, &wa, NULL, &o, M, x, AMXK_DTYPE_BF16, K, topk, tw, ids, out, AMXK_DTYPE_F32, K, ws, wsb);
+        CHECK(s == AMXK_OK, "shard with NULL outside: %s", amxk_status_string(s));
+        /* token 2 has ids {1, -1}: only row 2 and row 0 (slot 1) contribute; token 1 ({2,3}) gets 0 */
+        for (i = 0; i < K; i++) CHECK(((float *)out)[1 * K + i] == 0.0f, "token without experts in the shard is 0");
+        o.e_begin = 0, o.e_end = 2;
+        CHECK(amxk_moe_workspace_size(NULL, &wa, NULL, &o, M, topk, &wsb) == AMXK_ERR_NULL, "NULL pack inside the shard");
+        o.e_begin = o.e_end = 0;
+    }
+    /* in place with the same buffer is allowed; out overlapping x partially too */
+    {
+        amxk_status s = amxk_moe_experts(NULL, &w, &sh, &o, M, x, AMXK_DTYPE_BF16, K, topk, tw, ids, x, AMXK_DTYPE_BF16, K, ws, ws_bytes);
+        CHECK(s == AMXK_OK, "in place: %s", amxk_status_string(s));
+    }
+    test_free(x), test_free(out), test_free(ws), free(out_ref), free(ws_ref);
+    mset_free(&ms);
+}
+
+int main(void) {
+    test_init();
+    test_routing();
+    test_align();
+    test_experts();
+    test_bad();
+    return test_finish();
+}
