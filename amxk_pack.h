@@ -208,14 +208,17 @@ AMXK_DEF amxk_status amxk_quantize_act(const amxk_ctx *ctx, size_t m, size_t k, 
 AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float *src, amxk_scale_layout src_layout,
                                           size_t ld_src, float *dst, amxk_scale_layout dst_layout, size_t ld_dst);
 
-/* w8a8: y[m, n] = sum_g sx(m, g) * sw(n, g) * sum_{k in g} xq[m][k] * wq[n][k] (+ bias[n]), the integer
-   sums exact in int32. xq: int8 activations from amxk_quantize_act (AMXK_DTYPE_I8, values in
+/* w8a8 / w4a8 / w2a8: y[m, n] = sum_g sx(m, g) * sw(n, g) * (sum_{k in g} xq[m][k] * q[n][k]
+   - z(n, g) * sum_{k in g} xq[m][k]) (+ bias[n]), the integer sums exact in int32 (z = 0 for
+   symmetric packs). xq: int8 activations from amxk_quantize_act (AMXK_DTYPE_I8, values in
    [-127, 127]), row stride ldq; xscales in either layout (ld_s as for amxk_quantize_act), act_group
-   columns per activation scale. packed: a symmetric AMXK_QFMT_INT8 pack whose group divides act_group
-   (per-token activations: act_group = K). y as in amxk_linear. No workspace.
-   Tiers: AVX2 (and AVX-512/AMX tiers, which run it): vpmaddubsw on |w| and sign(x, w) - exact, no
-   16-bit saturation since |w| <= 128 and |x| <= 127 - then vpmaddwd to int32; scalar: int32 loops.
-   Same parallel decomposition as amxk_linear (rows x column blocks). */
+   columns per activation scale. packed: an INT8 (symmetric), INT4 or INT2 (symmetric or asymmetric)
+   pack whose group divides act_group (per-token activations: act_group = K). y as in amxk_linear.
+   No workspace.
+   Tiers: AVX2 (and AVX-512/AMX tiers, which run it): int8: vpmaddubsw on |w| and sign(x, w) - exact,
+   no 16-bit saturation since |w| <= 128 and |x| <= 127; int4/int2: vpmaddubsw on the unsigned field
+   u (symmetric values offset by 2^(b-1), which the x sum corrects) and x, exact since u <= 15; then
+   vpmaddwd to int32. Scalar: int32 loops. Same parallel decomposition as amxk_linear. */
 AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const int8_t *xq, size_t ldq,
                                     const float *xscales, amxk_scale_layout layout, size_t ld_s, size_t act_group,
                                     const void *packed, size_t packed_bytes, const float *bias, void *y, amxk_dtype y_dtype,
@@ -925,13 +928,17 @@ AMXK__PRIV void amxk__linear_q8__1x16__scalar(const amxk__q8_args *a, size_t m0,
             for (g = 0; g < v->nbk; g++)
                 for (r = 0; r < AMXK__LIN_NB && b * AMXK__LIN_NB + r < a->n; r++) {
                     const size_t nn = b * AMXK__LIN_NB + r;
-                    int32_t sum = 0;
+                    int32_t sum = 0, xsum = 0;
                     for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) {
                         int sh;
                         size_t pos = b * v->blk_bytes + amxk__q_pos(v, r, kk, &sh);
-                        sum += (int32_t)a->xq[i * a->ldq + kk] * (int32_t)(int8_t)v->data[pos];
+                        unsigned f = (unsigned)(v->data[pos] >> sh) & ((1u << v->bits) - 1u);
+                        int32_t qv = v->asym ? (int32_t)f : (int32_t)f - (f >> (v->bits - 1) ? (1 << v->bits) : 0);
+                        sum += (int32_t)a->xq[i * a->ldq + kk] * qv;
+                        xsum += a->xq[i * a->ldq + kk];
                     }
-                    acc[r] += amxk__q8_xscale(a, i, g * v->bk) * v->scales[nn * v->nbk + g] * (float)sum;
+                    acc[r] += amxk__q8_xscale(a, i, g * v->bk) * v->scales[nn * v->nbk + g] *
+                              ((float)sum - (v->asym ? v->zeros[nn * v->nbk + g] * (float)xsum : 0.0f));
                 }
             amxk__q8_store(a, i, b, acc);
         }
@@ -940,38 +947,67 @@ AMXK__PRIV void amxk__linear_q8__1x16__scalar(const amxk__q8_args *a, size_t m0,
 #if AMXK__HAS_AVX2
 AMXK__TARGET_AVX2_BEGIN
 /* MR rows (<= 4) x 16 columns of block b; per weight group, int32 lanes (one per column) summed over
-   4 k per vpmaddubsw + vpmaddwd step. */
-static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx2(const amxk__q8_args *a, size_t row, int mr, size_t b) {
+   4 k per vpmaddubsw + vpmaddwd step. bits 8: signed weights (sign trick); 4 / 2: unsigned fields
+   u = q (asym) or q + 2^(b-1) (sym, by an XOR of each field's top bit), corrected with the x sums. */
+static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx2(const amxk__q8_args *a, size_t row, int mr, size_t b,
+                                                                             int bits) {
     const amxk__qview *v = a->w;
     const uint8_t *blk = v->data + b * v->blk_bytes;
-    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);
+    const int per = 8 / bits, span = 4 * per;
+    const __m256i fmask = _mm256_set1_epi8((char)((1 << bits) - 1));
+    const __m256i flip = _mm256_set1_epi8((char)(bits == 4 ? 0x88 : 0xaa)); /* top bit of every field */
     float acc[4][AMXK__LIN_NB];
     size_t g, rg;
-    int r, j;
+    int r, j, f;
     for (r = 0; r < mr; r++)
         for (j = 0; j < AMXK__LIN_NB; j++) acc[r][j] = 0.0f;
     for (g = 0; g < v->nbk; g++) {
-        __m256i s[4][2];
-        float sw[AMXK__LIN_NB];
-        for (r = 0; r < 4; r++) s[r][0] = s[r][1] = _mm256_setzero_si256();
-        for (rg = g * v->bk / 4; rg < (g + 1) * v->bk / 4; rg++) {
+        __m256i s[4][2], xsum[4];
+        float sw[AMXK__LIN_NB], zw[AMXK__LIN_NB];
+        for (r = 0; r < 4; r++) s[r][0] = s[r][1] = xsum[r] = _mm256_setzero_si256();
+        for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {
             __m256i w0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), w1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));
-            __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);
+            if (bits == 8) {
+                __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);
 #pragma GCC unroll 4
-            for (r = 0; r < mr; r++) {
-                int32_t x4;
-                __m256i xb;
-                memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * 4, 4);
-                xb = _mm256_set1_epi32(x4);
-                s[r][0] = _mm256_add_epi32(s[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(a0, _mm256_sign_epi8(xb, w0)), ones));
-                s[r][1] = _mm256_add_epi32(s[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(a1, _mm256_sign_epi8(xb, w1)), ones));
+                for (r = 0; r < mr; r++) {
+                    int32_t x4;
+                    __m256i xb;
+                    memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * 4, 4);
+                    xb = _mm256_set1_epi32(x4);
+                    s[r][0] = _mm256_add_epi32(s[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(a0, _mm256_sign_epi8(xb, w0)), ones));
+                    s[r][1] = _mm256_add_epi32(s[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(a1, _mm256_sign_epi8(xb, w1)), ones));
+                }
+                continue;
+            }
+            if (!v->asym) w0 = _mm256_xor_si256(w0, flip), w1 = _mm256_xor_si256(w1, flip);
+#pragma GCC unroll 4
+            for (f = 0; f < per; f++) { /* field f holds columns rg*span + 4f .. +3 of every row */
+                __m256i u0 = _mm256_and_si256(_mm256_srli_epi16(w0, f * bits), fmask), u1 = _mm256_and_si256(_mm256_srli_epi16(w1, f * bits), fmask);
+#pragma GCC unroll 4
+                for (r = 0; r < mr; r++) {
+                    int32_t x4;
+                    __m256i xb;
+                    memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * (size_t)span + 4 * (size_t)f, 4);
+                    xb = _mm256_set1_epi32(x4);
+                    s[r][0] = _mm256_add_epi32(s[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(u0, xb), ones));
+                    s[r][1] = _mm256_add_epi32(s[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(u1, xb), ones));
+                    xsum[r] = _mm256_add_epi32(xsum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, xb), ones));
+                }
             }
         }
-        for (j = 0; j < AMXK__LIN_NB; j++) sw[j] = b * AMXK__LIN_NB + (size_t)j < a->n ? v->scales[(b * AMXK__LIN_NB + (size_t)j) * v->nbk + g] : 0.0f;
+        for (j = 0; j < AMXK__LIN_NB; j++) {
+            size_t nn = b * AMXK__LIN_NB + (size_t)j;
+            sw[j] = nn < a->n ? v->scales[nn * v->nbk + g] : 0.0f;
+            zw[j] = bits == 8 ? 0.0f : nn >= a->n ? 0.0f : v->asym ? v->zeros[nn * v->nbk + g] : (float)(1 << (bits - 1));
+        }
         for (r = 0; r < mr; r++) {
-            __m256 sx = _mm256_set1_ps(amxk__q8_xscale(a, row + (size_t)r, g * v->bk));
-            _mm256_storeu_ps(acc[r], _mm256_fmadd_ps(_mm256_mul_ps(sx, _mm256_loadu_ps(sw)), _mm256_cvtepi32_ps(s[r][0]), _mm256_loadu_ps(acc[r])));
-            _mm256_storeu_ps(acc[r] + 8, _mm256_fmadd_ps(_mm256_mul_ps(sx, _mm256_loadu_ps(sw + 8)), _mm256_cvtepi32_ps(s[r][1]), _mm256_loadu_ps(acc[r] + 8)));
+            __m256 sx = _mm256_set1_ps(amxk__q8_xscale(a, row + (size_t)r, g * v->bk)), xs = _mm256_cvtepi32_ps(xsum[r]);
+            __m256 t0 = _mm256_fnmadd_ps(_mm256_loadu_ps(zw), xs, _mm256_cvtepi32_ps(s[r][0]));
+            __m256 t1 = _mm256_fnmadd_ps(_mm256_loadu_ps(zw + 8), xs, _mm256_cvtepi32_ps(s[r][1]));
+            _mm256_storeu_ps(acc[r], _mm256_fmadd_ps(_mm256_mul_ps(sx, _mm256_loadu_ps(sw)), t0, _mm256_loadu_ps(acc[r])));
+            _mm256_storeu_ps(acc[r] + 8, _mm256_fmadd_ps(_mm256_mul_ps(sx, _mm256_loadu_ps(sw + 8)), t1, _mm256_loadu_ps(acc[r] + 8)));
         }
     }
     for (r = 0; r < mr; r++) amxk__q8_store(a, row + (size_t)r, b, acc[r]);
@@ -980,12 +1016,21 @@ AMXK__PRIV void amxk__linear_q8_block__avx2(const amxk__q8_args *a, size_t m0, s
     size_t i, b;
     for (b = b0; b < b1; b++)
         for (i = m0; i < m1; i += 4) {
-            switch (AMXK__MIN((size_t)4, m1 - i)) {
-            case 4: amxk__linear_q8__4x16__avx2(a, i, 4, b); break;
-            case 3: amxk__linear_q8__4x16__avx2(a, i, 3, b); break;
-            case 2: amxk__linear_q8__4x16__avx2(a, i, 2, b); break;
-            default: amxk__linear_q8__4x16__avx2(a, i, 1, b); break;
+#define AMXK__Q8_ROWS(BITS)                                                                          \
+    switch (AMXK__MIN((size_t)4, m1 - i)) {                                                          \
+    case 4: amxk__linear_q8__4x16__avx2(a, i, 4, b, BITS); break;                                    \
+    case 3: amxk__linear_q8__4x16__avx2(a, i, 3, b, BITS); break;                                    \
+    case 2: amxk__linear_q8__4x16__avx2(a, i, 2, b, BITS); break;                                    \
+    default: amxk__linear_q8__4x16__avx2(a, i, 1, b, BITS); break;                                   \
+    }
+            if (a->w->bits == 8) {
+                AMXK__Q8_ROWS(8)
+            } else if (a->w->bits == 4) {
+                AMXK__Q8_ROWS(4)
+            } else {
+                AMXK__Q8_ROWS(2)
             }
+#undef AMXK__Q8_ROWS
         }
 }
 AMXK__TARGET_END
@@ -1469,7 +1514,8 @@ AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, siz
     if (layout != AMXK_SCALES_ROW_MAJOR && layout != AMXK_SCALES_GROUP_MAJOR) return AMXK_ERR_ARG;
     if (ag == 0 || k % ag) return AMXK_ERR_ARG;
     if ((s = amxk__pack_open(packed, packed_bytes, &h, &v)) != AMXK_OK) return s;
-    if (h.qformat != AMXK_QFMT_INT8 || h.asym || h.n != n || h.k != k || ag % v.bk) return AMXK_ERR_FORMAT;
+    if (amxk__q_isfp8(v.fmt) || (v.fmt == AMXK_QFMT_INT8 && v.asym) || h.n != n || h.k != k || ag % v.bk) return AMXK_ERR_FORMAT;
+    if (v.bk % (size_t)(32 / v.bits)) return AMXK_ERR_UNSUPPORTED; /* groups of whole 64-byte rows */
     ng = k / ag;
     if (ldq < k || ldy < n || ld_s < (layout == AMXK_SCALES_ROW_MAJOR ? ng : m)) return AMXK_ERR_STRIDE;
     for (i = 0; i < m; i++) /* -128 would break the exactness argument: refuse it before writing */

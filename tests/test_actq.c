@@ -137,8 +137,8 @@ static void test_bad_input(void) {
 }
 
 /* amxk_linear_q8 against sum over groups of sx * sw * (exact integer sum), in double. */
-static void q8_case(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t wg, size_t ag, amxk_scale_layout lay, amxk_dtype yt,
-                    int bias, const char *tier, double *rms_num, double *rms_den) {
+static void q8_case(const amxk_ctx *ctx, amxk_qformat fmt, int asym, size_t m, size_t n, size_t k, size_t wg, size_t ag,
+                    amxk_scale_layout lay, amxk_dtype yt, int bias, const char *tier, double *rms_num, double *rms_den) {
     const size_t ng = k / ag, lds = lay == AMXK_SCALES_ROW_MAJOR ? ng + 1 : m + 2, ldq = k + 3, ldy = n + 1;
     float *w = (float *)malloc(n * k * 4), *b = (float *)malloc(n * 4), *xs = (float *)malloc((lay == AMXK_SCALES_ROW_MAJOR ? m * lds : ng * lds) * 4);
     uint16_t *x = (uint16_t *)malloc(m * k * 2);
@@ -151,7 +151,7 @@ static void q8_case(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t wg
     for (i = 0; i < n * k; i++) w[i] = (float)test_uniform(-1.0, 1.0);
     for (i = 0; i < n; i++) b[i] = (float)test_uniform(-1.0, 1.0);
     for (i = 0; i < m * k; i++) x[i] = (uint16_t)test_ref_encode(AMXK_DTYPE_BF16, (float)test_uniform(-2.0, 2.0));
-    q.format = AMXK_QFMT_INT8, q.asym = 0, q.block_n = 1, q.block_k = wg;
+    q.format = fmt, q.asym = asym, q.block_n = 1, q.block_k = wg;
     amxk_pack_quant_size(&q, n, k, &bytes);
     p = test_alloc(bytes);
     CHECK(amxk_quantize_pack(ctx, p, bytes, &q, w, AMXK_DTYPE_F32, n, k, k) == AMXK_OK, "[%s] pack", tier);
@@ -179,7 +179,7 @@ static void q8_case(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t wg
             }
         free(wd);
     }
-    CHECK(bad == 0, "[%s] m=%zu n=%zu k=%zu wg=%zu ag=%zu: %zu outputs off", tier, m, n, k, wg, ag, bad);
+    CHECK(bad == 0, "[%s] fmt=%d asym=%d m=%zu n=%zu k=%zu wg=%zu ag=%zu: %zu outputs off", tier, (int)fmt, asym, m, n, k, wg, ag, bad);
     for (i = 0, bad = 0; i < m && yt == AMXK_DTYPE_F32; i++)
         for (j = n; j < ldy; j++)
             if (y[(i * ldy + j) * 4] != 0xff) bad++;
@@ -191,18 +191,27 @@ static void q8_case(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t wg
 static void test_linear_q8(void) {
     amxk_ctx ctx;
     int t, w;
-    TEST_SECTION("amxk_linear_q8 (w8a8) vs exact integer sums, both scale layouts, every tier");
+    TEST_SECTION("amxk_linear_q8 (w8a8, w4a8, w2a8) vs exact integer sums, both scale layouts, every tier");
+    static const struct { amxk_qformat f; int asym; const char *name; } fmts[5] = {
+        {AMXK_QFMT_INT8, 0, "w8a8"}, {AMXK_QFMT_INT4, 0, "w4a8 sym"}, {AMXK_QFMT_INT4, 1, "w4a8 asym"},
+        {AMXK_QFMT_INT2, 0, "w2a8 sym"}, {AMXK_QFMT_INT2, 1, "w2a8 asym"}};
+    int fi;
     TEST_FOR_EACH_TIER(t, ctx) {
-        double num = 0, den = 0;
-        q8_case(&ctx, 1, 17, 128, 32, 128, AMXK_SCALES_ROW_MAJOR, AMXK_DTYPE_F32, 1, amxk_tier_name(ctx.tier), &num, &den);
-        q8_case(&ctx, 5, 33, 256, 64, 128, AMXK_SCALES_GROUP_MAJOR, AMXK_DTYPE_F32, 0, amxk_tier_name(ctx.tier), &num, &den);
-        q8_case(&ctx, 13, 40, 96, 32, 96, AMXK_SCALES_ROW_MAJOR, AMXK_DTYPE_BF16, 1, amxk_tier_name(ctx.tier), &num, &den);
-        q8_case(&ctx, 7, 16, 64, 64, 64, AMXK_SCALES_GROUP_MAJOR, AMXK_DTYPE_F16, 0, amxk_tier_name(ctx.tier), &num, &den);
-        printf("  %-6s w8a8 relative RMS error vs fp64 with unquantized x and W: %.2e\n", amxk_tier_name(ctx.tier), sqrt(num / den));
-        for (w = 0; w < TEST_N_WORKER_COUNTS; w++) {
-            amxk_ctx pc;
-            test_ctx(&pc, (amxk_tier)t, test_worker_counts[w]);
-            q8_case(&pc, 40, 70, 128, 32, 128, AMXK_SCALES_ROW_MAJOR, AMXK_DTYPE_F32, 1, "pool", &num, &den);
+        for (fi = 0; fi < 5; fi++) {
+            const amxk_qformat f = fmts[fi].f;
+            const int as = fmts[fi].asym;
+            double num = 0, den = 0;
+            q8_case(&ctx, f, as, 1, 17, 128, 32, 128, AMXK_SCALES_ROW_MAJOR, AMXK_DTYPE_F32, 1, amxk_tier_name(ctx.tier), &num, &den);
+            q8_case(&ctx, f, as, 5, 33, 256, 64, 128, AMXK_SCALES_GROUP_MAJOR, AMXK_DTYPE_F32, 0, amxk_tier_name(ctx.tier), &num, &den);
+            q8_case(&ctx, f, as, 13, 40, 96, 32, 96, AMXK_SCALES_ROW_MAJOR, AMXK_DTYPE_BF16, 1, amxk_tier_name(ctx.tier), &num, &den);
+            q8_case(&ctx, f, as, 7, 16, 64, 64, 64, AMXK_SCALES_GROUP_MAJOR, AMXK_DTYPE_F16, 0, amxk_tier_name(ctx.tier), &num, &den);
+            printf("  %-6s %-9s relative RMS error vs fp64 with unquantized x and W: %.2e\n", amxk_tier_name(ctx.tier), fmts[fi].name,
+                   sqrt(num / den));
+            for (w = 0; w < TEST_N_WORKER_COUNTS; w++) {
+                amxk_ctx pc;
+                test_ctx(&pc, (amxk_tier)t, test_worker_counts[w]);
+                q8_case(&pc, f, as, 40, 70, 128, 32, 128, AMXK_SCALES_ROW_MAJOR, AMXK_DTYPE_F32, 1, "pool", &num, &den);
+            }
         }
     }
 }
@@ -226,7 +235,7 @@ static void test_q8_bad_input(void) {
     pa = test_alloc(bytes_a);
     amxk_quantize_pack(NULL, pa, bytes_a, &q, w, AMXK_DTYPE_F32, 32, 64, 64);
     memset(y, 0x7b, sizeof y), memcpy(y0, y, sizeof y);
-    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, pa, bytes_a, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_FORMAT, "asym pack");
+    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, pa, bytes_a, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_FORMAT, "asym int8 pack");
     CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 4, 16, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_FORMAT, "act group 16 < weight group 32");
     CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 0, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_ARG, "act group 0");
     CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_GROUP_MAJOR, 1, 32, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_STRIDE, "ld_s < M");
