@@ -9,9 +9,9 @@
    same f32 weights (int formats: one scale per group of G columns, G must divide K, default 128,
    --asym 1 for unsigned values + zero points; fp8: G x G scale blocks, default 128, partial edge
    blocks allowed), workspace from amxk_linear_workspace_size_for. Activations: --act bf16 runs
-   amxk_linear on bf16 x; --act int8 (with --dtype int8, symmetric) times amxk_quantize_act (per
-   token group of G columns, int8, row-major scales) followed by amxk_linear_q8: the w8a8 path,
-   activation quantization included in the time.
+   amxk_linear on bf16 x; --act int8 (int8 symmetric, int4, int2 weights) times amxk_quantize_act
+   (per token group of G columns, int8, row-major scales) followed by amxk_linear_q8: the w8a8 /
+   w4a8 / w2a8 path, activation quantization included in the time.
    gflops = 2*M*N*K / median; gbs = (packed weight bytes (the whole packed buffer: header, values,
    scales, zero points) + x bytes + y bytes) / median. Quantized cases add group=G asym=A act=bf16
    to the printed parameters. */
@@ -92,7 +92,7 @@ static int cmd_linear(bench_env *env, const bench_args *a) {
         const int fp8 = qf == AMXK_QFMT_FP8_E4M3 || qf == AMXK_QFMT_FP8_E5M2;
         j.a8 = strcmp(acts, "int8") == 0;
         if (!j.a8 && strcmp(acts, "bf16") != 0) bench_die("--act must be bf16 or int8, not '%s'", acts);
-        if (j.a8 && (qf != AMXK_QFMT_INT8 || asym)) bench_die("--act int8 runs w8a8: it needs --dtype int8 --asym 0");
+        if (j.a8 && (fp8 || (qf == AMXK_QFMT_INT8 && asym))) bench_die("--act int8 needs an int format (int8 symmetric, int4, int2)");
         j.group = (size_t)group;
         if (group < 1) bench_die("--group must be >= 1");
         if (asym != 0 && asym != 1) bench_die("--asym must be 0 or 1");

@@ -44,6 +44,8 @@ for t in 1 "$threads"; do
         cases+=("$bin linear --m 1 --n 4096 --k 4096 --dtype fp8e4m3 --group 128 --out bf16 --threads $t --rotate-mb $rot")
         cases+=("$bin linear --m 256 --n 4096 --k 4096 --dtype int8 --group 128 --out bf16 --threads $t --reps 3")
         cases+=("$bin linear --m 1 --n 4096 --k 4096 --dtype int8 --group 128 --act int8 --out bf16 --threads $t --rotate-mb $rot")
+        cases+=("$bin linear --m 1 --n 4096 --k 4096 --dtype int4 --group 128 --act int8 --out bf16 --threads $t --rotate-mb $rot")
+        cases+=("$bin linear --m 1 --n 4096 --k 4096 --dtype int2 --group 64 --act int8 --out bf16 --threads $t --rotate-mb $rot")
         cases+=("$bin linear --m 256 --n 4096 --k 4096 --dtype int8 --group 128 --act int8 --out bf16 --threads $t --reps 3")
     fi
 done
