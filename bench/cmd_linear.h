@@ -110,11 +110,10 @@ static int cmd_linear(bench_env *env, const bench_args *a) {
     bench_fill(wf, j.n * j.k, 1);
     bench_fill(xf, j.m * j.k, 2);
     bench_rot_init(&j.w, j.packed_bytes, env->rotate_mb);
-    for (i = 0; i < j.w.n; i++) {
-        if (qf == AMXK_QFMT_NONE) st = amxk_pack_linear(&env->ctx, j.w.copy[i], j.packed_bytes, j.dt, wf, AMXK_DTYPE_F32, j.n, j.k, j.k);
-        else st = amxk_quantize_pack(&env->ctx, j.w.copy[i], j.packed_bytes, &q, wf, AMXK_DTYPE_F32, j.n, j.k, j.k);
-        if (st != AMXK_OK) bench_die("pack: %s", amxk_status_string(st));
-    }
+    if (qf == AMXK_QFMT_NONE) st = amxk_pack_linear(&env->ctx, j.w.copy[0], j.packed_bytes, j.dt, wf, AMXK_DTYPE_F32, j.n, j.k, j.k);
+    else st = amxk_quantize_pack(&env->ctx, j.w.copy[0], j.packed_bytes, &q, wf, AMXK_DTYPE_F32, j.n, j.k, j.k);
+    if (st != AMXK_OK) bench_die("pack: %s", amxk_status_string(st));
+    for (i = 1; i < j.w.n; i++) memcpy(j.w.copy[i], j.w.copy[0], j.packed_bytes); /* the rotation copies */
     if ((st = amxk_linear_workspace_size_for(&env->ctx, j.m, j.w.copy[0], j.packed_bytes, &j.ws_bytes)) != AMXK_OK)
         bench_die("workspace size: %s", amxk_status_string(st));
     j.x = bench_alloc(j.m * j.k * 2, 64);
