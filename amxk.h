@@ -312,8 +312,16 @@ AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b);
 #else
 #  define AMXK__HAS_AVX512 0
 #endif
-/* AMX kernels are compiled when emulated (any CPU) or when the compiler can target real AMX. */
-#if !defined(AMXK_NO_AMX) && (defined(AMXK_AMX_EMULATE) || AMXK__HAS_AVX512)
+/* AMX kernels are compiled when emulated (any CPU) or when the compiler can target real AMX
+   (gcc >= 11, clang >= 12: the amx-* targets and intrinsics). */
+#if defined(__clang__)
+#  define AMXK__CC_AMX (__clang_major__ >= 12)
+#elif defined(__GNUC__)
+#  define AMXK__CC_AMX (__GNUC__ >= 11)
+#else
+#  define AMXK__CC_AMX 0
+#endif
+#if !defined(AMXK_NO_AMX) && (defined(AMXK_AMX_EMULATE) || (AMXK__HAS_AVX512 && AMXK__CC_AMX))
 #  define AMXK__HAS_AMX 1
 #else
 #  define AMXK__HAS_AMX 0
@@ -326,18 +334,18 @@ AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b);
 #if defined(__clang__)
 #  define AMXK__TARGET_AVX2_BEGIN _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c\"))), apply_to = function)")
 #  define AMXK__TARGET_AVX512_BEGIN                                                                  \
-      _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx512fp16\"))), apply_to = function)")
+      _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16\"))), apply_to = function)")
 #  define AMXK__TARGET_AMX_BEGIN                                                                     \
-      _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx512fp16,amx-tile,amx-int8,amx-bf16\"))), apply_to = function)")
+      _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,amx-tile,amx-int8,amx-bf16\"))), apply_to = function)")
 #  define AMXK__TARGET_END _Pragma("clang attribute pop")
 #elif defined(__GNUC__)
 #  define AMXK__TARGET_AVX2_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c\")")
 #  define AMXK__TARGET_AVX512_BEGIN                                                                  \
       _Pragma("GCC push_options")                                                                    \
-      _Pragma("GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx512fp16\")")
+      _Pragma("GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16\")")
 #  define AMXK__TARGET_AMX_BEGIN                                                                     \
       _Pragma("GCC push_options")                                                                    \
-      _Pragma("GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx512fp16,amx-tile,amx-int8,amx-bf16\")")
+      _Pragma("GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,amx-tile,amx-int8,amx-bf16\")")
 #  define AMXK__TARGET_END _Pragma("GCC pop_options")
 #endif
 #if defined(AMXK_AMX_EMULATE)
