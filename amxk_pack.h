@@ -950,7 +950,7 @@ AMXK__TARGET_AVX2_BEGIN
    4 k per vpmaddubsw + vpmaddwd step. bits 8: signed weights (sign trick); 4 / 2: unsigned fields
    u = q (asym) or q + 2^(b-1) (sym, by an XOR of each field's top bit), corrected with the x sums. */
 static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx2(const amxk__q8_args *a, size_t row, int mr, size_t b,
-                                                                             int bits) {
+                                                                             int bits, int pre, const int32_t *xsum_tab, size_t m0) {
     const amxk__qview *v = a->w;
     const uint8_t *blk = v->data + b * v->blk_bytes;
     const __m256i ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);
@@ -993,7 +993,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx2(co
                     xb = _mm256_set1_epi32(x4);
                     s[r][0] = _mm256_add_epi32(s[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(u0, xb), ones));
                     s[r][1] = _mm256_add_epi32(s[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(u1, xb), ones));
-                    xsum[r] = _mm256_add_epi32(xsum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, xb), ones));
+                    if (!pre) xsum[r] = _mm256_add_epi32(xsum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, xb), ones));
                 }
             }
         }
@@ -1003,7 +1003,8 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx2(co
             zw[j] = bits == 8 ? 0.0f : nn >= a->n ? 0.0f : v->asym ? v->zeros[nn * v->nbk + g] : (float)(1 << (bits - 1));
         }
         for (r = 0; r < mr; r++) {
-            __m256 sx = _mm256_set1_ps(amxk__q8_xscale(a, row + (size_t)r, g * v->bk)), xs = _mm256_cvtepi32_ps(xsum[r]);
+            __m256 sx = _mm256_set1_ps(amxk__q8_xscale(a, row + (size_t)r, g * v->bk));
+            __m256 xs = pre ? _mm256_set1_ps((float)xsum_tab[(row + (size_t)r - m0) * v->nbk + g]) : _mm256_cvtepi32_ps(xsum[r]);
             __m256 t0 = _mm256_fnmadd_ps(_mm256_loadu_ps(zw), xs, _mm256_cvtepi32_ps(s[r][0]));
             __m256 t1 = _mm256_fnmadd_ps(_mm256_loadu_ps(zw + 8), xs, _mm256_cvtepi32_ps(s[r][1]));
             _mm256_storeu_ps(acc[r], _mm256_fmadd_ps(_mm256_mul_ps(sx, _mm256_loadu_ps(sw)), t0, _mm256_loadu_ps(acc[r])));
@@ -1013,22 +1014,42 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx2(co
     for (r = 0; r < mr; r++) amxk__q8_store(a, row + (size_t)r, b, acc[r]);
 }
 AMXK__PRIV void amxk__linear_q8_block__avx2(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
+    /* int4/int2: the x sums per (row, group) once per task when they fit a small table (decode),
+       instead of once per block inside the kernel */
+    int32_t tab[1024];
+    const int32_t *xt = NULL;
     size_t i, b;
+    if (a->w->bits < 8 && (m1 - m0) * a->w->nbk <= 1024) {
+        size_t r, g, kk;
+        for (r = m0; r < m1; r++)
+            for (g = 0; g < a->w->nbk; g++) {
+                int32_t sum = 0;
+                for (kk = g * a->w->bk; kk < (g + 1) * a->w->bk; kk++) sum += a->xq[r * a->ldq + kk];
+                tab[(r - m0) * a->w->nbk + g] = sum;
+            }
+        xt = tab;
+    }
     for (b = b0; b < b1; b++)
         for (i = m0; i < m1; i += 4) {
-#define AMXK__Q8_ROWS(BITS)                                                                          \
+#define AMXK__Q8_ROWS(BITS, PRE)                                                                     \
     switch (AMXK__MIN((size_t)4, m1 - i)) {                                                          \
-    case 4: amxk__linear_q8__4x16__avx2(a, i, 4, b, BITS); break;                                    \
-    case 3: amxk__linear_q8__4x16__avx2(a, i, 3, b, BITS); break;                                    \
-    case 2: amxk__linear_q8__4x16__avx2(a, i, 2, b, BITS); break;                                    \
-    default: amxk__linear_q8__4x16__avx2(a, i, 1, b, BITS); break;                                   \
+    case 4: amxk__linear_q8__4x16__avx2(a, i, 4, b, BITS, PRE, xt, m0); break;                       \
+    case 3: amxk__linear_q8__4x16__avx2(a, i, 3, b, BITS, PRE, xt, m0); break;                       \
+    case 2: amxk__linear_q8__4x16__avx2(a, i, 2, b, BITS, PRE, xt, m0); break;                       \
+    default: amxk__linear_q8__4x16__avx2(a, i, 1, b, BITS, PRE, xt, m0); break;                      \
     }
             if (a->w->bits == 8) {
-                AMXK__Q8_ROWS(8)
+                AMXK__Q8_ROWS(8, 0)
             } else if (a->w->bits == 4) {
-                AMXK__Q8_ROWS(4)
+                if (xt) {
+                    AMXK__Q8_ROWS(4, 1)
+                } else {
+                    AMXK__Q8_ROWS(4, 0)
+                }
+            } else if (xt) {
+                AMXK__Q8_ROWS(2, 1)
             } else {
-                AMXK__Q8_ROWS(2)
+                AMXK__Q8_ROWS(2, 0)
             }
 #undef AMXK__Q8_ROWS
         }
