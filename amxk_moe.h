@@ -6,12 +6,19 @@
    amxk_pack.h's and this module's, once each). Conventions (strides in elements, status codes,
    workspace, threading, tiers): see amxk.h.
 
-   STATUS (honest): a first, correct and complete-in-API version. Decode and prefill both run through
-   amxk_linear (amxk_pack.h) per active expert: gate+up GEMM, activation, down GEMM; there is no fused
-   tile kernel, no separate decode strategy over (expert, N-slice) and no intermediate-cache fusion
-   yet. Every weight format amxk_linear accepts works (bf16, fp16, int8/int4/int2 sym/asym, fp8 e4m3 /
-   e5m2 block-scaled), on every tier amxk_linear runs (scalar, AVX2, AVX-512 via AVX2, AMX / emulator),
-   with bias, activation parameters and every option honoured by every format.
+   STATUS (honest): complete in API. Decode and prefill share one strategy: every active expert (and
+   the shared expert) is a unit with two GEMMs run by amxk_pack.h's block kernels with the plan
+   amxk_linear would make for its row count (same kernels, same sums: results equal per-expert
+   amxk_linear calls), but all units' work is one parallel loop per GEMM phase: gate+up items
+   (unit, row chunk, slice of intermediate columns, activation fused in when N % 16 == 0), then
+   down items (slice of K columns for every unit, followed by the weighted top-k sum of those
+   columns). So a decode call makes 2 parallel launches (3 when the activation is a separate pass)
+   whatever the number of experts, and every worker streams its own share of every active
+   expert's weights, each byte once. No intermediate-cache fusion of gate+up with down, and no
+   dedicated tile/VNNI prefill kernel: prefill uses amxk_linear's kernels (AMX where it would).
+   Every weight format amxk_linear accepts works (bf16, fp16, int8/int4/int2 sym/asym, fp8 e4m3 /
+   e5m2 block-scaled), on every tier amxk_linear runs (scalar, AVX2, AVX-512 via AVX2, AMX /
+   emulator), with bias, activation parameters and every option honoured by every format.
 
    WHAT IS HERE
        amxk_moe_topk            routing: softmax / sigmoid scores, optional grouped top-k (DeepSeek),
@@ -70,11 +77,16 @@
    Biases: b13 NULL or [E, 2N] f32 in w13's row order; b2 NULL or [E, K] f32.
 
    THREADING
-       Experts in the shard are processed one after another, in increasing id; each GEMM is
-       amxk_linear, parallel through ctx as documented there. Gather, activation and the final
-       reduction are parallel over row chunks: serial loop  for (t = 0; t < n_tasks; t++) task(t, 0).
-       Every output is computed in a fixed order, so results are bitwise identical for any worker
-       count. Routing: tasks over token chunks; align: serial (O(M * topk)).
+       Phases, each one amxk__parallel loop: gather of the rows of experts with several rows (or
+       with apply_router_weight_on_input; serial on the caller when small; a single unscaled row
+       is read in place), gate+up items over (unit, row chunk, column slice) computing the
+       activation of their slice (N and Ns multiples of 16; otherwise a separate loop over 64-row
+       chunks), down items over slices of K computing those columns for every unit, then the
+       top-k sum of those columns for every token. Slices: at most 16 column blocks, and with
+       several workers at least 8 items per worker in all. Every output is computed by one item
+       in a fixed order (the row chunks do not depend on the worker count), so results are bitwise
+       identical for any worker count. Routing: tasks over token chunks; align: serial
+       (O(M * topk)).
 
    IN PLACE: out may alias or overlap x: every read of x (gather and shared expert) finishes before
    the first write of out. out must not overlap anything else (AMXK_ERR_ALIAS).
@@ -227,6 +239,8 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
 
 #define AMXK__MOE_ROWS_PER_TASK 64 /* rows per task of the gather / activation / reduction loops */
 #define AMXK__MOE_TOPK_TOKENS 16   /* tokens per routing task */
+#define AMXK__MOE_ITEMS_PER_WORKER 8 /* with several workers: at least this many GEMM items per worker */
+#define AMXK__MOE_SERIAL_GATHER 65536 /* gathers of at most this many elements run on the caller */
 
 // >>util -----------------------------------------------------------------------------------------
 
@@ -361,31 +375,53 @@ AMXK__PRIV amxk_status amxk__moe_check_pack(const void *p, size_t bytes, size_t 
     return AMXK_OK;
 }
 
-/* Largest amxk_linear workspace for this pack over every row count up to rows (the plan depends on
-   the row count only up to a few dozen rows; the loop covers 1..128 and rows itself). */
-AMXK__PRIV amxk_status amxk__moe_lin_ws(const amxk_ctx *ctx, const void *p, size_t bytes, size_t rows, size_t *best) {
-    size_t mm, b;
-    amxk_status s;
+/* Largest per-worker slice of the amxk_linear plan (amxk__linear_layout) of this pack over every row
+   count up to rows and either x dtype (the plan depends on the row count only up to a few dozen rows;
+   the loop covers 1..128 and rows itself). The pack is valid (checked before). */
+AMXK__PRIV void amxk__moe_lin_ws(const amxk_ctx *ctx, const void *pk, size_t bytes, size_t rows, size_t *best) {
+    amxk__pack_hdr h;
+    amxk__qview v;
+    amxk__linear_plan lp;
+    size_t mm;
+    int t, quant;
+    if (amxk__pack_open(pk, bytes, &h, &v) != AMXK_OK) return;
+    quant = h.qformat == AMXK_QFMT_NONE ? 0 : amxk__q_kind(&v);
     for (mm = 1; mm <= rows; mm = mm < 128 ? mm + 1 : rows) {
-        if ((s = amxk_linear_workspace_size_for(ctx, mm, p, bytes, &b)) != AMXK_OK) return s;
-        *best = AMXK__MAX(*best, b);
+        for (t = 0; t < 2; t++) {
+            amxk__linear_layout(ctx, mm, (size_t)h.n, (size_t)h.k, t ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16, quant, &lp);
+            *best = AMXK__MAX(*best, lp.ws_worker);
+        }
         if (mm == rows) break;
     }
-    return AMXK_OK;
 }
+
+/* One GEMM pair of a call: an active routed expert (its compact rows) or the shared expert (every
+   token). Both GEMMs run through amxk_pack.h's block kernels (amxk__linear_block__*) with the plan
+   amxk_linear would make for the same row count (same row chunks and kernels: same sums), but the
+   column blocks are split by this module so that all experts' work forms one parallel loop. */
+typedef struct amxk__moe_unit {
+    amxk__linear_args a1, a2; /* gate+up (y = h, f32) and down (x = the activation, y f32) */
+    amxk__linear_plan p1, p2;
+    amxk__qview q1, q2;
+    size_t rows, N;           /* rows of the unit, intermediate size */
+    size_t ns1, sw1, item0;   /* gate+up: ns1 slices of sw1 slice units per row chunk, first item */
+    int interleaved;
+    float *h;                 /* [rows, 2N] */
+    uint16_t *act;            /* [rows, N] */
+} amxk__moe_unit;
 
 /* The workspace layout of one amxk_moe_experts call: the size query and the call both use it. */
 typedef struct amxk__moe_plan {
     size_t e_begin, e_end, rows; /* rows = M * topk */
     float rscale;
-    size_t off_cnt, off_order, off_pos, off_xg, off_h, off_a, off_y, off_sh, off_sa, off_sy, off_lin, lin_bytes, total;
+    size_t off_cnt, off_order, off_pos, off_units, max_units, off_xg, off_h, off_a, off_y, off_sh, off_sa, off_sy, off_lin;
+    size_t lin_worker, total; /* per-worker slice of the GEMM scratch */
 } amxk__moe_plan;
 
 AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *sh,
                                         const amxk_moe_opts *o, size_t m, size_t topk, amxk_dtype xt, amxk__moe_plan *p) {
-    size_t e, K, N, R, off = 0, lin = 0;
-    unsigned char prev13[64], prev2[64];
-    int have13 = 0, have2 = 0;
+    size_t e, K, N, R, off = 0, lin = 0, pb, prevb13 = 0, prevb2 = 0;
+    const void *pw, *prev13 = NULL, *prev2 = NULL;
     amxk_status s;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!w) return AMXK_ERR_NULL;
@@ -406,26 +442,30 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
         if (o->apply_router_weight_on_input != 0 && o->apply_router_weight_on_input != 1) return AMXK_ERR_ARG;
         if (!amxk__moe_finite(p->rscale)) return AMXK_ERR_ARG;
     }
-    for (e = p->e_begin; e < p->e_end; e++) { /* every pack of the shard; the linear workspace per distinct header */
-        const void *pw;
-        size_t pb;
+    /* every pack of the shard. A pack whose size and 64-byte header equal the previous pack's
+       (checked) one passes the same checks and needs the same scratch: only its header is compared. */
+    for (e = p->e_begin; e < p->e_end; e++) {
         amxk__moe_w(w, e, 0, &pw, &pb);
-        if ((s = amxk__moe_check_pack(pw, pb, 2 * N, K, xt)) != AMXK_OK) return s;
-        if (!have13 || memcmp(prev13, pw, 64) != 0) {
-            if ((s = amxk__moe_lin_ws(ctx, pw, pb, R, &lin)) != AMXK_OK) return s;
-            memcpy(prev13, pw, 64), have13 = 1;
+        if (!pw) return AMXK_ERR_NULL;
+        if (!prev13 || pb != prevb13 || memcmp(prev13, pw, sizeof(amxk__pack_hdr)) != 0) {
+            if ((s = amxk__moe_check_pack(pw, pb, 2 * N, K, xt)) != AMXK_OK) return s;
+            amxk__moe_lin_ws(ctx, pw, pb, R, &lin);
+            prev13 = pw, prevb13 = pb;
         }
         amxk__moe_w(w, e, 1, &pw, &pb);
-        if ((s = amxk__moe_check_pack(pw, pb, K, N, xt)) != AMXK_OK) return s;
-        if (!have2 || memcmp(prev2, pw, 64) != 0) {
-            if ((s = amxk__moe_lin_ws(ctx, pw, pb, R, &lin)) != AMXK_OK) return s;
-            memcpy(prev2, pw, 64), have2 = 1;
+        if (!pw) return AMXK_ERR_NULL;
+        if (!prev2 || pb != prevb2 || memcmp(prev2, pw, sizeof(amxk__pack_hdr)) != 0) {
+            if ((s = amxk__moe_check_pack(pw, pb, K, N, xt)) != AMXK_OK) return s;
+            amxk__moe_lin_ws(ctx, pw, pb, R, &lin);
+            prev2 = pw, prevb2 = pb;
         }
     }
 #define AMXK__MOE_TAKE(field, bytes) (p->field = off, off += AMXK__ROUND_UP((size_t)(bytes), (size_t)AMXK_ALIGN))
     AMXK__MOE_TAKE(off_cnt, (w->n_experts + 1) * 4);
     AMXK__MOE_TAKE(off_order, R * 4);
     AMXK__MOE_TAKE(off_pos, R * 4);
+    p->max_units = AMXK__MIN(p->e_end - p->e_begin, R) + 1; /* active experts + the shared expert */
+    AMXK__MOE_TAKE(off_units, p->max_units * sizeof(amxk__moe_unit));
     AMXK__MOE_TAKE(off_xg, R * K * 2);
     AMXK__MOE_TAKE(off_h, R * 2 * N * 4);
     AMXK__MOE_TAKE(off_a, R * N * 2);
@@ -436,49 +476,53 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
         if (sh->w13_interleaved != 0 && sh->w13_interleaved != 1) return AMXK_ERR_ARG;
         if ((s = amxk__moe_check_pack(sh->w13, sh->w13_bytes, 2 * Ns, K, xt)) != AMXK_OK) return s;
         if ((s = amxk__moe_check_pack(sh->w2, sh->w2_bytes, K, Ns, xt)) != AMXK_OK) return s;
-        if ((s = amxk__moe_lin_ws(ctx, sh->w13, sh->w13_bytes, m, &lin)) != AMXK_OK) return s;
-        if ((s = amxk__moe_lin_ws(ctx, sh->w2, sh->w2_bytes, m, &lin)) != AMXK_OK) return s;
+        amxk__moe_lin_ws(ctx, sh->w13, sh->w13_bytes, m, &lin);
+        amxk__moe_lin_ws(ctx, sh->w2, sh->w2_bytes, m, &lin);
         AMXK__MOE_TAKE(off_sh, m * 2 * Ns * 4);
         AMXK__MOE_TAKE(off_sa, m * Ns * 2);
         AMXK__MOE_TAKE(off_sy, m * K * 4);
     }
-    AMXK__MOE_TAKE(off_lin, lin);
+    AMXK__MOE_TAKE(off_lin, lin * (size_t)amxk__workers(ctx));
 #undef AMXK__MOE_TAKE
-    p->lin_bytes = lin;
+    p->lin_worker = lin;
     p->rows = R;
     p->total = off;
     return AMXK_OK;
 }
 
-/* ---- fused experts: row-parallel steps ------------------------------------------------------------ */
+/* ---- fused experts: the two parallel loops -------------------------------------------------------- */
 
+/* Everything the tasks of one amxk_moe_experts call share. */
 typedef struct amxk__moe_args {
     const amxk_moe_opts *o;
     amxk_moe_act act;
     float alpha, limit, rscale;
-    size_t m, topk, K, N, ldx, ldo;
+    int on_input, fused; /* fused: the activation runs in the gate+up items (every unit's N % 16 == 0) */
+    size_t m, topk, K, ldx, ldo, routed;
     const void *x;
     amxk_dtype xt, ot;
     const float *tw;
     const int32_t *order, *pos;
-    /* current step */
-    size_t r0, nrows, n_act;  /* rows [r0, r0 + nrows) of the expert's compact range; n_act: N of the step */
-    int interleaved;
-    const float *h;
-    uint16_t *xg, *a;
-    const float *y, *sy; /* routed rows (compact), shared rows (or NULL) */
+    uint16_t *xg;
+    amxk__moe_unit *u;
+    size_t n_units, items1; /* units (active experts in increasing id, then the shared one); gate+up items */
+    size_t ns2, sw2;        /* down: ns2 slices of sw2 column blocks of K */
+    char *lin;              /* GEMM scratch, lin_worker bytes per worker */
+    size_t lin_worker;
+    const float *y, *sy;    /* routed rows (compact, [routed, K]), shared rows ([M, K]) or NULL */
     void *out;
 } amxk__moe_args;
 
-AMXK__PRIV void amxk__moe_gather_task(void *task_ctx, size_t task, int worker) {
-    const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
-    size_t i0 = task * AMXK__MOE_ROWS_PER_TASK, i1 = AMXK__MIN(a->nrows, i0 + AMXK__MOE_ROWS_PER_TASK), i, k;
-    (void)worker;
+AMXK__INLINE float amxk__moe_sigmoid(float x) { return x >= 0.0f ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x)); }
+
+/* Gathers compact rows [i0, i1) (x rows of their tokens, scaled by the weight on input). */
+AMXK__PRIV void amxk__moe_gather_rows(const amxk__moe_args *a, size_t i0, size_t i1) {
+    size_t i, k;
     for (i = i0; i < i1; i++) {
-        size_t p = (size_t)a->order[a->r0 + i], t = p / a->topk;
+        size_t p = (size_t)a->order[i], t = p / a->topk;
         const uint16_t *src = (const uint16_t *)a->x + t * a->ldx;
         uint16_t *dst = a->xg + i * a->K;
-        if (a->o && a->o->apply_router_weight_on_input) {
+        if (a->on_input) {
             float wt = a->tw[p];
             for (k = 0; k < a->K; k++) dst[k] = amxk__moe_to16(wt * amxk__moe_ld16(src, k, a->xt), a->xt);
         } else {
@@ -487,44 +531,116 @@ AMXK__PRIV void amxk__moe_gather_task(void *task_ctx, size_t task, int worker) {
     }
 }
 
-AMXK__INLINE float amxk__moe_sigmoid(float x) { return x >= 0.0f ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x)); }
-
-AMXK__PRIV void amxk__moe_act_task(void *task_ctx, size_t task, int worker) {
+AMXK__PRIV void amxk__moe_gather_task(void *task_ctx, size_t task, int worker) {
     const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
-    size_t i0 = task * AMXK__MOE_ROWS_PER_TASK, i1 = AMXK__MIN(a->nrows, i0 + AMXK__MOE_ROWS_PER_TASK), i, n, N = a->n_act;
+    size_t i0 = task * AMXK__MOE_ROWS_PER_TASK;
     (void)worker;
+    amxk__moe_gather_rows(a, i0, AMXK__MIN(a->routed, i0 + AMXK__MOE_ROWS_PER_TASK));
+}
+
+/* Activation of rows [i0, i1), intermediate columns [n0, n1) of unit u: act[i][n] from h[i]. */
+AMXK__PRIV void amxk__moe_act_rows(const amxk__moe_args *a, const amxk__moe_unit *u, size_t i0, size_t i1, size_t n0, size_t n1) {
+    size_t i, n, N = u->N;
     for (i = i0; i < i1; i++) {
-        const float *h = a->h + i * 2 * N;
-        uint16_t *out = a->a + i * N;
-        for (n = 0; n < N; n++) {
-            float g = a->interleaved ? h[2 * n] : h[n], u = a->interleaved ? h[2 * n + 1] : h[N + n], v;
+        const float *h = u->h + i * 2 * N;
+        uint16_t *out = u->act + i * N;
+        for (n = n0; n < n1; n++) {
+            float g = u->interleaved ? h[2 * n] : h[n], up = u->interleaved ? h[2 * n + 1] : h[N + n], v;
             switch (a->act) {
             case AMXK_MOE_ACT_GELU_TANH:
-                v = 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g))) * u;
+                v = 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g))) * up;
                 break;
             case AMXK_MOE_ACT_SWIGLU_OAI:
                 g = g < a->limit ? g : a->limit;
-                u = u < -a->limit ? -a->limit : u > a->limit ? a->limit : u;
-                v = g * amxk__moe_sigmoid(a->alpha * g) * (u + 1.0f);
+                up = up < -a->limit ? -a->limit : up > a->limit ? a->limit : up;
+                v = g * amxk__moe_sigmoid(a->alpha * g) * (up + 1.0f);
                 break;
-            default: v = g * amxk__moe_sigmoid(g) * u; break;
+            default: v = g * amxk__moe_sigmoid(g) * up; break;
             }
             out[n] = amxk__moe_to16(v, a->xt);
         }
     }
 }
 
-AMXK__PRIV void amxk__moe_reduce_task(void *task_ctx, size_t task, int worker) {
+/* Non-fused activation: task = 64 rows of one unit (units in order, ceil(rows / 64) tasks each). */
+AMXK__PRIV void amxk__moe_act_task(void *task_ctx, size_t task, int worker) {
     const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
-    size_t t0 = task * AMXK__MOE_ROWS_PER_TASK, t1 = AMXK__MIN(a->m, t0 + AMXK__MOE_ROWS_PER_TASK), t, j, k;
-    int on_input = a->o && a->o->apply_router_weight_on_input;
+    size_t i;
     (void)worker;
-    for (t = t0; t < t1; t++)
-        for (k = 0; k < a->K; k++) {
+    for (i = 0; i < a->n_units; i++) {
+        size_t nt = AMXK__CEIL_DIV(a->u[i].rows, (size_t)AMXK__MOE_ROWS_PER_TASK);
+        if (task < nt) {
+            size_t r0 = task * AMXK__MOE_ROWS_PER_TASK;
+            amxk__moe_act_rows(a, &a->u[i], r0, AMXK__MIN(a->u[i].rows, r0 + AMXK__MOE_ROWS_PER_TASK), 0, a->u[i].N);
+            return;
+        }
+        task -= nt;
+    }
+}
+
+/* Rows [m0, m1) (at most the plan's row chunk) x column blocks [b0, b1) of one GEMM: amxk_linear's
+   task body for the plan's kernel family. */
+AMXK__PRIV void amxk__moe_gemm(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
+    if (b0 >= b1) return;
+    switch (a->plan->tier) {
+#if AMXK__HAS_AMX
+    case AMXK_TIER_AMX: amxk__linear_block__32x32__amx(a, m0, m1, b0, b1, ws); break;
+#endif
+#if AMXK__HAS_AVX2
+    case AMXK_TIER_AVX2: amxk__linear_block__avx2(a, m0, m1, b0, b1, ws); break;
+#endif
+    default: amxk__linear__1x16__scalar(a, m0, m1, b0, b1, ws); break;
+    }
+}
+
+/* Gate+up item: one row chunk x one slice of one unit; fused: the matching gate and up blocks, then
+   the activation of that slice. */
+AMXK__PRIV void amxk__moe_up_task(void *task_ctx, size_t task, int worker) {
+    const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
+    const amxk__moe_unit *u;
+    char *ws = a->lin + (size_t)worker * a->lin_worker;
+    size_t lo = 0, hi = a->n_units, li, m0, m1, s0, s1, nb;
+    while (hi - lo > 1) { /* the unit whose items contain task */
+        size_t mid = (lo + hi) / 2;
+        if (a->u[mid].item0 <= task) lo = mid;
+        else hi = mid;
+    }
+    u = &a->u[lo];
+    li = task - u->item0;
+    m0 = (li / u->ns1) * u->p1.mc, m1 = AMXK__MIN(u->rows, m0 + u->p1.mc);
+    s0 = (li % u->ns1) * u->sw1;
+    if (!a->fused) {
+        nb = amxk__lin_nblk(2 * u->N);
+        amxk__moe_gemm(&u->a1, m0, m1, s0, AMXK__MIN(nb, s0 + u->sw1), ws);
+        return;
+    }
+    nb = u->N / AMXK__LIN_NB, s1 = AMXK__MIN(nb, s0 + u->sw1); /* slice units: 16 intermediate columns */
+    if (u->interleaved) {
+        amxk__moe_gemm(&u->a1, m0, m1, 2 * s0, 2 * s1, ws);
+    } else {
+        amxk__moe_gemm(&u->a1, m0, m1, s0, s1, ws);
+        amxk__moe_gemm(&u->a1, m0, m1, nb + s0, nb + s1, ws);
+    }
+    amxk__moe_act_rows(a, u, m0, m1, s0 * AMXK__LIN_NB, s1 * AMXK__LIN_NB);
+}
+
+/* Down item: columns blocks [b0, b1) of K for every unit and row, then the weighted top-k sum of
+   those columns for every token into out. */
+AMXK__PRIV void amxk__moe_down_task(void *task_ctx, size_t task, int worker) {
+    const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
+    char *ws = a->lin + (size_t)worker * a->lin_worker;
+    size_t b0 = task * a->sw2, b1 = AMXK__MIN(amxk__lin_nblk(a->K), b0 + a->sw2), i, m0, t, j, k, k0, k1;
+    for (i = 0; i < a->n_units; i++) {
+        const amxk__moe_unit *u = &a->u[i];
+        for (m0 = 0; m0 < u->rows; m0 += u->p2.mc) amxk__moe_gemm(&u->a2, m0, AMXK__MIN(u->rows, m0 + u->p2.mc), b0, b1, ws);
+    }
+    k0 = b0 * AMXK__LIN_NB, k1 = AMXK__MIN(a->K, b1 * AMXK__LIN_NB);
+    for (t = 0; t < a->m; t++)
+        for (k = k0; k < k1; k++) {
             float acc = 0.0f, v;
             for (j = 0; j < a->topk; j++) {
                 int32_t r = a->pos[t * a->topk + j];
-                if (r >= 0) acc += (on_input ? 1.0f : a->tw[t * a->topk + j]) * a->y[(size_t)r * a->K + k];
+                if (r >= 0) acc += (a->on_input ? 1.0f : a->tw[t * a->topk + j]) * a->y[(size_t)r * a->K + k];
             }
             v = a->rscale * acc;
             if (a->sy) v = a->sy[t * a->K + k] + v;
@@ -533,24 +649,47 @@ AMXK__PRIV void amxk__moe_reduce_task(void *task_ctx, size_t task, int worker) {
         }
 }
 
-/* gate+up -> activation -> down for `rows` rows of x (stride ldx) into y (f32, stride K). */
-AMXK__PRIV amxk_status amxk__moe_mlp(const amxk_ctx *ctx, amxk__moe_args *a, size_t rows, const void *x, size_t ldx,
-                                     const void *w13, size_t w13_bytes, const void *w2, size_t w2_bytes, size_t N,
-                                     int interleaved, const float *b13, const float *b2, float *h, uint16_t *act, float *y,
-                                     void *lin_ws, size_t lin_bytes) {
-    amxk_status s;
-    s = amxk_linear(ctx, rows, 2 * N, a->K, x, a->xt, ldx, w13, w13_bytes, b13, h, AMXK_DTYPE_F32, 2 * N, lin_ws, lin_bytes);
-    if (s != AMXK_OK) return s;
-    a->nrows = rows, a->n_act = N, a->interleaved = interleaved, a->h = h, a->a = act;
-    amxk__parallel(ctx, amxk__moe_act_task, a, AMXK__CEIL_DIV(rows, (size_t)AMXK__MOE_ROWS_PER_TASK));
-    return amxk_linear(ctx, rows, a->K, N, act, a->xt, N, w2, w2_bytes, b2, y, AMXK_DTYPE_F32, a->K, lin_ws, lin_bytes);
+/* Sets up unit u: plans and arguments of both GEMMs (packs valid, arguments checked). x: the unit's
+   input rows (stride ldx); y: its f32 output rows (stride K). */
+AMXK__PRIV void amxk__moe_unit_init(const amxk_ctx *ctx, const amxk__moe_args *a, amxk__moe_unit *u, size_t rows, const void *x,
+                                    size_t ldx, const void *w13, size_t b13, const void *w2, size_t b2, size_t N, int interleaved,
+                                    const float *bias13, const float *bias2, float *h, uint16_t *act, float *y) {
+    amxk__pack_hdr hd;
+    int q1, q2;
+    memset(u, 0, sizeof *u);
+    (void)amxk__pack_open(w13, b13, &hd, &u->q1);
+    q1 = hd.qformat == AMXK_QFMT_NONE ? 0 : amxk__q_kind(&u->q1);
+    (void)amxk__pack_open(w2, b2, &hd, &u->q2);
+    q2 = hd.qformat == AMXK_QFMT_NONE ? 0 : amxk__q_kind(&u->q2);
+    amxk__linear_layout(ctx, rows, 2 * N, a->K, a->xt, q1, &u->p1);
+    amxk__linear_layout(ctx, rows, a->K, N, a->xt, q2, &u->p2);
+    u->rows = rows, u->N = N, u->interleaved = interleaved, u->h = h, u->act = act;
+    u->a1.m = rows, u->a1.n = 2 * N, u->a1.k = a->K, u->a1.kp = amxk__lin_kp(a->K), u->a1.ldx = ldx, u->a1.ldy = 2 * N;
+    u->a1.x = x, u->a1.w = (const uint16_t *)((const char *)w13 + sizeof(amxk__pack_hdr)), u->a1.q = q1 ? &u->q1 : NULL;
+    u->a1.bias = bias13, u->a1.y = h, u->a1.dt = a->xt, u->a1.yt = AMXK_DTYPE_F32, u->a1.ws = a->lin, u->a1.plan = &u->p1;
+    u->a2.m = rows, u->a2.n = a->K, u->a2.k = N, u->a2.kp = amxk__lin_kp(N), u->a2.ldx = N, u->a2.ldy = a->K;
+    u->a2.x = act, u->a2.w = (const uint16_t *)((const char *)w2 + sizeof(amxk__pack_hdr)), u->a2.q = q2 ? &u->q2 : NULL;
+    u->a2.bias = bias2, u->a2.y = y, u->a2.dt = a->xt, u->a2.yt = AMXK_DTYPE_F32, u->a2.ws = a->lin, u->a2.plan = &u->p2;
+}
+
+/* Splits a unit's gate+up columns: ns1 slices per row chunk. Slice units: 16 intermediate columns
+   (fused) or 16 rows of w13. At most AMXK__LIN_NC blocks per item as amxk_linear does, and enough
+   items in all (target) for the workers to share. */
+AMXK__PRIV size_t amxk__moe_split(amxk__moe_unit *u, int fused, size_t want, size_t item0) {
+    size_t nb = fused ? u->N / AMXK__LIN_NB : amxk__lin_nblk(2 * u->N), cap = fused ? AMXK__LIN_NC / 2 : AMXK__LIN_NC;
+    size_t ns = AMXK__MAX(AMXK__CEIL_DIV(nb, cap), want);
+    ns = AMXK__MIN(ns, nb);
+    u->sw1 = AMXK__CEIL_DIV(nb, ns);
+    u->ns1 = AMXK__CEIL_DIV(nb, u->sw1);
+    u->item0 = item0;
+    return item0 + u->ns1 * AMXK__CEIL_DIV(u->rows, u->p1.mc);
 }
 
 // >>scalar ---------------------------------------------------------------------------------------
 // >>avx512 ---------------------------------------------------------------------------------------
 // >>amx ------------------------------------------------------------------------------------------
-/* No tier-specific code in this module yet: the GEMMs are amxk_linear's (every tier), the rest is
-   portable C. */
+/* No tier-specific code in this module yet: the GEMMs are amxk_pack.h's block kernels (every
+   tier), the rest is portable C. */
 // >>dispatch -------------------------------------------------------------------------------------
 // >>api ------------------------------------------------------------------------------------------
 
@@ -660,7 +799,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     amxk__moe_plan p;
     amxk__moe_args a;
     amxk_status s;
-    size_t K, N, R, e, t, obytes;
+    size_t K, N, R, e, t, i, obytes, gathered;
     char *W = (char *)ws;
     int32_t *cnt, *order, *pos;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
@@ -699,12 +838,15 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
                (sh->b2 && amxk__overlap(out, obytes, sh->b2, K * 4))))
         return AMXK_ERR_ALIAS;
 
-    /* everything is valid: from here on nothing fails (amxk_linear gets arguments checked above) */
+    /* everything is valid: from here on nothing fails */
     cnt = (int32_t *)(W + p.off_cnt), order = (int32_t *)(W + p.off_order), pos = (int32_t *)(W + p.off_pos);
     memset(&a, 0, sizeof a);
     a.o = o, a.act = o ? o->act : AMXK_MOE_ACT_SILU, a.alpha = o ? o->alpha : 0.0f, a.limit = o ? o->limit : 0.0f;
-    a.rscale = p.rscale, a.m = m, a.topk = topk, a.K = K, a.N = N, a.ldx = ldx, a.ldo = ldo, a.x = x, a.xt = xt, a.ot = ot;
-    a.tw = tw, a.order = order, a.pos = pos;
+    a.on_input = o && o->apply_router_weight_on_input;
+    a.rscale = p.rscale, a.m = m, a.topk = topk, a.K = K, a.ldx = ldx, a.ldo = ldo, a.x = x, a.xt = xt, a.ot = ot;
+    a.tw = tw, a.order = order, a.pos = pos, a.xg = (uint16_t *)(W + p.off_xg), a.u = (amxk__moe_unit *)(W + p.off_units);
+    a.lin = W + p.off_lin, a.lin_worker = p.lin_worker;
+    a.y = (const float *)(W + p.off_y), a.sy = sh ? (const float *)(W + p.off_sy) : NULL, a.out = out;
     /* group the pairs by expert (stable): counts, offsets, compact order, position of every pair */
     for (e = 0; e <= w->n_experts; e++) cnt[e] = 0;
     for (t = 0; t < R; t++) {
@@ -727,31 +869,56 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
         for (e = w->n_experts; e > 0; e--) cnt[e] = cnt[e - 1];
         cnt[0] = 0;
     }
-    /* shared expert first (reads x) */
-    if (sh) {
-        s = amxk__moe_mlp(ctx, &a, m, x, ldx, sh->w13, sh->w13_bytes, sh->w2, sh->w2_bytes, sh->inter, sh->w13_interleaved, sh->b13,
-                          sh->b2, (float *)(W + p.off_sh), (uint16_t *)(W + p.off_sa), (float *)(W + p.off_sy), W + p.off_lin,
-                          p.lin_bytes);
-        AMXK_ASSERT(s == AMXK_OK);
-    }
+    a.routed = (size_t)cnt[w->n_experts];
+    /* units: the active experts in increasing id, then the shared expert */
+    a.fused = N % AMXK__LIN_NB == 0 && (!sh || sh->inter % AMXK__LIN_NB == 0);
+    gathered = 0;
     for (e = p.e_begin; e < p.e_end; e++) {
         size_t r0 = (size_t)cnt[e], nr = (size_t)cnt[e + 1] - r0;
-        const void *p13, *p2;
+        const void *p13, *p2, *xe;
         size_t b13, b2;
         if (nr == 0) continue;
         amxk__moe_w(w, e, 0, &p13, &b13);
         amxk__moe_w(w, e, 1, &p2, &b2);
-        a.r0 = r0, a.nrows = nr, a.xg = (uint16_t *)(W + p.off_xg) + r0 * K;
-        amxk__parallel(ctx, amxk__moe_gather_task, &a, AMXK__CEIL_DIV(nr, (size_t)AMXK__MOE_ROWS_PER_TASK));
-        s = amxk__moe_mlp(ctx, &a, nr, a.xg, K, p13, b13, p2, b2, N, w->w13_interleaved, w->b13 ? w->b13 + e * 2 * N : NULL,
-                          w->b2 ? w->b2 + e * K : NULL, (float *)(W + p.off_h), (uint16_t *)(W + p.off_a),
-                          (float *)(W + p.off_y) + r0 * K, W + p.off_lin, p.lin_bytes);
-        AMXK_ASSERT(s == AMXK_OK);
+        /* a single row without input scaling is read in place, others from the gathered copy */
+        if (nr == 1 && !a.on_input) xe = (const uint16_t *)x + ((size_t)order[r0] / topk) * ldx;
+        else xe = a.xg + r0 * K, gathered += nr;
+        amxk__moe_unit_init(ctx, &a, &a.u[a.n_units++], nr, xe, K, p13, b13, p2, b2, N, w->w13_interleaved,
+                            w->b13 ? w->b13 + e * 2 * N : NULL, w->b2 ? w->b2 + e * K : NULL, (float *)(W + p.off_h) + r0 * 2 * N,
+                            (uint16_t *)(W + p.off_a) + r0 * N, (float *)(W + p.off_y) + r0 * K);
     }
-    (void)s;
-    /* every read of x is done: reduce into out */
-    a.y = (const float *)(W + p.off_y), a.sy = sh ? (const float *)(W + p.off_sy) : NULL, a.out = out;
-    amxk__parallel(ctx, amxk__moe_reduce_task, &a, AMXK__CEIL_DIV(m, (size_t)AMXK__MOE_ROWS_PER_TASK));
+    if (sh)
+        amxk__moe_unit_init(ctx, &a, &a.u[a.n_units++], m, x, ldx, sh->w13, sh->w13_bytes, sh->w2, sh->w2_bytes, sh->inter,
+                            sh->w13_interleaved, sh->b13, sh->b2, (float *)(W + p.off_sh), (uint16_t *)(W + p.off_sa),
+                            (float *)(W + p.off_sy));
+    /* work split: enough gate+up items and down slices for every worker to stream its own share */
+    {
+        size_t workers = (size_t)amxk__workers(ctx), target = workers > 1 ? workers * AMXK__MOE_ITEMS_PER_WORKER : 1;
+        size_t chunks = 0, want, nbk = amxk__lin_nblk(K);
+        for (i = 0; i < a.n_units; i++) chunks += AMXK__CEIL_DIV(a.u[i].rows, a.u[i].p1.mc);
+        want = chunks ? AMXK__CEIL_DIV(target, chunks) : 1;
+        for (i = 0; i < a.n_units; i++) a.items1 = amxk__moe_split(&a.u[i], a.fused, want, a.items1);
+        a.ns2 = AMXK__MIN(nbk, AMXK__MAX(AMXK__CEIL_DIV(nbk, (size_t)AMXK__LIN_NC), target));
+        a.sw2 = AMXK__CEIL_DIV(nbk, a.ns2);
+        a.ns2 = AMXK__CEIL_DIV(nbk, a.sw2);
+    }
+    /* gather (small: serially, only the rows read from the copy), gate+up (+ activation), down + sum */
+    if (gathered) {
+        if (a.routed * K <= AMXK__MOE_SERIAL_GATHER) {
+            for (e = p.e_begin; e < p.e_end; e++)
+                if (cnt[e + 1] - cnt[e] > 1 || (a.on_input && cnt[e + 1] > cnt[e])) amxk__moe_gather_rows(&a, (size_t)cnt[e], (size_t)cnt[e + 1]);
+        } else {
+            amxk__parallel(ctx, amxk__moe_gather_task, &a, AMXK__CEIL_DIV(a.routed, (size_t)AMXK__MOE_ROWS_PER_TASK));
+        }
+    }
+    amxk__parallel(ctx, amxk__moe_up_task, &a, a.items1);
+    if (!a.fused) {
+        size_t nt = 0;
+        for (i = 0; i < a.n_units; i++) nt += AMXK__CEIL_DIV(a.u[i].rows, (size_t)AMXK__MOE_ROWS_PER_TASK);
+        amxk__parallel(ctx, amxk__moe_act_task, &a, nt);
+    }
+    /* every read of x is done (the gate+up loop has returned): the down loop writes out */
+    amxk__parallel(ctx, amxk__moe_down_task, &a, a.ns2);
     return AMXK_OK;
 }
 
