@@ -8,8 +8,9 @@
 
    STATUS (honest): complete in API. Decode and prefill share one strategy: every active expert (and
    the shared expert) is a unit with two GEMMs run by amxk_pack.h's block kernels with the plan
-   amxk_linear would make for its row count (same kernels, same sums: results equal per-expert
-   amxk_linear calls), but all units' work is one parallel loop per GEMM phase: gate+up items
+   amxk_linear would make for its row count (same kernels and sums: results equal per-expert
+   amxk_linear calls; a single row against a bf16/fp16 pack on AVX2 uses this module's kernel with
+   the same sums, streaming two blocks at a time with software prefetch), but all units' work is one parallel loop per GEMM phase: gate+up items
    (unit, row chunk, slice of intermediate columns, activation fused in when N % 16 == 0), then
    down items (slice of K columns for every unit, followed by the weighted top-k sum of those
    columns). So a decode call makes 2 parallel launches (3 when the activation is a separate pass)
@@ -490,6 +491,65 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
     return AMXK_OK;
 }
 
+// >>avx2 -----------------------------------------------------------------------------------------
+
+#if AMXK__HAS_AVX2
+AMXK__TARGET_AVX2_BEGIN
+
+#ifndef AMXK__MOE_PREFETCH
+#define AMXK__MOE_PREFETCH 1024 /* bytes ahead that the one-row kernel prefetches in each block */
+#endif
+
+/* One x row (f32 pair-major panel, see amxk_pack.h) against nb (1 or 2) bf16/fp16 packed blocks at
+   once, with software prefetch: the same sums as amxk__linear__6x16__avx2 with mr = 1 (even k and
+   odd k of each column in two accumulators, k increasing, added at the end), so the results equal
+   amxk_linear's; two blocks give twice the independent FMA chains and memory streams. */
+static inline __attribute__((always_inline)) void amxk__moe_gemv__avx2(const float *xf, size_t kp, const uint16_t *wb, size_t bstride,
+                                                                     amxk_dtype dt, int nb, float *out) {
+    __m256 ev[2][2], od[2][2];
+    size_t p;
+    int j, h;
+    for (j = 0; j < 2; j++) ev[j][0] = ev[j][1] = od[j][0] = od[j][1] = _mm256_setzero_ps();
+    for (p = 0; p < kp / 2; p++) {
+        __m256 xe = _mm256_broadcast_ss(xf + p * 2 * AMXK__LIN_MR), xo = _mm256_broadcast_ss(xf + p * 2 * AMXK__LIN_MR + 1);
+#pragma GCC unroll 2
+        for (j = 0; j < nb; j++) {
+            const uint16_t *b = wb + (size_t)j * bstride;
+            _mm_prefetch((const char *)(b + p * 32) + AMXK__MOE_PREFETCH, _MM_HINT_T0);
+            ev[j][0] = _mm256_fmadd_ps(xe, amxk__lin_w__avx2(b, dt, p, 0, 0), ev[j][0]);
+            ev[j][1] = _mm256_fmadd_ps(xe, amxk__lin_w__avx2(b, dt, p, 1, 0), ev[j][1]);
+            od[j][0] = _mm256_fmadd_ps(xo, amxk__lin_w__avx2(b, dt, p, 0, 1), od[j][0]);
+            od[j][1] = _mm256_fmadd_ps(xo, amxk__lin_w__avx2(b, dt, p, 1, 1), od[j][1]);
+        }
+    }
+    for (j = 0; j < nb; j++)
+        for (h = 0; h < 2; h++) _mm256_storeu_ps(out + j * 16 + h * 8, _mm256_add_ps(ev[j][h], od[j][h]));
+}
+
+/* Row m0 x blocks [b0, b1) of a bf16/fp16 pack (the AVX2 small-M path of amxk_pack.h, one row). */
+AMXK__PRIV void amxk__moe_row__avx2(const amxk__linear_args *a, size_t m0, size_t b0, size_t b1, char *ws) {
+    float *xf = (float *)ws, out[2 * AMXK__LIN_NB];
+    size_t b, bs = (size_t)AMXK__LIN_NB * a->kp, j;
+    amxk__linear_panel__avx2(a, m0, 1, xf);
+    for (b = b0; b < b1; b += 2) {
+        int nb = b + 1 < b1 ? 2 : 1;
+        if (a->dt == AMXK_DTYPE_BF16) {
+            if (nb == 2) amxk__moe_gemv__avx2(xf, a->kp, a->w + b * bs, bs, AMXK_DTYPE_BF16, 2, out);
+            else amxk__moe_gemv__avx2(xf, a->kp, a->w + b * bs, bs, AMXK_DTYPE_BF16, 1, out);
+        } else {
+            if (nb == 2) amxk__moe_gemv__avx2(xf, a->kp, a->w + b * bs, bs, AMXK_DTYPE_F16, 2, out);
+            else amxk__moe_gemv__avx2(xf, a->kp, a->w + b * bs, bs, AMXK_DTYPE_F16, 1, out);
+        }
+        for (j = 0; j < (size_t)nb; j++) {
+            size_t n0 = (b + j) * AMXK__LIN_NB;
+            amxk__linear_store_row(a, m0, n0, AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0), out + j * AMXK__LIN_NB);
+        }
+    }
+}
+
+AMXK__TARGET_END
+#endif /* AMXK__HAS_AVX2 */
+
 /* ---- fused experts: the two parallel loops -------------------------------------------------------- */
 
 /* Everything the tasks of one amxk_moe_experts call share. */
@@ -582,6 +642,12 @@ AMXK__PRIV void amxk__moe_act_task(void *task_ctx, size_t task, int worker) {
    task body for the plan's kernel family. */
 AMXK__PRIV void amxk__moe_gemm(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     if (b0 >= b1) return;
+#if AMXK__HAS_AVX2
+    if (a->plan->tier == AMXK_TIER_AVX2 && !a->q && !a->plan->wide && m1 - m0 == 1) {
+        amxk__moe_row__avx2(a, m0, b0, b1, ws);
+        return;
+    }
+#endif
     switch (a->plan->tier) {
 #if AMXK__HAS_AMX
     case AMXK_TIER_AMX: amxk__linear_block__32x32__amx(a, m0, m1, b0, b1, ws); break;
@@ -688,8 +754,8 @@ AMXK__PRIV size_t amxk__moe_split(amxk__moe_unit *u, int fused, size_t want, siz
 // >>scalar ---------------------------------------------------------------------------------------
 // >>avx512 ---------------------------------------------------------------------------------------
 // >>amx ------------------------------------------------------------------------------------------
-/* No tier-specific code in this module yet: the GEMMs are amxk_pack.h's block kernels (every
-   tier), the rest is portable C. */
+/* The GEMMs are amxk_pack.h's block kernels (every tier), except one x row against bf16/fp16 packs
+   on the AVX2 path: amxk__moe_row__avx2 above (same sums, two blocks at a time, prefetch). */
 // >>dispatch -------------------------------------------------------------------------------------
 // >>api ------------------------------------------------------------------------------------------
 
