@@ -379,4 +379,32 @@ TEST_FN int test_finish(void) {
     return test_n_fail ? 1 : 0;
 }
 
+/* Snapshot / compare of up to TEST_N_WATCH test_alloc'd buffers (their bodies and guards): for
+   "bad input writes nothing" checks. Set w.p[i] (NULL = unused), test_watch_take, call, then
+   test_watch_same (which also frees the snapshots). */
+#define TEST_N_WATCH 6
+typedef struct test_watch {
+    void *p[TEST_N_WATCH];
+    unsigned char *copy[TEST_N_WATCH];
+} test_watch;
+TEST_FN void test_watch_take(test_watch *w) {
+    int i;
+    for (i = 0; i < TEST_N_WATCH; i++)
+        if (w->p[i]) {
+            size_t b = test_buf_bytes(w->p[i]);
+            w->copy[i] = (unsigned char *)malloc(b ? b : 1);
+            memcpy(w->copy[i], w->p[i], b);
+        }
+}
+TEST_FN int test_watch_same(test_watch *w) {
+    int i, ok = 1;
+    for (i = 0; i < TEST_N_WATCH; i++)
+        if (w->p[i]) {
+            ok &= memcmp(w->copy[i], w->p[i], test_buf_bytes(w->p[i])) == 0 && test_guard_ok(w->p[i]);
+            free(w->copy[i]);
+            w->copy[i] = NULL;
+        }
+    return ok;
+}
+
 #endif /* AMXK_TEST_H_INCLUDED */

@@ -857,38 +857,13 @@ typedef struct largs {
     size_t wsb;
 } largs;
 
-/* Buffers whose bytes must not change on an error: snapshot and compare. */
-#define N_WATCH 6
-typedef struct watch {
-    void *p[N_WATCH];
-    unsigned char *copy[N_WATCH];
-} watch;
-static void watch_take(watch *w) {
-    int i;
-    for (i = 0; i < N_WATCH; i++)
-        if (w->p[i]) {
-            size_t b = test_buf_bytes(w->p[i]);
-            w->copy[i] = (unsigned char *)malloc(b ? b : 1);
-            memcpy(w->copy[i], w->p[i], b);
-        }
-}
-static int watch_same(watch *w) {
-    int i, ok = 1;
-    for (i = 0; i < N_WATCH; i++)
-        if (w->p[i]) {
-            ok &= memcmp(w->copy[i], w->p[i], test_buf_bytes(w->p[i])) == 0 && test_guard_ok(w->p[i]);
-            free(w->copy[i]);
-            w->copy[i] = NULL;
-        }
-    return ok;
-}
 
-static void expect_linear(const largs *a, watch *w, amxk_status want, const char *what, amxk_tier t) {
+static void expect_linear(const largs *a, test_watch *w, amxk_status want, const char *what, amxk_tier t) {
     amxk_status s;
-    watch_take(w);
+    test_watch_take(w);
     s = amxk_linear(a->ctx, a->m, a->n, a->k, a->x, a->xt, a->ldx, a->packed, a->pbytes, a->bias, a->y, a->yt, a->ldy, a->ws, a->wsb);
     CHECK(s == want, "[%s] linear %s: status %d (%s), want %d", amxk_tier_name(t), what, (int)s, amxk_status_string(s), (int)want);
-    CHECK(watch_same(w), "[%s] linear %s: a buffer changed", amxk_tier_name(t), what);
+    CHECK(test_watch_same(w), "[%s] linear %s: a buffer changed", amxk_tier_name(t), what);
 }
 
 static void test_bad_args(void) {
@@ -910,7 +885,7 @@ static void test_bad_args(void) {
         unsigned char *dst, *p, *x, *y, *ws;
         size_t wsb = 0, ybytes = ((m - 1) * (n + 1) + n) * 4, i, b;
         amxk_status s;
-        watch wt;
+        test_watch wt;
         largs a, g;
         if (!tier_usable((amxk_tier)t)) continue;
         ctx_for(&ctx, (amxk_tier)t, 2);
@@ -928,10 +903,10 @@ static void test_bad_args(void) {
         wt.p[0] = dst, wt.p[1] = w;
 #define EXPECT_PACK(call, want, what)                                                                               \
     do {                                                                                                            \
-        watch_take(&wt);                                                                                            \
+        test_watch_take(&wt);                                                                                            \
         s = (call);                                                                                                 \
         CHECK(s == (want), "[%s] pack %s: status %d, want %d", amxk_tier_name((amxk_tier)t), what, (int)s, (int)(want)); \
-        CHECK(watch_same(&wt), "[%s] pack %s: a buffer changed", amxk_tier_name((amxk_tier)t), what);              \
+        CHECK(test_watch_same(&wt), "[%s] pack %s: a buffer changed", amxk_tier_name((amxk_tier)t), what);              \
     } while (0)
         EXPECT_PACK(amxk_pack_linear(&bad0, dst, bytes, AMXK_DTYPE_BF16, w, AMXK_DTYPE_F32, n, k, k + 1), AMXK_ERR_CONTEXT, "uninitialised ctx");
         EXPECT_PACK(amxk_pack_linear(&bad1, dst, bytes, AMXK_DTYPE_BF16, w, AMXK_DTYPE_F32, n, k, k + 1), AMXK_ERR_CONTEXT, "n_workers 0");
@@ -1069,10 +1044,10 @@ static void test_bad_args(void) {
             expect_linear(&a, &wt, AMXK_ERR_ALIAS, "y starts in the workspace's last bytes", (amxk_tier)t);
         } else {
             a = g, a.ws = NULL, a.wsb = 0;
-            watch_take(&wt);
+            test_watch_take(&wt);
             s = amxk_linear(a.ctx, a.m, a.n, a.k, a.x, a.xt, a.ldx, a.packed, a.pbytes, a.bias, a.y, a.yt, a.ldy, a.ws, a.wsb);
             CHECK(s == AMXK_OK, "[%s] workspace size 0: NULL workspace accepted (%d)", amxk_tier_name((amxk_tier)t), (int)s);
-            (void)watch_same(&wt);
+            (void)test_watch_same(&wt);
             for (b = 0; b < ybytes; b++) y[b] = (unsigned char)(0x3c + b);
         }
         a = g, a.y = x;
@@ -1086,7 +1061,7 @@ static void test_bad_args(void) {
         a = g, a.y = (char *)bias + (n - 1) * 4;
         expect_linear(&a, &wt, AMXK_ERR_ALIAS, "y starts at bias's last element", (amxk_tier)t);
         /* positive control: the same arguments work, y's gaps keep the pattern */
-        watch_take(&wt);
+        test_watch_take(&wt);
         s = amxk_linear(g.ctx, g.m, g.n, g.k, g.x, g.xt, g.ldx, g.packed, g.pbytes, g.bias, g.y, g.yt, g.ldy, g.ws, g.wsb);
         CHECK(s == AMXK_OK && test_guard_ok(y), "[%s] valid call after the bad ones: %d", amxk_tier_name((amxk_tier)t), (int)s);
         {
@@ -1098,7 +1073,7 @@ static void test_bad_args(void) {
             }
             CHECK(gaps == 0, "[%s] %zu row gaps written", amxk_tier_name((amxk_tier)t), gaps);
         }
-        for (i = 0; i < N_WATCH; i++) free(wt.copy[i]);
+        for (i = 0; i < TEST_N_WATCH; i++) free(wt.copy[i]);
         test_free(y);
         test_free(bias);
         test_free(ws);

@@ -932,31 +932,6 @@ static void test_threads(void) {
 
 /* ---- bad arguments ----------------------------------------------------------------------------------- */
 
-/* snapshot / compare of test_alloc'd buffers */
-#define N_WATCH 6
-typedef struct watch {
-    void *p[N_WATCH];
-    unsigned char *copy[N_WATCH];
-} watch;
-static void watch_take(watch *w) {
-    int i;
-    for (i = 0; i < N_WATCH; i++)
-        if (w->p[i]) {
-            size_t b = test_buf_bytes(w->p[i]);
-            w->copy[i] = (unsigned char *)malloc(b ? b : 1);
-            memcpy(w->copy[i], w->p[i], b);
-        }
-}
-static int watch_same(watch *w) {
-    int i, ok = 1;
-    for (i = 0; i < N_WATCH; i++)
-        if (w->p[i]) {
-            ok &= memcmp(w->copy[i], w->p[i], test_buf_bytes(w->p[i])) == 0 && test_guard_ok(w->p[i]);
-            free(w->copy[i]);
-            w->copy[i] = NULL;
-        }
-    return ok;
-}
 
 static void test_bad_args(void) {
     const size_t n = 20, k = 64;
@@ -967,7 +942,7 @@ static void test_bad_args(void) {
     float *w, *sc, *zr;
     signed char *vals;
     unsigned char *dst;
-    watch wt;
+    test_watch wt;
     amxk_status s;
     TEST_SECTION("bad arguments (quantized): the right status, nothing written");
     memset(&bad0, 0, sizeof bad0);
@@ -1017,10 +992,10 @@ static void test_bad_args(void) {
     wt.p[0] = dst, wt.p[1] = w, wt.p[2] = vals, wt.p[3] = sc, wt.p[4] = zr;
 #define EXPECT(call, want, what)                                                                                       \
     do {                                                                                                               \
-        watch_take(&wt);                                                                                               \
+        test_watch_take(&wt);                                                                                               \
         s = (call);                                                                                                    \
         CHECK(s == (want), "%s: status %d (%s), want %d", (what), (int)s, amxk_status_string(s), (int)(want));         \
-        CHECK(watch_same(&wt), "%s: a buffer changed", (what));                                                        \
+        CHECK(test_watch_same(&wt), "%s: a buffer changed", (what));                                                        \
     } while (0)
     /* amxk_quantize_pack */
     EXPECT(amxk_quantize_pack(&bad0, dst, b4, &qi4, w, AMXK_DTYPE_F32, n, k, k + 1), AMXK_ERR_CONTEXT, "quantize: uninitialised ctx");
@@ -1093,10 +1068,10 @@ static void test_bad_args(void) {
         /* a value in the row gap (ldv > K) is not read: out of range there is fine */
         q = qa2;
         for (i = 0; i < n; i++) vals[i * (k + 2) + k] = vals[i * (k + 2) + k + 1] = (signed char)-1; /* 255 */
-        watch_take(&wt);
+        test_watch_take(&wt);
         s = amxk_pack_quant(&ctx, dst, ba2, &q, vals, k + 2, sc, zr, n, k);
         CHECK(s == AMXK_OK && test_guard_ok(dst), "pack_quant: out-of-range bytes in the ldv gap are not read (status %d)", (int)s);
-        for (i = 0; i < N_WATCH; i++) free(wt.copy[i]), wt.copy[i] = NULL;
+        for (i = 0; i < TEST_N_WATCH; i++) free(wt.copy[i]), wt.copy[i] = NULL;
     }
     {   /* dst overlapping values / scales / zeros */
         unsigned char *big = (unsigned char *)test_alloc(ba2 + 4096);
@@ -1191,11 +1166,11 @@ static void test_bad_args(void) {
 #define LIN(ws_, wsb_, pk, pkb, xt_, y_) amxk_linear(&tc, m, n, k, x, (xt_), k, (pk), (pkb), NULL, (y_), AMXK_DTYPE_F32, n + 1, (ws_), (wsb_))
 #define EXPECT_LIN(call, want, what)                                                                                   \
     do {                                                                                                               \
-        watch_take(&wt);                                                                                               \
+        test_watch_take(&wt);                                                                                               \
         st = (call);                                                                                                   \
         CHECK(st == (want), "[%s] %s linear %s: status %d (%s), want %d", amxk_tier_name((amxk_tier)t), fmt_name(qq->format, qq->asym), (what), \
               (int)st, amxk_status_string(st), (int)(want));                                                           \
-        CHECK(watch_same(&wt), "[%s] linear %s: a buffer changed", amxk_tier_name((amxk_tier)t), (what));             \
+        CHECK(test_watch_same(&wt), "[%s] linear %s: a buffer changed", amxk_tier_name((amxk_tier)t), (what));             \
     } while (0)
                 EXPECT_LIN(LIN(ws, wsb - 1, p, bq, AMXK_DTYPE_BF16, y), AMXK_ERR_WORKSPACE, "workspace one byte smaller than size_for");
                 EXPECT_LIN(LIN(ws, 0, p, bq, AMXK_DTYPE_BF16, y), AMXK_ERR_WORKSPACE, "workspace bytes 0");
@@ -1220,7 +1195,7 @@ static void test_bad_args(void) {
                     EXPECT_LIN(LIN(ws, wsb, po, bo, AMXK_DTYPE_BF16, y), AMXK_ERR_FORMAT, "pack for N - 1");
                     test_free(po);
                 }
-                watch_take(&wt);
+                test_watch_take(&wt);
                 st = LIN(ws, wsb, p, bq, AMXK_DTYPE_F16, y);
                 CHECK(st == AMXK_OK && test_guard_ok(y), "[%s] valid call (x fp16 on a quantized pack): %d", amxk_tier_name((amxk_tier)t), (int)st);
                 {
@@ -1229,7 +1204,7 @@ static void test_bad_args(void) {
                         for (b = (i * (n + 1) + n) * 4; b < (i + 1) * (n + 1) * 4; b++) gaps += y[b] != (unsigned char)(0x3c + b);
                     CHECK(gaps == 0, "[%s] %zu gap bytes written", amxk_tier_name((amxk_tier)t), gaps);
                 }
-                for (i = 0; i < N_WATCH; i++) free(wt.copy[i]), wt.copy[i] = NULL;
+                for (i = 0; i < TEST_N_WATCH; i++) free(wt.copy[i]), wt.copy[i] = NULL;
 #undef EXPECT_LIN
 #undef LIN
                 test_free(y);
