@@ -1073,14 +1073,9 @@ static void amxk__linear_q8_task(void *task_ctx, size_t task, int worker) {
 
 // >>dispatch -------------------------------------------------------------------------------------
 
-static void amxk__linear_task(void *task_ctx, size_t task, int worker) {
-    const amxk__linear_args *a = (const amxk__linear_args *)task_ctx;
-    const amxk__linear_plan *p = a->plan;
-    size_t mt = task / p->n_tasks, nt = task % p->n_tasks, nblk = amxk__lin_nblk(a->n);
-    size_t m0 = mt * p->mc, m1 = AMXK__MIN(a->m, m0 + p->mc), b0 = nt * p->nc, b1 = AMXK__MIN(nblk, b0 + p->nc);
-    char *ws = a->ws ? a->ws + (size_t)worker * p->ws_worker : NULL; /* NULL when no workspace is needed */
-    (void)ws;
-    switch (p->tier) {
+/* Rows [m0, m1) x column blocks [b0, b1) with the plan's kernel family; ws: this worker's slice. */
+AMXK__PRIV void amxk__linear_block(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
+    switch (a->plan->tier) {
 #if AMXK__HAS_AMX
     case AMXK_TIER_AMX: amxk__linear_block__32x32__amx(a, m0, m1, b0, b1, ws); break;
 #endif
@@ -1089,6 +1084,14 @@ static void amxk__linear_task(void *task_ctx, size_t task, int worker) {
 #endif
     default: amxk__linear__1x16__scalar(a, m0, m1, b0, b1, ws); break;
     }
+}
+
+static void amxk__linear_task(void *task_ctx, size_t task, int worker) {
+    const amxk__linear_args *a = (const amxk__linear_args *)task_ctx;
+    const amxk__linear_plan *p = a->plan;
+    size_t mt = task / p->n_tasks, nt = task % p->n_tasks, nblk = amxk__lin_nblk(a->n);
+    size_t m0 = mt * p->mc, m1 = AMXK__MIN(a->m, m0 + p->mc), b0 = nt * p->nc, b1 = AMXK__MIN(nblk, b0 + p->nc);
+    amxk__linear_block(a, m0, m1, b0, b1, a->ws ? a->ws + (size_t)worker * p->ws_worker : NULL); /* NULL: no workspace needed */
 }
 
 AMXK__PRIV void amxk__pack_block(uint16_t *dst, amxk_dtype pt, const void *w, amxk_dtype wt, size_t n, size_t k,
