@@ -815,7 +815,7 @@ static inline __attribute__((always_inline)) void amxk__gdn_sweep__avx2(float *S
 /* Recurrent column block (see the scalar version), nb a multiple of 8, <= 32. */
 AMXK__PRIV void amxk__gdn_rec_block__avx2(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t n, size_t hv,
                                           size_t j0, size_t nb, const float *kh, const float *qh, const float *al,
-                                          const float *be, float *sm) {
+                                          const float *be, float *sm, const char *pf, size_t pfb) {
     const size_t dk = a->dk, dkp = AMXK__ROUND_UP(dk, (size_t)16);
     const int nv = (int)(nb / 8);
     float *sk = sm, *u = sm + AMXK__GDN_CB, *o = u + AMXK__GDN_CB, *skn = o + AMXK__GDN_CB;
@@ -825,6 +825,10 @@ AMXK__PRIV void amxk__gdn_rec_block__avx2(const amxk__gdn_args *a, float *S, siz
     for (v = 0; v < nv; v++) acc[v] = _mm256_setzero_ps();
     for (i = 0; i < dk; i++) {
         __m256 bk = _mm256_broadcast_ss(kh + i);
+        if (pf) { /* pfb bytes of the next task's state per row (into L2; see amxk__gdn_recurrent) */
+            size_t l;
+            for (l = 0; l < pfb; l += 64) _mm_prefetch(pf + i * pfb + l, _MM_HINT_T1);
+        }
         for (v = 0; v < nv; v++) acc[v] = _mm256_fmadd_ps(_mm256_loadu_ps(S + i * lds + 8 * v), bk, acc[v]);
     }
     for (v = 0; v < nv; v++) _mm256_storeu_ps(sk + 8 * v, acc[v]);
@@ -1021,7 +1025,8 @@ AMXK__PRIV void amxk__gdn_chunked(const amxk__gdn_args *a, float *S, size_t t0, 
 /* Recurrent form for one (sequence, value head): per chunk of C tokens the normalised q/k rows and
    the gates are computed once, then every 32-column block of the state streams through them (the block,
    16 KiB at Dk = 128, stays in L1 for the whole chunk). */
-AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, float *head, size_t t0, size_t len, size_t hv, float *ws) {
+AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, float *head, size_t t0, size_t len, size_t hv, float *ws,
+                                     const float *next) {
     const size_t C = AMXK__GDN_C, dk = a->dk, dv = a->dv, dkp = AMXK__ROUND_UP(dk, (size_t)16), h = hv / a->G;
     float *kh = ws, *qh = ws + C * dkp, *al = qh + C * dkp, *be = al + C, *sm = be + C, *blk = sm + 4 * AMXK__GDN_CB;
     size_t c0, r, cb;
@@ -1047,7 +1052,12 @@ AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, float *head, size_t
 #if AMXK__HAS_AVX2
             if (a->tier == AMXK_TIER_AVX2) {
                 nv8 = nb / 8 * 8;
-                if (nv8) amxk__gdn_rec_block__avx2(a, S, lds, t0 + c0, n, hv, j0, nv8, kh, qh, al, be, sm);
+                /* Decode-length tasks are memory-bound: while a block's state is read, the next task's
+                   state (next, when known) is prefetched, pfb bytes per state row of this block, so the
+                   whole next head (hsz floats) arrives over the n_cb blocks. */
+                const size_t pfb = AMXK__ROUND_UP(AMXK__CEIL_DIV(a->hsz * 4, a->n_cb * dk), (size_t)64);
+                const char *pf = next && len <= 4 && (cb + 1) * dk * pfb <= a->hsz * 4 ? (const char *)next + cb * dk * pfb : NULL;
+                if (nv8) amxk__gdn_rec_block__avx2(a, S, lds, t0 + c0, n, hv, j0, nv8, kh, qh, al, be, sm, pf, pfb);
             }
 #endif
             if (nv8 < nb) amxk__gdn_rec_block__scalar(a, S + nv8, lds, t0 + c0, n, hv, j0 + nv8, nb - nv8, kh, qh, al, be, sm);
@@ -1083,7 +1093,15 @@ static void amxk__gdn_task(void *task_ctx, size_t task, int worker) {
         if (a->p->state_v_first) amxk__gdn_transpose(S, dv, dk, dv, head, dk);
         return;
     }
-    amxk__gdn_recurrent(a, head, t0, len, hv, ws);
+    { /* the next task's state head (tasks run in order on a worker in the serial loop) */
+        const float *next = NULL;
+        size_t nn = (task + 1) / a->hv, nh = (task + 1) % a->hv;
+        if (nn < a->n_seqs && a->qsl[nn + 1] > a->qsl[nn] && (!a->has_init || a->has_init[nn])) {
+            int32_t ns = a->slot ? a->slot[nn] : (int32_t)nn;
+            if (ns >= 0) next = amxk__gdn_head(a, ns, nh);
+        }
+        amxk__gdn_recurrent(a, head, t0, len, hv, ws, next);
+    }
 }
 
 /* Shared validation of (n_seqs, qsl, slots): 0 or a status. *t_end = qsl[n_seqs]. */
