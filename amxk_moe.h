@@ -84,8 +84,8 @@
        is read in place), gate+up items over (unit, row chunk, column slice) computing the
        activation of their slice (N and Ns multiples of 16; otherwise a separate loop over 64-row
        chunks), down items over slices of K computing those columns for every unit, then the
-       top-k sum of those columns for every token. Slices: at most 16 column blocks, and with
-       several workers at least 8 items per worker in all. Every output is computed by one item
+       top-k sum of those columns for every token. Slices: one worker: one per row chunk (and one
+       down item); several: at least 8 items per worker in all (AMXK__MOE_ITEMS_PER_WORKER). Every output is computed by one item
        in a fixed order (the row chunks do not depend on the worker count), so results are bitwise
        identical for any worker count. Routing: tasks over token chunks; align: serial
        (O(M * topk)).
@@ -802,12 +802,10 @@ AMXK__PRIV void amxk__moe_unit_init(const amxk_ctx *ctx, const amxk__moe_args *a
 }
 
 /* Splits a unit's gate+up columns: ns1 slices per row chunk. Slice units: 16 intermediate columns
-   (fused) or 16 rows of w13. At most AMXK__LIN_NC blocks per item as amxk_linear does, and enough
-   items in all (target) for the workers to share. */
+   (fused) or 16 rows of w13. Just enough items in all for the workers to share (want slices per
+   row chunk; one worker: one slice, no x panel is converted twice). */
 AMXK__PRIV size_t amxk__moe_split(amxk__moe_unit *u, int fused, size_t want, size_t item0) {
-    size_t nb = fused ? u->N / AMXK__LIN_NB : amxk__lin_nblk(2 * u->N), cap = fused ? AMXK__LIN_NC / 2 : AMXK__LIN_NC;
-    size_t ns = AMXK__MAX(AMXK__CEIL_DIV(nb, cap), want);
-    ns = AMXK__MIN(ns, nb);
+    size_t nb = fused ? u->N / AMXK__LIN_NB : amxk__lin_nblk(2 * u->N), ns = AMXK__MIN(AMXK__MAX(want, (size_t)1), nb);
     u->sw1 = AMXK__CEIL_DIV(nb, ns);
     u->ns1 = AMXK__CEIL_DIV(nb, u->sw1);
     u->item0 = item0;
@@ -1027,7 +1025,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
         for (i = 0; i < a.n_units; i++) chunks += AMXK__CEIL_DIV(a.u[i].rows, a.u[i].p1.mc);
         want = chunks ? AMXK__CEIL_DIV(target, chunks) : 1;
         for (i = 0; i < a.n_units; i++) a.items1 = amxk__moe_split(&a.u[i], a.fused, want, a.items1);
-        a.ns2 = AMXK__MIN(nbk, AMXK__MAX(AMXK__CEIL_DIV(nbk, (size_t)AMXK__LIN_NC), target));
+        a.ns2 = AMXK__MIN(nbk, target);
         a.sw2 = AMXK__CEIL_DIV(nbk, a.ns2);
         a.ns2 = AMXK__CEIL_DIV(nbk, a.sw2);
     }
