@@ -51,10 +51,11 @@
        channels at a time (each x row loaded once per token pair, bf16 widened and rounded with shuffles);
        NUMERICS of its silu: exp(-y) = 2^(n/8) exp(r) with an 8-entry 2^(j/8) table and a cubic Taylor
        polynomial (|r| <= ln2/16, <= 1.5e-7 relative), then an IEEE division y / (1 + exp(-y)); a few fp32
-       ulp from expf-based silu, within the tests' fp64-oracle bounds. The recurrent delta rule normalises q/k and computes the gates once per
-       chunk of 64 tokens, then keeps one 32-column block of the state in L1 and streams the chunk's
-       tokens through it in one read-modify-write sweep per token (a decode token reads and writes its
-       state once from memory); the chunked form uses an AVX2 4x16 fp32 GEMM for its
+       ulp from expf-based silu, within the tests' fp64-oracle bounds. The recurrent delta rule
+       normalises q/k and computes the gates once per chunk of 64 tokens, then keeps one 32-column block
+       of the state in L1 and streams the chunk's tokens through it in one read-modify-write sweep per
+       token (a decode token reads and writes its state once from memory, while the next task's state is
+       prefetched into L2); the chunked form uses an AVX2 4x16 fp32 GEMM for its
        chunk products. There are no AVX-512 or AMX kernels in this module yet: the AVX-512 and AMX tiers
        run the AVX2 kernels. AMXK_GDN_AUTO picks the recurrent form on every tier (it is the faster one
        without AMX tile matmuls; see bench/cmd_gdn.h); the chunked form is always available explicitly
@@ -1030,6 +1031,7 @@ AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, float *head, size_t
     const size_t C = AMXK__GDN_C, dk = a->dk, dv = a->dv, dkp = AMXK__ROUND_UP(dk, (size_t)16), h = hv / a->G;
     float *kh = ws, *qh = ws + C * dkp, *al = qh + C * dkp, *be = al + C, *sm = be + C, *blk = sm + 4 * AMXK__GDN_CB;
     size_t c0, r, cb;
+    (void)next; /* only the x86 tiers prefetch */
     for (c0 = 0; c0 < len; c0 += C) {
         const size_t n = AMXK__MIN(C, len - c0);
         for (r = 0; r < n; r++) {
