@@ -18,6 +18,10 @@
    whatever the number of experts, and every worker streams its own share of every active
    expert's weights, each byte once. No intermediate-cache fusion of gate+up with down, and no
    dedicated tile/VNNI prefill kernel: prefill uses amxk_linear's kernels (AMX where it would).
+   Measured (Zen 3, AVX2, Qwen3-30B-A3B layer E=128 topk=8 K=2048 N=768, --layers 8, machine load
+   2-3): bf16 decode M = 1, 4, 16 streams at 95-100% of `stream` (same minute) with 1 thread and
+   88-95% with 2; int4 g128 decode M = 1 is bound by amxk_pack.h's int4 decode kernel (~24 GFLOP/s
+   per core; this layer adds ~1% on top), ~1.2x faster than bf16 decode, far from 3x.
    Every weight format amxk_linear accepts works (bf16, fp16, int8/int4/int2 sym/asym, fp8 e4m3 /
    e5m2 block-scaled), on every tier amxk_linear runs (scalar, AVX2, AVX-512 via AVX2, AMX /
    emulator), with bias, activation parameters and every option honoured by every format.
@@ -85,9 +89,9 @@
        activation of their slice (N and Ns multiples of 16; otherwise a separate loop over 64-row
        chunks), down items over slices of K computing those columns for every unit, then the
        top-k sum of those columns for every token. Slices: one worker: one per row chunk (and one
-       down item); several: at least 8 items per worker in all (AMXK__MOE_ITEMS_PER_WORKER). Every output is computed by one item
-       in a fixed order (the row chunks do not depend on the worker count), so results are bitwise
-       identical for any worker count. Routing: tasks over token chunks; align: serial
+       down item); several: at least 8 items per worker in all (AMXK__MOE_ITEMS_PER_WORKER). Every
+       output is computed by one item in a fixed order (the row chunks do not depend on the worker
+       count), so results are bitwise identical for any worker count. Routing: tasks over token chunks; align: serial
        (O(M * topk)).
 
    IN PLACE: out may alias or overlap x: every read of x (gather and shared expert) finishes before
@@ -701,8 +705,8 @@ AMXK__PRIV void amxk__moe_act_task(void *task_ctx, size_t task, int worker) {
     }
 }
 
-/* Rows [m0, m1) (at most the plan's row chunk) x column blocks [b0, b1) of one GEMM: amxk_linear's
-   task body for the plan's kernel family. */
+/* Rows [m0, m1) (at most the plan's row chunk) x column blocks [b0, b1) of one GEMM: amxk_pack.h's
+   block dispatch (amxk_linear's task body), or this module's small-M kernels. */
 AMXK__PRIV void amxk__moe_gemm(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     if (b0 >= b1) return;
 #if AMXK__HAS_AVX2
@@ -711,15 +715,7 @@ AMXK__PRIV void amxk__moe_gemm(const amxk__linear_args *a, size_t m0, size_t m1,
         return;
     }
 #endif
-    switch (a->plan->tier) {
-#if AMXK__HAS_AMX
-    case AMXK_TIER_AMX: amxk__linear_block__32x32__amx(a, m0, m1, b0, b1, ws); break;
-#endif
-#if AMXK__HAS_AVX2
-    case AMXK_TIER_AVX2: amxk__linear_block__avx2(a, m0, m1, b0, b1, ws); break;
-#endif
-    default: amxk__linear__1x16__scalar(a, m0, m1, b0, b1, ws); break;
-    }
+    amxk__linear_block(a, m0, m1, b0, b1, ws);
 }
 
 /* Gate+up item: one row chunk x one slice of one unit; fused: the matching gate and up blocks, then
