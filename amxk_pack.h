@@ -32,6 +32,11 @@
        Quantized packs (x bf16/fp16, "w*a16": activations are not quantized):
          M < 12 on AVX2 (decode): fields unpacked in registers, per group t = sum x*q in fp32, then
            acc += s * (t - z * sum x) (scale applied once per group; not the same rounding as s*q);
+           fp8 codes are decoded by integer shifts and masks straight into f32 fields (the value times
+           2^-120 / 2^-112, exact; x rows pre-scaled by a power of two so that no product comes near
+           the subnormal range, undone exactly at the end) when the pack holds no NaN / inf code
+           (a header flag the packers set), MXCSR.DAZ is clear (subnormal codes become f32
+           subnormals) and |x| < 2^100; otherwise through fp16 and vcvtph2ps (slower, also exact);
          M >= 12 on AVX2 (prefill): each block dequantized to f32 (s * (q - z), one rounding) once per
            task, then the f32 6x16 kernel; fp8 decoded exactly through fp16;
          scalar: dequantized blocks; AMX: blocks dequantized to x's 16-bit type (one more rounding:
@@ -276,8 +281,10 @@ typedef struct amxk__pack_hdr {
     uint64_t n, k;
     uint32_t qformat, asym; /* AMXK_QFMT_NONE for bf16/fp16 packs */
     uint64_t block_n, block_k;
-    uint8_t reserved[8];
+    uint8_t flags;          /* bit 0 (AMXK__PACK_NO_NAN): an fp8 pack whose fields hold no NaN / inf code */
+    uint8_t reserved[7];
 } amxk__pack_hdr;
+#define AMXK__PACK_NO_NAN 1u
 
 // >>util -----------------------------------------------------------------------------------------
 
@@ -304,6 +311,7 @@ typedef struct amxk__qview {
     int asym, bits;
     size_t n, k, kp, bn, bk, nbk; /* nbk: scale-grid columns */
     size_t blk_bytes;             /* bytes per 16-row block */
+    int no_nan;                   /* fp8: the header says no field is a NaN or infinite code */
     const uint8_t *data;
     const float *scales, *zeros;
 } amxk__qview;
@@ -426,7 +434,8 @@ AMXK__PRIV void amxk__linear_layout(const amxk_ctx *ctx, size_t m, size_t n, siz
     } else if (p->tier == AMXK_TIER_AVX2) {
         p->wide = quant == 1 || m >= AMXK__LIN_WIDE_M;
         p->ws_a = AMXK__ROUND_UP(AMXK__ROUND_UP(p->mc, (size_t)AMXK__LIN_MR) * kp * 4, (size_t)AMXK_ALIGN);
-        p->ws_w = p->wide ? (size_t)AMXK__LIN_NB * kp * 4 : quant ? (kp / 4) * AMXK__LIN_MR * 4 : 0; /* or group sums of x */
+        /* wide: a widened block; else quantized: group sums of x, then the x rows contiguous (fp8 lane dot) */
+        p->ws_w = p->wide ? (size_t)AMXK__LIN_NB * kp * 4 : quant ? (kp / 4 + kp) * AMXK__LIN_MR * 4 : 0;
     } else {
         p->ws_w = quant ? (size_t)AMXK__LIN_NB * kp * 4 : 0;
     }
@@ -762,26 +771,101 @@ static inline __attribute__((always_inline)) void amxk__linear_q__2x16__avx2(con
     }
 }
 
+/* fp8 codes -> f32 by integer operations alone: byte j of each 32-bit lane of v (one weight row, k =
+   4 * quad + j), moved to the top byte, shifted right arithmetically and masked so that sign, exponent
+   and mantissa land in the f32 fields: the result is the code's value * 2^-120 (e4m3) or * 2^-112
+   (e5m2), exactly; subnormal codes give f32 subnormals and NaN / infinite codes garbage (callers
+   exclude both: see amxk__linear_q_panel__avx2). */
+static inline __attribute__((always_inline)) __m256 amxk__fp8_k__avx2(__m256i v, int j, amxk_qformat fmt) {
+    __m256i t = j < 3 ? _mm256_slli_epi32(v, 24 - 8 * j) : v;
+    if (fmt == AMXK_QFMT_FP8_E4M3) return _mm256_castsi256_ps(_mm256_and_si256(_mm256_srai_epi32(t, 4), _mm256_set1_epi32((int)0x87f00000u)));
+    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_srai_epi32(t, 3), _mm256_set1_epi32((int)0x8fe00000u)));
+}
+/* fp8 decode kernel: rows 0 .. mr-1 (mr <= 2) of xr (f32 rows ldr floats apart, zero past K, each
+   pre-multiplied by 2^s_r so that its largest |x| lies in [2^124, 2^125): the products with the
+   2^-120 / 2^-112-scaled codes stay far from the subnormal range) against block b. Per group and
+   column, t = sum_k x' * c (k in 2 or 4 interleaved partial sums), then acc += scale * t; out = acc * post_r
+   with post_r = 2^(120 - s_r) (e4m3) or 2^(112 - s_r) (e5m2): exact powers of two. */
+static inline __attribute__((always_inline)) void amxk__linear_fp8__2x16__avx2(const amxk__qview *v, const float *xr, size_t ldr, size_t b,
+                                                                              int mr, amxk_qformat fmt, const float *post, float *out) {
+    const uint8_t *blk = v->data + b * v->blk_bytes;
+    __m256 res[2][2];
+    size_t g, rg;
+    int r, h, j;
+    for (r = 0; r < 2; r++) res[r][0] = res[r][1] = _mm256_setzero_ps();
+    for (g = 0; g < v->nbk; g++) {
+        size_t q0 = g * v->bk / 4, q1 = AMXK__MIN((g + 1) * v->bk, v->kp) / 4;
+        __m256 acc[2][2][2], sc[2]; /* [row or k parity][half][k parity or 0] */
+        for (r = 0; r < 2; r++)
+            for (h = 0; h < 2; h++) acc[r][h][0] = acc[r][h][1] = _mm256_setzero_ps();
+        for (rg = q0; rg < q1; rg++) {
+            __m256i c0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), c1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));
+#pragma GCC unroll 4
+            for (j = 0; j < 4; j++) {
+                __m256 w0 = amxk__fp8_k__avx2(c0, j, fmt), w1 = amxk__fp8_k__avx2(c1, j, fmt);
+#pragma GCC unroll 2
+                for (r = 0; r < mr; r++) { /* mr == 1: four chains (half x k parity); mr == 2: (row x half) */
+                    __m256 xb = _mm256_broadcast_ss(xr + (size_t)r * ldr + rg * 4 + (size_t)j);
+                    int a = mr == 1 ? (j >> 1) : r, pq = j & 1;
+                    acc[a][0][pq] = _mm256_fmadd_ps(xb, w0, acc[a][0][pq]);
+                    acc[a][1][pq] = _mm256_fmadd_ps(xb, w1, acc[a][1][pq]);
+                }
+            }
+        }
+        amxk__q_grid16(v, v->scales, b, g, &sc[0], &sc[1]);
+        for (h = 0; h < 2; h++) {
+            if (mr == 1) res[0][h] = _mm256_fmadd_ps(sc[h], _mm256_add_ps(_mm256_add_ps(acc[0][h][0], acc[0][h][1]),
+                                                                          _mm256_add_ps(acc[1][h][0], acc[1][h][1])), res[0][h]);
+            else
+                for (r = 0; r < 2; r++) res[r][h] = _mm256_fmadd_ps(sc[h], _mm256_add_ps(acc[r][h][0], acc[r][h][1]), res[r][h]);
+        }
+    }
+    for (r = 0; r < mr; r++) {
+        _mm256_storeu_ps(out + r * 16, _mm256_mul_ps(res[r][0], _mm256_set1_ps(post[r])));
+        _mm256_storeu_ps(out + r * 16 + 8, _mm256_mul_ps(res[r][1], _mm256_set1_ps(post[r])));
+    }
+}
+
 /* Rows of one x panel (mr rows at `row`) against blocks [b0, b1) with the decode kernel. */
 AMXK__PRIV void amxk__linear_q_panel__avx2(const amxk__linear_args *a, const float *xf, float *xs, size_t row, int mr, size_t b0, size_t b1) {
     const amxk__qview *v = a->q;
-    float out[2 * AMXK__LIN_NB];
+    float out[2 * AMXK__LIN_NB], post[AMXK__LIN_MR], *xr = xs + (a->kp / 4) * AMXK__LIN_MR; /* fp8: x rows, kp floats each */
     size_t g, kk, b;
-    int r, r0;
+    int r, r0, fp8 = amxk__q_isfp8(v->fmt) && v->no_nan && (_mm_getcsr() & 0x40) == 0; /* integer decode: no NaN / inf codes, DAZ clear */
     for (g = 0; g < v->nbk; g++) /* group sums of x, k increasing */
         for (r = 0; r < mr; r++) {
             float sum = 0.0f;
             for (kk = g * v->bk; kk < AMXK__MIN((g + 1) * v->bk, v->k); kk++) sum += xf[((kk / 2) * AMXK__LIN_MR + (size_t)r) * 2 + (kk & 1)];
             xs[g * AMXK__LIN_MR + (size_t)r] = sum;
         }
+    for (r = 0; r < mr && fp8; r++) { /* x rows scaled by 2^sh (see amxk__linear_fp8__2x16__avx2); |x| >= 2^100: exact kernel */
+        uint32_t umax = 0; /* the largest |x| as bits (NaN: above infinity's) */
+        int sh;
+        float sc;
+        for (kk = 0; kk < a->k; kk++) umax = AMXK__MAX(umax, amxk__f32_bits(xf[((kk / 2) * AMXK__LIN_MR + (size_t)r) * 2 + (kk & 1)]) & 0x7fffffffu);
+        if (umax >= (uint32_t)(127 + 100) << 23) fp8 = 0;
+        sh = AMXK__MIN(126, 251 - (int)(umax >> 23)); /* |x| < 2^(E - 126), E the biased exponent */
+        sc = amxk__bits_f32((uint32_t)(sh + 127) << 23);
+        post[r] = amxk__bits_f32((uint32_t)((v->fmt == AMXK_QFMT_FP8_E4M3 ? 120 : 112) - sh + 127) << 23);
+        for (kk = 0; kk < a->kp; kk++) xr[(size_t)r * a->kp + kk] = sc * xf[((kk / 2) * AMXK__LIN_MR + (size_t)r) * 2 + (kk & 1)];
+    }
     for (b = b0; b < b1; b++) {
         size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
         for (r0 = 0; r0 < mr; r0 += 2) {
             int m2 = mr - r0 >= 2 ? 2 : 1;
+            const float *x0 = xr + (size_t)r0 * a->kp;
 #define AMXK__LIN_Q(FMT, SYM, _)                                                                     \
     (m2 == 2 ? amxk__linear_q__2x16__avx2(v, xf, xs, b, r0, 2, FMT, SYM, out)                          \
              : amxk__linear_q__2x16__avx2(v, xf, xs, b, r0, 1, FMT, SYM, out))
-            AMXK__Q_FORMATS(AMXK__LIN_Q, 0)
+            if (fp8 && v->fmt == AMXK_QFMT_FP8_E4M3) {
+                if (m2 == 2) amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 2, AMXK_QFMT_FP8_E4M3, post + r0, out);
+                else amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 1, AMXK_QFMT_FP8_E4M3, post + r0, out);
+            } else if (fp8) {
+                if (m2 == 2) amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 2, AMXK_QFMT_FP8_E5M2, post + r0, out);
+                else amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 1, AMXK_QFMT_FP8_E5M2, post + r0, out);
+            } else {
+                AMXK__Q_FORMATS(AMXK__LIN_Q, 0)
+            }
 #undef AMXK__LIN_Q
             for (r = 0; r < m2; r++) amxk__linear_store_row(a, row + (size_t)(r0 + r), n0, cnt, out + r * AMXK__LIN_NB);
         }
@@ -1171,6 +1255,7 @@ AMXK__PRIV amxk_status amxk__pack_open(const void *packed, size_t bytes, amxk__p
         q.format = (amxk_qformat)h->qformat, q.asym = (int)h->asym, q.block_n = (size_t)h->block_n, q.block_k = (size_t)h->block_k;
         if (amxk__q_geometry(&q, (size_t)h->n, (size_t)h->k, v, &need) != AMXK_OK || bytes < need) return AMXK_ERR_FORMAT;
         amxk__q_bind(v, packed);
+        v->no_nan = (h->flags & AMXK__PACK_NO_NAN) != 0;
     }
     return AMXK_OK;
 }
@@ -1249,15 +1334,18 @@ AMXK__PRIV void amxk__q_write(void *dst, const amxk__qview *v, amxk__q_get_fn ge
     h.version = AMXK__PACK_VERSION;
     h.dtype = (uint32_t)(v->fmt == AMXK_QFMT_FP8_E4M3 ? AMXK_DTYPE_FP8_E4M3 : v->fmt == AMXK_QFMT_FP8_E5M2 ? AMXK_DTYPE_FP8_E5M2 : AMXK_DTYPE_I8);
     h.n = v->n, h.k = v->k, h.qformat = (uint32_t)v->fmt, h.asym = (uint32_t)v->asym, h.block_n = v->bn, h.block_k = v->bk;
-    memcpy(dst, &h, sizeof h);
     memset(data, 0, amxk__lin_nblk(v->n) * v->blk_bytes);
+    h.flags = amxk__q_isfp8(v->fmt) ? AMXK__PACK_NO_NAN : 0;
     for (n = 0; n < v->n; n++)
         for (kk = 0; kk < v->k; kk++) {
             int sh;
             unsigned f = get(src, v, n, kk) & ((1u << v->bits) - 1u);
             size_t pos = (n / AMXK__LIN_NB) * v->blk_bytes + amxk__q_pos(v, n % AMXK__LIN_NB, kk, &sh); /* sets sh */
             data[pos] |= (uint8_t)(f << sh);
+            if ((v->fmt == AMXK_QFMT_FP8_E4M3 && (f & 0x7f) == 0x7f) || (v->fmt == AMXK_QFMT_FP8_E5M2 && (f & 0x7f) >= 0x7c))
+                h.flags = 0;
         }
+    memcpy(dst, &h, sizeof h);
 }
 
 /* Common checks of the two pack entry points; fills v with pointers into dst. */

@@ -50,6 +50,9 @@
 #include "../amxk_pack.h"
 
 #include <time.h>
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <xmmintrin.h>
+#endif
 
 #define TOL_C 1.0
 #define HDR 64
@@ -559,6 +562,76 @@ static void test_pack_quant_roundtrip(void) {
         }
         test_free(p);
     }
+}
+
+/* amxk_linear on fp8 packs that hold every code: x rows one-hot, so each output is one weight times x,
+   exact. Packs without NaN / inf codes take the AVX2 integer decoder (subnormal codes included); a pack
+   with them (all in row 5), MXCSR.DAZ set, or |x| >= 2^100 take the exact general decoder. */
+static unsigned fp8_code(int dirty, amxk_dtype dt, size_t r, size_t k) {
+    unsigned c = (unsigned)((k + 16 * r) & 255);
+    int special = test_code_is_nan(dt, c) || (dt == AMXK_DTYPE_FP8_E5M2 && (c & 0x7f) == 0x7c);
+    return special && !(dirty && r == 5) ? 0x01u : c; /* 0x01: the smallest subnormal */
+}
+static void test_fp8_linear_codes(void) {
+    enum { N = 16, K = 256, M = 2 };
+    int fi, dirty, mode;
+    amxk_tier t;
+    amxk_ctx ctx;
+    TEST_SECTION("fp8 linear: all codes, one-hot x: exact products (clean / NaN-inf packs, DAZ, huge x)");
+    for (fi = 0; fi < 2; fi++)
+        for (dirty = 0; dirty < 2; dirty++) {
+            const amxk_dtype dt = fi ? AMXK_DTYPE_FP8_E5M2 : AMXK_DTYPE_FP8_E4M3;
+            amxk_quant q = {fi ? AMXK_QFMT_FP8_E5M2 : AMXK_QFMT_FP8_E4M3, 0, 16, 128};
+            unsigned char vals[N * K], *p;
+            float sc[2] = {3.0f, 0.5f}, y[M * N];
+            uint16_t x[M * K];
+            size_t bytes = 0, wsb = 0, i, kk, r;
+            void *ws;
+            for (r = 0; r < N; r++)
+                for (kk = 0; kk < K; kk++) vals[r * K + kk] = (unsigned char)fp8_code(dirty, dt, r, kk);
+            CHECK(amxk_pack_quant_size(&q, N, K, &bytes) == AMXK_OK, "size");
+            p = (unsigned char *)test_alloc(bytes);
+            CHECK(amxk_pack_quant(NULL, p, bytes, &q, vals, K, sc, NULL, N, K) == AMXK_OK, "pack");
+            TEST_FOR_EACH_TIER(t, ctx) {
+                size_t bad = 0;
+                char first[160] = "";
+                CHECK(amxk_linear_workspace_size_for(&ctx, M, p, bytes, &wsb) == AMXK_OK, "ws size");
+                ws = test_alloc(wsb + 1);
+                for (mode = 0; mode < 3; mode++) { /* 0 plain, 1 DAZ + FTZ (x86), 2 x = 2^110 */
+                    const float xv[M] = {mode == 2 ? 0x1p110f : 1.0f, -0.75f};
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+                    unsigned csr = _mm_getcsr();
+#else
+                    if (mode == 1) continue;
+#endif
+                    for (kk = 0; kk < K; kk++) {
+                        size_t k2 = (kk * 7 + 3) % K;
+                        memset(x, 0, sizeof x);
+                        x[kk] = (uint16_t)(test_f32_bits(xv[0]) >> 16), x[K + k2] = (uint16_t)(test_f32_bits(xv[1]) >> 16);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+                        if (mode == 1) _mm_setcsr(csr | 0x8040u);
+#endif
+                        CHECK(amxk_linear(&ctx, M, N, K, x, AMXK_DTYPE_BF16, K, p, bytes, NULL, y, AMXK_DTYPE_F32, N, ws, wsb) == AMXK_OK, "linear");
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+                        _mm_setcsr(csr);
+#endif
+                        for (i = 0; i < M * N; i++) {
+                            size_t row = i % N, col = i < N ? kk : k2;
+                            int nan_row = dirty && row == 5;
+                            double ref = sc[col / 128] * test_ref_decode(dt, vals[row * K + col]) * xv[i / N];
+                            int ok = nan_row ? isnan(y[i]) : (double)y[i] == ref;
+                            if (!ok && bad++ == 0)
+                                snprintf(first, sizeof first, "mode %d k %zu out %zu: %.9g want %.9g (code 0x%02x)", mode, col, i, y[i], ref,
+                                         vals[row * K + col]);
+                        }
+                    }
+                }
+                CHECK(bad == 0, "%s %s tier %s: %zu outputs wrong, first %s", fi ? "e5m2" : "e4m3", dirty ? "NaN/inf pack" : "clean pack",
+                      amxk_tier_name(t), bad, first);
+                test_free(ws);
+            }
+            test_free(p);
+        }
 }
 
 /* ---- the linear sweep -------------------------------------------------------------------------------- */
@@ -1353,6 +1426,7 @@ int main(void) {
     }
     test_quantizer_rules();
     test_pack_quant_roundtrip();
+    test_fp8_linear_codes();
     test_bad_args();
     test_portability();
     test_threads();
