@@ -653,11 +653,24 @@ static inline __attribute__((always_inline)) void amxk__q_w16__avx2(__m256i v0, 
     }
 }
 #define amxk__q_wscale(fmt) ((fmt) == AMXK_QFMT_FP8_E4M3 ? 256.0f : 1.0f)
-/* Group g's scales (or zeros) of the 16 rows of block b (0 past N). */
+/* Group g's scales (or zeros) of the 16 rows of block b (0 past N): one broadcast when the 16 rows
+   share a grid row, a gather for a full block of per-row grids, else one by one. */
 AMXK__INLINE void amxk__q_grid16(const amxk__qview *v, const float *grid, size_t b, size_t g, __m256 *lo, __m256 *hi) {
+    const size_t n0 = b * 16;
     float t[16];
     size_t r;
-    for (r = 0; r < 16; r++) t[r] = b * 16 + r < v->n ? grid[((b * 16 + r) / v->bn) * v->nbk + g] : 0.0f;
+    if (n0 + 16 <= v->n && n0 / v->bn == (n0 + 15) / v->bn) {
+        *lo = *hi = _mm256_broadcast_ss(grid + (n0 / v->bn) * v->nbk + g);
+        return;
+    }
+    if (n0 + 16 <= v->n && v->bn == 1 && v->nbk <= 0x7ffffff) {
+        const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)v->nbk));
+        const float *base = grid + n0 * v->nbk + g;
+        *lo = _mm256_i32gather_ps(base, idx, 4);
+        *hi = _mm256_i32gather_ps(base + 8 * v->nbk, idx, 4);
+        return;
+    }
+    for (r = 0; r < 16; r++) t[r] = n0 + r < v->n ? grid[((n0 + r) / v->bn) * v->nbk + g] : 0.0f;
     *lo = _mm256_loadu_ps(t);
     *hi = _mm256_loadu_ps(t + 8);
 }
@@ -1031,71 +1044,97 @@ AMXK__PRIV void amxk__linear_q8__1x16__scalar(const amxk__q8_args *a, size_t m0,
 #if AMXK__HAS_AVX2
 AMXK__TARGET_AVX2_BEGIN
 /* MR rows (<= 4) x 16 columns of block b; per weight group, int32 lanes (one per column) summed over
-   4 k per vpmaddubsw + vpmaddwd step. bits 8: signed weights (sign trick); 4 / 2: unsigned fields
-   u = q (asym) or q + 2^(b-1) (sym, by an XOR of each field's top bit), corrected with the x sums. */
+   4 k per vpmaddubsw step. bits 8: signed weights (sign trick), vpmaddwd after every vpmaddubsw.
+   bits 4 / 2: unsigned fields u = q (asym) or q + 2^(b-1) (sym, by an XOR of each field's top bit);
+   the vpmaddubsw pairs (|u0 x0 + u1 x1| <= 2 * (2^b - 1) * 127) are summed in 16-bit lanes for 8
+   (int4) or 32 (int2) steps, which cannot overflow, before one vpmaddwd widens them; then corrected
+   with the x sums: t = sum u x - z sum x (sym: exactly, in int32). acc += sx * sw * t in f32. */
 static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx2(const amxk__q8_args *a, size_t row, int mr, size_t b,
                                                                              int bits, int pre, const int32_t *xsum_tab, size_t m0) {
     const amxk__qview *v = a->w;
     const uint8_t *blk = v->data + b * v->blk_bytes;
     const __m256i ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);
-    const int per = 8 / bits, span = 4 * per;
+    const int per = 8 / bits, span = 4 * per, flush = bits == 4 ? 4 : 8; /* 64-byte rows per 16-bit run */
     const __m256i fmask = _mm256_set1_epi8((char)((1 << bits) - 1));
     const __m256i flip = _mm256_set1_epi8((char)(bits == 4 ? 0x88 : 0xaa)); /* top bit of every field */
-    float acc[4][AMXK__LIN_NB];
-    size_t g, rg;
-    int r, j, f;
-    for (r = 0; r < mr; r++)
-        for (j = 0; j < AMXK__LIN_NB; j++) acc[r][j] = 0.0f;
+    __m256 acc[4][2];
+    float out[AMXK__LIN_NB];
+    size_t g, rg, rc;
+    int r, f;
+    for (r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (g = 0; g < v->nbk; g++) {
+        const size_t rg0 = g * v->bk / (size_t)span, rg1 = (g + 1) * v->bk / (size_t)span;
         __m256i s[4][2], xsum[4];
-        float sw[AMXK__LIN_NB], zw[AMXK__LIN_NB];
+        __m256 sw0, sw1, zw0, zw1;
         for (r = 0; r < 4; r++) s[r][0] = s[r][1] = xsum[r] = _mm256_setzero_si256();
-        for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {
-            __m256i w0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), w1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));
-            if (bits == 8) {
-                __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);
+        for (rc = rg0; rc < rg1; rc += (size_t)flush) {
+            __m256i h[4][2];
+            for (r = 0; r < 4; r++) h[r][0] = h[r][1] = _mm256_setzero_si256();
+            for (rg = rc; rg < AMXK__MIN(rg1, rc + (size_t)flush); rg++) {
+                __m256i w0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), w1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));
+                if (bits == 8) {
+                    __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);
+#pragma GCC unroll 4
+                    for (r = 0; r < mr; r++) {
+                        int32_t x4;
+                        __m256i xb;
+                        memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * 4, 4);
+                        xb = _mm256_set1_epi32(x4);
+                        s[r][0] = _mm256_add_epi32(s[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(a0, _mm256_sign_epi8(xb, w0)), ones));
+                        s[r][1] = _mm256_add_epi32(s[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(a1, _mm256_sign_epi8(xb, w1)), ones));
+                    }
+                    continue;
+                }
+                if (!v->asym) w0 = _mm256_xor_si256(w0, flip), w1 = _mm256_xor_si256(w1, flip);
+#pragma GCC unroll 4
+                for (f = 0; f < per; f++) { /* field f holds columns rg*span + 4f .. +3 of every row */
+                    __m256i u0 = _mm256_and_si256(_mm256_srli_epi16(w0, f * bits), fmask), u1 = _mm256_and_si256(_mm256_srli_epi16(w1, f * bits), fmask);
+#pragma GCC unroll 4
+                    for (r = 0; r < mr; r++) {
+                        int32_t x4;
+                        __m256i xb;
+                        memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * (size_t)span + 4 * (size_t)f, 4);
+                        xb = _mm256_set1_epi32(x4);
+                        h[r][0] = _mm256_add_epi16(h[r][0], _mm256_maddubs_epi16(u0, xb));
+                        h[r][1] = _mm256_add_epi16(h[r][1], _mm256_maddubs_epi16(u1, xb));
+                        if (!pre) xsum[r] = _mm256_add_epi32(xsum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, xb), ones));
+                    }
+                }
+            }
+            if (bits != 8)
 #pragma GCC unroll 4
                 for (r = 0; r < mr; r++) {
-                    int32_t x4;
-                    __m256i xb;
-                    memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * 4, 4);
-                    xb = _mm256_set1_epi32(x4);
-                    s[r][0] = _mm256_add_epi32(s[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(a0, _mm256_sign_epi8(xb, w0)), ones));
-                    s[r][1] = _mm256_add_epi32(s[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(a1, _mm256_sign_epi8(xb, w1)), ones));
+                    s[r][0] = _mm256_add_epi32(s[r][0], _mm256_madd_epi16(h[r][0], ones));
+                    s[r][1] = _mm256_add_epi32(s[r][1], _mm256_madd_epi16(h[r][1], ones));
                 }
-                continue;
-            }
-            if (!v->asym) w0 = _mm256_xor_si256(w0, flip), w1 = _mm256_xor_si256(w1, flip);
-#pragma GCC unroll 4
-            for (f = 0; f < per; f++) { /* field f holds columns rg*span + 4f .. +3 of every row */
-                __m256i u0 = _mm256_and_si256(_mm256_srli_epi16(w0, f * bits), fmask), u1 = _mm256_and_si256(_mm256_srli_epi16(w1, f * bits), fmask);
-#pragma GCC unroll 4
-                for (r = 0; r < mr; r++) {
-                    int32_t x4;
-                    __m256i xb;
-                    memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * (size_t)span + 4 * (size_t)f, 4);
-                    xb = _mm256_set1_epi32(x4);
-                    s[r][0] = _mm256_add_epi32(s[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(u0, xb), ones));
-                    s[r][1] = _mm256_add_epi32(s[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(u1, xb), ones));
-                    if (!pre) xsum[r] = _mm256_add_epi32(xsum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, xb), ones));
-                }
-            }
         }
-        for (j = 0; j < AMXK__LIN_NB; j++) {
-            size_t nn = b * AMXK__LIN_NB + (size_t)j;
-            sw[j] = nn < a->n ? v->scales[nn * v->nbk + g] : 0.0f;
-            zw[j] = bits == 8 ? 0.0f : nn >= a->n ? 0.0f : v->asym ? v->zeros[nn * v->nbk + g] : (float)(1 << (bits - 1));
-        }
+        amxk__q_grid16(v, v->scales, b, g, &sw0, &sw1);
+        if (v->asym) amxk__q_grid16(v, v->zeros, b, g, &zw0, &zw1);
+#pragma GCC unroll 4
         for (r = 0; r < mr; r++) {
-            __m256 sx = _mm256_set1_ps(amxk__q8_xscale(a, row + (size_t)r, g * v->bk));
-            __m256 xs = pre ? _mm256_set1_ps((float)xsum_tab[(row + (size_t)r - m0) * v->nbk + g]) : _mm256_cvtepi32_ps(xsum[r]);
-            __m256 t0 = _mm256_fnmadd_ps(_mm256_loadu_ps(zw), xs, _mm256_cvtepi32_ps(s[r][0]));
-            __m256 t1 = _mm256_fnmadd_ps(_mm256_loadu_ps(zw + 8), xs, _mm256_cvtepi32_ps(s[r][1]));
-            _mm256_storeu_ps(acc[r], _mm256_fmadd_ps(_mm256_mul_ps(sx, _mm256_loadu_ps(sw)), t0, _mm256_loadu_ps(acc[r])));
-            _mm256_storeu_ps(acc[r] + 8, _mm256_fmadd_ps(_mm256_mul_ps(sx, _mm256_loadu_ps(sw + 8)), t1, _mm256_loadu_ps(acc[r] + 8)));
+            __m256 sx = _mm256_set1_ps(amxk__q8_xscale(a, row + (size_t)r, g * v->bk)), t0, t1;
+            if (bits != 8 && !v->asym) { /* sym: t = sum u x - 2^(b-1) sum x, exact in int32 */
+                __m256i xs = pre ? _mm256_set1_epi32(xsum_tab[(row + (size_t)r - m0) * v->nbk + g]) : xsum[r];
+                xs = _mm256_slli_epi32(xs, bits - 1);
+                t0 = _mm256_cvtepi32_ps(_mm256_sub_epi32(s[r][0], xs));
+                t1 = _mm256_cvtepi32_ps(_mm256_sub_epi32(s[r][1], xs));
+            } else if (bits != 8) {
+                __m256 xs = pre ? _mm256_set1_ps((float)xsum_tab[(row + (size_t)r - m0) * v->nbk + g]) : _mm256_cvtepi32_ps(xsum[r]);
+                t0 = _mm256_fnmadd_ps(zw0, xs, _mm256_cvtepi32_ps(s[r][0]));
+                t1 = _mm256_fnmadd_ps(zw1, xs, _mm256_cvtepi32_ps(s[r][1]));
+            } else {
+                t0 = _mm256_cvtepi32_ps(s[r][0]);
+                t1 = _mm256_cvtepi32_ps(s[r][1]);
+            }
+            acc[r][0] = _mm256_fmadd_ps(_mm256_mul_ps(sx, sw0), t0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(_mm256_mul_ps(sx, sw1), t1, acc[r][1]);
         }
     }
-    for (r = 0; r < mr; r++) amxk__q8_store(a, row + (size_t)r, b, acc[r]);
+    for (r = 0; r < mr; r++) {
+        _mm256_storeu_ps(out, acc[r][0]);
+        _mm256_storeu_ps(out + 8, acc[r][1]);
+        amxk__q8_store(a, row + (size_t)r, b, out);
+    }
 }
 AMXK__PRIV void amxk__linear_q8_block__avx2(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
     /* int4/int2: the x sums per (row, group) once per task when they fit a small table (decode),
@@ -1536,11 +1575,54 @@ typedef struct amxk__actq_args {
     void *q;
     float *scales;
     amxk_scale_layout layout;
+    amxk_tier tier;
 } amxk__actq_args;
 
 AMXK__INLINE float amxk__ld_any(const void *p, size_t i, amxk_dtype t) {
     return t == AMXK_DTYPE_F32 ? ((const float *)p)[i] : amxk__ld16(p, i, t);
 }
+
+#if AMXK__HAS_AVX2
+AMXK__TARGET_AVX2_BEGIN
+/* int8 / uint8 quantization of one group (group % 8 == 0) with the scalar loop's exact values (IEEE
+   division, round to nearest even, clamp to +-127); returns 0 without writing anything when the
+   group holds a NaN or infinity (the scalar loop then defines the result). */
+AMXK__PRIV int amxk__actq_group__avx2(const amxk__actq_args *a, size_t row, size_t k0, float *scale) {
+    const size_t base = row * a->ldx + k0;
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 vmax = _mm256_setzero_ps(), inv_ok;
+    float lanes[8], amax = 0.0f, sc;
+    int8_t *d = (int8_t *)a->q + row * a->ldq + k0;
+    size_t j;
+    int i;
+#define AMXK__LD8(i) (a->xt == AMXK_DTYPE_F32 ? _mm256_loadu_ps((const float *)a->x + base + (i)) \
+                      : a->xt == AMXK_DTYPE_BF16 ? amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)((const uint16_t *)a->x + base + (i)))) \
+                      : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)a->x + base + (i)))))
+    for (j = 0; j < a->group; j += 8) vmax = _mm256_max_ps(vmax, _mm256_and_ps(AMXK__LD8(j), absmask)); /* NaN lanes: ignored */
+    _mm256_storeu_ps(lanes, vmax);
+    for (i = 0; i < 8; i++) amax = AMXK__MAX(amax, lanes[i]);
+    for (j = 0, inv_ok = _mm256_setzero_ps(); j < a->group; j += 8) {
+        __m256 v = _mm256_and_ps(AMXK__LD8(j), absmask);
+        inv_ok = _mm256_or_ps(inv_ok, _mm256_cmp_ps(v, _mm256_set1_ps(3.4028235e38f), _CMP_NLE_UQ)); /* NaN or inf */
+    }
+    if (_mm256_movemask_ps(inv_ok)) return 0;
+    sc = amax / 127.0f;
+    if (!(sc > 0.0f)) sc = 1.0f;
+    for (j = 0; j < a->group; j += 8) {
+        __m256 t = _mm256_div_ps(AMXK__LD8(j), _mm256_set1_ps(sc));
+        __m256i q = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_max_ps(_mm256_min_ps(t, _mm256_set1_ps(127.0f)), _mm256_set1_ps(-127.0f)),
+                                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        q = _mm256_packs_epi16(_mm256_packs_epi32(q, q), q); /* bytes 0-3 of each 128-bit lane */
+        q = _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
+        if (a->ot == AMXK_DTYPE_U8) q = _mm256_xor_si256(q, _mm256_set1_epi8((char)0x80));
+        _mm_storel_epi64((__m128i *)(d + j), _mm256_castsi256_si128(q));
+    }
+#undef AMXK__LD8
+    *scale = sc;
+    return 1;
+}
+AMXK__TARGET_END
+#endif
 
 static void amxk__actq_row(void *task_ctx, size_t row, int worker) {
     const amxk__actq_args *a = (const amxk__actq_args *)task_ctx;
@@ -1549,6 +1631,12 @@ static void amxk__actq_row(void *task_ctx, size_t row, int worker) {
     for (g = 0; g < a->k / a->group; g++) {
         const size_t k0 = g * a->group;
         float amax = 0.0f, sc;
+#if AMXK__HAS_AVX2
+        if (a->tier >= AMXK_TIER_AVX2 && a->ot != AMXK_DTYPE_FP8_E4M3 && a->group % 8 == 0 && amxk__actq_group__avx2(a, row, k0, &sc)) {
+            a->scales[a->layout == AMXK_SCALES_ROW_MAJOR ? row * a->ld_s + g : g * a->ld_s + row] = sc;
+            continue;
+        }
+#endif
         for (j = 0; j < a->group; j++) {
             float v = amxk__ld_any(a->x, row * a->ldx + k0 + j, a->xt);
             amax = AMXK__MAX(amax, v < 0 ? -v : v);
@@ -1588,7 +1676,7 @@ AMXK_DEF amxk_status amxk_quantize_act(const amxk_ctx *ctx, size_t m, size_t k, 
         amxk__overlap(scales, sbytes, x, ((m - 1) * ldx + k) * amxk_dtype_size(xt)) || amxk__overlap(scales, sbytes, q, (m - 1) * ldq + k))
         return AMXK_ERR_ALIAS;
     a.k = k, a.ldx = ldx, a.group = group, a.ldq = ldq, a.ld_s = ld_s, a.x = x, a.xt = xt, a.ot = ot, a.q = q, a.scales = scales;
-    a.layout = layout;
+    a.layout = layout, a.tier = amxk__vec_tier(amxk__tier(ctx));
     amxk__parallel(ctx, amxk__actq_row, &a, m);
     return AMXK_OK;
 }
