@@ -279,30 +279,31 @@ static void moe_peer_call(void *user, size_t rep) {
     }
 }
 
-/* Row-major [rows, cols] f32 memory descriptor. */
-static void moe_md(dnnl_memory_desc_t *md, size_t rows, size_t cols, dnnl_format_tag_t tag) {
+/* A [rows, cols] memory descriptor. */
+static void moe_md(dnnl_memory_desc_t *md, size_t rows, size_t cols, dnnl_data_type_t dt, dnnl_format_tag_t tag) {
     dnnl_dims_t d;
     d[0] = (dnnl_dim_t)rows, d[1] = (dnnl_dim_t)cols;
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(md, 2, d, dnnl_f32, tag));
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(md, 2, d, dt, tag));
 }
 
 /* A row-major [rows, cols] f32 memory over buf. */
 static dnnl_memory_t moe_mem(dnnl_engine_t eng, size_t rows, size_t cols, void *buf) {
     dnnl_memory_desc_t md;
     dnnl_memory_t mem;
-    moe_md(&md, rows, cols, dnnl_ab);
+    moe_md(&md, rows, cols, dnnl_f32, dnnl_ab);
     DNNL_TRY(dnnl_memory_create(&mem, &md, eng, buf));
     return mem;
 }
 
-/* Matmul [m, k] x [k, n] -> [m, n] with weights in layout wmd (NULL: `any`, the primitive's choice). */
-static dnnl_status_t moe_matmul(dnnl_engine_t eng, size_t m, size_t k, size_t n, const dnnl_memory_desc_t *wmd,
+/* Matmul [m, k] x [k, n] -> [m, n] (f32 output) with weights in layout wmd (NULL: `any`, the
+   primitive's choice). */
+static dnnl_status_t moe_matmul(dnnl_engine_t eng, dnnl_data_type_t dt, size_t m, size_t k, size_t n, const dnnl_memory_desc_t *wmd,
                                 dnnl_primitive_desc_t *pd) {
     dnnl_memory_desc_t x, w, y;
     dnnl_matmul_desc_t mm;
-    moe_md(&x, m, k, dnnl_ab), moe_md(&y, m, n, dnnl_ab);
+    moe_md(&x, m, k, dt, dnnl_ab), moe_md(&y, m, n, dnnl_f32, dnnl_ab);
     if (wmd) w = *wmd;
-    else moe_md(&w, k, n, dnnl_format_tag_any);
+    else moe_md(&w, k, n, dt, dnnl_format_tag_any);
     DNNL_TRY(dnnl_matmul_desc_init(&mm, &x, &w, NULL, &y));
     return dnnl_primitive_desc_create(pd, &mm, NULL, eng, NULL);
 }
@@ -377,13 +378,13 @@ static int cmd_moe(const bench_args *a) {
     DNNL_TRY(dnnl_stream_create(&run.stream, eng, dnnl_stream_default_flags));
     /* the weights layout: the one oneDNN prefers for the largest expert row count, used by every
        primitive (the weights are reordered once, as an engine does at load time) */
-    st = moe_matmul(eng, rep_m, K, 2 * N, NULL, &pd1);
+    st = moe_matmul(eng, strcmp(dtype, "f32") ? dnnl_bf16 : dnnl_f32, rep_m, K, 2 * N, NULL, &pd1);
     if (st != dnnl_success) {
         printf("%s status=%s\n", params, st == dnnl_unimplemented ? "unimplemented" : "error");
         return 0;
     }
-    if (strcmp(dtype, "f32") != 0) bench_die("internal: only f32 is implemented here"); /* bf16 has no kernel here */
-    DNNL_TRY(moe_matmul(eng, rep_m, N, K, NULL, &pd2));
+    if (strcmp(dtype, "f32") != 0) bench_die("onednn_peer moe: oneDNN has bf16 matmul here, but this peer only runs f32");
+    DNNL_TRY(moe_matmul(eng, dnnl_f32, rep_m, N, K, NULL, &pd2));
     DNNL_TRY(dnnl_primitive_desc_query(pd1, dnnl_query_impl_info_str, 0, &impl));
     w13_md = *dnnl_primitive_desc_query_md(pd1, dnnl_query_weights_md, 0);
     w2_md = *dnnl_primitive_desc_query_md(pd2, dnnl_query_weights_md, 0);
@@ -404,8 +405,8 @@ static int cmd_moe(const bench_args *a) {
         moe_prim *c = &cache[nr[i]];
         run.prim[i] = c;
         if (c->p1) continue;
-        DNNL_TRY(moe_matmul(eng, nr[i], K, 2 * N, &w13_md, &pd1));
-        DNNL_TRY(moe_matmul(eng, nr[i], N, K, &w2_md, &pd2));
+        DNNL_TRY(moe_matmul(eng, dnnl_f32, nr[i], K, 2 * N, &w13_md, &pd1));
+        DNNL_TRY(moe_matmul(eng, dnnl_f32, nr[i], N, K, &w2_md, &pd2));
         DNNL_TRY(dnnl_primitive_create(&c->p1, pd1));
         DNNL_TRY(dnnl_primitive_create(&c->p2, pd2));
         dnnl_primitive_desc_destroy(pd1), dnnl_primitive_desc_destroy(pd2);
@@ -414,7 +415,7 @@ static int cmd_moe(const bench_args *a) {
     }
     /* weights of the active experts (the values of amxk_bench moe, rounded to bf16), W13 [2N, K] and
        W2 [K, N] row-major (= [K, 2N] / [N, K] in format ba), reordered into every layer copy */
-    moe_md(&u13_md, K, 2 * N, dnnl_ba), moe_md(&u2_md, N, K, dnnl_ba);
+    moe_md(&u13_md, K, 2 * N, dnnl_f32, dnnl_ba), moe_md(&u2_md, N, K, dnnl_f32, dnnl_ba);
     run.w13 = (dnnl_memory_t *)calloc(L * nact, sizeof *run.w13), run.w2 = (dnnl_memory_t *)calloc(L * nact, sizeof *run.w2);
     if (!run.w13 || !run.w2) bench_die("out of memory");
     wf = (float *)bench_alloc(2 * N * K * 4, 64);
