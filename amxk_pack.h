@@ -98,8 +98,8 @@ AMXK_DEF amxk_status amxk_packed_linear_info(const void *packed, size_t bytes, a
 /* ---- quantized weights ----------------------------------------------------------------------
    Formats: INT8 / INT4 / INT2 symmetric (two's-complement values, w = s * q) or asymmetric
    (unsigned values and a zero point, w = s * (q - z)); FP8_E4M3 / FP8_E5M2 (w = s * fp8(q)).
-   Scales (and zero points) are fp32 on a grid of blocks of block_n rows x block_k columns:
-   scale[(n / block_n) * ceil(K / block_k) + k / block_k]. Int formats: block_n = 1 (0 means 1) and
+   Scales (and zero points) are fp32 on a grid of blocks of block_n rows x block_k columns; callers
+   pass it row-major, scale[(n / block_n) * ceil(K / block_k) + k / block_k]. Int formats: block_n = 1 (0 means 1) and
    block_k = the group size, which must divide K (block_k = K: per channel). FP8: any block_n,
    block_k >= 1, partial edge blocks allowed (DeepSeek: 128 x 128; per channel: 1 x K; per tensor:
    N x K).
@@ -107,8 +107,9 @@ AMXK_DEF amxk_status amxk_packed_linear_info(const void *packed, size_t bytes, a
    column k live in byte (k / (4v)) * 64 + r * 4 + k % 4, bits [b*f, b*f + b) with b the bit width,
    v = 8 / b values per byte and f = (k / 4) % v: 16 rows x 4 k per 64 bytes (the AMX-INT8 B-tile
    row), int4 puts the next 4 k of the same rows in the high nibble, int2 the next 12 in bits 2..7.
-   K is padded to a multiple of 32 and N to a multiple of 16 with zero fields. Then the scale grid
-   (fp32, row-major), then, for asymmetric ints, the zero grid, which starts at the next 64-byte
+   K is padded to a multiple of 32 and N to a multiple of 16 with zero fields. Then the scale grid,
+   fp32 and group-major inside the pack (scale[(k / block_k) * ceil(N / block_n) + n / block_n]: the
+   16 rows of a block are adjacent, one vector load per group for the kernels), then, for asymmetric ints, the zero grid, which starts at the next 64-byte
    boundary after the scale grid. Total: amxk_pack_quant_size.
    amxk_linear accepts these buffers (x BF16 or F16): see PATHS for how each tier runs them. */
 typedef enum amxk_qformat {
@@ -273,7 +274,7 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
 #define AMXK__LIN_WIDE_M 12 /* vector path: from this M on, weight blocks are widened to f32 once per
                                task and reused by all its row panels */
 #define AMXK__LIN_NC 16     /* column blocks per task outside decode */
-#define AMXK__PACK_VERSION 1u
+#define AMXK__PACK_VERSION 2u /* 2: group-major scale grid */
 
 typedef struct amxk__pack_hdr {
     char magic[8]; /* "AMXKPACK" */
@@ -309,7 +310,7 @@ AMXK__INLINE void amxk__st_out(void *y, size_t i, amxk_dtype t, float v) {
 typedef struct amxk__qview {
     amxk_qformat fmt;
     int asym, bits;
-    size_t n, k, kp, bn, bk, nbk; /* nbk: scale-grid columns */
+    size_t n, k, kp, bn, bk, nbk, nbn; /* scale blocks along K and along N */
     size_t blk_bytes;             /* bytes per 16-row block */
     int no_nan;                   /* fp8: the header says no field is a NaN or infinite code */
     const uint8_t *data;
@@ -336,7 +337,7 @@ AMXK__PRIV amxk_status amxk__q_geometry(const amxk_quant *q, size_t n, size_t k,
     }
     v->kp = amxk__lin_kp(k);
     v->nbk = AMXK__CEIL_DIV(k, v->bk);
-    nbn = AMXK__CEIL_DIV(n, v->bn);
+    v->nbn = nbn = AMXK__CEIL_DIV(n, v->bn);
     grid = AMXK__ROUND_UP(nbn * v->nbk * 4, (size_t)AMXK_ALIGN);
     v->blk_bytes = (size_t)AMXK__LIN_NB * v->kp * (size_t)v->bits / 8;
     *bytes = sizeof(amxk__pack_hdr) + amxk__lin_nblk(n) * v->blk_bytes + grid * (q->asym ? 2 : 1);
@@ -345,6 +346,9 @@ AMXK__PRIV amxk_status amxk__q_geometry(const amxk_quant *q, size_t n, size_t k,
 /* 2 if the column groups (scale blocks along K) cover whole 64-byte rows of a block (4 * 8/b
    columns): the AVX2 kernels stream those; else 1 (generic dequantization). */
 AMXK__INLINE int amxk__q_kind(const amxk__qview *v) { return v->bk % (size_t)(32 / v->bits) == 0 ? 2 : 1; }
+/* Index in the scale (and zero) grid of row block nb (= n / bn) and column block g (= k / bk): the
+   grid is group-major, [ceil(K/bk)][ceil(N/bn)], so the 16 rows of a packed block are adjacent. */
+AMXK__INLINE size_t amxk__q_gidx(const amxk__qview *v, size_t nb, size_t g) { return g * v->nbn + nb; }
 /* Points v (geometry filled) at the fields, scale grid and zero grid of the pack at base. */
 AMXK__INLINE void amxk__q_bind(amxk__qview *v, const void *base) {
     v->data = (const uint8_t *)base + sizeof(amxk__pack_hdr);
@@ -360,7 +364,7 @@ AMXK__INLINE size_t amxk__q_pos(const amxk__qview *v, size_t r, size_t k, int *s
 /* Dequantized weight (n, k), k < K. */
 AMXK__INLINE float amxk__q_get(const amxk__qview *v, size_t n, size_t k) {
     int sh;
-    size_t g = (n / v->bn) * v->nbk + k / v->bk;
+    size_t g = amxk__q_gidx(v, n / v->bn, k / v->bk);
     size_t pos = (n / AMXK__LIN_NB) * v->blk_bytes + amxk__q_pos(v, n % AMXK__LIN_NB, k, &sh); /* sets sh */
     unsigned f = (unsigned)(v->data[pos] >> sh) & ((1u << v->bits) - 1u);
     float val;
@@ -660,17 +664,15 @@ AMXK__INLINE void amxk__q_grid16(const amxk__qview *v, const float *grid, size_t
     float t[16];
     size_t r;
     if (n0 + 16 <= v->n && n0 / v->bn == (n0 + 15) / v->bn) {
-        *lo = *hi = _mm256_broadcast_ss(grid + (n0 / v->bn) * v->nbk + g);
+        *lo = *hi = _mm256_broadcast_ss(grid + amxk__q_gidx(v, n0 / v->bn, g));
         return;
     }
-    if (n0 + 16 <= v->n && v->bn == 1 && v->nbk <= 0x7ffffff) {
-        const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)v->nbk));
-        const float *base = grid + n0 * v->nbk + g;
-        *lo = _mm256_i32gather_ps(base, idx, 4);
-        *hi = _mm256_i32gather_ps(base + 8 * v->nbk, idx, 4);
+    if (n0 + 16 <= v->n && v->bn == 1) { /* group-major grid: 16 consecutive entries */
+        *lo = _mm256_loadu_ps(grid + amxk__q_gidx(v, n0, g));
+        *hi = _mm256_loadu_ps(grid + amxk__q_gidx(v, n0 + 8, g));
         return;
     }
-    for (r = 0; r < 16; r++) t[r] = n0 + r < v->n ? grid[((n0 + r) / v->bn) * v->nbk + g] : 0.0f;
+    for (r = 0; r < 16; r++) t[r] = n0 + r < v->n ? grid[amxk__q_gidx(v, (n0 + r) / v->bn, g)] : 0.0f;
     *lo = _mm256_loadu_ps(t);
     *hi = _mm256_loadu_ps(t + 8);
 }
@@ -1034,8 +1036,8 @@ AMXK__PRIV void amxk__linear_q8__1x16__scalar(const amxk__q8_args *a, size_t m0,
                         sum += (int32_t)a->xq[i * a->ldq + kk] * qv;
                         xsum += a->xq[i * a->ldq + kk];
                     }
-                    acc[r] += amxk__q8_xscale(a, i, g * v->bk) * v->scales[nn * v->nbk + g] *
-                              ((float)sum - (v->asym ? v->zeros[nn * v->nbk + g] * (float)xsum : 0.0f));
+                    acc[r] += amxk__q8_xscale(a, i, g * v->bk) * v->scales[amxk__q_gidx(v, nn, g)] *
+                              ((float)sum - (v->asym ? v->zeros[amxk__q_gidx(v, nn, g)] * (float)xsum : 0.0f));
                 }
             amxk__q8_store(a, i, b, acc);
         }
@@ -1050,7 +1052,8 @@ AMXK__TARGET_AVX2_BEGIN
    (int4) or 32 (int2) steps, which cannot overflow, before one vpmaddwd widens them; then corrected
    with the x sums: t = sum u x - z sum x (sym: exactly, in int32). acc += sx * sw * t in f32. */
 static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx2(const amxk__q8_args *a, size_t row, int mr, size_t b,
-                                                                             int bits, int pre, const int32_t *xsum_tab, size_t m0) {
+                                                                             int bits, int pre, const int32_t *xsum_tab, const float *sx_tab,
+                                                                             size_t m0) {
     const amxk__qview *v = a->w;
     const uint8_t *blk = v->data + b * v->blk_bytes;
     const __m256i ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);
@@ -1112,7 +1115,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx2(co
         if (v->asym) amxk__q_grid16(v, v->zeros, b, g, &zw0, &zw1);
 #pragma GCC unroll 4
         for (r = 0; r < mr; r++) {
-            __m256 sx = _mm256_set1_ps(amxk__q8_xscale(a, row + (size_t)r, g * v->bk)), t0, t1;
+            __m256 sx = _mm256_set1_ps(sx_tab ? sx_tab[(row + (size_t)r - m0) * v->nbk + g] : amxk__q8_xscale(a, row + (size_t)r, g * v->bk)), t0, t1;
             if (bits != 8 && !v->asym) { /* sym: t = sum u x - 2^(b-1) sum x, exact in int32 */
                 __m256i xs = pre ? _mm256_set1_epi32(xsum_tab[(row + (size_t)r - m0) * v->nbk + g]) : xsum[r];
                 xs = _mm256_slli_epi32(xs, bits - 1);
@@ -1137,29 +1140,33 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx2(co
     }
 }
 AMXK__PRIV void amxk__linear_q8_block__avx2(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
-    /* int4/int2: the x sums per (row, group) once per task when they fit a small table (decode),
-       instead of once per block inside the kernel */
+    /* the x scale and (int4/int2) the x sum per (row, weight group) once per task when they fit a
+       small table (decode), instead of once per block inside the kernel */
     int32_t tab[1024];
+    float sxt[1024];
     const int32_t *xt = NULL;
+    const float *st = NULL;
     size_t i, b;
-    if (a->w->bits < 8 && (m1 - m0) * a->w->nbk <= 1024) {
+    if ((m1 - m0) * a->w->nbk <= 1024) {
         size_t r, g, kk;
         for (r = m0; r < m1; r++)
             for (g = 0; g < a->w->nbk; g++) {
                 int32_t sum = 0;
-                for (kk = g * a->w->bk; kk < (g + 1) * a->w->bk; kk++) sum += a->xq[r * a->ldq + kk];
+                if (a->w->bits < 8)
+                    for (kk = g * a->w->bk; kk < (g + 1) * a->w->bk; kk++) sum += a->xq[r * a->ldq + kk];
                 tab[(r - m0) * a->w->nbk + g] = sum;
+                sxt[(r - m0) * a->w->nbk + g] = amxk__q8_xscale(a, r, g * a->w->bk);
             }
-        xt = tab;
+        xt = a->w->bits < 8 ? tab : NULL, st = sxt;
     }
     for (b = b0; b < b1; b++)
         for (i = m0; i < m1; i += 4) {
 #define AMXK__Q8_ROWS(BITS, PRE)                                                                     \
     switch (AMXK__MIN((size_t)4, m1 - i)) {                                                          \
-    case 4: amxk__linear_q8__4x16__avx2(a, i, 4, b, BITS, PRE, xt, m0); break;                       \
-    case 3: amxk__linear_q8__4x16__avx2(a, i, 3, b, BITS, PRE, xt, m0); break;                       \
-    case 2: amxk__linear_q8__4x16__avx2(a, i, 2, b, BITS, PRE, xt, m0); break;                       \
-    default: amxk__linear_q8__4x16__avx2(a, i, 1, b, BITS, PRE, xt, m0); break;                      \
+    case 4: amxk__linear_q8__4x16__avx2(a, i, 4, b, BITS, PRE, xt, st, m0); break;                   \
+    case 3: amxk__linear_q8__4x16__avx2(a, i, 3, b, BITS, PRE, xt, st, m0); break;                   \
+    case 2: amxk__linear_q8__4x16__avx2(a, i, 2, b, BITS, PRE, xt, st, m0); break;                   \
+    default: amxk__linear_q8__4x16__avx2(a, i, 1, b, BITS, PRE, xt, st, m0); break;                  \
     }
             if (a->w->bits == 8) {
                 AMXK__Q8_ROWS(8, 0)
@@ -1352,7 +1359,7 @@ static unsigned amxk__q_get_bytes(const void *src, const amxk__qview *v, size_t 
 typedef struct amxk__q_weights { const void *w; amxk_dtype wt; size_t ldw; } amxk__q_weights;
 static unsigned amxk__q_get_quantized(const void *src, const amxk__qview *v, size_t n, size_t k) {
     const amxk__q_weights *s = (const amxk__q_weights *)src;
-    size_t g = (n / v->bn) * v->nbk + k / v->bk;
+    size_t g = amxk__q_gidx(v, n / v->bn, k / v->bk);
     float x = s->wt == AMXK_DTYPE_F32 ? ((const float *)s->w)[n * s->ldw + k] : amxk__bf16_to_f32(((const uint16_t *)s->w)[n * s->ldw + k]);
     float t = x / v->scales[g], r;
     int qmax = v->asym ? (1 << v->bits) - 1 : (1 << (v->bits - 1)) - 1, qmin = v->asym ? 0 : -(1 << (v->bits - 1));
@@ -1426,8 +1433,8 @@ AMXK_DEF amxk_status amxk_quantize_pack(const amxk_ctx *ctx, void *dst, size_t d
             else sc = (hi - lo) / (float)((1 << v.bits) - 1);
             if (!(sc > 0.0f)) sc = 1.0f; /* all zeros (or NaN): q = 0 */
             if (v.asym) z = AMXK__MIN(AMXK__MAX(amxk__rne(-lo / sc), 0.0f), (float)((1 << v.bits) - 1));
-            ((float *)v.scales)[gn * v.nbk + gk] = sc;
-            if (v.asym) ((float *)v.zeros)[gn * v.nbk + gk] = z;
+            ((float *)v.scales)[amxk__q_gidx(&v, gn, gk)] = sc;
+            if (v.asym) ((float *)v.zeros)[amxk__q_gidx(&v, gn, gk)] = z;
         }
     {
         amxk__q_weights src;
@@ -1455,8 +1462,11 @@ AMXK_DEF amxk_status amxk_pack_quant(const amxk_ctx *ctx, void *dst, size_t dst_
                 int x = v.asym ? (int)((const uint8_t *)values)[i * ldv + j] : (int)((const int8_t *)values)[i * ldv + j];
                 if (v.asym ? x > (1 << v.bits) - 1 : (x < -(1 << (v.bits - 1)) || x > (1 << (v.bits - 1)) - 1)) return AMXK_ERR_ARG;
             }
-    memcpy((float *)v.scales, scales, grid * 4);
-    if (v.asym) memcpy((float *)v.zeros, zeros, grid * 4);
+    for (i = 0; i < v.nbn; i++) /* the caller's row-major grid -> the pack's group-major one */
+        for (j = 0; j < v.nbk; j++) {
+            ((float *)v.scales)[amxk__q_gidx(&v, i, j)] = scales[i * v.nbk + j];
+            if (v.asym) ((float *)v.zeros)[amxk__q_gidx(&v, i, j)] = zeros[i * v.nbk + j];
+        }
     {
         amxk__q_bytes src;
         src.vals = (const uint8_t *)values, src.ldv = ldv;
@@ -1532,8 +1542,8 @@ AMXK__PRIV amxk_status amxk__import_int(const amxk_ctx *ctx, void *dst, size_t d
     }
     for (n = 0; n < c->n; n++) /* grids are [N][K/G]; the checkpoint's are [K/G][N] */
         for (g = 0; g < ng; g++) {
-            ((float *)v.scales)[n * ng + g] = amxk__f16_to_f32(scales_fp16[g * c->n + n]);
-            if (!sym) ((float *)v.zeros)[n * ng + g] = (float)amxk__ckpt_z(c, g, n);
+            ((float *)v.scales)[amxk__q_gidx(&v, n, g)] = amxk__f16_to_f32(scales_fp16[g * c->n + n]);
+            if (!sym) ((float *)v.zeros)[amxk__q_gidx(&v, n, g)] = (float)amxk__ckpt_z(c, g, n);
         }
     amxk__q_write(dst, &v, amxk__q_get_ckpt, c);
     return AMXK_OK;

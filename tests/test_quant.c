@@ -6,8 +6,9 @@
    INDEPENDENT REFERENCES. Nothing here trusts amxk to check amxk:
      - the packed bytes are decoded by this file from the layout documented in amxk_pack.h (header of
        64 bytes; ceil(N/16) blocks of 16 rows; row r, column k in byte (k/(4v))*64 + r*4 + k%4, bits
-       [b*f, b*f+b), v = 8/b, f = (k/4)%v; K padded to a multiple of 32; then the fp32 scale grid
-       scale[(n/bn)*ceil(K/bk) + k/bk], then the zero grid). ONE ASSUMPTION the documentation does
+       [b*f, b*f+b), v = 8/b, f = (k/4)%v; K padded to a multiple of 32; then the fp32 scale grid,
+       group-major in the pack: scale[(k/bk)*ceil(N/bn) + n/bn], then the zero grid; callers pass
+       grids row-major, [(n/bn)*ceil(K/bk) + k/bk]). ONE ASSUMPTION the documentation does
        not state: the zero grid starts at the next 64-byte boundary after the scale grid (checked
        indirectly: amxk_dequantize must agree with this decoder bit for bit);
      - the dequantized weight is s*(q - z) (ints) or s*fp8(q) computed in double and rounded once to
@@ -158,7 +159,11 @@ static int field_int(const qgeo *g, unsigned f) {
     if (!g->asym && (f >> (g->bits - 1))) return (int)f - (1 << g->bits);
     return (int)f;
 }
-static size_t gidx(const qgeo *g, size_t n, size_t k) { return (n / g->bn) * g->gk + k / g->bk; }
+/* the pack's grid index of block (gn, gk) (group-major), and of weight (n, k) */
+static size_t bidx(const qgeo *g, size_t gn, size_t gk) { return gk * g->gn + gn; }
+static size_t gidx(const qgeo *g, size_t n, size_t k) { return bidx(g, n / g->bn, k / g->bk); }
+/* the callers' (row-major) grid index of weight (n, k) */
+static size_t cidx(const qgeo *g, size_t n, size_t k) { return (n / g->bn) * g->gk + k / g->bk; }
 static float q_scale(const qgeo *g, const unsigned char *p, size_t n, size_t k) { return rd_f32(p, g->scale_off + 4 * gidx(g, n, k)); }
 static float q_zero(const qgeo *g, const unsigned char *p, size_t n, size_t k) {
     return g->asym ? rd_f32(p, g->zero_off + 4 * gidx(g, n, k)) : 0.0f;
@@ -228,7 +233,7 @@ static size_t check_quantizer(const qgeo *g, const unsigned char *p, const void 
             else if (!g->asym) sref = amax / (double)qhi;
             else sref = (hi - lo) / (double)qhi;
             sreff = sref > 0 ? (float)sref : 1.0f;
-            s = rd_f32(p, g->scale_off + 4 * (gn * g->gk + gk));
+            s = rd_f32(p, g->scale_off + 4 * bidx(g, gn, gk));
             qstats.blocks++;
             if (g->asym && sref > 0 && (double)(float)(hi - lo) != hi - lo) {
                 /* hi - lo is not exact in fp32: one extra rounding may be taken (2 ulp) */
@@ -239,7 +244,7 @@ static size_t check_quantizer(const qgeo *g, const unsigned char *p, const void 
             if (!(s > 0)) continue;
             if (g->asym) {
                 int c0, c1;
-                z = rd_f32(p, g->zero_off + 4 * (gn * g->gk + gk));
+                z = rd_f32(p, g->zero_off + 4 * bidx(g, gn, gk));
                 int_cands(-lo / (double)s, 0, 0, qhi, &c0, &c1);
                 if (c0 != c1) qstats.near_ties++;
                 if (!(z == (float)c0 || z == (float)c1)) QBAD("block (%zu,%zu): zero point %g, want %d (lo %g, s %g)", gn, gk, z, c0, lo, s);
@@ -458,19 +463,23 @@ static void test_pack_quant_roundtrip(void) {
                       bad, msg);
                 nb = padding_nonzero(&g, p);
                 CHECK(nb == 0, "%s n %zu k %zu: %zu padding fields not zero", fmt_name(q.format, asym), n, k, nb);
-                CHECK(memcmp(p + g.scale_off, sc, g.grid * 4) == 0, "%s n %zu k %zu: scale grid not at the documented offset", fmt_name(q.format, asym),
-                      n, k);
-                if (asym) CHECK(memcmp(p + g.zero_off, zr, g.grid * 4) == 0, "%s n %zu k %zu: zero grid not at the next 64-byte boundary",
-                                fmt_name(q.format, asym), n, k);
+                nb = 0;
+                for (i = 0; i < g.gn; i++)
+                    for (j = 0; j < g.gk; j++) {
+                        nb += test_f32_bits(rd_f32(p, g.scale_off + 4 * bidx(&g, i, j))) != test_f32_bits(sc[i * g.gk + j]);
+                        if (asym) nb += test_f32_bits(rd_f32(p, g.zero_off + 4 * bidx(&g, i, j))) != test_f32_bits(zr[i * g.gk + j]);
+                    }
+                CHECK(nb == 0, "%s n %zu k %zu: %zu scale / zero grid entries not where documented (zero grid: next 64-byte boundary)",
+                      fmt_name(q.format, asym), n, k, nb);
                 dq = (float *)test_alloc(((n - 1) * ldw + k) * 4);
                 s = amxk_dequantize(p, bytes, dq, ldw);
                 bad = 0;
                 for (i = 0; i < n; i++)
                     for (j = 0; j < k; j++) {
                         int v = g.fp8 ? 0 : asym ? (int)(unsigned char)vals[i * ldv + j] : (int)vals[i * ldv + j];
-                        double sv = sc[gidx(&g, i, j)];
+                        double sv = sc[cidx(&g, i, j)];
                         float want = g.fp8 ? (float)(sv * test_ref_decode(g.f8dt, (unsigned char)vals[i * ldv + j]))
-                                           : (float)(sv * ((double)v - (asym ? (double)zr[gidx(&g, i, j)] : 0.0)));
+                                           : (float)(sv * ((double)v - (asym ? (double)zr[cidx(&g, i, j)] : 0.0)));
                         if (!same_f32(dq[i * ldw + j], want) && bad++ == 0)
                             snprintf(msg, sizeof msg, "(%zu,%zu): %.9g want %.9g", i, j, dq[i * ldw + j], want);
                         if (!same_f32(ref_weight(&g, p, i, j), want) && bad++ == 0) snprintf(msg, sizeof msg, "(%zu,%zu): own decoder differs", i, j);
@@ -509,10 +518,11 @@ static void test_pack_quant_roundtrip(void) {
                             unsigned f = q_field(&g, p, i, j);
                             v2[i * k + j] = (signed char)(g.fp8 || asym ? (signed char)(unsigned char)f : (signed char)field_int(&g, f));
                         }
-                    for (i = 0; i < g.grid; i++) {
-                        sc[i] = rd_f32(p, g.scale_off + 4 * i);
-                        if (asym) zr[i] = rd_f32(p, g.zero_off + 4 * i);
-                    }
+                    for (i = 0; i < g.gn; i++) /* back to the callers' row-major grid */
+                        for (j = 0; j < g.gk; j++) {
+                            sc[i * g.gk + j] = rd_f32(p, g.scale_off + 4 * bidx(&g, i, j));
+                            if (asym) zr[i * g.gk + j] = rd_f32(p, g.zero_off + 4 * bidx(&g, i, j));
+                        }
                     CHECK(amxk_pack_quant(NULL, p2, bytes, &q, v2, k, sc, zr, n, k) == AMXK_OK, "pack_quant");
                     CHECK(memcmp(p, p2, g.scale_off + g.grid * 4) == 0 && (!asym || memcmp(p + g.zero_off, p2 + g.zero_off, g.grid * 4) == 0),
                           "%s n %zu k %zu: pack_quant(values, scales, zeros of quantize_pack) differs from quantize_pack", fmt_name(q.format, asym), n, k);
