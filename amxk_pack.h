@@ -274,6 +274,9 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
 #define AMXK__LIN_WIDE_M 12 /* vector path: from this M on, weight blocks are widened to f32 once per
                                task and reused by all its row panels */
 #define AMXK__LIN_NC 16     /* column blocks per task outside decode */
+#ifndef AMXK__Q_PREFETCH
+#define AMXK__Q_PREFETCH 2048 /* decode kernels: software prefetch distance in packed bytes */
+#endif
 #define AMXK__PACK_VERSION 2u /* 2: group-major scale grid */
 
 typedef struct amxk__pack_hdr {
@@ -530,6 +533,7 @@ static inline __attribute__((always_inline)) void amxk__linear__6x16__avx2(const
     aco[0][0] = aco[0][1] = aco[1][0] = aco[1][1] = _mm256_setzero_ps();
     for (p = 0; p < kp / 2; p++) {
         const float *xp = xf + p * 2 * AMXK__LIN_MR;
+        if (dt != AMXK_DTYPE_F32 && mr <= 2) _mm_prefetch((const char *)wb + p * 64 + AMXK__Q_PREFETCH, _MM_HINT_T0); /* decode: streamed */
 #pragma GCC unroll 2
         for (odd = 0; odd < 2; odd++) {
             __m256 w0 = amxk__lin_w__avx2(wb, dt, p, 0, odd), w1 = amxk__lin_w__avx2(wb, dt, p, 1, odd);
@@ -657,19 +661,20 @@ static inline __attribute__((always_inline)) void amxk__q_w16__avx2(__m256i v0, 
     }
 }
 #define amxk__q_wscale(fmt) ((fmt) == AMXK_QFMT_FP8_E4M3 ? 256.0f : 1.0f)
-/* Group g's scales (or zeros) of the 16 rows of block b (0 past N): one broadcast when the 16 rows
-   share a grid row, a gather for a full block of per-row grids, else one by one. */
+/* Group g's scales (or zeros) of the 16 rows of block b (0 past N): two vector loads for per-row
+   grids (bn == 1, group-major: 16 adjacent entries), one broadcast when the 16 rows share a grid row,
+   else one by one. The divisions by bn are done only for bn > 1. */
 AMXK__INLINE void amxk__q_grid16(const amxk__qview *v, const float *grid, size_t b, size_t g, __m256 *lo, __m256 *hi) {
     const size_t n0 = b * 16;
     float t[16];
     size_t r;
-    if (n0 + 16 <= v->n && n0 / v->bn == (n0 + 15) / v->bn) {
-        *lo = *hi = _mm256_broadcast_ss(grid + amxk__q_gidx(v, n0 / v->bn, g));
-        return;
-    }
-    if (n0 + 16 <= v->n && v->bn == 1) { /* group-major grid: 16 consecutive entries */
+    if (n0 + 16 <= v->n && v->bn == 1) {
         *lo = _mm256_loadu_ps(grid + amxk__q_gidx(v, n0, g));
         *hi = _mm256_loadu_ps(grid + amxk__q_gidx(v, n0 + 8, g));
+        return;
+    }
+    if (n0 + 16 <= v->n && n0 / v->bn == (n0 + 15) / v->bn) {
+        *lo = *hi = _mm256_broadcast_ss(grid + amxk__q_gidx(v, n0 / v->bn, g));
         return;
     }
     for (r = 0; r < 16; r++) t[r] = n0 + r < v->n ? grid[amxk__q_gidx(v, (n0 + r) / v->bn, g)] : 0.0f;
@@ -743,6 +748,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q__2x16__avx2(con
         u[0] = u[1] = _mm256_setzero_ps();
         for (rg = g * v->bk / (size_t)span; rg < AMXK__MIN((g + 1) * v->bk, v->kp) / (size_t)span; rg++) { /* fp8: last block may be partial */
             __m256i v0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), v1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));
+            _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
 #pragma GCC unroll 16
             for (j = 0; j < span; j++) {
                 size_t kk = rg * (size_t)span + (size_t)j;
@@ -815,6 +821,7 @@ static inline __attribute__((always_inline)) void amxk__linear_fp8__2x16__avx2(c
             for (h = 0; h < 2; h++) acc[r][h][0] = acc[r][h][1] = _mm256_setzero_ps();
         for (rg = q0; rg < q1; rg++) {
             __m256i c0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), c1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));
+            _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
 #pragma GCC unroll 4
             for (j = 0; j < 4; j++) {
                 __m256 w0 = amxk__fp8_k__avx2(c0, j, fmt), w1 = amxk__fp8_k__avx2(c1, j, fmt);
@@ -1075,6 +1082,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx2(co
             for (r = 0; r < 4; r++) h[r][0] = h[r][1] = _mm256_setzero_si256();
             for (rg = rc; rg < AMXK__MIN(rg1, rc + (size_t)flush); rg++) {
                 __m256i w0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), w1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));
+                _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
                 if (bits == 8) {
                     __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);
 #pragma GCC unroll 4
