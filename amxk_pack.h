@@ -198,8 +198,10 @@ AMXK_DEF amxk_status amxk_import_fp8_block(const amxk_ctx *ctx, void *dst, size_
    Scales fp32 in the layout the consumer reads, without a transpose between:
      AMXK_SCALES_ROW_MAJOR    scales[m * ld_s + g], ld_s >= K / group   ([M, K/g])
      AMXK_SCALES_GROUP_MAJOR  scales[g * ld_s + m], ld_s >= M           ([K/g, M])
-   Parallel over rows; serial loop: for (m = 0; m < M; m++) quantize_row(m). Tiers: scalar (the
-   vector tiers run the same code). Errors: NULL, SHAPE, ARG (group), DTYPE, STRIDE, ALIAS. */
+   Parallel over rows; serial loop: for (m = 0; m < M; m++) quantize_row(m). Tiers: AVX2 (and the
+   tiers above it) for I8 / U8 with group % 8 == 0: the same values as the scalar loop (IEEE
+   division, RNE via vroundps); groups holding NaN or infinity, E4M3 and other group sizes run the
+   scalar loop. Errors: NULL, SHAPE, ARG (group), DTYPE, STRIDE, ALIAS. */
 typedef enum amxk_scale_layout {
     AMXK_SCALES_INVALID = 0,
     AMXK_SCALES_ROW_MAJOR = 1,
@@ -223,8 +225,9 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    No workspace.
    Tiers: AVX2 (and AVX-512/AMX tiers, which run it): int8: vpmaddubsw on |w| and sign(x, w) - exact,
    no 16-bit saturation since |w| <= 128 and |x| <= 127; int4/int2: vpmaddubsw on the unsigned field
-   u (symmetric values offset by 2^(b-1), which the x sum corrects) and x, exact since u <= 15; then
-   vpmaddwd to int32. Scalar: int32 loops. Same parallel decomposition as amxk_linear. */
+   u (symmetric values offset by 2^(b-1), which the x sum corrects) and x, exact since u <= 15,
+   summed in 16-bit lanes over 8 (int4) or 32 (int2) steps, which cannot overflow, then vpmaddwd to
+   int32. Scalar: int32 loops. Same parallel decomposition as amxk_linear. */
 AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const int8_t *xq, size_t ldq,
                                     const float *xscales, amxk_scale_layout layout, size_t ld_s, size_t act_group,
                                     const void *packed, size_t packed_bytes, const float *bias, void *y, amxk_dtype y_dtype,
