@@ -47,11 +47,16 @@
        tok_stride dim. "DS": dim_stride state_len, tok_stride 1. Any other non-overlapping strides work.
 
    PATHS AND TIERS (honest status)
-       Scalar: portable C for everything. AVX2 (tiers avx2, avx512 and amx): conv over two tokens x 16
-       channels at a time (each x row loaded once per token pair, bf16 widened and rounded with shuffles);
-       NUMERICS of its silu: exp(-y) = 2^(n/8) exp(r) with an 8-entry 2^(j/8) table and a cubic Taylor
-       polynomial (|r| <= ln2/16, <= 1.5e-7 relative), then an IEEE division y / (1 + exp(-y)); a few fp32
-       ulp from expf-based silu, within the tests' fp64-oracle bounds. The recurrent delta rule
+       Scalar: portable C for everything. AVX2 (tiers avx2, avx512 and amx): conv over blocks of 256
+       channels (their taps and x rows stay in L1) x two tokens at a time x 16 channels (each x row loaded
+       once per token pair); bf16 x is split into even and odd channel lanes with a shift and a mask (the
+       block's taps are copied into that order once), and bf16 outputs are rounded with integer ops and
+       merged back with one blend; outputs >= 8 MiB with 32-byte aligned rows go out with streaming stores
+       through a small L1 buffer (no read for ownership). NUMERICS of its silu: exp(-y) = 2^(-8 y log2 e / 8)
+       with the exponent formed by one multiply (its rounding: 6e-8 |8 y log2 e| ulps), an 8-entry 2^(j/8)
+       table and a cubic minimax 2^(f/8) (1.9e-8), then an IEEE division y / (1 + exp(-y)): measured
+       against fp64, within 2.4e-7 relative for |y| <= 8, 4.2e-7 for |y| <= 20, 1.3e-6 up to |y| = 87 (silu
+       is then tiny next to |y|); within the tests' fp64-oracle bounds. The recurrent delta rule
        normalises q/k and computes the gates once per chunk of 64 tokens, then keeps one 32-column block
        of the state in L1 and streams the chunk's tokens through it in one read-modify-write sweep per
        token (a decode token reads and writes its state once from memory, while the next task's state is
@@ -248,6 +253,8 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *params
 #define AMXK__CONV_TB 64      /* conv: tokens per task (at least) */
 #define AMXK__CONV_MAXTB 64   /* conv: at most this many tasks per sequence */
 #define AMXK__CONV_MAXW 64    /* largest conv width */
+#define AMXK__CONV_WSC 1280   /* conv: floats of split-order taps per channel block (W = 4: 256 channels) */
+#define AMXK__CONV_NT_BYTES ((size_t)8 << 20) /* conv: outputs from this size on use streaming stores */
 #define AMXK__CONV_VERSION 1u
 #define AMXK__GDN_C 64        /* chunk length */
 #define AMXK__GDN_CB 32       /* recurrent: value columns per task */
@@ -298,6 +305,7 @@ typedef struct amxk__conv_args {
     char *st; /* state pool base (bytes) or NULL */
     size_t esz, n_slots, slen, s_slot, s_dim, s_tok;
     size_t tb, n_tb; /* tokens per task, time blocks per sequence (max over sequences) */
+    int nts;         /* streaming stores for the output (large, 32-byte aligned rows) */
 } amxk__conv_args;
 
 AMXK__INLINE void amxk__conv_seq(const amxk__conv_args *a, size_t n, size_t *t0, size_t *len) {
@@ -598,100 +606,123 @@ static inline __attribute__((always_inline)) void amxk__gdn_st8__avx2(void *p, a
 }
 
 /* silu(y) = y / (1 + exp(-y)) for the conv, 8 lanes (prefill rows, update and tails all use this one, so
-   they agree bit for bit). exp(-y) = 2^(k + j/8) * exp(r): n = k*8 + j = round(-y * 8 log2 e) by the
-   1.5*2^23 rounding trick, |r| <= ln2/16 (two-part ln2/8), 2^(j/8) from an 8-entry table (vpermps on the
-   low index bits), exp(r) by its cubic Taylor polynomial (truncation <= 1.5e-7 relative); 1 + e in one
-   FMA, then one IEEE division (the divider runs beside the FMA pipes). Relative error a few fp32 ulp; y
-   is clamped to [-87, 87] inside exp only (NaN in, NaN out). */
+   they agree bit for bit). exp(-y) = 2^(n/8) with n/8 = -y log2 e: x = -8 y log2 e in one multiply, n =
+   round(x) by the 1.5*2^23 rounding trick, f = x - n exactly (|f| <= 1/2); 2^(n/8) = 2^k * 2^(j/8) (n = 8k
+   + j) from an 8-entry table (vpermps on the low index bits) and the exponent bits; 2^(f/8) by a cubic
+   minimax polynomial (1.9e-8 relative). The rounding of x adds 6e-8 |x| ulps of the exponent: exp(-y)
+   within 2.4e-7 relative for |y| <= 8, 1.3e-6 for |y| <= 87 (where silu(y) for y << 0 is tiny next to |y|).
+   1 + e in one FMA, then one IEEE division. Measured against fp64: silu within 2.4e-7 relative for |y| <=
+   8, 4.2e-7 for |y| <= 20. FMA-pipe work is what bounds the conv here, so the reduction uses one multiply
+   and three adds instead of FMAs. y is clamped to [-87, 87] inside exp only (NaN in, NaN out). */
 static inline __attribute__((always_inline)) __m256 amxk__conv_silu__avx2(__m256 y) {
-    const __m256 magic = _mm256_set1_ps(12582912.0f), one = _mm256_set1_ps(1.0f);
+    const __m256 magic = _mm256_set1_ps(12582912.0f);
     const __m256 tab = _mm256_setr_ps(1.0f, 1.0905077327f, 1.1892071150f, 1.2968395547f, 1.4142135624f, 1.5422108254f, 1.6817928305f,
                                       1.8340080864f);
     __m256 yc = _mm256_min_ps(_mm256_max_ps(y, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(87.0f));
-    __m256 t = _mm256_fnmadd_ps(yc, _mm256_set1_ps(11.541560327111707f), magic); /* -8 y log2 e + magic */
-    __m256 n = _mm256_sub_ps(t, magic);
-    __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(0.086639404296875f), yc); /* r = -(reduced argument) */
-    __m256 p, s;
+    __m256 x = _mm256_mul_ps(yc, _mm256_set1_ps(-11.541560327111707f)); /* -8 y log2 e */
+    __m256 t = _mm256_add_ps(x, magic);
+    __m256 f = _mm256_sub_ps(x, _mm256_sub_ps(t, magic)), p, s;
     __m256i ti = _mm256_castps_si256(t);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(3.9932731182e-06f), r);
-    p = _mm256_fmadd_ps(_mm256_set1_ps(-1.0f / 6.0f), r, _mm256_set1_ps(0.5f)); /* exp(-r), Taylor */
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(-1.0f));
-    p = _mm256_fmadd_ps(p, r, one);
+    p = _mm256_fmadd_ps(_mm256_set1_ps(0.000108396285f), f, _mm256_set1_ps(0.00375412641f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(0.0866434011f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(0.999999982f));
     s = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(_mm256_permutevar8x32_ps(tab, ti)),
                                              _mm256_slli_epi32(_mm256_srli_epi32(ti, 3), 23))); /* 2^(j/8) * 2^k */
-    return _mm256_div_ps(y, _mm256_fmadd_ps(p, s, one));
+    return _mm256_div_ps(y, _mm256_fmadd_ps(p, s, _mm256_set1_ps(1.0f)));
 }
 
-/* 8 fp32 lanes -> 8 bf16 (round to nearest even, NaN kept quiet) in the low 16 bits of each 32-bit lane. */
+/* 8 fp32 lanes -> bf16 (round to nearest even) in the high 16 bits of each 32-bit lane. v comes out of
+   an FMA or the silu, so a NaN is already quiet and is kept as it is (what the library's converters
+   give: they set the quiet bit). */
 static inline __attribute__((always_inline)) __m256i amxk__conv_rne__avx2(__m256 v) {
-    __m256i u = _mm256_castps_si256(v), h = _mm256_srli_epi32(u, 16);
-    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_and_si256(h, _mm256_set1_epi32(1)), _mm256_set1_epi32(0x7fff)));
-    return _mm256_blendv_epi8(_mm256_srli_epi32(r, 16), _mm256_or_si256(h, _mm256_set1_epi32(0x40)),
-                              _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    __m256i u = _mm256_castps_si256(v);
+    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1)), _mm256_set1_epi32(0x7fff)));
+    return _mm256_blendv_epi8(r, u, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
 }
 
-/* 16 channels at p (f32 or bf16) as two f32 vectors (channels 0-7, 8-15). */
-static inline __attribute__((always_inline)) void amxk__conv_ld16__avx2(const char *p, amxk_dtype xt, __m256 *lo, __m256 *hi) {
+/* 16 channels of x as two fp32 vectors: f32 x in channel order (0-7, 8-15); bf16 x split into the even
+   and the odd channels (one shift, one mask: no shuffles). */
+static inline __attribute__((always_inline)) void amxk__conv_ld16__avx2(const char *p, amxk_dtype xt, __m256 *v0, __m256 *v1) {
     if (xt == AMXK_DTYPE_F32) {
-        *lo = _mm256_loadu_ps((const float *)p), *hi = _mm256_loadu_ps((const float *)p + 8);
+        *v0 = _mm256_loadu_ps((const float *)p), *v1 = _mm256_loadu_ps((const float *)p + 8);
     } else {
-        __m256i v = _mm256_permute4x64_epi64(_mm256_loadu_si256((const __m256i *)p), 0xD8), z = _mm256_setzero_si256();
-        *lo = _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, v)), *hi = _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, v));
+        __m256i v = _mm256_loadu_si256((const __m256i *)p);
+        *v0 = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+        *v1 = _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32((int)0xffff0000u)));
     }
 }
-/* 16 channels to p. Plain stores: streaming stores measured slower here (bench conv1d, 64 MiB out). */
-static inline __attribute__((always_inline)) void amxk__conv_st16__avx2(char *p, amxk_dtype ot, __m256 lo, __m256 hi) {
+/* 16 fp32 values in channel order -> dst[0..7] the even, dst[8..15] the odd ones (the bf16 lane order). */
+static inline __attribute__((always_inline)) void amxk__conv_split16__avx2(const float *p, float *dst) {
+    __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+    _mm256_storeu_ps(dst, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0x88)), 0xD8)));
+    _mm256_storeu_ps(dst + 8, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xDD)), 0xD8)));
+}
+/* 16 channels in the lane order of amxk__conv_ld16__avx2 for xt to p as ot. bf16 from split lanes: one
+   blend puts the channels back in order. */
+static inline __attribute__((always_inline)) void amxk__conv_st16__avx2(char *p, amxk_dtype xt, amxk_dtype ot, __m256 v0, __m256 v1) {
+    __m256i r0, r1;
     if (ot == AMXK_DTYPE_F32) {
-        _mm256_storeu_ps((float *)p, lo), _mm256_storeu_ps((float *)p + 8, hi);
-    } else {
-        __m256i v = _mm256_packus_epi32(amxk__conv_rne__avx2(lo), amxk__conv_rne__avx2(hi)); /* values <= 0xffff */
-        _mm256_storeu_si256((__m256i *)p, _mm256_permute4x64_epi64(v, 0xD8));
+        if (xt == AMXK_DTYPE_BF16) { /* even/odd -> 0-3 8-11 and 4-7 12-15 -> 0-7 and 8-15 */
+            __m256 lo = _mm256_unpacklo_ps(v0, v1), hi = _mm256_unpackhi_ps(v0, v1);
+            v0 = _mm256_permute2f128_ps(lo, hi, 0x20), v1 = _mm256_permute2f128_ps(lo, hi, 0x31);
+        }
+        _mm256_storeu_ps((float *)p, v0), _mm256_storeu_ps((float *)p + 8, v1);
+        return;
     }
+    r0 = amxk__conv_rne__avx2(v0), r1 = amxk__conv_rne__avx2(v1);
+    if (xt == AMXK_DTYPE_BF16) r0 = _mm256_blend_epi16(_mm256_srli_epi32(r0, 16), r1, 0xAA);
+    else r0 = _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_srli_epi32(r0, 16), _mm256_srli_epi32(r1, 16)), 0xD8);
+    _mm256_storeu_si256((__m256i *)p, r0);
 }
 
-/* The steady-state conv rows: NT (1 or 2) consecutive tokens whose W taps all lie in x; rows xr[0 ..
-   W+NT-2] are x rows t-(W-1) .. t+NT-1, outputs to orow[0 .. NT-1]; channels [0, 16*npair). xt/ot/W/NT
-   compile-time constants at the call sites (W = 0: runtime width). Each loaded x row feeds both tokens;
-   per token: bias, FMA in tap order, silu, one rounding - the same arithmetic as the generic path. */
+/* The steady-state conv rows: NT (1 or 2) consecutive tokens whose W taps all lie in x; xr[0 .. W+NT-2]
+   point at x rows t-(W-1) .. t+NT-1, orow[0 .. NT-1] at the output rows, both at the first channel of a
+   block of 16*ngrp channels; taps j at wt + j*ldw and the bias at bs in the ld16 lane order. pf: the two
+   x rows the next token pair reads first (prefetched). xt/ot/W/NT compile-time constants at the call
+   sites (W = 0: runtime width). Each loaded x row feeds both tokens; per token: bias, FMA in tap order,
+   silu, one rounding - the same arithmetic as the generic path. */
 static inline __attribute__((always_inline)) void amxk__conv_rows__avx2(const amxk__conv_args *a, const char *const *xr, char *const *orow,
-                                                                       size_t npair, amxk_dtype xt, amxk_dtype ot, size_t W, int NT) {
+                                                                       const char *const *pf, size_t ngrp, const float *wt, size_t ldw,
+                                                                       const float *bs, amxk_dtype xt, amxk_dtype ot, size_t W,
+                                                                       int NT) {
     size_t v, j, w = W ? W : a->width;
-    const size_t xs = xt == AMXK_DTYPE_F32 ? 4 : 2, os = ot == AMXK_DTYPE_F32 ? 4 : 2, dimp = a->dimp;
-    const float *wt = a->w, *bias = a->bias;
+    const size_t xs = xt == AMXK_DTYPE_F32 ? 4 : 2, os = ot == AMXK_DTYPE_F32 ? 4 : 2;
     const int silu = a->silu;
-    for (v = 0; v < npair; v++) {
+    for (v = 0; v < ngrp; v++) {
         const size_t c = 16 * v;
-        __m256 a0 = _mm256_loadu_ps(bias + c), a1 = _mm256_loadu_ps(bias + c + 8), b0 = a0, b1 = a1;
+        __m256 a0 = _mm256_loadu_ps(bs + c), a1 = _mm256_loadu_ps(bs + c + 8), b0 = a0, b1 = a1;
+        if (xs == 4 || !(v & 1)) _mm_prefetch(pf[0] + c * xs, _MM_HINT_T0), _mm_prefetch(pf[1] + c * xs, _MM_HINT_T0);
 #pragma GCC unroll 8
         for (j = 0; j < w + (size_t)NT - 1; j++) {
             __m256 x0, x1;
             amxk__conv_ld16__avx2(xr[j] + c * xs, xt, &x0, &x1);
             if (j < w) {
-                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(wt + j * dimp + c), x0, a0);
-                a1 = _mm256_fmadd_ps(_mm256_loadu_ps(wt + j * dimp + c + 8), x1, a1);
+                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(wt + j * ldw + c), x0, a0);
+                a1 = _mm256_fmadd_ps(_mm256_loadu_ps(wt + j * ldw + c + 8), x1, a1);
             }
             if (NT == 2 && j >= 1) {
-                b0 = _mm256_fmadd_ps(_mm256_loadu_ps(wt + (j - 1) * dimp + c), x0, b0);
-                b1 = _mm256_fmadd_ps(_mm256_loadu_ps(wt + (j - 1) * dimp + c + 8), x1, b1);
+                b0 = _mm256_fmadd_ps(_mm256_loadu_ps(wt + (j - 1) * ldw + c), x0, b0);
+                b1 = _mm256_fmadd_ps(_mm256_loadu_ps(wt + (j - 1) * ldw + c + 8), x1, b1);
             }
         }
         if (silu) {
             a0 = amxk__conv_silu__avx2(a0), a1 = amxk__conv_silu__avx2(a1);
             if (NT == 2) b0 = amxk__conv_silu__avx2(b0), b1 = amxk__conv_silu__avx2(b1);
         }
-        amxk__conv_st16__avx2(orow[0] + c * os, ot, a0, a1);
-        if (NT == 2) amxk__conv_st16__avx2(orow[1] + c * os, ot, b0, b1);
+        amxk__conv_st16__avx2(orow[0] + c * os, xt, ot, a0, a1);
+        if (NT == 2) amxk__conv_st16__avx2(orow[1] + c * os, xt, ot, b0, b1);
     }
 }
 
-AMXK__PRIV void amxk__conv_rowsel__avx2(const amxk__conv_args *a, const char *const *xr, char *const *orow, size_t npair, int nt) {
+AMXK__PRIV void amxk__conv_rowsel__avx2(const amxk__conv_args *a, const char *const *xr, char *const *orow, const char *const *pf,
+                                        size_t ngrp, const float *wt, size_t ldw, const float *bs, int nt) {
     const int bx = a->xt == AMXK_DTYPE_BF16, bo = a->ot == AMXK_DTYPE_BF16;
-#define AMXK__CONV_ROW(XT, OT)                                                                        \
-    do {                                                                                              \
-        if (a->width == 4 && nt == 2) amxk__conv_rows__avx2(a, xr, orow, npair, XT, OT, 4, 2);         \
-        else if (a->width == 4) amxk__conv_rows__avx2(a, xr, orow, npair, XT, OT, 4, 1);               \
-        else if (nt == 2) amxk__conv_rows__avx2(a, xr, orow, npair, XT, OT, 0, 2);                     \
-        else amxk__conv_rows__avx2(a, xr, orow, npair, XT, OT, 0, 1);                                  \
+#define AMXK__CONV_ROW(XT, OT)                                                                                   \
+    do {                                                                                                         \
+        if (a->width == 4 && nt == 2) amxk__conv_rows__avx2(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 4, 2); \
+        else if (a->width == 4) amxk__conv_rows__avx2(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 4, 1);       \
+        else if (nt == 2) amxk__conv_rows__avx2(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 0, 2);             \
+        else amxk__conv_rows__avx2(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 0, 1);                          \
     } while (0)
     if (bx && bo) AMXK__CONV_ROW(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16);
     else if (bx) AMXK__CONV_ROW(AMXK_DTYPE_BF16, AMXK_DTYPE_F32);
@@ -700,58 +731,84 @@ AMXK__PRIV void amxk__conv_rowsel__avx2(const amxk__conv_args *a, const char *co
 #undef AMXK__CONV_ROW
 }
 
-/* Conv task, channels [c0, c1) of sequence n: time outer (two tokens at a time where possible), 16-channel
-   pairs inner. Tokens whose taps all lie in x load them directly; the first W-1 tokens gather history
-   lanes - the same fp32 values in the same FMA order, so prefill and update agree bit for bit. */
+/* Conv task, channels [c0, c1) of sequence n. Tokens whose taps all lie in x: blocks of channels whose taps
+   and x rows stay in L1 (256 channels at W = 4), time outer (two tokens at a time), 16-channel groups
+   inner; bf16 x uses a copy of the block's taps in the split lane order. Large outputs (>=
+   AMXK__CONV_NT_BYTES, 32-byte aligned rows) are written with streaming stores (no read for ownership).
+   The first W-1 tokens gather history lanes and the channel tail runs 8 lanes at a time - the same fp32
+   values in the same FMA order, so prefill and update agree bit for bit. */
 AMXK__PRIV void amxk__conv_task__avx2(const amxk__conv_args *a, size_t n, size_t tb0, size_t tb1) {
-    size_t t0, len, c, t, j, k, W = a->width, c0 = 0, c1 = a->dim, tt, nt;
+    size_t t0, len, c, t, j, k, W = a->width, c0 = 0, c1 = a->dim, td, nt;
     int32_t s = amxk__conv_slot(a, n);
     int init = a->has_init ? a->has_init[n] != 0 : 1;
     long cs = a->cache_seqlens ? (long)a->cache_seqlens[n] : -1;
     char *sb = (a->st && s >= 0) ? a->st + (size_t)s * a->s_slot * a->esz : NULL;
-    const size_t osz = amxk_dtype_size(a->ot), npair = (c1 - c0) / 16;
+    const size_t xs = a->esz, os = amxk_dtype_size(a->ot), npair = (c1 - c0) / 16;
     amxk__conv_seq(a, n, &t0, &len);
-    (void)len;
     if (s < 0) {
         for (t = tb0; t < tb1; t++)
             for (c = c0; c < c1; c += 8) amxk__gdn_st8__avx2(a->out, a->ot, (t0 + t) * a->ldo + c, c1 - c, _mm256_setzero_ps());
         return;
     }
-    for (t = tb0; t < tb1; t += nt) {
-        const int direct = t + 1 >= W;
-        nt = direct && t + 1 < tb1 ? 2 : 1;
-        if (direct && npair) { /* full 16-channel pairs from x rows; the rest below */
-            const char *xr[AMXK__CONV_MAXW + 1];
-            char *orow[2];
-            for (j = 0; j < W + nt - 1; j++) xr[j] = (const char *)a->x + (t0 + t - (W - 1) + j) * a->ldx * a->esz;
-            for (j = 0; j < nt; j++) orow[j] = (char *)a->out + (t0 + t + j) * a->ldo * osz;
-            amxk__conv_rowsel__avx2(a, xr, orow, npair, (int)nt);
-        }
-        for (tt = t; tt < t + nt; tt++)
-            for (c = direct ? c0 + 16 * npair : c0; c < c1; c += 8) {
-                size_t cnt = c1 - c;
-                __m256 acc = _mm256_loadu_ps(a->bias + c); /* packed arrays are padded to 16 */
-                for (j = 0; j < W; j++) {
-                    long p = (long)tt - (long)(W - 1) + (long)j;
-                    __m256 v;
-                    if (p >= 0) {
-                        v = amxk__gdn_ld8__avx2(a->x, a->xt, (t0 + (size_t)p) * a->ldx + c, cnt);
-                    } else if (!sb || !init) {
-                        v = _mm256_setzero_ps();
-                    } else if (a->s_dim == 1 && cnt >= 8) { /* SD layout: 8 channels of one position are contiguous */
-                        long pos = cs >= 0 ? ((cs + p) % (long)a->slen + (long)a->slen) % (long)a->slen : (long)a->slen + p;
-                        v = amxk__gdn_ld8__avx2(sb, a->xt, (size_t)pos * a->s_tok + c, 8);
-                    } else {
-                        float tmp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-                        for (k = 0; k < cnt && k < 8; k++) tmp[k] = amxk__conv_hist(a, sb, init, cs, p, c + k);
-                        v = _mm256_loadu_ps(tmp);
-                    }
-                    acc = _mm256_fmadd_ps(_mm256_loadu_ps(a->w + j * a->dimp + c), v, acc);
-                }
-                if (a->silu) acc = amxk__conv_silu__avx2(acc);
-                amxk__gdn_st8__avx2(a->out, a->ot, (t0 + tt) * a->ldo + c, cnt, acc);
+    td = AMXK__MAX(tb0, W - 1); /* tokens [td, tb1) have all their taps in x */
+    if (td < tb1 && npair) {
+        float wsc[AMXK__CONV_WSC], stage[2 * AMXK__CONV_WSC];
+        const size_t cb = AMXK__MAX((size_t)1, AMXK__CONV_WSC / 16 / (W + 1)) * 16;
+        for (c = 0; c < 16 * npair; c += cb) {
+            const size_t nc = AMXK__MIN(cb, 16 * npair - c);
+            const float *wt = a->w + c, *bs = a->bias + c;
+            size_t ldw = a->dimp;
+            if (a->xt == AMXK_DTYPE_BF16) { /* the block's taps and bias in the split lane order */
+                for (j = 0; j <= W; j++)
+                    for (k = 0; k < nc; k += 16) amxk__conv_split16__avx2(a->w + j * a->dimp + c + k, wsc + j * nc + k);
+                wt = wsc, ldw = nc, bs = wsc + W * nc;
             }
+            for (t = td; t < tb1; t += nt) {
+                const char *xr[AMXK__CONV_MAXW + 1], *pf[2];
+                char *orow[2], *stg[2];
+                nt = t + 1 < tb1 ? 2 : 1;
+                for (j = 0; j < W + nt - 1; j++) xr[j] = (const char *)a->x + ((t0 + t - (W - 1) + j) * a->ldx + c) * xs;
+                for (j = 0; j < nt; j++) orow[j] = (char *)a->out + ((t0 + t + j) * a->ldo + c) * os;
+                for (j = 0; j < 2; j++) pf[j] = (const char *)a->x + ((t0 + AMXK__MIN(t + nt + j, len - 1)) * a->ldx + c) * xs;
+                if (!a->nts) {
+                    amxk__conv_rowsel__avx2(a, xr, orow, pf, nc / 16, wt, ldw, bs, (int)nt);
+                    continue;
+                }
+                /* streaming: the rows go to an L1 buffer first, then out in whole lines (streaming stores of
+                   half lines spread over the compute ran slower than plain stores) */
+                stg[0] = (char *)stage, stg[1] = (char *)stage + nc * os;
+                amxk__conv_rowsel__avx2(a, xr, stg, pf, nc / 16, wt, ldw, bs, (int)nt);
+                for (j = 0; j < nt; j++)
+                    for (k = 0; k < nc * os; k += 32)
+                        _mm256_stream_si256((__m256i *)(orow[j] + k), _mm256_loadu_si256((const __m256i *)(stg[j] + k)));
+            }
+        }
+        if (a->nts) _mm_sfence();
     }
+    for (t = tb0; t < tb1; t++) /* the first W-1 tokens (history lanes) and the channel tail */
+        for (c = t >= td ? c0 + 16 * npair : c0; c < c1; c += 8) {
+            size_t cnt = c1 - c;
+            __m256 acc = _mm256_loadu_ps(a->bias + c); /* packed arrays are padded to 16 */
+            for (j = 0; j < W; j++) {
+                long p = (long)t - (long)(W - 1) + (long)j;
+                __m256 v;
+                if (p >= 0) {
+                    v = amxk__gdn_ld8__avx2(a->x, a->xt, (t0 + (size_t)p) * a->ldx + c, cnt);
+                } else if (!sb || !init) {
+                    v = _mm256_setzero_ps();
+                } else if (a->s_dim == 1 && cnt >= 8) { /* SD layout: 8 channels of one position are contiguous */
+                    long pos = cs >= 0 ? ((cs + p) % (long)a->slen + (long)a->slen) % (long)a->slen : (long)a->slen + p;
+                    v = amxk__gdn_ld8__avx2(sb, a->xt, (size_t)pos * a->s_tok + c, 8);
+                } else {
+                    float tmp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+                    for (k = 0; k < cnt && k < 8; k++) tmp[k] = amxk__conv_hist(a, sb, init, cs, p, c + k);
+                    v = _mm256_loadu_ps(tmp);
+                }
+                acc = _mm256_fmadd_ps(_mm256_loadu_ps(a->w + j * a->dimp + c), v, acc);
+            }
+            if (a->silu) acc = amxk__conv_silu__avx2(acc);
+            amxk__gdn_st8__avx2(a->out, a->ot, (t0 + t) * a->ldo + c, cnt, acc);
+        }
     if (tb0 == 0) amxk__conv_store_state(a, sb, init, cs, t0, len, c0, c1);
 }
 
@@ -1259,6 +1316,7 @@ AMXK__PRIV amxk_status amxk__conv_run(const amxk_ctx *ctx, const void *packed, s
         a->tb = AMXK__MAX(AMXK__MAX((size_t)AMXK__CONV_TB, width), AMXK__CEIL_DIV(maxlen, (size_t)AMXK__CONV_MAXTB));
         a->n_tb = AMXK__MAX((size_t)1, AMXK__CEIL_DIV(maxlen, a->tb));
     }
+    a->nts = ob >= AMXK__CONV_NT_BYTES && (uintptr_t)out % 32 == 0 && ldo * os % 32 == 0;
     job.tier = amxk__vec_tier(amxk__tier(ctx)) >= AMXK_TIER_AVX2 ? AMXK_TIER_AVX2 : AMXK_TIER_SCALAR;
     amxk__parallel(ctx, amxk__conv_job_task, &job, n_seqs * a->n_tb);
     return AMXK_OK;

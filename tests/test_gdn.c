@@ -110,6 +110,7 @@ static void test_gating(void) {
 typedef struct conv_case {
     size_t dim, W, slen, n_slots;
     int bias, silu, ds; /* ds: state-contiguous layout */
+    int wide;           /* output rows 32-byte aligned (the streaming-store path for outputs >= 8 MiB) */
     amxk_dtype xt, ot;
     size_t n_seqs;
     int lens[12];
@@ -135,7 +136,7 @@ static void conv_gen(const conv_case *c, conv_data *d) {
     d->qsl[0] = 0;
     for (n = 0; n < c->n_seqs; n++) d->qsl[n + 1] = d->qsl[n] + c->lens[n];
     d->T = (size_t)d->qsl[c->n_seqs];
-    d->ldx = c->dim + 5, d->ldo = c->dim + 3;
+    d->ldx = c->dim + 5, d->ldo = c->wide ? c->dim + 16 - c->dim % 16 : c->dim + 3;
     d->w = (float *)test_alloc(c->dim * c->W * 4);
     d->bias = (float *)test_alloc(c->dim * 4);
     d->x = (float *)test_alloc((d->T + 1) * d->ldx * 4);
@@ -363,6 +364,17 @@ static void test_conv(void) {
                 if (di == 2 && wi != 0) continue; /* the large dim once */
                 conv_one(&c);
             }
+    if (!quick) { /* outputs over 8 MiB with aligned rows: the streaming-store path */
+        for (v = 0; v < 2; v++) {
+            conv_case c;
+            int n;
+            memset(&c, 0, sizeof c);
+            c.dim = 1040 - (size_t)v * 512, c.W = 4, c.slen = 3, c.n_slots = 12, c.bias = 1, c.silu = 1, c.wide = 1;
+            c.xt = v ? AMXK_DTYPE_F32 : AMXK_DTYPE_BF16, c.ot = c.xt, c.n_seqs = 9;
+            for (n = 0; n < 9; n++) c.lens[n] = n == 4 ? 7 : 590, c.slots[n] = n, c.init[n] = (uint8_t)(n % 2);
+            conv_one(&c);
+        }
+    }
 }
 
 /* circular-buffer update vs the oracle, pads, both layouts; bad arguments leave everything untouched */
