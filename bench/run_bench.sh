@@ -65,6 +65,30 @@ else
     echo "note: $peer not built (install libdnnl-dev for the oneDNN comparison)"
 fi
 
+# MoE (issue 5): the Qwen3-30B-A3B layer (E=128, topk 8, K=2048, N=768) and Qwen3-Next's (E=512,
+# topk 10, K=2048, N=512). Decode M = 1, 4, 16 with --layers 8 (8 copies of the layer cycled: the
+# active experts' weights come from DRAM); prefill M = 512 with --layers 1 (nearly every expert is
+# active, so one layer's weights - 1.2 / 1.6 GB bf16 - already come from DRAM; 8 f32 copies for the
+# peer would not fit in memory). amxk: bf16 at every M, int4 g128 at M = 1, int8 g128 (bf16
+# activations: amxk_moe.h has no activation quantization) at M = 512. Each bf16 case writes its
+# routing and the oneDNN peer (f32 weights: no bf16 matmul here) replays it right after.
+route_dir=$(mktemp -d)
+trap 'rm -rf "$route_dir"' EXIT
+for t in 1 "$threads"; do
+    for shape in "q3 --experts 128 --topk 8 --hidden 2048 --inter 768" "qn --experts 512 --topk 10 --hidden 2048 --inter 512"; do
+        name=${shape%% *} shp=${shape#* }
+        for m in 1 4 16 512; do
+            l=$((m >= 512 ? 1 : 8)) r=$((m >= 512 ? 3 : 20)) w=$((m >= 512 ? 1 : 2))
+            rf=$route_dir/$name-$m-$t.txt
+            common="--m $m $shp --layers $l --threads $t --reps $r --warmup $w"
+            cases+=("$bin moe $common --dtype bf16 --routing-out $rf")
+            [ "$m" = 1 ] && cases+=("$bin moe $common --dtype int4")
+            [ "$m" = 512 ] && cases+=("$bin moe $common --dtype int8")
+            [ -x "$peer" ] && cases+=("$peer moe $common --routing-in $rf")
+        done
+    done
+done
+
 [ -x "$bin" ] || { echo "$bin missing: run make bench-bin"; exit 1; }
 load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 rows=()
@@ -108,9 +132,10 @@ git diff --quiet HEAD 2>/dev/null || commit="$commit (with local changes)"
     echo "- load average (1/5/15 min) before / after the run: $load_before / $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
     echo
     echo "median_us: median wall time of one call over --reps calls (default 20), each timed alone"
-    echo "(CLOCK_MONOTONIC). gflops: 2*M*N*K / median for linear. gbs: bytes read (stream) or weights +"
-    echo "activations + output bytes (linear) / median, in 10^9 B/s. --rotate-mb: weight copies cycled"
-    echo "through so that weights come from DRAM."
+    echo "(CLOCK_MONOTONIC). gflops: 2*M*N*K / median for linear, 6*N*K*(routed pairs) for moe. gbs: bytes"
+    echo "read (stream), weights + activations + output bytes (linear), or the active experts' weights"
+    echo "(moe; the oneDNN peer's are f32) / median, in 10^9 B/s. --rotate-mb / --layers: weight copies"
+    echo "cycled through so that weights come from DRAM."
     echo
     echo "| op | parameters | median_us | gflops | gbs | command |"
     echo "|---|---|---:|---:|---:|---|"
