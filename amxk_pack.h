@@ -31,7 +31,10 @@
        as the hardware does); bias is added after the sum; one rounding to the output dtype.
        Quantized packs (x bf16/fp16, "w*a16": activations are not quantized):
          M < 12 on AVX2 (decode): fields unpacked in registers, per group t = sum x*q in fp32, then
-           acc += s * (t - z * sum x) (scale applied once per group; not the same rounding as s*q);
+           acc += s * (t - z * sum x) (scale applied once per group; not the same rounding as s*q).
+           int4 / int2 fields are read unsigned (symmetric ones as q + 2^(b-1), corrected by the x
+           sums) by one AND each, their bit position folded into a power-of-two pre-scale of x
+           (exact; x rows also scaled so that no product nears the f32 range ends);
            fp8 codes are decoded by integer shifts and masks straight into f32 fields (the value times
            2^-120 / 2^-112, exact; x rows pre-scaled by a power of two so that no product comes near
            the subnormal range, undone exactly at the end) when the pack holds no NaN / inf code
@@ -851,47 +854,122 @@ static inline __attribute__((always_inline)) void amxk__linear_fp8__2x16__avx2(c
     }
 }
 
+/* Int decode kernel (w*a16): rows 0 .. mr-1 (mr <= 2) of xr against block b. int4 / int2: fields read
+   unsigned (symmetric packs as u = q + 2^(b-1), the top bit of every field flipped by one XOR per
+   load), each by one AND that leaves u * 2^sh in place (the top field: one shift down, u) and an
+   exact conversion; int8 symmetric: sign-extending shifts, q. xr holds x[k] * 2^s_r divided by the
+   field's power of two, so each product is 2^s_r * x * u (or q). Per group: t = sum x' u (k in 4
+   interleaved partial sums for one row, 2 for two), then acc += scale * (t - z * xsum_r), z the zero
+   point or 2^(b-1) (int8 symmetric: no correction), xsum the group's x sums times 2^s_r; out = acc *
+   post_r, post_r = 2^-s_r. */
+#define amxk__qi_unsigned(bits, sym) (!(sym) || (bits) < 8) /* fields read as u * 2^sh */
+static inline __attribute__((always_inline)) __m256 amxk__qi_field__avx2(__m256i v, int sh, int bits, int sym) {
+    if (!amxk__qi_unsigned(bits, sym)) return _mm256_cvtepi32_ps(_mm256_srai_epi32(sh == 24 ? v : _mm256_slli_epi32(v, 24 - sh), 24));
+    if (sh + bits == 32) return _mm256_cvtepi32_ps(_mm256_srli_epi32(v, sh));
+    return _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(((1 << bits) - 1) << sh)));
+}
+static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx2(const amxk__qview *v, const float *xr, size_t ldr, const float *xsum,
+                                                                             size_t b, int mr, int bits, int sym, const float *post, float *out) {
+    const int span = 32 / bits, corr = amxk__qi_unsigned(bits, sym); /* t - z * xsum */
+    const __m256i flip = _mm256_set1_epi8((char)(bits == 4 ? 0x88 : 0xaa));
+    const uint8_t *blk = v->data + b * v->blk_bytes;
+    __m256 res[2][2];
+    size_t g, rg;
+    int r, h, j;
+    for (r = 0; r < 2; r++) res[r][0] = res[r][1] = _mm256_setzero_ps();
+    for (g = 0; g < v->nbk; g++) {
+        __m256 sc[2], zp[2];
+        amxk__q_grid16(v, v->scales, b, g, &sc[0], &sc[1]);
+        if (!sym) amxk__q_grid16(v, v->zeros, b, g, &zp[0], &zp[1]);
+        else zp[0] = zp[1] = _mm256_set1_ps((float)(1 << (bits - 1)));
+        for (h = 0; h < 2; h++) { /* rows 8h .. 8h+7: 4 accumulators, few registers */
+            __m256 acc[2][2]; /* [row, or k pair parity for one row][k parity] */
+            acc[0][0] = acc[0][1] = acc[1][0] = acc[1][1] = _mm256_setzero_ps();
+            for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {
+                __m256i c = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + (size_t)h * 32));
+                if (h == 0) _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
+                if (sym && bits < 8) c = _mm256_xor_si256(c, flip);
+#pragma GCC unroll 16
+                for (j = 0; j < span; j++) {
+                    __m256 w = amxk__qi_field__avx2(c, 8 * (j % 4) + bits * (j / 4), bits, sym);
+#pragma GCC unroll 2
+                    for (r = 0; r < mr; r++) {
+                        __m256 xb = _mm256_broadcast_ss(xr + (size_t)r * ldr + rg * (size_t)span + (size_t)j);
+                        int a = mr == 1 ? ((j >> 1) & 1) : r;
+                        acc[a][j & 1] = _mm256_fmadd_ps(xb, w, acc[a][j & 1]);
+                    }
+                }
+            }
+            if (mr == 1) acc[0][0] = _mm256_add_ps(_mm256_add_ps(acc[0][0], acc[0][1]), _mm256_add_ps(acc[1][0], acc[1][1]));
+            else acc[0][0] = _mm256_add_ps(acc[0][0], acc[0][1]), acc[1][0] = _mm256_add_ps(acc[1][0], acc[1][1]);
+#pragma GCC unroll 2
+            for (r = 0; r < mr; r++) {
+                __m256 t = acc[r][0];
+                if (corr) t = _mm256_fnmadd_ps(zp[h], _mm256_broadcast_ss(xsum + g * AMXK__LIN_MR + (size_t)r), t);
+                res[r][h] = _mm256_fmadd_ps(sc[h], t, res[r][h]);
+            }
+        }
+    }
+    for (r = 0; r < mr; r++) {
+        _mm256_storeu_ps(out + r * 16, _mm256_mul_ps(res[r][0], _mm256_set1_ps(post[r])));
+        _mm256_storeu_ps(out + r * 16 + 8, _mm256_mul_ps(res[r][1], _mm256_set1_ps(post[r])));
+    }
+}
+
 /* Rows of one x panel (mr rows at `row`) against blocks [b0, b1) with the decode kernel. */
 AMXK__PRIV void amxk__linear_q_panel__avx2(const amxk__linear_args *a, const float *xf, float *xs, size_t row, int mr, size_t b0, size_t b1) {
     const amxk__qview *v = a->q;
-    float out[2 * AMXK__LIN_NB], post[AMXK__LIN_MR], *xr = xs + (a->kp / 4) * AMXK__LIN_MR; /* fp8: x rows, kp floats each */
+    const int fp8 = amxk__q_isfp8(v->fmt), span = 32 / v->bits;
+    float out[2 * AMXK__LIN_NB], post[AMXK__LIN_MR], *xr = xs + (a->kp / 4) * AMXK__LIN_MR; /* x rows, kp floats each */
     size_t g, kk, b;
-    int r, r0, fp8 = amxk__q_isfp8(v->fmt) && v->no_nan && (_mm_getcsr() & 0x40) == 0; /* integer decode: no NaN / inf codes, DAZ clear */
-    for (g = 0; g < v->nbk; g++) /* group sums of x, k increasing */
-        for (r = 0; r < mr; r++) {
-            float sum = 0.0f;
-            for (kk = g * v->bk; kk < AMXK__MIN((g + 1) * v->bk, v->k); kk++) sum += xf[((kk / 2) * AMXK__LIN_MR + (size_t)r) * 2 + (kk & 1)];
-            xs[g * AMXK__LIN_MR + (size_t)r] = sum;
-        }
-    for (r = 0; r < mr && fp8; r++) { /* x rows scaled by 2^sh (see amxk__linear_fp8__2x16__avx2); |x| >= 2^100: exact kernel */
+    /* fp8: integer decode for packs without NaN / inf codes, MXCSR.DAZ clear and |x| < 2^100 (see
+       amxk__linear_fp8__2x16__avx2), else the exact fp16 path (amxk__linear_q__2x16__avx2); ints: always */
+    int r, r0, fast = !fp8 || (v->no_nan && (_mm_getcsr() & 0x40) == 0);
+    for (r = 0; r < mr && fast; r++) { /* x rows scaled by powers of two, and the group sums of x */
         uint32_t umax = 0; /* the largest |x| as bits (NaN: above infinity's) */
-        int sh;
-        float sc;
-        for (kk = 0; kk < a->k; kk++) umax = AMXK__MAX(umax, amxk__f32_bits(xf[((kk / 2) * AMXK__LIN_MR + (size_t)r) * 2 + (kk & 1)]) & 0x7fffffffu);
-        if (umax >= (uint32_t)(127 + 100) << 23) fp8 = 0;
-        sh = AMXK__MIN(126, 251 - (int)(umax >> 23)); /* |x| < 2^(E - 126), E the biased exponent */
-        sc = amxk__bits_f32((uint32_t)(sh + 127) << 23);
-        post[r] = amxk__bits_f32((uint32_t)((v->fmt == AMXK_QFMT_FP8_E4M3 ? 120 : 112) - sh + 127) << 23);
-        for (kk = 0; kk < a->kp; kk++) xr[(size_t)r * a->kp + kk] = sc * xf[((kk / 2) * AMXK__LIN_MR + (size_t)r) * 2 + (kk & 1)];
+        int sh, e;
+        const float *xp = xf + (size_t)r * 2;
+        for (kk = 0; kk < a->k; kk++) umax = AMXK__MAX(umax, amxk__f32_bits(xp[(kk / 2) * AMXK__LIN_MR * 2 + (kk & 1)]) & 0x7fffffffu);
+        e = (int)(umax >> 23); /* |x| < 2^(e - 126) */
+        if (fp8 && umax >= (uint32_t)(127 + 100) << 23) fast = 0;
+        sh = fp8 ? AMXK__MIN(126, 251 - e) : AMXK__MAX(-28, AMXK__MIN(126, 226 - e)); /* fp8: max |x'| ~ 2^124, ints: ~ 2^100 */
+        post[r] = amxk__bits_f32((uint32_t)((fp8 ? (v->fmt == AMXK_QFMT_FP8_E4M3 ? 120 : 112) : 0) - sh + 127) << 23);
+        for (kk = 0; kk < a->kp; kk++) {
+            const int j = (int)(kk % (size_t)span), fsh = 8 * (j % 4) + v->bits * (j / 4); /* the field's bit position */
+            const int xsh = fp8 || !amxk__qi_unsigned(v->bits, !v->asym) || fsh + v->bits == 32 ? sh : sh - fsh;
+            xr[(size_t)r * a->kp + kk] = amxk__bits_f32((uint32_t)(xsh + 127) << 23) * xp[(kk / 2) * AMXK__LIN_MR * 2 + (kk & 1)];
+        }
+        for (g = 0; g < v->nbk && !fp8 && amxk__qi_unsigned(v->bits, !v->asym); g++) { /* group sums of x (k increasing) times 2^sh */
+            float sum = 0.0f;
+            for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) sum += xp[(kk / 2) * AMXK__LIN_MR * 2 + (kk & 1)];
+            xs[g * AMXK__LIN_MR + (size_t)r] = sum * amxk__bits_f32((uint32_t)(sh + 127) << 23);
+        }
     }
     for (b = b0; b < b1; b++) {
         size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
         for (r0 = 0; r0 < mr; r0 += 2) {
             int m2 = mr - r0 >= 2 ? 2 : 1;
-            const float *x0 = xr + (size_t)r0 * a->kp;
-#define AMXK__LIN_Q(FMT, SYM, _)                                                                     \
-    (m2 == 2 ? amxk__linear_q__2x16__avx2(v, xf, xs, b, r0, 2, FMT, SYM, out)                          \
-             : amxk__linear_q__2x16__avx2(v, xf, xs, b, r0, 1, FMT, SYM, out))
-            if (fp8 && v->fmt == AMXK_QFMT_FP8_E4M3) {
-                if (m2 == 2) amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 2, AMXK_QFMT_FP8_E4M3, post + r0, out);
-                else amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 1, AMXK_QFMT_FP8_E4M3, post + r0, out);
-            } else if (fp8) {
-                if (m2 == 2) amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 2, AMXK_QFMT_FP8_E5M2, post + r0, out);
-                else amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 1, AMXK_QFMT_FP8_E5M2, post + r0, out);
-            } else {
-                AMXK__Q_FORMATS(AMXK__LIN_Q, 0)
+            const float *x0 = xr + (size_t)r0 * a->kp, *s0 = xs + r0;
+#define AMXK__LIN_QI(BITS, SYM)                                                                      \
+    (m2 == 2 ? amxk__linear_qi__2x16__avx2(v, x0, a->kp, s0, b, 2, BITS, SYM, post + r0, out)          \
+             : amxk__linear_qi__2x16__avx2(v, x0, a->kp, s0, b, 1, BITS, SYM, post + r0, out))
+#define AMXK__LIN_F8(FMT)                                                                            \
+    (!fast ? (m2 == 2 ? amxk__linear_q__2x16__avx2(v, xf, xs, b, r0, 2, FMT, 1, out)                   \
+                      : amxk__linear_q__2x16__avx2(v, xf, xs, b, r0, 1, FMT, 1, out))                  \
+           : (m2 == 2 ? amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 2, FMT, post + r0, out)          \
+                      : amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 1, FMT, post + r0, out)))
+            switch ((int)v->fmt * 2 + v->asym) {
+            case AMXK_QFMT_INT8 * 2: AMXK__LIN_QI(8, 1); break;
+            case AMXK_QFMT_INT8 * 2 + 1: AMXK__LIN_QI(8, 0); break;
+            case AMXK_QFMT_INT4 * 2: AMXK__LIN_QI(4, 1); break;
+            case AMXK_QFMT_INT4 * 2 + 1: AMXK__LIN_QI(4, 0); break;
+            case AMXK_QFMT_INT2 * 2: AMXK__LIN_QI(2, 1); break;
+            case AMXK_QFMT_INT2 * 2 + 1: AMXK__LIN_QI(2, 0); break;
+            case AMXK_QFMT_FP8_E4M3 * 2: AMXK__LIN_F8(AMXK_QFMT_FP8_E4M3); break;
+            default: AMXK__LIN_F8(AMXK_QFMT_FP8_E5M2); break;
             }
-#undef AMXK__LIN_Q
+#undef AMXK__LIN_QI
+#undef AMXK__LIN_F8
             for (r = 0; r < m2; r++) amxk__linear_store_row(a, row + (size_t)(r0 + r), n0, cnt, out + r * AMXK__LIN_NB);
         }
     }
