@@ -230,7 +230,9 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    no 16-bit saturation since |w| <= 128 and |x| <= 127; int4/int2: vpmaddubsw on the unsigned field
    u (symmetric values offset by 2^(b-1), which the x sum corrects) and x, exact since u <= 15,
    summed in 16-bit lanes over 8 (int4) or 32 (int2) steps, which cannot overflow, then vpmaddwd to
-   int32. Scalar: int32 loops. Same parallel decomposition as amxk_linear. */
+   int32. AMX (M >= 5, AMX-INT8 or the emulator): TDPBSSD on 16 x 32 tiles, int4/int2 fields widened
+   to int8 per k step (exact int32 as well). Scalar: int32 loops. Same parallel decomposition as
+   amxk_linear. */
 AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const int8_t *xq, size_t ldq,
                                     const float *xscales, amxk_scale_layout layout, size_t ld_s, size_t act_group,
                                     const void *packed, size_t packed_bytes, const float *bias, void *y, amxk_dtype y_dtype,
@@ -1276,11 +1278,106 @@ AMXK__PRIV void amxk__linear_q8_block__avx2(const amxk__q8_args *a, size_t m0, s
 AMXK__TARGET_END
 #endif
 
+/* AMX-INT8 k step of the w*a8 kernel: the largest multiple of 4 (<= 64) dividing the weight group,
+   so that every tile pass stays inside one group; 0 if none (then the vector kernel runs). */
+AMXK__INLINE size_t amxk__q8_kstep(size_t bk) {
+    size_t ks;
+    for (ks = 64; ks >= 4; ks -= 4)
+        if (bk % ks == 0) return ks;
+    return 0;
+}
+
+#if AMXK__HAS_AMX
+AMXK__TARGET_AMX_BEGIN
+/* Rows [m0, m1) x blocks [b0, b1) with TDPBSSD: 16-row x 32-column tiles (C tiles 0-1, A tile 2 read
+   straight from xq, B tiles 3-4). int8 packs are B tiles as they are (16 columns x 4 k per 64-byte
+   row); int4 / int2 fields are widened to int8 per k step in a stack buffer (symmetric: sign-extended;
+   asymmetric: u, then corrected with the x sums like the vector kernel). Per weight group the int32
+   tile is stored and acc += sx * sw * (c - z * sum x) in f32, as in the other tiers. */
+AMXK__PRIV void amxk__linear_q8_block__16x32__amx(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
+    const amxk__qview *v = a->w;
+    const size_t ks = amxk__q8_kstep(v->bk), per = (size_t)(8 / v->bits);
+    int8_t bq[2][16 * 64];
+    int32_t cs[16][32];
+    float acc[16][32];
+    amxk__tilecfg cfg;
+    size_t i, b, g, kk, r, j;
+    for (i = m0; i < m1; i += 16) {
+        const size_t mr = AMXK__MIN((size_t)16, m1 - i);
+        memset(&cfg, 0, sizeof cfg);
+        amxk__tilecfg_set(&cfg, 0, (int)mr, 64);
+        amxk__tilecfg_set(&cfg, 1, (int)mr, 64);
+        amxk__tilecfg_set(&cfg, 2, (int)mr, (int)ks);
+        amxk__tilecfg_set(&cfg, 3, (int)(ks / 4), 64);
+        amxk__tilecfg_set(&cfg, 4, (int)(ks / 4), 64);
+        AMXK__TILE_LOADCONFIG(&cfg);
+        for (b = b0; b < b1; b += 2) {
+            const int two = b + 1 < b1;
+            memset(acc, 0, sizeof acc);
+            for (g = 0; g < v->nbk; g++) {
+                AMXK__TILE_ZERO(0);
+                AMXK__TILE_ZERO(1);
+                for (kk = g * v->bk; kk < (g + 1) * v->bk; kk += ks) {
+                    int h;
+                    for (h = 0; h < 1 + two; h++) {
+                        const uint8_t *blk = v->data + (b + (size_t)h) * v->blk_bytes;
+                        if (v->bits == 8) {
+                            AMXK__TILE_LOADD(3 + h, blk + (kk / 4) * 64, 64);
+                            continue;
+                        }
+                        for (r = 0; r < ks / 4; r++) { /* k quad kk/4 + r: field f of packed row q / per */
+                            const size_t q = kk / 4 + r;
+                            const uint8_t *src = blk + (q / per) * 64;
+                            const int sh = (int)(q % per) * v->bits;
+                            for (j = 0; j < 64; j++) {
+                                unsigned f = (unsigned)(src[j] >> sh) & ((1u << v->bits) - 1u);
+                                bq[h][r * 64 + j] = (int8_t)(v->asym ? (int)f : (int)f - (f >> (v->bits - 1) ? (1 << v->bits) : 0));
+                            }
+                        }
+                        AMXK__TILE_LOADD(3 + h, bq[h], 64);
+                    }
+                    AMXK__TILE_LOADD(2, a->xq + i * a->ldq + kk, a->ldq);
+                    AMXK__TDPBSSD(0, 2, 3);
+                    if (two) AMXK__TDPBSSD(1, 2, 4);
+                }
+                AMXK__TILE_STORED(0, cs[0], 128);
+                if (two) AMXK__TILE_STORED(1, cs[0] + 16, 128);
+                for (r = 0; r < mr; r++) {
+                    const float sx = amxk__q8_xscale(a, i + r, g * v->bk);
+                    int32_t xsum = 0;
+                    if (v->asym)
+                        for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) xsum += a->xq[(i + r) * a->ldq + kk];
+                    for (j = 0; j < (two ? 32u : 16u); j++) {
+                        const size_t nn = b * AMXK__LIN_NB + j;
+                        float t = (float)cs[r][j];
+                        if (nn >= a->n) continue;
+                        if (v->asym) t -= v->zeros[amxk__q_gidx(v, nn, g)] * (float)xsum;
+                        acc[r][j] += sx * v->scales[amxk__q_gidx(v, nn, g)] * t;
+                    }
+                }
+            }
+            for (r = 0; r < mr; r++) {
+                amxk__q8_store(a, i + r, b, acc[r]);
+                if (two) amxk__q8_store(a, i + r, b + 1, acc[r] + 16);
+            }
+        }
+    }
+    AMXK__TILE_RELEASE();
+}
+AMXK__TARGET_AMX_END
+#endif
+
 static void amxk__linear_q8_task(void *task_ctx, size_t task, int worker) {
     const amxk__q8_args *a = (const amxk__q8_args *)task_ctx;
     size_t mt = task / a->n_tasks, nt = task % a->n_tasks, nblk = amxk__lin_nblk(a->n);
     size_t m0 = mt * a->mc, m1 = AMXK__MIN(a->m, m0 + a->mc), b0 = nt * a->nc, b1 = AMXK__MIN(nblk, b0 + a->nc);
     (void)worker;
+#if AMXK__HAS_AMX
+    if (a->tier == AMXK_TIER_AMX) {
+        amxk__linear_q8_block__16x32__amx(a, m0, m1, b0, b1);
+        return;
+    }
+#endif
 #if AMXK__HAS_AVX2
     if (a->tier >= AMXK_TIER_AVX2) {
         amxk__linear_q8_block__avx2(a, m0, m1, b0, b1);
@@ -1828,7 +1925,10 @@ AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, siz
     amxk__linear_layout(ctx, m, n, k, AMXK_DTYPE_BF16, 2, &p); /* the same task grid as amxk_linear */
     memset(&a, 0, sizeof a);
     a.m = m, a.n = n, a.k = k, a.ldq = ldq, a.ld_s = ld_s, a.ag = ag, a.ldy = ldy, a.mc = p.mc, a.nc = p.nc, a.n_tasks = p.n_tasks;
-    a.xq = xq, a.xs = xs, a.layout = layout, a.w = &v, a.bias = bias, a.y = y, a.yt = yt, a.tier = amxk__vec_tier(amxk__tier(ctx));
+    a.xq = xq, a.xs = xs, a.layout = layout, a.w = &v, a.bias = bias, a.y = y, a.yt = yt, a.tier = amxk__tier(ctx);
+    if (a.tier == AMXK_TIER_AMX && (m < AMXK__LIN_AMX_MIN_M || amxk__q8_kstep(v.bk) == 0 ||
+                                    !(amxk_cpu_init()->amx_emulated || (amxk_cpu_init()->usable & AMXK_CPU_AMX_INT8))))
+        a.tier = amxk__vec_tier(a.tier); /* decode shapes, no AMX-INT8: the vector kernel */
     amxk__parallel(ctx, amxk__linear_q8_task, &a, p.m_tasks * p.n_tasks);
     return AMXK_OK;
 }
