@@ -614,6 +614,33 @@ AMXK__PRIV void amxk__moe_rows__avx2(const amxk__linear_args *a, size_t m0, size
     }
 }
 
+/* SiLU of one row, 8 columns at a time: out[n] = round16(g[n] * sigmoid(g[n]) * u[n]) for n < cnt
+   rounded down to a multiple of 8; returns that count (the caller does the rest). sigmoid(v) =
+   1 / (1 + exp(-v)), exp by n = round(v log2(e)), r = v - n ln2 (two steps) and a degree-6
+   polynomial: a few ulp from expf, far below the 16-bit rounding of the result. */
+AMXK__PRIV size_t amxk__moe_silu__avx2(const float *g, const float *u, uint16_t *out, size_t cnt, amxk_dtype t) {
+    size_t n;
+    for (n = 0; n + 8 <= cnt; n += 8) {
+        __m256 v = _mm256_loadu_ps(g + n), x, k, r, p, e, a;
+        x = _mm256_min_ps(_mm256_max_ps(_mm256_sub_ps(_mm256_setzero_ps(), v), _mm256_set1_ps(-87.0f)), _mm256_set1_ps(87.0f));
+        k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);
+        r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
+        p = _mm256_set1_ps(1.9875691500e-4f);
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+        p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+        e = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(k), 23))); /* p * 2^k */
+        a = _mm256_mul_ps(_mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), _mm256_loadu_ps(u + n));
+        if (t == AMXK_DTYPE_BF16) _mm_storeu_si128((__m128i *)(out + n), amxk__cvt_f32_bf16__avx2(a));
+        else _mm_storeu_si128((__m128i *)(out + n), _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+    return n;
+}
+
 AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX2 */
 
@@ -625,6 +652,7 @@ typedef struct amxk__moe_args {
     amxk_moe_act act;
     float alpha, limit, rscale;
     int on_input, fused; /* fused: the activation runs in the gate+up items (every unit's N % 16 == 0) */
+    int vec;             /* the AVX2 SiLU may run */
     size_t m, topk, K, ldx, ldo, routed;
     const void *x;
     amxk_dtype xt, ot;
@@ -671,7 +699,11 @@ AMXK__PRIV void amxk__moe_act_rows(const amxk__moe_args *a, const amxk__moe_unit
     for (i = i0; i < i1; i++) {
         const float *h = u->h + i * 2 * N;
         uint16_t *out = u->act + i * N;
-        for (n = n0; n < n1; n++) {
+        n = n0;
+#if AMXK__HAS_AVX2
+        if (a->vec && a->act == AMXK_MOE_ACT_SILU && !u->interleaved) n += amxk__moe_silu__avx2(h + n0, h + N + n0, out + n0, n1 - n0, a->xt);
+#endif
+        for (; n < n1; n++) {
             float g = u->interleaved ? h[2 * n] : h[n], up = u->interleaved ? h[2 * n + 1] : h[N + n], v;
             switch (a->act) {
             case AMXK_MOE_ACT_GELU_TANH:
@@ -965,7 +997,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     cnt = (int32_t *)(W + p.off_cnt), order = (int32_t *)(W + p.off_order), pos = (int32_t *)(W + p.off_pos);
     memset(&a, 0, sizeof a);
     a.o = o, a.act = o ? o->act : AMXK_MOE_ACT_SILU, a.alpha = o ? o->alpha : 0.0f, a.limit = o ? o->limit : 0.0f;
-    a.on_input = o && o->apply_router_weight_on_input;
+    a.on_input = o && o->apply_router_weight_on_input, a.vec = amxk__vec_tier(amxk__tier(ctx)) != AMXK_TIER_SCALAR;
     a.rscale = p.rscale, a.m = m, a.topk = topk, a.K = K, a.ldx = ldx, a.ldo = ldo, a.x = x, a.xt = xt, a.ot = ot;
     a.tw = tw, a.order = order, a.pos = pos, a.xg = (uint16_t *)(W + p.off_xg), a.u = (amxk__moe_unit *)(W + p.off_units);
     a.lin = W + p.off_lin, a.lin_worker = p.lin_worker;
