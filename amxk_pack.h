@@ -1321,20 +1321,23 @@ AMXK__PRIV void amxk__linear_q8_block__16x32__amx(const amxk__q8_args *a, size_t
                     int h;
                     for (h = 0; h < 1 + two; h++) {
                         const uint8_t *blk = v->data + (b + (size_t)h) * v->blk_bytes;
+                        const void *src;
                         if (v->bits == 8) {
-                            AMXK__TILE_LOADD(3 + h, blk + (kk / 4) * 64, 64);
-                            continue;
-                        }
-                        for (r = 0; r < ks / 4; r++) { /* k quad kk/4 + r: field f of packed row q / per */
-                            const size_t q = kk / 4 + r;
-                            const uint8_t *src = blk + (q / per) * 64;
-                            const int sh = (int)(q % per) * v->bits;
-                            for (j = 0; j < 64; j++) {
-                                unsigned f = (unsigned)(src[j] >> sh) & ((1u << v->bits) - 1u);
-                                bq[h][r * 64 + j] = (int8_t)(v->asym ? (int)f : (int)f - (f >> (v->bits - 1) ? (1 << v->bits) : 0));
+                            src = blk + (kk / 4) * 64;
+                        } else {
+                            for (r = 0; r < ks / 4; r++) { /* k quad kk/4 + r: field f of packed row q / per */
+                                const size_t q = kk / 4 + r;
+                                const uint8_t *row = blk + (q / per) * 64;
+                                const int sh = (int)(q % per) * v->bits;
+                                for (j = 0; j < 64; j++) {
+                                    unsigned f = (unsigned)(row[j] >> sh) & ((1u << v->bits) - 1u);
+                                    bq[h][r * 64 + j] = (int8_t)(v->asym ? (int)f : (int)f - (f >> (v->bits - 1) ? (1 << v->bits) : 0));
+                                }
                             }
+                            src = bq[h];
                         }
-                        AMXK__TILE_LOADD(3 + h, bq[h], 64);
+                        if (h == 0) AMXK__TILE_LOADD(3, src, 64); /* tile numbers must be constants */
+                        else AMXK__TILE_LOADD(4, src, 64);
                     }
                     AMXK__TILE_LOADD(2, a->xq + i * a->ldq + kk, a->ldq);
                     AMXK__TDPBSSD(0, 2, 3);
