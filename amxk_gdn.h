@@ -59,7 +59,9 @@
        is then tiny next to |y|); within the tests' fp64-oracle bounds. The recurrent delta rule
        normalises q/k and computes the gates once per chunk of 64 tokens, then keeps one 32-column block
        of the state in L1 and streams the chunk's tokens through it in one read-modify-write sweep per
-       token (a decode token reads and writes its state once from memory, while the next task's state is
+       token (for chunks of >= 4 tokens a K-first block is first copied to a contiguous [Dk][32] scratch:
+       read in place, its rows Dv floats apart fall into a quarter of the L1 sets at Dv = 128 and it does
+       not stay in L1; 1.3x at T = 4096; a decode token reads and writes its state once from memory, while the next task's state is
        prefetched into L2); the chunked form uses an AVX2 4x16 fp32 GEMM for its
        chunk products. There are no AVX-512 or AMX kernels in this module yet: the AVX-512 and AMX tiers
        run the AVX2 kernels. AMXK_GDN_AUTO picks the recurrent form on every tier (it is the faster one
@@ -1091,6 +1093,10 @@ AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, float *head, size_t
     (void)next; /* only the x86 tiers prefetch */
     for (c0 = 0; c0 < len; c0 += C) {
         const size_t n = AMXK__MIN(C, len - c0);
+        /* A K-first column block read in place has rows Dv floats apart: at Dv = 128 (512 bytes) its
+           lines fall into 1/4 of the L1 sets and the 16 KiB block does not stay in L1; longer chunks
+           copy it to a contiguous [Dk][32] scratch first (same arithmetic, so the same bits). */
+        const int kcopy = n >= 4 && dv > AMXK__GDN_CB;
         for (r = 0; r < n; r++) {
             float g;
             amxk__gdn_qk(a, t0 + c0 + r, h, 0, kh + r * dkp);
@@ -1105,6 +1111,9 @@ AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, float *head, size_t
             if (a->p->state_v_first) { /* rows j0..j0+nb of [Dv][Dk] -> [Dk][32] scratch */
                 S = blk, lds = AMXK__GDN_CB;
                 amxk__gdn_transpose(head + j0 * dk, dk, nb, dk, S, lds);
+            } else if (kcopy) { /* columns j0..j0+nb of [Dk][Dv] -> [Dk][32] scratch (see above) */
+                S = blk, lds = AMXK__GDN_CB;
+                for (r = 0; r < dk; r++) memcpy(S + r * lds, head + r * dv + j0, nb * sizeof(float));
             } else {
                 S = head + j0, lds = dv;
             }
@@ -1121,6 +1130,8 @@ AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, float *head, size_t
 #endif
             if (nv8 < nb) amxk__gdn_rec_block__scalar(a, S + nv8, lds, t0 + c0, n, hv, j0 + nv8, nb - nv8, kh, qh, al, be, sm);
             if (a->p->state_v_first) amxk__gdn_transpose(S, lds, dk, nb, head + j0 * dk, dk);
+            else if (kcopy)
+                for (r = 0; r < dk; r++) memcpy(head + r * dv + j0, S + r * lds, nb * sizeof(float));
         }
     }
 }
