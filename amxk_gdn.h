@@ -57,11 +57,15 @@
        table and a cubic minimax 2^(f/8) (1.9e-8), then an IEEE division y / (1 + exp(-y)): measured
        against fp64, within 2.4e-7 relative for |y| <= 8, 4.2e-7 for |y| <= 20, 1.3e-6 up to |y| = 87 (silu
        is then tiny next to |y|); within the tests' fp64-oracle bounds. The recurrent delta rule
-       normalises q/k and computes the gates once per chunk of 64 tokens, then keeps one 32-column block
-       of the state in L1 and streams the chunk's tokens through it in one read-modify-write sweep per
-       token (for chunks of >= 4 tokens a K-first block is first copied to a contiguous [Dk][32] scratch:
-       read in place, its rows Dv floats apart fall into a quarter of the L1 sets at Dv = 128 and it does
-       not stay in L1; 1.3x at T = 4096; a decode token reads and writes its state once from memory, while the next task's state is
+       normalises q/k once per chunk of 64 tokens for all value heads of its task (prefill tasks take
+       several value heads of one key head: GVA heads share the normalised rows), computes the gates per
+       head, then keeps one 32-column block of the state in L1 and streams the chunk's tokens through it
+       in one read-modify-write sweep per token (for chunks of >= 4 tokens a K-first block is first copied
+       to a contiguous [Dk][32] scratch: read in place, its rows Dv floats apart fall into a quarter of
+       the L1 sets at Dv = 128 and it does not stay in L1). Memory latency is hidden by software
+       prefetch: each block's v values 4 tokens ahead, and the next chunk's raw q/k rows a few lines per
+       token sweep (rows of consecutive tokens are far apart; the hardware prefetchers miss them). A
+       decode token reads and writes its state once from memory, while the next task's state is
        prefetched into L2); the chunked form uses an AVX2 4x16 fp32 GEMM for its
        chunk products. There are no AVX-512 or AMX kernels in this module yet: the AVX-512 and AMX tiers
        run the AVX2 kernels. AMXK_GDN_AUTO picks the recurrent form on every tier (it is the faster one
@@ -72,8 +76,11 @@
        conv: tasks = sequences x time blocks (>= max(64, W) tokens, at most 64 blocks per sequence; every
        task does whole contiguous rows; the first block's task also writes the sequence's new state);
        serial loop  for (t = 0; t < n_seqs * n_blocks; t++) conv_task(t, worker 0);
-       gdn: tasks = sequences x value heads; serial loop
-           for (t = 0; t < n_seqs * HV; t++) gdn_task(t, worker 0);
+       gdn: tasks = sequences x groups of vg value heads of one key head: vg = 1 for decode-length calls
+       (fewer than 8 tokens per sequence on average), else the largest divisor of HV/H that leaves at
+       least 4 tasks per worker; serial loop
+           for (t = 0; t < n_seqs * HV / vg; t++) gdn_task(t, worker 0);
+       vg changes only which task computes a value, never the value itself.
        Each output element and state element is owned by one task with a fixed order of operations, so
        results are bitwise identical for any worker count. The worker index selects the workspace slice.
 
@@ -261,6 +268,7 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *params
 #define AMXK__GDN_C 64        /* chunk length */
 #define AMXK__GDN_CB 32       /* recurrent: value columns per task */
 #define AMXK__GDN_MAXD 256    /* largest head dim */
+#define AMXK__GDN_VPF 4       /* recurrent: v rows prefetched this many tokens ahead */
 
 typedef struct amxk__conv_hdr {
     char magic[8]; /* "AMXKCONV" */
@@ -389,6 +397,7 @@ typedef struct amxk__gdn_args {
     size_t ldo;
     char *ws;
     size_t ws_worker, n_cb;
+    size_t vg; /* value heads per task (a divisor of G; see THREADING) */
     amxk_gdn_mode mode;
     amxk_tier tier; /* AVX2 or SCALAR */
 } amxk__gdn_args;
@@ -433,6 +442,18 @@ AMXK__PRIV void amxk__gdn_chunk_layout(size_t dk, size_t dv, amxk__gdn_chunk_ws 
 #undef AMXK__GDN_TAKE
     w->total = off;
 }
+/* Recurrent prefill: the raw q/k rows of the next chunk, prefetched a few lines per token sweep over the
+   current chunk (consecutive tokens' rows are far apart, so the hardware prefetchers miss them and the
+   first load of each row would wait on memory). Item x: row x / nl (k and q of token row / 2
+   alternately), line x % nl. */
+typedef struct amxk__gdn_qkpf {
+    const char *base[2]; /* k, q row of the next chunk's first token at key head h */
+    size_t ld[2];        /* bytes between tokens */
+    size_t rowb, nl;     /* bytes per row, lines per row (rowb / 64 + 1: rows need not be aligned) */
+    size_t items, per;   /* nl * 2 * tokens; items per token sweep */
+    size_t start;        /* first item of the current block call */
+} amxk__gdn_qkpf;
+
 /* Recurrent workspace: per chunk of C tokens the normalised k and q rows (C x Dkp each), alpha and beta
    (C each), then sk, u, o, skn (32 each) and the column block (Dk x 32). */
 AMXK__INLINE size_t amxk__gdn_rec_floats(size_t dk) {
@@ -814,6 +835,16 @@ AMXK__PRIV void amxk__conv_task__avx2(const amxk__conv_args *a, size_t n, size_t
     if (tb0 == 0) amxk__conv_store_state(a, sb, init, cs, t0, len, c0, c1);
 }
 
+AMXK__PRIV void amxk__gdn_copy32__avx2(float *dst, size_t ldd, const float *src, size_t lds, size_t rows) {
+    size_t r;
+    for (r = 0; r < rows; r++) {
+        const float *s = src + r * lds;
+        float *d = dst + r * ldd;
+        __m256 x0 = _mm256_loadu_ps(s), x1 = _mm256_loadu_ps(s + 8), x2 = _mm256_loadu_ps(s + 16), x3 = _mm256_loadu_ps(s + 24);
+        _mm256_storeu_ps(d, x0), _mm256_storeu_ps(d + 8, x1), _mm256_storeu_ps(d + 16, x2), _mm256_storeu_ps(d + 24, x3);
+    }
+}
+
 /* Normalised q/k head vector (see the scalar version), 8 lanes at a time. */
 AMXK__PRIV void amxk__gdn_qk__avx2(const amxk__gdn_args *a, size_t t, size_t h, int which, float *dst) {
     const amxk_gdn_inputs *in = a->in;
@@ -875,9 +906,10 @@ static inline __attribute__((always_inline)) void amxk__gdn_sweep__avx2(float *S
 /* Recurrent column block (see the scalar version), nb a multiple of 8, <= 32. */
 AMXK__PRIV void amxk__gdn_rec_block__avx2(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t n, size_t hv,
                                           size_t j0, size_t nb, const float *kh, const float *qh, const float *al,
-                                          const float *be, float *sm, const char *pf, size_t pfb) {
+                                          const float *be, float *sm, const char *pf, size_t pfb, const amxk__gdn_qkpf *qp) {
     const size_t dk = a->dk, dkp = AMXK__ROUND_UP(dk, (size_t)16);
     const int nv = (int)(nb / 8);
+    const size_t esz = amxk_dtype_size(a->in->dtype);
     float *sk = sm, *u = sm + AMXK__GDN_CB, *o = u + AMXK__GDN_CB, *skn = o + AMXK__GDN_CB;
     size_t r, i;
     int v;
@@ -896,6 +928,23 @@ AMXK__PRIV void amxk__gdn_rec_block__avx2(const amxk__gdn_args *a, float *S, siz
         const size_t t = t0 + r, vb = t * a->in->ldv + hv * a->dv + j0, ob = t * a->ldo + hv * a->dv + j0;
         const float *k = kh + r * dkp, *q = qh + r * dkp, *kn = kh + (r + 1) * dkp;
         const int next = r + 1 < n;
+        if (n > 1) { /* this block's v values AMXK__GDN_VPF tokens ahead (v rows are far apart: each
+                        token's first v load would miss to memory and stall the token's sweep) */
+            const size_t rp = r == 0 ? 0 : r + AMXK__GDN_VPF - 1, re = AMXK__MIN(n, r + AMXK__GDN_VPF);
+            size_t rr;
+            for (rr = rp; rr < re; rr++) {
+                const char *vp = (const char *)a->in->v + ((t0 + rr) * a->in->ldv + hv * a->dv + j0) * esz;
+                _mm_prefetch(vp, _MM_HINT_T0);
+                _mm_prefetch(vp + nb * esz - 1, _MM_HINT_T0);
+            }
+        }
+        if (qp) {
+            size_t x = qp->start + r * qp->per, xe = AMXK__MIN(qp->items, x + qp->per);
+            for (; x < xe; x++) {
+                const size_t row = x / qp->nl, l = x % qp->nl;
+                _mm_prefetch(qp->base[row & 1] + (row >> 1) * qp->ld[row & 1] + AMXK__MIN(l * 64, qp->rowb - 1), _MM_HINT_T0);
+            }
+        }
         for (v = 0; v < nv; v++) {
             __m256 vv = amxk__gdn_ld8__avx2(a->in->v, a->in->dtype, vb + 8 * (size_t)v, 8);
             __m256 uu = _mm256_mul_ps(_mm256_set1_ps(be[r]), _mm256_fnmadd_ps(_mm256_set1_ps(al[r]), _mm256_loadu_ps(sk + 8 * v), vv));
@@ -1016,6 +1065,20 @@ AMXK__INLINE void amxk__gdn_qk(const amxk__gdn_args *a, size_t t, size_t h, int 
     amxk__gdn_qk__scalar(a, t, h, which, dst);
 }
 
+/* dst[r*ldd + c] = src[r*lds + c] for r < rows, c < nb (<= 32): 32-float rows with AVX2 moves (memcpy
+   of 128 bytes per row went through rep movs and its start-up cost). */
+AMXK__PRIV void amxk__gdn_copy_rows(const amxk__gdn_args *a, float *dst, size_t ldd, const float *src, size_t lds, size_t rows, size_t nb) {
+    size_t r;
+#if AMXK__HAS_AVX2
+    if (a->tier == AMXK_TIER_AVX2 && nb == 32) {
+        amxk__gdn_copy32__avx2(dst, ldd, src, lds, rows);
+        return;
+    }
+#endif
+    (void)a;
+    for (r = 0; r < rows; r++) memcpy(dst + r * ldd, src + r * lds, nb * sizeof(float));
+}
+
 /* Transposes a rows x cols block: dst[c*ldd + r] = src[r*lds + c]. */
 AMXK__PRIV void amxk__gdn_transpose(const float *src, size_t lds, size_t rows, size_t cols, float *dst, size_t ldd) {
     size_t r, c;
@@ -1085,22 +1148,27 @@ AMXK__PRIV void amxk__gdn_chunked(const amxk__gdn_args *a, float *S, size_t t0, 
 /* Recurrent form for one (sequence, value head): per chunk of C tokens the normalised q/k rows and
    the gates are computed once, then every 32-column block of the state streams through them (the block,
    16 KiB at Dk = 128, stays in L1 for the whole chunk). */
-AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, float *head, size_t t0, size_t len, size_t hv, float *ws,
+AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, int32_t slot, size_t t0, size_t len, size_t hv0, float *ws,
                                      const float *next) {
-    const size_t C = AMXK__GDN_C, dk = a->dk, dv = a->dv, dkp = AMXK__ROUND_UP(dk, (size_t)16), h = hv / a->G;
+    const size_t C = AMXK__GDN_C, dk = a->dk, dv = a->dv, dkp = AMXK__ROUND_UP(dk, (size_t)16), h = hv0 / a->G;
     float *kh = ws, *qh = ws + C * dkp, *al = qh + C * dkp, *be = al + C, *sm = be + C, *blk = sm + 4 * AMXK__GDN_CB;
-    size_t c0, r, cb;
-    (void)next; /* only the x86 tiers prefetch */
+    size_t c0, r, cb, hv;
     for (c0 = 0; c0 < len; c0 += C) {
         const size_t n = AMXK__MIN(C, len - c0);
         /* A K-first column block read in place has rows Dv floats apart: at Dv = 128 (512 bytes) its
            lines fall into 1/4 of the L1 sets and the 16 KiB block does not stay in L1; longer chunks
            copy it to a contiguous [Dk][32] scratch first (same arithmetic, so the same bits). */
         const int kcopy = n >= 4 && dv > AMXK__GDN_CB;
-        for (r = 0; r < n; r++) {
-            float g;
+        for (r = 0; r < n; r++) { /* once for the task's vg value heads (they share key head h) */
             amxk__gdn_qk(a, t0 + c0 + r, h, 0, kh + r * dkp);
             amxk__gdn_qk(a, t0 + c0 + r, h, 1, qh + r * dkp);
+        }
+        for (hv = hv0; hv < hv0 + a->vg; hv++) {
+        float *head = amxk__gdn_head(a, slot, hv);
+        const float *nxt = hv + 1 < hv0 + a->vg ? amxk__gdn_head(a, slot, hv + 1) : next;
+        (void)nxt; /* only the x86 tiers prefetch */
+        for (r = 0; r < n; r++) {
+            float g;
             amxk__gdn_gate(a, t0 + c0 + r, hv, &g, &be[r]);
             al[r] = expf(g);
         }
@@ -1113,7 +1181,7 @@ AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, float *head, size_t
                 amxk__gdn_transpose(head + j0 * dk, dk, nb, dk, S, lds);
             } else if (kcopy) { /* columns j0..j0+nb of [Dk][Dv] -> [Dk][32] scratch (see above) */
                 S = blk, lds = AMXK__GDN_CB;
-                for (r = 0; r < dk; r++) memcpy(S + r * lds, head + r * dv + j0, nb * sizeof(float));
+                amxk__gdn_copy_rows(a, S, lds, head + j0, dv, dk, nb);
             } else {
                 S = head + j0, lds = dv;
             }
@@ -1124,53 +1192,70 @@ AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, float *head, size_t
                    state (next, when known) is prefetched, pfb bytes per state row of this block, so the
                    whole next head (hsz floats) arrives over the n_cb blocks. */
                 const size_t pfb = AMXK__ROUND_UP(AMXK__CEIL_DIV(a->hsz * 4, a->n_cb * dk), (size_t)64);
-                const char *pf = next && len <= 4 && (cb + 1) * dk * pfb <= a->hsz * 4 ? (const char *)next + cb * dk * pfb : NULL;
-                if (nv8) amxk__gdn_rec_block__avx2(a, S, lds, t0 + c0, n, hv, j0, nv8, kh, qh, al, be, sm, pf, pfb);
+                const char *pf = nxt && len <= 4 && (cb + 1) * dk * pfb <= a->hsz * 4 ? (const char *)nxt + cb * dk * pfb : NULL;
+                if (nv8) {
+                    amxk__gdn_qkpf qp;
+                    const size_t nn = c0 + n < len ? AMXK__MIN(C, len - c0 - n) : 0, es = amxk_dtype_size(a->in->dtype);
+                    if (nn && n >= 4) { /* the next chunk's q/k rows over this chunk's vg * n_cb block calls */
+                        const size_t nblk = a->vg * a->n_cb, bi = (hv - hv0) * a->n_cb + cb;
+                        qp.base[0] = (const char *)a->in->k + ((t0 + c0 + n) * a->in->ldk + h * dk) * es;
+                        qp.base[1] = (const char *)a->in->q + ((t0 + c0 + n) * a->in->ldq + h * dk) * es;
+                        qp.ld[0] = a->in->ldk * es, qp.ld[1] = a->in->ldq * es;
+                        qp.rowb = dk * es, qp.nl = qp.rowb / 64 + 1;
+                        qp.items = qp.nl * 2 * nn, qp.per = AMXK__CEIL_DIV(qp.items, nblk * n);
+                        qp.start = bi * n * qp.per;
+                    }
+                    amxk__gdn_rec_block__avx2(a, S, lds, t0 + c0, n, hv, j0, nv8, kh, qh, al, be, sm, pf, pfb, nn && n >= 4 ? &qp : NULL);
+                }
             }
 #endif
             if (nv8 < nb) amxk__gdn_rec_block__scalar(a, S + nv8, lds, t0 + c0, n, hv, j0 + nv8, nb - nv8, kh, qh, al, be, sm);
             if (a->p->state_v_first) amxk__gdn_transpose(S, lds, dk, nb, head + j0 * dk, dk);
             else if (kcopy)
-                for (r = 0; r < dk; r++) memcpy(head + r * dv + j0, S + r * lds, nb * sizeof(float));
+                amxk__gdn_copy_rows(a, head + j0, dv, S, lds, dk, nb);
+        }
         }
     }
 }
 
 static void amxk__gdn_task(void *task_ctx, size_t task, int worker) {
     const amxk__gdn_args *a = (const amxk__gdn_args *)task_ctx;
-    size_t n = task / a->hv, hv = task % a->hv;
+    const size_t tph = a->hv / a->vg; /* tasks per sequence */
+    size_t n = task / tph, hv0 = (task % tph) * a->vg, hv;
     size_t t0 = (size_t)a->qsl[n], len = (size_t)(a->qsl[n + 1] - a->qsl[n]), dk = a->dk, dv = a->dv, t, j;
     int32_t s = a->slot ? a->slot[n] : (int32_t)n;
     int init = a->has_init ? a->has_init[n] != 0 : 1;
-    float *ws = (float *)(a->ws + (size_t)worker * a->ws_worker), *head;
+    float *ws = (float *)(a->ws + (size_t)worker * a->ws_worker);
     if (len == 0) return;
     if (s < 0) {
         for (t = t0; t < t0 + len; t++)
-            for (j = 0; j < dv; j++) amxk__gdn_st(a->o, a->ot, t * a->ldo + hv * dv + j, 0.0f);
+            for (j = 0; j < a->vg * dv; j++) amxk__gdn_st(a->o, a->ot, t * a->ldo + hv0 * dv + j, 0.0f);
         return;
     }
-    head = amxk__gdn_head(a, s, hv);
-    if (!init) memset(head, 0, dk * dv * sizeof(float)); /* validated: the call will succeed */
+    if (!init) /* validated: the call will succeed */
+        for (hv = hv0; hv < hv0 + a->vg; hv++) memset(amxk__gdn_head(a, s, hv), 0, dk * dv * sizeof(float));
     if (amxk__gdn_seq_mode(a, len) == AMXK_GDN_CHUNKED) {
         amxk__gdn_chunk_ws L;
-        float *S = head;
         amxk__gdn_chunk_layout(dk, dv, &L);
-        if (a->p->state_v_first) {
-            S = ws + L.sx;
-            amxk__gdn_transpose(head, dk, dv, dk, S, dv);
+        for (hv = hv0; hv < hv0 + a->vg; hv++) {
+            float *head = amxk__gdn_head(a, s, hv), *S = head;
+            if (a->p->state_v_first) {
+                S = ws + L.sx;
+                amxk__gdn_transpose(head, dk, dv, dk, S, dv);
+            }
+            amxk__gdn_chunked(a, S, t0, len, hv, ws);
+            if (a->p->state_v_first) amxk__gdn_transpose(S, dv, dk, dv, head, dk);
         }
-        amxk__gdn_chunked(a, S, t0, len, hv, ws);
-        if (a->p->state_v_first) amxk__gdn_transpose(S, dv, dk, dv, head, dk);
         return;
     }
-    { /* the next task's state head (tasks run in order on a worker in the serial loop) */
+    { /* the next task's first state head (tasks run in order on a worker in the serial loop) */
         const float *next = NULL;
-        size_t nn = (task + 1) / a->hv, nh = (task + 1) % a->hv;
+        size_t nn = (task + 1) / tph, nh = ((task + 1) % tph) * a->vg;
         if (nn < a->n_seqs && a->qsl[nn + 1] > a->qsl[nn] && (!a->has_init || a->has_init[nn])) {
             int32_t ns = a->slot ? a->slot[nn] : (int32_t)nn;
             if (ns >= 0) next = amxk__gdn_head(a, ns, nh);
         }
-        amxk__gdn_recurrent(a, head, t0, len, hv, ws, next);
+        amxk__gdn_recurrent(a, s, t0, len, hv0, ws, next);
     }
 }
 
@@ -1448,7 +1533,17 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *p, amx
     a.st = st->data, a.s_slot = st->n_slots > 1 ? st->slot_stride : 0, a.hsz = hsz;
     a.o = o, a.ot = ot, a.ldo = ldo, a.ws = (char *)ws, a.ws_worker = pl.ws_worker, a.n_cb = pl.n_cb, a.mode = mode;
     a.tier = amxk__vec_tier(amxk__tier(ctx)) >= AMXK_TIER_AVX2 ? AMXK_TIER_AVX2 : AMXK_TIER_SCALAR;
-    amxk__parallel(ctx, amxk__gdn_task, &a, n_seqs * HV);
+    /* value heads per task: 1 for decode-length calls; else the largest divisor of G that leaves >= 4
+       tasks per worker (a task normalises q/k once for all of its heads; the results do not depend on
+       the grouping) */
+    a.vg = 1;
+    if (t_end - (size_t)qsl[0] >= 8 * n_seqs) {
+        size_t d, nw = (size_t)amxk__workers(ctx);
+        for (d = a.G; d > 1; d--)
+            if (a.G % d == 0 && n_seqs * HV / d >= 4 * nw) break;
+        a.vg = d;
+    }
+    amxk__parallel(ctx, amxk__gdn_task, &a, n_seqs * HV / a.vg);
     return AMXK_OK;
 }
 
