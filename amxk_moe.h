@@ -579,7 +579,7 @@ AMXK__PRIV void amxk__moe_rows__avx2(const amxk__linear_args *a, size_t m0, size
         int mr = (int)AMXK__MIN((size_t)AMXK__LIN_MR, m1 - i);
         amxk__linear_panel__avx2(a, i, mr, xf);
         if (mr > 4) {
-            for (b = b0; b < b1; b++) amxk__linear_tile__avx2(a, xf, a->w + b * bs, a->dt, i, mr, b);
+            for (b = b0; b < b1; b++) amxk__linear_tile__avx2(a, xf, a->w + b * bs, a->dt, i, mr, b, NULL, 0);
             continue;
         }
         for (b = b0; b < b1; b += mr == 1 ? 2 : 1) {

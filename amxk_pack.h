@@ -529,9 +529,11 @@ static inline __attribute__((always_inline)) __m256 amxk__lin_w__avx2(const void
    (xf[(p * MR + r) * 2 + s] = x[r][2p + s]), wb one packed block or widened block (see above). Each output sums its products in
    increasing k order, even k then odd k of each pair; with mr <= 2 (too few rows to hide the FMA
    latency) even and odd k go to separate accumulators that are added at the end. mr and dt must be
-   compile-time constants at the call site (always_inline) so the accumulators stay in registers. */
+   compile-time constants at the call site (always_inline) so the accumulators stay in registers.
+   pf: NULL, or pf_bytes to prefetch into L2 during the sweep (64 per k pair: the next weight block). */
 static inline __attribute__((always_inline)) void amxk__linear__6x16__avx2(const float *xf, size_t kp, const void *wb,
-                                                                          amxk_dtype dt, int mr, float *out) {
+                                                                          amxk_dtype dt, int mr, float *out, const char *pf,
+                                                                          size_t pf_bytes) {
     __m256 acc[AMXK__LIN_MR][2], aco[2][2];
     const int split = mr <= 2;
     size_t p;
@@ -542,6 +544,7 @@ static inline __attribute__((always_inline)) void amxk__linear__6x16__avx2(const
     for (p = 0; p < kp / 2; p++) {
         const float *xp = xf + p * 2 * AMXK__LIN_MR;
         if (dt != AMXK_DTYPE_F32 && mr <= 2) _mm_prefetch((const char *)wb + p * 64 + AMXK__Q_PREFETCH, _MM_HINT_T0); /* decode: streamed */
+        if (pf && p * 64 < pf_bytes) _mm_prefetch(pf + p * 64, _MM_HINT_T1);
 #pragma GCC unroll 2
         for (odd = 0; odd < 2; odd++) {
             __m256 w0 = amxk__lin_w__avx2(wb, dt, p, 0, odd), w1 = amxk__lin_w__avx2(wb, dt, p, 1, odd);
@@ -609,18 +612,18 @@ AMXK__PRIV void amxk__linear_widen__avx2(const uint16_t *wb, amxk_dtype dt, size
 
 /* One MR x 16 tile: the kernel with constant row count and weight dtype, then the epilogue. */
 AMXK__PRIV void amxk__linear_tile__avx2(const amxk__linear_args *a, const float *xf, const void *wb, amxk_dtype wt, size_t row,
-                                        int mr, size_t b) {
+                                        int mr, size_t b, const char *pf, size_t pf_bytes) {
     float out[AMXK__LIN_MR * AMXK__LIN_NB];
     size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
     int r;
 #define AMXK__LIN_CASES(DT)                                                                          \
     switch (mr) {                                                                                    \
-    case 6: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 6, out); break;                              \
-    case 5: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 5, out); break;                              \
-    case 4: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 4, out); break;                              \
-    case 3: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 3, out); break;                              \
-    case 2: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 2, out); break;                              \
-    default: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 1, out); break;                             \
+    case 6: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 6, out, pf, pf_bytes); break;                              \
+    case 5: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 5, out, pf, pf_bytes); break;                              \
+    case 4: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 4, out, pf, pf_bytes); break;                              \
+    case 3: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 3, out, pf, pf_bytes); break;                              \
+    case 2: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 2, out, pf, pf_bytes); break;                              \
+    default: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 1, out, pf, pf_bytes); break;                             \
     }
     if (wt == AMXK_DTYPE_F32) {
         AMXK__LIN_CASES(AMXK_DTYPE_F32)
@@ -991,18 +994,22 @@ AMXK__PRIV void amxk__linear_block__avx2(const amxk__linear_args *a, size_t m0, 
             amxk__linear_panel__avx2(a, i, mr, xf);
             if (a->q) amxk__linear_q_panel__avx2(a, xf, wf, i, mr, b0, b1); /* wf: the x group sums */
             else
-                for (b = b0; b < b1; b++) amxk__linear_tile__avx2(a, xf, a->w + b * AMXK__LIN_NB * a->kp, a->dt, i, mr, b);
+                for (b = b0; b < b1; b++) amxk__linear_tile__avx2(a, xf, a->w + b * AMXK__LIN_NB * a->kp, a->dt, i, mr, b, NULL, 0);
         }
         return;
     }
     for (i = m0; i < m1; i += AMXK__LIN_MR)
         amxk__linear_panel__avx2(a, i, (int)AMXK__MIN((size_t)AMXK__LIN_MR, m1 - i), xf + (i - m0) / AMXK__LIN_MR * panel);
     for (b = b0; b < b1; b++) {
+        /* the next block is prefetched into L2 during the first panel's sweep (weights from DRAM) */
+        const char *next = b + 1 >= b1 ? NULL : a->q ? (const char *)(a->q->data + (b + 1) * a->q->blk_bytes)
+                                                     : (const char *)(a->w + (b + 1) * AMXK__LIN_NB * a->kp);
+        const size_t next_bytes = a->q ? a->q->blk_bytes : (size_t)AMXK__LIN_NB * a->kp * 2;
         if (a->q) amxk__q_block_f32__avx2(a->q, b, wf);
         else amxk__linear_widen__avx2(a->w + b * AMXK__LIN_NB * a->kp, a->dt, a->kp, wf);
         for (i = m0; i < m1; i += AMXK__LIN_MR)
             amxk__linear_tile__avx2(a, xf + (i - m0) / AMXK__LIN_MR * panel, wf, AMXK_DTYPE_F32, i,
-                                    (int)AMXK__MIN((size_t)AMXK__LIN_MR, m1 - i), b);
+                                    (int)AMXK__MIN((size_t)AMXK__LIN_MR, m1 - i), b, i == m0 ? next : NULL, next_bytes);
     }
 }
 
