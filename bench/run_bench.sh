@@ -59,6 +59,7 @@ if [ -x "$peer" ]; then
             cases+=("$peer linear --m $m --n 4096 --k 4096 --dtype f32 --threads $t --reps $r")
         done
         cases+=("$peer linear --m 256 --n 4096 --k 4096 --dtype s8 --threads $t --reps 3")
+        cases+=("$peer linear --m 256 --n 4096 --k 4096 --dtype s8 --threads $t --reps 3 --s8-range 8")
         cases+=("$peer linear --m 1 --n 151936 --k 2048 --dtype f32 --threads $t --reps 5")
     done
 else
