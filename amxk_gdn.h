@@ -60,9 +60,15 @@
        normalises q/k once per chunk of 64 tokens for all value heads of its task (prefill tasks take
        several value heads of one key head: GVA heads share the normalised rows), computes the gates per
        head, then keeps one 32-column block of the state in L1 and streams the chunk's tokens through it
-       in one read-modify-write sweep per token (for chunks of >= 4 tokens a K-first block is first copied
-       to a contiguous [Dk][32] scratch: read in place, its rows Dv floats apart fall into a quarter of
-       the L1 sets at Dv = 128 and it does not stay in L1). Memory latency is hidden by software
+       (for chunks of >= 4 tokens a K-first block is first copied to a contiguous [Dk][32] scratch: read
+       in place, its rows Dv floats apart fall into a quarter of the L1 sets at Dv = 128 and it does not
+       stay in L1). AVX2 takes two tokens per read-modify-write sweep of the block (16 columns per pass
+       in registers): the second token's S^T k comes from the first's as a1 S^T k2 + (k1.k2) u1, the
+       first output as a1 S^T q1 + (k1.q1) u1 (both dots once per chunk), so a pair costs 7 vector
+       FMA/multiplies per 8 state elements instead of 8; within a chunk the decay is deferred (the block
+       holds S / gamma, gamma the running product of the decays, restarted by one multiply pass when it
+       would fall below 2^-60), which removes the multiply: 6 per pair. An odd last token of a chunk and
+       decode use the one-token sweep. Memory latency is hidden by software
        prefetch: each block's v values 4 tokens ahead, and the next chunk's raw q/k rows a few lines per
        token sweep (rows of consecutive tokens are far apart; the hardware prefetchers miss them). A
        decode token reads and writes its state once from memory, while the next task's state is
@@ -454,11 +460,11 @@ typedef struct amxk__gdn_qkpf {
     size_t start;        /* first item of the current block call */
 } amxk__gdn_qkpf;
 
-/* Recurrent workspace: per chunk of C tokens the normalised k and q rows (C x Dkp each), alpha and beta
-   (C each), then sk, u, o, skn (32 each) and the column block (Dk x 32). */
+/* Recurrent workspace: per chunk of C tokens the normalised k and q rows (C x Dkp each), alpha, beta,
+   k_r.k_{r+1} and k_r.q_r (C each), then 9 x 32 floats of block scratch and the column block (Dk x 32). */
 AMXK__INLINE size_t amxk__gdn_rec_floats(size_t dk) {
     size_t dkp = AMXK__ROUND_UP(dk, (size_t)16);
-    return 2 * AMXK__GDN_C * dkp + 2 * AMXK__GDN_C + 4 * AMXK__GDN_CB + dk * AMXK__GDN_CB;
+    return 2 * AMXK__GDN_C * dkp + 4 * AMXK__GDN_C + 9 * AMXK__GDN_CB + dk * AMXK__GDN_CB;
 }
 
 AMXK__PRIV void amxk__gdn_layout(const amxk_ctx *ctx, const amxk_gdn_params *p, amxk_gdn_mode mode, amxk__gdn_plan *pl) {
@@ -903,34 +909,124 @@ static inline __attribute__((always_inline)) void amxk__gdn_sweep__avx2(float *S
     for (v = 0; v < NV; v++) _mm256_storeu_ps(o + 8 * v, oo[v]), _mm256_storeu_ps(skn + 8 * v, nn[v]);
 }
 
-/* Recurrent column block (see the scalar version), nb a multiple of 8, <= 32. */
+/* Two tokens per sweep over NV (<= 2) vectors of state columns (token 1 = r, 2 = r+1 of the block loop):
+   per row, with the old s:  oa += s q1_i;  s' = aa s + k1_i w1 + k2_i u2 (stored; MUL = 0: aa = 1, no
+   multiply);  ob += s' q2_i;  n1 += s' k3_i (NX >= 1);  n2 += s' k4_i (NX == 2). NV, NX, MUL
+   compile-time constants. */
+static inline __attribute__((always_inline)) void amxk__gdn_sweep2__avx2(float *S, size_t lds, size_t dk, const float *k1, const float *q1,
+                                                                        const float *k2, const float *q2, const float *k3, const float *k4,
+                                                                        float aa, const float *w1, const float *u2, float *oa, float *ob,
+                                                                        float *n1, float *n2, int NX, int NV, int MUL) {
+    __m256 A[2], B[2], N1[2], N2[2], W[2], U[2], va = _mm256_set1_ps(aa);
+    size_t i;
+    int v;
+#pragma GCC unroll 2
+    for (v = 0; v < NV; v++) {
+        W[v] = _mm256_loadu_ps(w1 + 8 * v), U[v] = _mm256_loadu_ps(u2 + 8 * v);
+        A[v] = B[v] = N1[v] = N2[v] = _mm256_setzero_ps();
+    }
+    for (i = 0; i < dk; i++) {
+        float *row = S + i * lds;
+        const __m256 bq1 = _mm256_broadcast_ss(q1 + i), bk1 = _mm256_broadcast_ss(k1 + i), bk2 = _mm256_broadcast_ss(k2 + i);
+        const __m256 bq2 = _mm256_broadcast_ss(q2 + i);
+        const __m256 bk3 = NX >= 1 ? _mm256_broadcast_ss(k3 + i) : va, bk4 = NX >= 2 ? _mm256_broadcast_ss(k4 + i) : va;
+#pragma GCC unroll 2
+        for (v = 0; v < NV; v++) {
+            const __m256 s0 = _mm256_loadu_ps(row + 8 * v);
+            __m256 s1;
+            A[v] = _mm256_fmadd_ps(s0, bq1, A[v]);
+            s1 = _mm256_fmadd_ps(bk2, U[v], _mm256_fmadd_ps(bk1, W[v], MUL ? _mm256_mul_ps(va, s0) : s0));
+            _mm256_storeu_ps(row + 8 * v, s1);
+            B[v] = _mm256_fmadd_ps(s1, bq2, B[v]);
+            if (NX >= 1) N1[v] = _mm256_fmadd_ps(s1, bk3, N1[v]);
+            if (NX >= 2) N2[v] = _mm256_fmadd_ps(s1, bk4, N2[v]);
+        }
+    }
+#pragma GCC unroll 2
+    for (v = 0; v < NV; v++) {
+        _mm256_storeu_ps(oa + 8 * v, A[v]), _mm256_storeu_ps(ob + 8 * v, B[v]);
+        _mm256_storeu_ps(n1 + 8 * v, N1[v]), _mm256_storeu_ps(n2 + 8 * v, N2[v]);
+    }
+}
+
+/* k_r.k_{r+1} (kk[r], r + 1 < n) and k_r.q_r (kq[r]) of a chunk's normalised rows (dkp apart). */
+AMXK__PRIV void amxk__gdn_dots__avx2(const float *kh, const float *qh, size_t n, size_t dk, size_t dkp, float *kk, float *kq) {
+    size_t r, i;
+    for (r = 0; r < n; r++) {
+        const float *k = kh + r * dkp, *q = qh + r * dkp, *k2 = kh + (r + 1) * dkp;
+        const int two = r + 1 < n;
+        __m256 x = _mm256_setzero_ps(), y = _mm256_setzero_ps();
+        float tx[8], ty[8], sx, sy;
+        for (i = 0; i + 8 <= dk; i += 8) {
+            const __m256 kv = _mm256_loadu_ps(k + i);
+            y = _mm256_fmadd_ps(kv, _mm256_loadu_ps(q + i), y);
+            if (two) x = _mm256_fmadd_ps(kv, _mm256_loadu_ps(k2 + i), x);
+        }
+        _mm256_storeu_ps(tx, x), _mm256_storeu_ps(ty, y);
+        sx = ((tx[0] + tx[4]) + (tx[1] + tx[5])) + ((tx[2] + tx[6]) + (tx[3] + tx[7]));
+        sy = ((ty[0] + ty[4]) + (ty[1] + ty[5])) + ((ty[2] + ty[6]) + (ty[3] + ty[7]));
+        for (; i < dk; i++) {
+            sy += k[i] * q[i];
+            if (two) sx += k[i] * k2[i];
+        }
+        kk[r] = two ? sx : 0.0f, kq[r] = sy;
+    }
+}
+
+/* Recurrent column block (see the scalar version), nb a multiple of 8, <= 32. Tokens go through the
+   block two at a time (one read and one write of the block per pair; see amxk__gdn_sweep2__avx2), an odd
+   last token alone. With S the block before token r (= 1) and pk = S^T k: u1 = b1 (v1 - a1 pk1);
+   S1^T k2 = a1 pk2 + (k1.k2) u1, u2 = b2 (v2 - a2 S1^T k2); S2 = a1 a2 S + k1 (a2 u1)^T + k2 u2^T;
+   o1 = S1^T q1 = a1 S^T q1 + (k1.q1) u1; o2 = S2^T q2; and the next pair's pk from S2. kk, kq: the
+   chunk's dot products (amxk__gdn_dots__avx2). Deferred decay (defer, for chunks of >= 4 tokens): the
+   block holds S / gam; a pair multiplies gam by a1 a2 and adds k1 (a2 u1 / gam)^T + k2 (u2 / gam)^T
+   (no multiply of the block), products from the block are scaled by gam; when gam would fall below
+   2^-60 (or is 0) the pair multiplies the block by the whole gam a1 a2 instead and gam restarts at 1;
+   the block is multiplied by gam once at the end. |S / gam| <= 2^60 |S|: no overflow for any state a
+   float can hold usefully. sm: 9 x 32 floats of scratch. */
 AMXK__PRIV void amxk__gdn_rec_block__avx2(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t n, size_t hv,
                                           size_t j0, size_t nb, const float *kh, const float *qh, const float *al,
-                                          const float *be, float *sm, const char *pf, size_t pfb, const amxk__gdn_qkpf *qp) {
-    const size_t dk = a->dk, dkp = AMXK__ROUND_UP(dk, (size_t)16);
+                                          const float *be, const float *kk, const float *kq, float *sm, const char *pf, size_t pfb,
+                                          const amxk__gdn_qkpf *qp, int defer) {
+    const size_t dk = a->dk, dkp = AMXK__ROUND_UP(dk, (size_t)16), CB = AMXK__GDN_CB;
     const int nv = (int)(nb / 8);
     const size_t esz = amxk_dtype_size(a->in->dtype);
-    float *sk = sm, *u = sm + AMXK__GDN_CB, *o = u + AMXK__GDN_CB, *skn = o + AMXK__GDN_CB;
-    size_t r, i;
-    int v;
-    __m256 acc[4];
-    for (v = 0; v < nv; v++) acc[v] = _mm256_setzero_ps();
-    for (i = 0; i < dk; i++) {
-        __m256 bk = _mm256_broadcast_ss(kh + i);
-        if (pf) { /* pfb bytes of the next task's state per row (into L2; see amxk__gdn_recurrent) */
-            size_t l;
-            for (l = 0; l < pfb; l += 64) _mm_prefetch(pf + i * pfb + l, _MM_HINT_T1);
+    float *p1 = sm, *p2 = sm + CB, *u1 = p2 + CB, *u2 = u1 + CB, *w1 = u2 + CB, *oa = w1 + CB, *ob = oa + CB, *n1 = ob + CB, *n2 = n1 + CB;
+    float gam = 1.0f; /* the block holds S / gam */
+    size_t r, i, step;
+    int v, c;
+    __m256 acc[4], acc2[4];
+    for (v = 0; v < nv; v++) acc[v] = acc2[v] = _mm256_setzero_ps();
+    if (n > 1) {
+        for (i = 0; i < dk; i++) {
+            const __m256 bk = _mm256_broadcast_ss(kh + i), bk2 = _mm256_broadcast_ss(kh + dkp + i);
+            if (pf) {
+                size_t l;
+                for (l = 0; l < pfb; l += 64) _mm_prefetch(pf + i * pfb + l, _MM_HINT_T1);
+            }
+            for (v = 0; v < nv; v++) {
+                const __m256 sv = _mm256_loadu_ps(S + i * lds + 8 * v);
+                acc[v] = _mm256_fmadd_ps(sv, bk, acc[v]);
+                acc2[v] = _mm256_fmadd_ps(sv, bk2, acc2[v]);
+            }
         }
-        for (v = 0; v < nv; v++) acc[v] = _mm256_fmadd_ps(_mm256_loadu_ps(S + i * lds + 8 * v), bk, acc[v]);
+    } else {
+        for (i = 0; i < dk; i++) {
+            const __m256 bk = _mm256_broadcast_ss(kh + i);
+            if (pf) { /* pfb bytes of the next task's state per row (into L2; see amxk__gdn_recurrent) */
+                size_t l;
+                for (l = 0; l < pfb; l += 64) _mm_prefetch(pf + i * pfb + l, _MM_HINT_T1);
+            }
+            for (v = 0; v < nv; v++) acc[v] = _mm256_fmadd_ps(_mm256_loadu_ps(S + i * lds + 8 * v), bk, acc[v]);
+        }
     }
-    for (v = 0; v < nv; v++) _mm256_storeu_ps(sk + 8 * v, acc[v]);
-    for (r = 0; r < n; r++) {
-        const size_t t = t0 + r, vb = t * a->in->ldv + hv * a->dv + j0, ob = t * a->ldo + hv * a->dv + j0;
-        const float *k = kh + r * dkp, *q = qh + r * dkp, *kn = kh + (r + 1) * dkp;
-        const int next = r + 1 < n;
+    for (v = 0; v < nv; v++) _mm256_storeu_ps(p1 + 8 * v, acc[v]), _mm256_storeu_ps(p2 + 8 * v, acc2[v]);
+    for (r = 0; r < n; r += step) {
+        const size_t t = t0 + r, vb = t * a->in->ldv + hv * a->dv + j0, obase = t * a->ldo + hv * a->dv + j0;
+        step = r + 1 < n ? 2 : 1;
         if (n > 1) { /* this block's v values AMXK__GDN_VPF tokens ahead (v rows are far apart: each
                         token's first v load would miss to memory and stall the token's sweep) */
-            const size_t rp = r == 0 ? 0 : r + AMXK__GDN_VPF - 1, re = AMXK__MIN(n, r + AMXK__GDN_VPF);
+            const size_t rp = r == 0 ? 0 : r + AMXK__GDN_VPF - 1, re = AMXK__MIN(n, r + step + AMXK__GDN_VPF - 1);
             size_t rr;
             for (rr = rp; rr < re; rr++) {
                 const char *vp = (const char *)a->in->v + ((t0 + rr) * a->in->ldv + hv * a->dv + j0) * esz;
@@ -939,25 +1035,84 @@ AMXK__PRIV void amxk__gdn_rec_block__avx2(const amxk__gdn_args *a, float *S, siz
             }
         }
         if (qp) {
-            size_t x = qp->start + r * qp->per, xe = AMXK__MIN(qp->items, x + qp->per);
+            size_t x = qp->start + r * qp->per, xe = AMXK__MIN(qp->items, x + step * qp->per);
             for (; x < xe; x++) {
                 const size_t row = x / qp->nl, l = x % qp->nl;
                 _mm_prefetch(qp->base[row & 1] + (row >> 1) * qp->ld[row & 1] + AMXK__MIN(l * 64, qp->rowb - 1), _MM_HINT_T0);
             }
         }
-        for (v = 0; v < nv; v++) {
-            __m256 vv = amxk__gdn_ld8__avx2(a->in->v, a->in->dtype, vb + 8 * (size_t)v, 8);
-            __m256 uu = _mm256_mul_ps(_mm256_set1_ps(be[r]), _mm256_fnmadd_ps(_mm256_set1_ps(al[r]), _mm256_loadu_ps(sk + 8 * v), vv));
-            _mm256_storeu_ps(u + 8 * v, uu);
+        if (step == 1) { /* the last token alone (no next product needed): s = (gam a) s + k u, gam = 1 */
+            const __m256 ag = _mm256_set1_ps(al[r] * gam);
+            for (v = 0; v < nv; v++) {
+                __m256 vv = amxk__gdn_ld8__avx2(a->in->v, a->in->dtype, vb + 8 * (size_t)v, 8);
+                __m256 uu = _mm256_mul_ps(_mm256_set1_ps(be[r]), _mm256_fnmadd_ps(ag, _mm256_loadu_ps(p1 + 8 * v), vv));
+                _mm256_storeu_ps(u1 + 8 * v, uu);
+            }
+            switch (nv) {
+            case 4: amxk__gdn_sweep__avx2(S, lds, dk, kh + r * dkp, qh + r * dkp, kh, al[r] * gam, u1, oa, n1, 0, 4); break;
+            case 3: amxk__gdn_sweep__avx2(S, lds, dk, kh + r * dkp, qh + r * dkp, kh, al[r] * gam, u1, oa, n1, 0, 3); break;
+            case 2: amxk__gdn_sweep__avx2(S, lds, dk, kh + r * dkp, qh + r * dkp, kh, al[r] * gam, u1, oa, n1, 0, 2); break;
+            default: amxk__gdn_sweep__avx2(S, lds, dk, kh + r * dkp, qh + r * dkp, kh, al[r] * gam, u1, oa, n1, 0, 1); break;
+            }
+            gam = 1.0f;
+            for (v = 0; v < nv; v++) amxk__gdn_st8__avx2(a->o, a->ot, obase + 8 * (size_t)v, 8, _mm256_loadu_ps(oa + 8 * v));
+            continue;
         }
-        switch (nv) {
-        case 4: amxk__gdn_sweep__avx2(S, lds, dk, k, q, kn, al[r], u, o, skn, next, 4); break;
-        case 3: amxk__gdn_sweep__avx2(S, lds, dk, k, q, kn, al[r], u, o, skn, next, 3); break;
-        case 2: amxk__gdn_sweep__avx2(S, lds, dk, k, q, kn, al[r], u, o, skn, next, 2); break;
-        default: amxk__gdn_sweep__avx2(S, lds, dk, k, q, kn, al[r], u, o, skn, next, 1); break;
+        {
+            const size_t nx = AMXK__MIN((size_t)2, n - r - 2), vb2 = vb + a->in->ldv, ob2 = obase + a->ldo;
+            const float *k1 = kh + r * dkp, *q1 = qh + r * dkp, *k2 = k1 + dkp, *q2 = q1 + dkp;
+            const float *k3 = nx >= 1 ? k2 + dkp : kh, *k4 = nx >= 2 ? k2 + 2 * dkp : kh;
+            const float g0 = gam, g1 = gam * al[r] * al[r + 1]; /* the block's scale before and after */
+            const int mul = !defer || !(g1 >= 0x1p-60f);
+            const __m256 a1 = _mm256_set1_ps(al[r] * g0), a2 = _mm256_set1_ps(al[r + 1]), b1 = _mm256_set1_ps(be[r]);
+            const __m256 b2 = _mm256_set1_ps(be[r + 1]), c12 = _mm256_set1_ps(kk[r]);
+            __m256 sw, sg;
+            float *tp;
+            if (mul) gam = 1.0f;
+            else gam = g1;
+            sw = _mm256_set1_ps(mul ? al[r + 1] : al[r + 1] / g1), sg = _mm256_set1_ps(mul ? 1.0f : 1.0f / g1);
+            for (v = 0; v < nv; v++) { /* p1, p2 are products of the block at scale g0 */
+                const __m256 v1 = amxk__gdn_ld8__avx2(a->in->v, a->in->dtype, vb + 8 * (size_t)v, 8);
+                const __m256 v2 = amxk__gdn_ld8__avx2(a->in->v, a->in->dtype, vb2 + 8 * (size_t)v, 8);
+                const __m256 uu1 = _mm256_mul_ps(b1, _mm256_fnmadd_ps(a1, _mm256_loadu_ps(p1 + 8 * v), v1));
+                const __m256 s1k2 = _mm256_fmadd_ps(c12, uu1, _mm256_mul_ps(a1, _mm256_loadu_ps(p2 + 8 * v)));
+                _mm256_storeu_ps(u1 + 8 * v, uu1);
+                _mm256_storeu_ps(u2 + 8 * v, _mm256_mul_ps(sg, _mm256_mul_ps(b2, _mm256_fnmadd_ps(a2, s1k2, v2))));
+                _mm256_storeu_ps(w1 + 8 * v, _mm256_mul_ps(sw, uu1));
+            }
+            for (c = 0; c < nv; c += 2) {
+                float *Sc = S + 8 * c;
+                const int o = 8 * c;
+                const float aa = g1;
+#define AMXK__GDN_SW2(NX, NV) (mul ? amxk__gdn_sweep2__avx2(Sc, lds, dk, k1, q1, k2, q2, k3, k4, aa, w1 + o, u2 + o, oa + o, ob + o, n1 + o, n2 + o, NX, NV, 1) \
+                                   : amxk__gdn_sweep2__avx2(Sc, lds, dk, k1, q1, k2, q2, k3, k4, aa, w1 + o, u2 + o, oa + o, ob + o, n1 + o, n2 + o, NX, NV, 0))
+                if (nv - c >= 2) {
+                    if (nx == 2) AMXK__GDN_SW2(2, 2);
+                    else if (nx == 1) AMXK__GDN_SW2(1, 2);
+                    else AMXK__GDN_SW2(0, 2);
+                } else {
+                    if (nx == 2) AMXK__GDN_SW2(2, 1);
+                    else if (nx == 1) AMXK__GDN_SW2(1, 1);
+                    else AMXK__GDN_SW2(0, 1);
+                }
+#undef AMXK__GDN_SW2
+            }
+            {
+                const __m256 cq = _mm256_set1_ps(kq[r]), gs = _mm256_set1_ps(gam);
+                for (v = 0; v < nv; v++) { /* oa is at scale g0, ob at scale gam */
+                    const __m256 o1 = _mm256_fmadd_ps(cq, _mm256_loadu_ps(u1 + 8 * v), _mm256_mul_ps(a1, _mm256_loadu_ps(oa + 8 * v)));
+                    amxk__gdn_st8__avx2(a->o, a->ot, obase + 8 * (size_t)v, 8, o1);
+                    amxk__gdn_st8__avx2(a->o, a->ot, ob2 + 8 * (size_t)v, 8, _mm256_mul_ps(gs, _mm256_loadu_ps(ob + 8 * v)));
+                }
+            }
+            tp = p1, p1 = n1, n1 = tp; /* the next products (scale gam) */
+            tp = p2, p2 = n2, n2 = tp;
         }
-        for (v = 0; v < nv; v++) amxk__gdn_st8__avx2(a->o, a->ot, ob + 8 * (size_t)v, 8, _mm256_loadu_ps(o + 8 * v));
-        memcpy(sk, skn, nb * sizeof(float));
+    }
+    if (gam != 1.0f) {
+        const __m256 gs = _mm256_set1_ps(gam);
+        for (i = 0; i < dk; i++)
+            for (v = 0; v < nv; v++) _mm256_storeu_ps(S + i * lds + 8 * v, _mm256_mul_ps(gs, _mm256_loadu_ps(S + i * lds + 8 * v)));
     }
 }
 
@@ -1151,7 +1306,8 @@ AMXK__PRIV void amxk__gdn_chunked(const amxk__gdn_args *a, float *S, size_t t0, 
 AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, int32_t slot, size_t t0, size_t len, size_t hv0, float *ws,
                                      const float *next) {
     const size_t C = AMXK__GDN_C, dk = a->dk, dv = a->dv, dkp = AMXK__ROUND_UP(dk, (size_t)16), h = hv0 / a->G;
-    float *kh = ws, *qh = ws + C * dkp, *al = qh + C * dkp, *be = al + C, *sm = be + C, *blk = sm + 4 * AMXK__GDN_CB;
+    float *kh = ws, *qh = ws + C * dkp, *al = qh + C * dkp, *be = al + C, *kk = be + C, *kq = kk + C, *sm = kq + C;
+    float *blk = sm + 9 * AMXK__GDN_CB;
     size_t c0, r, cb, hv;
     for (c0 = 0; c0 < len; c0 += C) {
         const size_t n = AMXK__MIN(C, len - c0);
@@ -1163,6 +1319,9 @@ AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, int32_t slot, size_
             amxk__gdn_qk(a, t0 + c0 + r, h, 0, kh + r * dkp);
             amxk__gdn_qk(a, t0 + c0 + r, h, 1, qh + r * dkp);
         }
+#if AMXK__HAS_AVX2
+        if (a->tier == AMXK_TIER_AVX2) amxk__gdn_dots__avx2(kh, qh, n, dk, dkp, kk, kq);
+#endif
         for (hv = hv0; hv < hv0 + a->vg; hv++) {
         float *head = amxk__gdn_head(a, slot, hv);
         const float *nxt = hv + 1 < hv0 + a->vg ? amxk__gdn_head(a, slot, hv + 1) : next;
@@ -1205,7 +1364,8 @@ AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, int32_t slot, size_
                         qp.items = qp.nl * 2 * nn, qp.per = AMXK__CEIL_DIV(qp.items, nblk * n);
                         qp.start = bi * n * qp.per;
                     }
-                    amxk__gdn_rec_block__avx2(a, S, lds, t0 + c0, n, hv, j0, nv8, kh, qh, al, be, sm, pf, pfb, nn && n >= 4 ? &qp : NULL);
+                    amxk__gdn_rec_block__avx2(a, S, lds, t0 + c0, n, hv, j0, nv8, kh, qh, al, be, kk, kq, sm, pf, pfb, nn && n >= 4 ? &qp : NULL,
+                                              n >= 4);
                 }
             }
 #endif
