@@ -929,7 +929,8 @@ AMXK__PRIV void amxk__linear_q_panel__avx2(const amxk__linear_args *a, const flo
     size_t g, kk, b;
     /* fp8: integer decode for packs without NaN / inf codes, MXCSR.DAZ clear and |x| < 2^100 (see
        amxk__linear_fp8__2x16__avx2), else the exact fp16 path (amxk__linear_q__2x16__avx2); ints: always */
-    int r, r0, fast = !fp8 || (v->no_nan && (_mm_getcsr() & 0x40) == 0);
+    float fac[16];
+    int r, r0, j, fast = !fp8 || (v->no_nan && (_mm_getcsr() & 0x40) == 0);
     for (r = 0; r < mr && fast; r++) { /* x rows scaled by powers of two, and the group sums of x */
         uint32_t umax = 0; /* the largest |x| as bits (NaN: above infinity's) */
         int sh, e;
@@ -939,11 +940,12 @@ AMXK__PRIV void amxk__linear_q_panel__avx2(const amxk__linear_args *a, const flo
         if (fp8 && umax >= (uint32_t)(127 + 100) << 23) fast = 0;
         sh = fp8 ? AMXK__MIN(126, 251 - e) : AMXK__MAX(-28, AMXK__MIN(126, 226 - e)); /* fp8: max |x'| ~ 2^124, ints: ~ 2^100 */
         post[r] = amxk__bits_f32((uint32_t)((fp8 ? (v->fmt == AMXK_QFMT_FP8_E4M3 ? 120 : 112) : 0) - sh + 127) << 23);
-        for (kk = 0; kk < a->kp; kk++) {
-            const int j = (int)(kk % (size_t)span), fsh = 8 * (j % 4) + v->bits * (j / 4); /* the field's bit position */
-            const int xsh = fp8 || !amxk__qi_unsigned(v->bits, !v->asym) || fsh + v->bits == 32 ? sh : sh - fsh;
-            xr[(size_t)r * a->kp + kk] = amxk__bits_f32((uint32_t)(xsh + 127) << 23) * xp[(kk / 2) * AMXK__LIN_MR * 2 + (kk & 1)];
+        for (j = 0; j < span; j++) { /* the pre-scale of column j of every 64-byte row: 2^(sh - its field's bit position) */
+            const int fsh = 8 * (j % 4) + v->bits * (j / 4);
+            fac[j] = amxk__bits_f32((uint32_t)((fp8 || !amxk__qi_unsigned(v->bits, !v->asym) || fsh + v->bits == 32 ? sh : sh - fsh) + 127) << 23);
         }
+        for (kk = 0; kk < a->kp; kk += (size_t)span)
+            for (j = 0; j < span; j++) xr[(size_t)r * a->kp + kk + (size_t)j] = fac[j] * xp[((kk + (size_t)j) / 2) * AMXK__LIN_MR * 2 + (j & 1)];
         for (g = 0; g < v->nbk && !fp8 && amxk__qi_unsigned(v->bits, !v->asym); g++) { /* group sums of x (k increasing) times 2^sh */
             float sum = 0.0f;
             for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) sum += xp[(kk / 2) * AMXK__LIN_MR * 2 + (kk & 1)];
