@@ -993,7 +993,7 @@ AMXK__PRIV void amxk__gdn_rec_block__avx2(const amxk__gdn_args *a, float *S, siz
     const size_t esz = amxk_dtype_size(a->in->dtype);
     float *p1 = sm, *p2 = sm + CB, *u1 = p2 + CB, *u2 = u1 + CB, *w1 = u2 + CB, *oa = w1 + CB, *ob = oa + CB, *n1 = ob + CB, *n2 = n1 + CB;
     float gam = 1.0f; /* the block holds S / gam */
-    size_t r, i, step;
+    size_t r, i, step, qx = qp ? qp->start : 0, qrow = qp ? qx / qp->nl : 0, ql = qp ? qx % qp->nl : 0;
     int v, c;
     __m256 acc[4], acc2[4];
     for (v = 0; v < nv; v++) acc[v] = acc2[v] = _mm256_setzero_ps();
@@ -1034,11 +1034,11 @@ AMXK__PRIV void amxk__gdn_rec_block__avx2(const amxk__gdn_args *a, float *S, siz
                 _mm_prefetch(vp + nb * esz - 1, _MM_HINT_T0);
             }
         }
-        if (qp) {
-            size_t x = qp->start + r * qp->per, xe = AMXK__MIN(qp->items, x + step * qp->per);
-            for (; x < xe; x++) {
-                const size_t row = x / qp->nl, l = x % qp->nl;
-                _mm_prefetch(qp->base[row & 1] + (row >> 1) * qp->ld[row & 1] + AMXK__MIN(l * 64, qp->rowb - 1), _MM_HINT_T0);
+        if (qp) { /* items [qx, xe): row qrow, line ql (no divisions per item) */
+            const size_t xe = AMXK__MIN(qp->items, qp->start + (r + step) * qp->per);
+            for (; qx < xe; qx++) {
+                _mm_prefetch(qp->base[qrow & 1] + (qrow >> 1) * qp->ld[qrow & 1] + AMXK__MIN(ql * 64, qp->rowb - 1), _MM_HINT_T0);
+                if (++ql == qp->nl) ql = 0, qrow++;
             }
         }
         if (step == 1) { /* the last token alone (no next product needed): s = (gam a) s + k u, gam = 1 */
