@@ -1063,7 +1063,7 @@ AMXK__PRIV void amxk__gdn_rec_block__avx2(const amxk__gdn_args *a, float *S, siz
             const float *k1 = kh + r * dkp, *q1 = qh + r * dkp, *k2 = k1 + dkp, *q2 = q1 + dkp;
             const float *k3 = nx >= 1 ? k2 + dkp : kh, *k4 = nx >= 2 ? k2 + 2 * dkp : kh;
             const float g0 = gam, g1 = gam * al[r] * al[r + 1]; /* the block's scale before and after */
-            const int mul = !defer || !(g1 >= 0x1p-60f);
+            const int mul = !defer || !(g1 >= 8.67361737988403547206e-19f /* 2^-60 */);
             const __m256 a1 = _mm256_set1_ps(al[r] * g0), a2 = _mm256_set1_ps(al[r + 1]), b1 = _mm256_set1_ps(be[r]);
             const __m256 b2 = _mm256_set1_ps(be[r + 1]), c12 = _mm256_set1_ps(kk[r]);
             __m256 sw, sg;
