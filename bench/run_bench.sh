@@ -90,6 +90,19 @@ for t in 1 "$threads"; do
     done
 done
 
+# Gated DeltaNet (issue 6), Qwen3-Next dims H=16, HV=32, Dk=Dv=128: decode batch 128 (a 256 MiB state
+# pool, far above L3), prefill of one 4096-token sequence (auto = the path the library picks, and the
+# chunked form), causal conv1d prefill T=4096 x dim 8192 (bf16 and f32) and its decode form.
+for t in 1 "$threads"; do
+    cases+=("$bin gdn-decode --batch 128 --hk 16 --hv 32 --dk 128 --dv 128 --threads $t --reps 10")
+    cases+=("$bin gdn-prefill --t 4096 --hk 16 --hv 32 --dk 128 --dv 128 --mode auto --threads $t --reps 3")
+    cases+=("$bin gdn-prefill --t 4096 --hk 16 --hv 32 --dk 128 --dv 128 --mode chunk --threads $t --reps 3")
+    for d in bf16 f32; do
+        cases+=("$bin conv1d --t 4096 --dim 8192 --width 4 --dtype $d --threads $t --reps 5")
+    done
+    cases+=("$bin conv1d --form decode --batch 128 --dim 8192 --width 4 --dtype bf16 --threads $t")
+done
+
 [ -x "$bin" ] || { echo "$bin missing: run make bench-bin"; exit 1; }
 load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 rows=()
