@@ -30,8 +30,9 @@
        Every path accumulates each output in fp32 in increasing k order (the AMX path in 32-wide k steps
        as the hardware does); bias is added after the sum; one rounding to the output dtype.
        Quantized packs (x bf16/fp16, "w*a16": activations are not quantized):
-         M < 12 on AVX2 (decode): fields unpacked in registers, per group t = sum x*q in fp32, then
-           acc += s * (t - z * sum x) (scale applied once per group; not the same rounding as s*q).
+         M < 12 on AVX2 (decode): fields unpacked in registers, per group t = sum x*q in fp32 (k split
+           over 2-4 interleaved partial sums), then acc += s * (t - z * sum x) (scale applied once per
+           group; not the same rounding as s*q); software prefetch 2 KiB ahead of the stream.
            int4 / int2 fields are read unsigned (symmetric ones as q + 2^(b-1), corrected by the x
            sums) by one AND each, their bit position folded into a power-of-two pre-scale of x
            (exact; x rows also scaled so that no product nears the f32 range ends);
@@ -41,7 +42,9 @@
            (a header flag the packers set), MXCSR.DAZ is clear (subnormal codes become f32
            subnormals) and |x| < 2^100; otherwise through fp16 and vcvtph2ps (slower, also exact);
          M >= 12 on AVX2 (prefill): each block dequantized to f32 (s * (q - z), one rounding) once per
-           task, then the f32 6x16 kernel; fp8 decoded exactly through fp16;
+           task, then the f32 6x16 kernel; fp8 decoded exactly through fp16 (bf16/fp16 packs take the
+           same route: widened once per block per task; the next block is prefetched into L2 during
+           the first panel's sweep);
          scalar: dequantized blocks; AMX: blocks dequantized to x's 16-bit type (one more rounding:
            the weight is rounded to bf16/fp16) and the bf16/fp16 tile kernel.
          Group sizes that are not a multiple of 32/b columns use the generic (scalar) dequantizer.
