@@ -546,7 +546,6 @@ static inline __attribute__((always_inline)) void amxk__linear__6x16__avx2(const
     aco[0][0] = aco[0][1] = aco[1][0] = aco[1][1] = _mm256_setzero_ps();
     for (p = 0; p < kp / 2; p++) {
         const float *xp = xf + p * 2 * AMXK__LIN_MR;
-        if (dt != AMXK_DTYPE_F32 && mr <= 2) _mm_prefetch((const char *)wb + p * 64 + AMXK__Q_PREFETCH, _MM_HINT_T0); /* decode: streamed */
         if (pf && p * 64 < pf_bytes) _mm_prefetch(pf + p * 64, _MM_HINT_T1);
 #pragma GCC unroll 2
         for (odd = 0; odd < 2; odd++) {
