@@ -46,7 +46,8 @@
            same route: widened once per block per task; the next block is prefetched into L2 during
            the first panel's sweep);
          scalar: dequantized blocks; AMX: blocks dequantized to x's 16-bit type (one more rounding:
-           the weight is rounded to bf16/fp16) and the bf16/fp16 tile kernel.
+           the weight is rounded to bf16/fp16; through the AVX2 f32 dequantizer when the CPU has AVX2)
+           and the bf16/fp16 tile kernel.
          Group sizes that are not a multiple of 32/b columns use the generic (scalar) dequantizer.
        w8a8 (int8 activations): amxk_quantize_act + amxk_linear_q8, see there.
 
@@ -447,7 +448,7 @@ AMXK__PRIV void amxk__linear_layout(const amxk_ctx *ctx, size_t m, size_t n, siz
     p->n_tasks = AMXK__CEIL_DIV(nblk, p->nc);
     if (p->tier == AMXK_TIER_AMX) {
         p->ws_a = AMXK__ROUND_UP((size_t)AMXK__LIN_AMX_M * kp * 2, (size_t)AMXK_ALIGN);
-        p->ws_w = quant ? 2 * (size_t)AMXK__LIN_NB * kp * 2 : 0;
+        p->ws_w = quant ? 2 * (size_t)AMXK__LIN_NB * kp * 2 + (size_t)AMXK__LIN_NB * kp * 4 : 0; /* + f32 scratch */
         p->ws_c = (size_t)AMXK__LIN_AMX_M * 2 * AMXK__LIN_NB * 4;
     } else if (p->tier == AMXK_TIER_AVX2) {
         p->wide = quant == 1 || m >= AMXK__LIN_WIDE_M;
@@ -744,6 +745,28 @@ AMXK__PRIV void amxk__q_block_f32__avx2(const amxk__qview *v, size_t b, float *w
 #undef AMXK__Q_DEQ
 }
 
+/* amxk__q_block_16 through the f32 dequantizer (the same values: s * (q - z) rounded once, then RNE
+   to bf16 / fp16 as amxk_convert does): wf is a 16 x Kp f32 scratch. The AMX path's dequantizer. */
+AMXK__PRIV void amxk__q_block_16__avx2(const amxk__qview *v, size_t b, amxk_dtype t, float *wf, uint16_t *d) {
+    size_t p;
+    int h;
+    amxk__q_block_f32__avx2(v, b, wf);
+    for (p = 0; p < v->kp / 2; p++)
+        for (h = 0; h < 2; h++) { /* rows 8h .. 8h+7: (k even, k odd) pairs */
+            const float *e = wf + (2 * p) * 16 + h * 8, *o = e + 16;
+            __m128i ce, co;
+            if (t == AMXK_DTYPE_BF16) {
+                ce = amxk__cvt_f32_bf16__avx2(_mm256_loadu_ps(e));
+                co = amxk__cvt_f32_bf16__avx2(_mm256_loadu_ps(o));
+            } else {
+                ce = _mm256_cvtps_ph(_mm256_loadu_ps(e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                co = _mm256_cvtps_ph(_mm256_loadu_ps(o), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            }
+            _mm_storeu_si128((__m128i *)(d + p * 32 + h * 16), _mm_unpacklo_epi16(ce, co));
+            _mm_storeu_si128((__m128i *)(d + p * 32 + h * 16 + 8), _mm_unpackhi_epi16(ce, co));
+        }
+}
+
 /* Decode kernel: rows r0 .. r0+mr (mr <= 2) of the x panel against block b, fields unpacked in
    registers. Per group: t = sum_k x * q (f32, k increasing; for one row split by k parity to hide
    the FMA latency), then acc += s * (t - z * sum_k x); xs holds those x sums ([group][MR]). */
@@ -1030,6 +1053,10 @@ AMXK__TARGET_AMX_BEGIN
 AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     uint16_t *xa = (uint16_t *)ws, *wq = (uint16_t *)(ws + a->plan->ws_a); /* wq: dequantized blocks */
     float *cs = (float *)(ws + a->plan->ws_a + a->plan->ws_w);
+#if AMXK__HAS_AVX2
+    float *wf = (float *)(wq + 2 * (size_t)AMXK__LIN_NB * a->kp); /* f32 scratch of the vector dequantizer */
+    const int avx2 = (amxk_cpu_init()->tiers & AMXK_TIER_BIT(AMXK_TIER_AVX2)) != 0;
+#endif
     const size_t kp = a->kp, lda = kp * 2, blk = (size_t)AMXK__LIN_NB * kp; /* lda in bytes */
     const int fp16 = a->dt == AMXK_DTYPE_F16;
     amxk__tilecfg cfg;
@@ -1053,8 +1080,16 @@ AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_
             int two = b + 1 < b1;
             const uint16_t *w0 = a->w + b * blk, *w1 = two ? w0 + blk : w0;
             if (a->q) { /* quantized: dequantize to x's 16-bit type in the VNNI pair layout */
-                amxk__q_block_16(a->q, b, a->dt, wq);
-                if (two) amxk__q_block_16(a->q, b + 1, a->dt, wq + blk);
+#if AMXK__HAS_AVX2
+                if (avx2) {
+                    amxk__q_block_16__avx2(a->q, b, a->dt, wf, wq);
+                    if (two) amxk__q_block_16__avx2(a->q, b + 1, a->dt, wf, wq + blk);
+                } else
+#endif
+                {
+                    amxk__q_block_16(a->q, b, a->dt, wq);
+                    if (two) amxk__q_block_16(a->q, b + 1, a->dt, wq + blk);
+                }
                 w0 = wq, w1 = two ? wq + blk : wq;
             }
             AMXK__TILE_ZERO(0);
