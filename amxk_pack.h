@@ -767,11 +767,12 @@ AMXK__PRIV void amxk__q_block_16__avx2(const amxk__qview *v, size_t b, amxk_dtyp
         }
 }
 
-/* Decode kernel: rows r0 .. r0+mr (mr <= 2) of the x panel against block b, fields unpacked in
-   registers. Per group: t = sum_k x * q (f32, k increasing; for one row split by k parity to hide
-   the FMA latency), then acc += s * (t - z * sum_k x); xs holds those x sums ([group][MR]). */
-static inline __attribute__((always_inline)) void amxk__linear_q__2x16__avx2(const amxk__qview *v, const float *xf, const float *xs, size_t b,
-                                                                            int r0, int mr, amxk_qformat fmt, int sym, float *out) {
+/* Exact fp8 decode kernel, for what the integer decoder below excludes (NaN / inf codes, MXCSR.DAZ,
+   |x| >= 2^100): rows r0 .. r0+mr (mr <= 2) of the x panel against block b, codes decoded through
+   fp16 (amxk__q_w16__avx2). Per group: t = sum_k x * w (f32, k increasing; for one row split by k
+   parity to hide the FMA latency), then acc += s * t. */
+static inline __attribute__((always_inline)) void amxk__linear_q__2x16__avx2(const amxk__qview *v, const float *xf, size_t b, int r0, int mr,
+                                                                            amxk_qformat fmt, float *out) {
     const int bits = amxk__q_bits(fmt), span = 32 / bits;
     const uint8_t *blk = v->data + b * v->blk_bytes;
     __m256 acc[2][2];
@@ -779,7 +780,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q__2x16__avx2(con
     int r, j, h;
     for (r = 0; r < 2; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (g = 0; g < v->nbk; g++) {
-        __m256 t[2][2], u[2], s0, s1, z0, z1;
+        __m256 t[2][2], u[2], s0, s1;
         for (r = 0; r < 2; r++) t[r][0] = t[r][1] = _mm256_setzero_ps();
         u[0] = u[1] = _mm256_setzero_ps();
         for (rg = g * v->bk / (size_t)span; rg < AMXK__MIN((g + 1) * v->bk, v->kp) / (size_t)span; rg++) { /* fp8: last block may be partial */
@@ -790,7 +791,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q__2x16__avx2(con
                 size_t kk = rg * (size_t)span + (size_t)j;
                 __m256 w0, w1;
                 const float *xp = xf + ((kk / 2) * AMXK__LIN_MR + (size_t)r0) * 2 + (kk & 1);
-                amxk__q_w16__avx2(v0, v1, 8 * (j % 4) + bits * (j / 4), fmt, sym, &w0, &w1);
+                amxk__q_w16__avx2(v0, v1, 8 * (j % 4) + bits * (j / 4), fmt, 1, &w0, &w1);
                 if (mr == 1 && (j & 1)) { /* second accumulator pair for the odd columns */
                     __m256 xb = _mm256_broadcast_ss(xp);
                     t[1][0] = _mm256_fmadd_ps(xb, w0, t[1][0]);
@@ -813,14 +814,8 @@ static inline __attribute__((always_inline)) void amxk__linear_q__2x16__avx2(con
         amxk__q_grid16(v, v->scales, b, g, &s0, &s1);
         s0 = _mm256_mul_ps(s0, _mm256_set1_ps(amxk__q_wscale(fmt)));
         s1 = _mm256_mul_ps(s1, _mm256_set1_ps(amxk__q_wscale(fmt)));
-        if (!sym) amxk__q_grid16(v, v->zeros, b, g, &z0, &z1);
-        for (r = 0; r < mr; r++) {
-            for (h = 0; h < 2; h++) {
-                __m256 tv = t[r][h];
-                if (!sym) tv = _mm256_fnmadd_ps(h ? z1 : z0, _mm256_broadcast_ss(xs + g * AMXK__LIN_MR + (size_t)(r0 + r)), tv);
-                acc[r][h] = _mm256_fmadd_ps(h ? s1 : s0, tv, acc[r][h]);
-            }
-        }
+        for (r = 0; r < mr; r++)
+            for (h = 0; h < 2; h++) acc[r][h] = _mm256_fmadd_ps(h ? s1 : s0, t[r][h], acc[r][h]);
     }
     for (r = 0; r < mr; r++) {
         _mm256_storeu_ps(out + r * 16, acc[r][0]);
@@ -986,8 +981,8 @@ AMXK__PRIV void amxk__linear_q_panel__avx2(const amxk__linear_args *a, const flo
     (m2 == 2 ? amxk__linear_qi__2x16__avx2(v, x0, a->kp, s0, b, 2, BITS, SYM, post + r0, out)          \
              : amxk__linear_qi__2x16__avx2(v, x0, a->kp, s0, b, 1, BITS, SYM, post + r0, out))
 #define AMXK__LIN_F8(FMT)                                                                            \
-    (!fast ? (m2 == 2 ? amxk__linear_q__2x16__avx2(v, xf, xs, b, r0, 2, FMT, 1, out)                   \
-                      : amxk__linear_q__2x16__avx2(v, xf, xs, b, r0, 1, FMT, 1, out))                  \
+    (!fast ? (m2 == 2 ? amxk__linear_q__2x16__avx2(v, xf, b, r0, 2, FMT, out)                          \
+                      : amxk__linear_q__2x16__avx2(v, xf, b, r0, 1, FMT, out))                         \
            : (m2 == 2 ? amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 2, FMT, post + r0, out)          \
                       : amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 1, FMT, post + r0, out)))
             switch ((int)v->fmt * 2 + v->asym) {
