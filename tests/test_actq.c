@@ -205,6 +205,10 @@ static void test_linear_q8(void) {
             q8_case(&ctx, f, as, 5, 33, 256, 64, 128, AMXK_SCALES_GROUP_MAJOR, AMXK_DTYPE_F32, 0, amxk_tier_name(ctx.tier), &num, &den);
             q8_case(&ctx, f, as, 13, 40, 96, 32, 96, AMXK_SCALES_ROW_MAJOR, AMXK_DTYPE_BF16, 1, amxk_tier_name(ctx.tier), &num, &den);
             q8_case(&ctx, f, as, 7, 16, 64, 64, 64, AMXK_SCALES_GROUP_MAJOR, AMXK_DTYPE_F16, 0, amxk_tier_name(ctx.tier), &num, &den);
+            /* long K: 33 groups of 64; int8 per channel with K = 1300 (K % 16 = 4, one 1300-wide group) */
+            q8_case(&ctx, f, as, 6, 24, 2112, 64, 2112, AMXK_SCALES_ROW_MAJOR, AMXK_DTYPE_F32, 1, amxk_tier_name(ctx.tier), &num, &den);
+            if (f == AMXK_QFMT_INT8)
+                q8_case(&ctx, f, as, 4, 9, 1300, 1300, 1300, AMXK_SCALES_GROUP_MAJOR, AMXK_DTYPE_F32, 0, amxk_tier_name(ctx.tier), &num, &den);
             printf("  %-6s %-9s relative RMS error vs fp64 with unquantized x and W: %.2e\n", amxk_tier_name(ctx.tier), fmts[fi].name,
                    sqrt(num / den));
             for (w = 0; w < TEST_N_WORKER_COUNTS; w++) {
