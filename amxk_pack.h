@@ -1005,10 +1005,6 @@ AMXK__PRIV void amxk__linear_q_panel__avx2(const amxk__linear_args *a, const flo
     }
 }
 
-/* Rows [m0, m1) x blocks [b0, b1). Small M: each x panel meets every block straight from the packed
-   weights. Wide (M >= AMXK__LIN_WIDE_M): all x panels of the task are converted first, then each
-   weight block is widened to f32 once and swept by every panel (pure f32 FMA, no widening in the
-   inner loop). Both sum each output in the same order. */
 /* ---- small M (1..4 rows per panel) against bf16/fp16 blocks: weights stream from DRAM ---- */
 
 /* One x row against nb (1 or 2) adjacent blocks (bstride elements apart), prefetching
@@ -1115,6 +1111,10 @@ AMXK__PRIV void amxk__linear_rows__avx2(const amxk__linear_args *a, size_t m0, s
     }
 }
 
+/* Rows [m0, m1) x blocks [b0, b1). Small M: each x panel meets every block straight from the packed
+   weights (bf16/fp16: amxk__linear_rows__avx2). Wide (M >= AMXK__LIN_WIDE_M): all x panels of the
+   task are converted first, then each weight block is widened to f32 once and swept by every panel
+   (pure f32 FMA, no widening in the inner loop). Both sum each output in the same order. */
 AMXK__PRIV void amxk__linear_block__avx2(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     const size_t panel = (size_t)AMXK__LIN_MR * a->kp; /* floats per x panel */
     float *xf = (float *)ws, *wf = (float *)(ws + a->plan->ws_a); /* ws_w follows ws_a */
