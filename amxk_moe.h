@@ -27,6 +27,12 @@
    Every weight format amxk_linear accepts works (bf16, fp16, int8/int4/int2 sym/asym, fp8 e4m3 /
    e5m2 block-scaled), on every tier amxk_linear runs (scalar, AVX2, AVX-512 via AVX2, AMX /
    emulator), with bias, activation parameters and every option honoured by every format.
+   w8a8 / w4a8 / w2a8 (opts.act_int8, see ACT_INT8): the same phases with int8 activations through
+   amxk_linear_q8's kernels (scalar, AVX2 vpmaddubsw, AMX-INT8 TDPBSSD from 5 rows per unit / the
+   emulator), for every pack amxk_linear_q8 takes (INT8 symmetric, INT4 / INT2 symmetric or
+   asymmetric, groups of whole 64-byte rows). Measured (see ACT_INT8): w8a8 decode at 92% of
+   `stream`; w8a8 prefill M=512 2.3x the oneDNN peer, below the issue's 3x (w4a8 2.8x), bound by
+   amxk_pack.h's AVX2 int8 kernel (quantization and activation passes: < 2% of the call).
 
    WHAT IS HERE
        amxk_moe_topk            routing: softmax / sigmoid scores, optional grouped top-k (DeepSeek),
@@ -75,6 +81,38 @@
                                       act = g * sigmoid(alpha g) * (u + 1)    (alpha finite, limit > 0)
        Duplicate ids within a token are allowed (each slot counts).
 
+   ACT_INT8 (opts.act_int8 = 1: w8a8 / w4a8 / w2a8). The same formula with both GEMMs on int8
+   activations; q8(v[0..n)) is amxk_quantize_act's AMXK_DTYPE_I8 with one group per row:
+       s = amax_i |v_i| / 127 (fp32; 1 when amax is 0), q_i = clamp(rne(v_i / s), -127, 127)
+   (fp32 division, ties to even; the same values on every tier).
+       xq, sx = q8(xin)                       xin as above (16-bit, apply-on-input rounding included):
+                                              the row is quantized per token AND slot only with
+                                              apply_router_weight_on_input, else once per token
+       h     = amxk_linear_q8(xq, sx, W13_e) + b13_e    (per weight group exact int32 dot products,
+               times sx * sw (fp32), groups summed in fp32; asymmetric packs: minus z * sum xq)
+       a_i   = act(gate_i, up_i)              fp32, NOT rounded to 16 bits
+       aq, sa = q8(a)                         per row of the unit (group = N)
+       y_tj  = amxk_linear_q8(aq, sa, W2_e) + b2_e      (f32)
+       out_t as above. The shared expert the same way (its x rows quantized once per token).
+   Results equal per-expert amxk_quantize_act + amxk_linear_q8 calls on the same rows (same kernels:
+   AMX TDPBSSD for units of >= 5 rows when the tier is amx with AMX-INT8 or the emulator, else AVX2
+   or scalar; every tier computes the same exact integer sums, and its own fp32 group sums), given
+   the same fp32 activation a (the AVX2 SiLU is a few ulp from expf, see amxk__moe_silu__avx2).
+   Packs: every pack of the shard and of the shared expert must be INT8 symmetric or INT4 / INT2
+   (symmetric or asymmetric) with groups of whole 64-byte rows (group % 4, 8, 16 == 0 for int8,
+   int4, int2: what amxk_linear_q8 streams); bf16 / fp16 / fp8 packs, asymmetric INT8 and smaller
+   groups make amxk_moe_experts and amxk_moe_workspace_size return AMXK_ERR_UNSUPPORTED (nothing
+   written; the same packs run with act_int8 = 0). x stays BF16 / F16.
+   Workspace (on top of w*a16's, minus its GEMM scratch, which the q8 kernels do not need): int8 rows
+   and fp32 scales of the gathered x and of the intermediate, the intermediate in f32.
+   Measured (Zen 3, AVX2, 1 thread pinned, Qwen3-30B-A3B layer E=128 topk=8 K=2048 N=768, symmetric
+   g128 packs, amxk_pack.h of commit cebffc6, `amxk_bench moe ... --act int8`, minimum of 3
+   medians): decode M=1 (--layers 8): w8a8 2.22 ms (17.5 GB/s, 92% of `stream`'s 19.1; w8a16
+   2.87 ms), w4a8 1.84 ms (w4a16 2.15), w2a8 0.99 ms (w2a16 2.41); the oneDNN peer (f32) 6.72 ms.
+   Prefill M=512 (--layers 1): w8a8 375 ms = 2.32x the peer's 867 ms (bf16 amxk: 513 ms, 1.69x;
+   w8a16: 500 ms), w4a8 311 ms = 2.79x. The issue's target (w8a8 prefill >= 3x the bf16 peer) is
+   not met on AVX2: ~100 int8 GOPS from amxk_pack.h's vpmaddubsw kernel. Multi-thread not measured.
+
    WEIGHTS (amxk_moe_weights): per expert e a w13 pack of [2N, K] (rows 0..N-1 gate, N..2N-1 up, or
    interleaved pairs) and a w2 pack of [K, N], from amxk_pack_linear(_batched), amxk_quantize_pack or
    amxk_pack_quant - any format, formats may even differ between experts. Two ways to pass them:
@@ -90,7 +128,11 @@
        is read in place), gate+up items over (unit, row chunk, column slice) computing the
        activation of their slice (N and Ns multiples of 16; otherwise a separate loop over 64-row
        chunks), down items over slices of K computing those columns for every unit, then the
-       top-k sum of those columns for every token. Slices: one worker: one per row chunk (and one
+       top-k sum of those columns for every token. act_int8: the gather is the quantization of
+       the input rows (tasks of 16 tokens, each token's rows quantized by one task), and the
+       separate loop over 64-row chunks always runs (activation where not fused, then the int8
+       quantization of those rows); both run on the caller when they touch at most 65536 values
+       (decode: still 2 parallel launches). Slices: one worker: one per row chunk (and one
        down item); several: at least 8 items per worker in all (AMXK__MOE_ITEMS_PER_WORKER). Every
        output is computed by one item in a fixed order (the row chunks do not depend on the worker
        count), so results are bitwise identical for any worker count. Routing: tasks over token chunks; align: serial
@@ -100,7 +142,8 @@
    the first write of out. out must not overlap anything else (AMXK_ERR_ALIAS).
 
    ERRORS: every argument, every expert's pack header in the shard, every id and the workspace are
-   validated before anything is written; on error out and the workspace are untouched.
+   validated before anything is written; on error out and the workspace are untouched (act_int8
+   with a pack amxk_linear_q8 does not take: AMXK_ERR_UNSUPPORTED).
 */
 #ifndef AMXK_MOE_H_INCLUDED
 #define AMXK_MOE_H_INCLUDED
@@ -204,18 +247,25 @@ typedef struct amxk_moe_shared {
     const float *b2;  /* NULL or [K] */
 } amxk_moe_shared;
 
-/* Options. A zero-initialised struct (or NULL) means: SiLU, no apply-on-input, all experts, r = 1. */
+/* Options. A zero-initialised struct (or NULL) means: SiLU, no apply-on-input, all experts, r = 1,
+   16-bit activations (w*a16). */
 typedef struct amxk_moe_opts {
     amxk_moe_act act;
     float alpha, limit;                /* SWIGLU_OAI only (e.g. 1.702, 7.0); ignored otherwise */
     int apply_router_weight_on_input; /* 0 or 1 */
     size_t e_begin, e_end;            /* shard [e_begin, e_end); both 0: [0, E) */
     float routed_scaling_factor;      /* r in out = shared + r * routed; 0 means 1 */
+    int act_int8;                     /* 0: w*a16 (16-bit activations, weights dequantized in
+                                         registers); 1: w8a8 / w4a8 / w2a8: both GEMMs of every
+                                         expert (and the shared one) on int8 activations quantized
+                                         per token (see ACT_INT8 above); every pack of the shard and
+                                         the shared expert must be one amxk_linear_q8 takes, else
+                                         AMXK_ERR_UNSUPPORTED */
 } amxk_moe_opts;
 
 /* Workspace bytes of amxk_moe_experts for this context, weights (every pack in the shard is read:
-   the size covers their formats), shared expert (NULL: none), M, topk and options (NULL: defaults).
-   Errors: those of amxk_moe_experts that concern these arguments. */
+   the size covers their formats), shared expert (NULL: none), M, topk and options (NULL: defaults;
+   act_int8 changes the layout). Errors: those of amxk_moe_experts that concern these arguments. */
 AMXK_DEF amxk_status amxk_moe_workspace_size(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *shared,
                                              const amxk_moe_opts *opts, size_t m, size_t topk, size_t *bytes);
 
@@ -225,7 +275,8 @@ AMXK_DEF amxk_status amxk_moe_workspace_size(const amxk_ctx *ctx, const amxk_moe
    >= amxk_moe_workspace_size bytes, AMXK_ALIGN aligned.
    Errors (nothing written): CONTEXT, NULL, SHAPE (M, topk, E, K, N 0), STRIDE, DTYPE, FORMAT (a pack
    in the shard is not a pack, or not [2N, K] / [K, N], or a 16-bit pack of another dtype than x),
-   ARG (ids < -1 or >= E, bad shard, act, alpha, limit, flags), WORKSPACE, ALIGN, ALIAS. */
+   ARG (ids < -1 or >= E, bad shard, act, alpha, limit, flags), WORKSPACE, ALIGN, ALIAS, UNSUPPORTED
+   (act_int8 and a pack amxk_linear_q8 does not take, see ACT_INT8). */
 AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *shared,
                                       const amxk_moe_opts *opts, size_t m, const void *x, amxk_dtype x_dtype, size_t ldx,
                                       size_t topk, const float *topk_weights, const int32_t *topk_ids, void *out,
@@ -248,7 +299,9 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
 #define AMXK__MOE_ROWS_PER_TASK 64 /* rows per task of the gather / activation / reduction loops */
 #define AMXK__MOE_TOPK_TOKENS 16   /* tokens per routing task */
 #define AMXK__MOE_ITEMS_PER_WORKER 8 /* with several workers: at least this many GEMM items per worker */
-#define AMXK__MOE_SERIAL_GATHER 65536 /* gathers of at most this many elements run on the caller */
+#define AMXK__MOE_SERIAL_GATHER 65536 /* gathers (act_int8: quantization passes) of at most this many
+                                         elements run on the caller */
+#define AMXK__MOE_QUANT_TOKENS 16      /* act_int8: tokens per task of the input quantization */
 
 // >>util -----------------------------------------------------------------------------------------
 
@@ -403,28 +456,70 @@ AMXK__PRIV void amxk__moe_lin_ws(const amxk_ctx *ctx, const void *pk, size_t byt
     }
 }
 
+/* act_int8: one of amxk_pack.h's q8 block kernels (rows [m0, m1) x column blocks [b0, b1)). */
+typedef void (*amxk__moe_q8_fn)(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1);
+
 /* One GEMM pair of a call: an active routed expert (its compact rows) or the shared expert (every
    token). Both GEMMs run through amxk_pack.h's block kernels (amxk__linear_block__*) with the plan
    amxk_linear would make for the same row count (same row chunks and kernels: same sums), but the
    column blocks are split by this module so that all experts' work forms one parallel loop. */
 typedef struct amxk__moe_unit {
     amxk__linear_args a1, a2; /* gate+up (y = h, f32) and down (x = the activation, y f32) */
-    amxk__linear_plan p1, p2;
+    amxk__linear_plan p1, p2; /* (act_int8: only the row chunk mc, that of amxk_linear_q8) */
+    amxk__q8_args c1, c2;     /* act_int8: the same two GEMMs on int8 activations, */
+    amxk__moe_q8_fn k1, k2;   /* with these kernels */
     amxk__qview q1, q2;
     size_t rows, N;           /* rows of the unit, intermediate size */
     size_t ns1, sw1, item0;   /* gate+up: ns1 slices of sw1 slice units per row chunk, first item */
-    int interleaved;
+    int interleaved, q8;
     float *h;                 /* [rows, 2N] */
-    uint16_t *act;            /* [rows, N] */
+    void *act;                /* [rows, N]: x's dtype, or f32 with act_int8 */
+    int8_t *aq;               /* act_int8: [rows, N] the quantized activation, scales as[rows] */
+    float *as;
 } amxk__moe_unit;
+
+/* The workspace of one unit and its inputs (the arguments of amxk__moe_unit_init). */
+typedef struct amxk__moe_bufs {
+    const void *x;       /* 16-bit input rows, stride ldx (w*a16) */
+    size_t ldx;
+    const int8_t *xq;    /* act_int8: quantized input rows [rows, K], scales xs[rows] */
+    const float *xs;
+    float *h, *y;
+    void *act;
+    int8_t *aq;
+    float *as;
+} amxk__moe_bufs;
 
 /* The workspace layout of one amxk_moe_experts call: the size query and the call both use it. */
 typedef struct amxk__moe_plan {
     size_t e_begin, e_end, rows; /* rows = M * topk */
     float rscale;
+    int q8;                      /* act_int8 */
     size_t off_cnt, off_order, off_pos, off_units, max_units, off_xg, off_h, off_a, off_y, off_sh, off_sa, off_sy, off_lin;
+    size_t off_xq, off_xs, off_aq, off_as, off_sxq, off_sxs, off_saq, off_sas; /* act_int8 only */
     size_t lin_worker, total; /* per-worker slice of the GEMM scratch */
 } amxk__moe_plan;
+
+/* 1 when amxk_linear_q8 takes this (valid) pack with per-token activations (act_group = its K): an
+   INT8 symmetric or an INT4 / INT2 pack whose groups hold whole 64-byte rows of a block. */
+AMXK__PRIV int amxk__moe_q8_ok(const void *pk, size_t bytes) {
+    amxk__pack_hdr h;
+    amxk__qview v;
+    if (amxk__pack_open(pk, bytes, &h, &v) != AMXK_OK || h.qformat == AMXK_QFMT_NONE) return 0;
+    if (amxk__q_isfp8(v.fmt) || (v.fmt == AMXK_QFMT_INT8 && v.asym)) return 0;
+    return v.bk % (size_t)(32 / v.bits) == 0 && v.k % v.bk == 0;
+}
+
+/* Checks one pack of the call (amxk__moe_check_pack; with act_int8 also amxk__moe_q8_ok) and widens
+   the per-worker GEMM scratch bound lin for rows rows (w*a16 only: the q8 kernels take none). */
+AMXK__PRIV amxk_status amxk__moe_use_pack(const amxk_ctx *ctx, const void *pk, size_t bytes, size_t n, size_t k, amxk_dtype xt,
+                                          int q8, size_t rows, size_t *lin) {
+    amxk_status s = amxk__moe_check_pack(pk, bytes, n, k, q8 ? AMXK_DTYPE_INVALID : xt);
+    if (s != AMXK_OK) return s;
+    if (q8) return amxk__moe_q8_ok(pk, bytes) ? AMXK_OK : AMXK_ERR_UNSUPPORTED;
+    amxk__moe_lin_ws(ctx, pk, bytes, rows, lin);
+    return AMXK_OK;
+}
 
 AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *sh,
                                         const amxk_moe_opts *o, size_t m, size_t topk, amxk_dtype xt, amxk__moe_plan *p) {
@@ -448,7 +543,9 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
         if ((int)o->act < AMXK_MOE_ACT_SILU || (int)o->act > AMXK_MOE_ACT_SWIGLU_OAI) return AMXK_ERR_ARG;
         if (o->act == AMXK_MOE_ACT_SWIGLU_OAI && (!amxk__moe_finite(o->alpha) || !(o->limit > 0.0f))) return AMXK_ERR_ARG;
         if (o->apply_router_weight_on_input != 0 && o->apply_router_weight_on_input != 1) return AMXK_ERR_ARG;
+        if (o->act_int8 != 0 && o->act_int8 != 1) return AMXK_ERR_ARG;
         if (!amxk__moe_finite(p->rscale)) return AMXK_ERR_ARG;
+        p->q8 = o->act_int8;
     }
     /* every pack of the shard. A pack whose size and 64-byte header equal the previous pack's
        (checked) one passes the same checks and needs the same scratch: only its header is compared. */
@@ -456,15 +553,13 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
         amxk__moe_w(w, e, 0, &pw, &pb);
         if (!pw) return AMXK_ERR_NULL;
         if (!prev13 || pb != prevb13 || memcmp(prev13, pw, sizeof(amxk__pack_hdr)) != 0) {
-            if ((s = amxk__moe_check_pack(pw, pb, 2 * N, K, xt)) != AMXK_OK) return s;
-            amxk__moe_lin_ws(ctx, pw, pb, R, &lin);
+            if ((s = amxk__moe_use_pack(ctx, pw, pb, 2 * N, K, xt, p->q8, R, &lin)) != AMXK_OK) return s;
             prev13 = pw, prevb13 = pb;
         }
         amxk__moe_w(w, e, 1, &pw, &pb);
         if (!pw) return AMXK_ERR_NULL;
         if (!prev2 || pb != prevb2 || memcmp(prev2, pw, sizeof(amxk__pack_hdr)) != 0) {
-            if ((s = amxk__moe_check_pack(pw, pb, K, N, xt)) != AMXK_OK) return s;
-            amxk__moe_lin_ws(ctx, pw, pb, R, &lin);
+            if ((s = amxk__moe_use_pack(ctx, pw, pb, K, N, xt, p->q8, R, &lin)) != AMXK_OK) return s;
             prev2 = pw, prevb2 = pb;
         }
     }
@@ -474,21 +569,33 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
     AMXK__MOE_TAKE(off_pos, R * 4);
     p->max_units = AMXK__MIN(p->e_end - p->e_begin, R) + 1; /* active experts + the shared expert */
     AMXK__MOE_TAKE(off_units, p->max_units * sizeof(amxk__moe_unit));
-    AMXK__MOE_TAKE(off_xg, R * K * 2);
+    /* gathered 16-bit rows (act_int8: only the scaled rows of apply-on-input, quantized from there),
+       h, the activation (16-bit, or f32 before its quantization), y */
+    AMXK__MOE_TAKE(off_xg, !p->q8 || (o && o->apply_router_weight_on_input) ? R * K * 2 : 0);
     AMXK__MOE_TAKE(off_h, R * 2 * N * 4);
-    AMXK__MOE_TAKE(off_a, R * N * 2);
+    AMXK__MOE_TAKE(off_a, R * N * (p->q8 ? 4 : 2));
     AMXK__MOE_TAKE(off_y, R * K * 4);
+    if (p->q8) { /* int8 rows and their scales: the gathered x rows, the activation */
+        AMXK__MOE_TAKE(off_xq, R * K);
+        AMXK__MOE_TAKE(off_xs, R * 4);
+        AMXK__MOE_TAKE(off_aq, R * N);
+        AMXK__MOE_TAKE(off_as, R * 4);
+    }
     if (sh) {
         size_t Ns = sh->inter;
         if (Ns == 0 || Ns > ((size_t)1 << 32)) return AMXK_ERR_SHAPE;
         if (sh->w13_interleaved != 0 && sh->w13_interleaved != 1) return AMXK_ERR_ARG;
-        if ((s = amxk__moe_check_pack(sh->w13, sh->w13_bytes, 2 * Ns, K, xt)) != AMXK_OK) return s;
-        if ((s = amxk__moe_check_pack(sh->w2, sh->w2_bytes, K, Ns, xt)) != AMXK_OK) return s;
-        amxk__moe_lin_ws(ctx, sh->w13, sh->w13_bytes, m, &lin);
-        amxk__moe_lin_ws(ctx, sh->w2, sh->w2_bytes, m, &lin);
+        if ((s = amxk__moe_use_pack(ctx, sh->w13, sh->w13_bytes, 2 * Ns, K, xt, p->q8, m, &lin)) != AMXK_OK) return s;
+        if ((s = amxk__moe_use_pack(ctx, sh->w2, sh->w2_bytes, K, Ns, xt, p->q8, m, &lin)) != AMXK_OK) return s;
         AMXK__MOE_TAKE(off_sh, m * 2 * Ns * 4);
-        AMXK__MOE_TAKE(off_sa, m * Ns * 2);
+        AMXK__MOE_TAKE(off_sa, m * Ns * (p->q8 ? 4 : 2));
         AMXK__MOE_TAKE(off_sy, m * K * 4);
+        if (p->q8) {
+            AMXK__MOE_TAKE(off_sxq, m * K);
+            AMXK__MOE_TAKE(off_sxs, m * 4);
+            AMXK__MOE_TAKE(off_saq, m * Ns);
+            AMXK__MOE_TAKE(off_sas, m * 4);
+        }
     }
     AMXK__MOE_TAKE(off_lin, lin * (size_t)amxk__workers(ctx));
 #undef AMXK__MOE_TAKE
@@ -616,11 +723,12 @@ AMXK__PRIV void amxk__moe_rows__avx2(const amxk__linear_args *a, size_t m0, size
     }
 }
 
-/* SiLU of one row, 8 columns at a time: out[n] = round16(g[n] * sigmoid(g[n]) * u[n]) for n < cnt
-   rounded down to a multiple of 8; returns that count (the caller does the rest). sigmoid(v) =
-   1 / (1 + exp(-v)), exp by n = round(v log2(e)), r = v - n ln2 (two steps) and a degree-6
-   polynomial: a few ulp from expf, far below the 16-bit rounding of the result. */
-AMXK__PRIV size_t amxk__moe_silu__avx2(const float *g, const float *u, uint16_t *out, size_t cnt, amxk_dtype t) {
+/* SiLU of one row, 8 columns at a time: out[n] = g[n] * sigmoid(g[n]) * u[n] (t F32, act_int8) or
+   its 16-bit rounding (t BF16 / F16) for n < cnt rounded down to a multiple of 8; returns that count
+   (the caller does the rest). sigmoid(v) = 1 / (1 + exp(-v)), exp by n = round(v log2(e)),
+   r = v - n ln2 (two steps) and a degree-6 polynomial: a few ulp from expf, far below the 16-bit
+   rounding of the result (act_int8: below its int8 quantization). */
+AMXK__PRIV size_t amxk__moe_silu__avx2(const float *g, const float *u, void *out, size_t cnt, amxk_dtype t) {
     size_t n;
     for (n = 0; n + 8 <= cnt; n += 8) {
         __m256 v = _mm256_loadu_ps(g + n), x, k, r, p, e, a;
@@ -637,8 +745,9 @@ AMXK__PRIV size_t amxk__moe_silu__avx2(const float *g, const float *u, uint16_t 
         p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
         e = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(k), 23))); /* p * 2^k */
         a = _mm256_mul_ps(_mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), _mm256_loadu_ps(u + n));
-        if (t == AMXK_DTYPE_BF16) _mm_storeu_si128((__m128i *)(out + n), amxk__cvt_f32_bf16__avx2(a));
-        else _mm_storeu_si128((__m128i *)(out + n), _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        if (t == AMXK_DTYPE_F32) _mm256_storeu_ps((float *)out + n, a);
+        else if (t == AMXK_DTYPE_BF16) _mm_storeu_si128((__m128i *)((uint16_t *)out + n), amxk__cvt_f32_bf16__avx2(a));
+        else _mm_storeu_si128((__m128i *)((uint16_t *)out + n), _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
     return n;
 }
@@ -655,12 +764,16 @@ typedef struct amxk__moe_args {
     float alpha, limit, rscale;
     int on_input, fused; /* fused: the activation runs in the gate+up items (every unit's N % 16 == 0) */
     int vec;             /* the AVX2 SiLU may run */
+    int q8;              /* act_int8 */
+    amxk_tier qtier;     /* act_int8: the row quantizer's tier (amxk_quantize_act's) */
     size_t m, topk, K, ldx, ldo, routed;
     const void *x;
     amxk_dtype xt, ot;
     const float *tw;
     const int32_t *order, *pos;
     uint16_t *xg;
+    int8_t *xq, *sxq;       /* act_int8: int8 x rows of the routed pairs ([routed, K]) and of the */
+    float *xs, *sxs;        /* tokens ([M, K], shared expert only, else NULL); their scales */
     amxk__moe_unit *u;
     size_t n_units, items1; /* units (active experts in increasing id, then the shared one); gate+up items */
     size_t ns2, sw2;        /* down: ns2 slices of sw2 column blocks of K */
@@ -695,15 +808,67 @@ AMXK__PRIV void amxk__moe_gather_task(void *task_ctx, size_t task, int worker) {
     amxk__moe_gather_rows(a, i0, AMXK__MIN(a->routed, i0 + AMXK__MOE_ROWS_PER_TASK));
 }
 
-/* Activation of rows [i0, i1), intermediate columns [n0, n1) of unit u: act[i][n] from h[i]. */
+/* act_int8: k values (dtype t: 16-bit or f32) quantized as one token row into q[0..k) and *s by
+   amxk_quantize_act's row quantizer (AMXK_DTYPE_I8, one group = the row; its AVX2 form when the
+   tier allows, same values). */
+AMXK__PRIV void amxk__moe_quant_row(const amxk__moe_args *a, const void *src, amxk_dtype t, size_t k, int8_t *q, float *s) {
+    amxk__actq_args qa;
+    memset(&qa, 0, sizeof qa);
+    qa.k = k, qa.ldx = k, qa.group = k, qa.ldq = k, qa.ld_s = 1, qa.x = src, qa.xt = t, qa.ot = AMXK_DTYPE_I8;
+    qa.q = q, qa.scales = s, qa.layout = AMXK_SCALES_ROW_MAJOR, qa.tier = a->qtier;
+    amxk__actq_row(&qa, 0, 0);
+}
+
+/* act_int8: the int8 input rows of tokens [t0, t1) (replaces the gather): with a shared expert x_t's
+   own row; every routed pair's compact row: apply-on-input: the scaled 16-bit row (gathered as in
+   w*a16) quantized; else x_t quantized once per token and copied to its other rows. */
+AMXK__PRIV void amxk__moe_quant_tokens(const amxk__moe_args *a, size_t t0, size_t t1) {
+    size_t t, j, K = a->K;
+    for (t = t0; t < t1; t++) {
+        const uint16_t *src = (const uint16_t *)a->x + t * a->ldx;
+        const int8_t *q0 = NULL;
+        float s0 = 0.0f;
+        if (a->sxq) {
+            amxk__moe_quant_row(a, src, a->xt, K, a->sxq + t * K, a->sxs + t);
+            q0 = a->sxq + t * K, s0 = a->sxs[t];
+        }
+        for (j = 0; j < a->topk; j++) {
+            int32_t r = a->pos[t * a->topk + j];
+            int8_t *dq;
+            if (r < 0) continue;
+            dq = a->xq + (size_t)r * K;
+            if (a->on_input) {
+                amxk__moe_gather_rows(a, (size_t)r, (size_t)r + 1);
+                amxk__moe_quant_row(a, a->xg + (size_t)r * K, a->xt, K, dq, a->xs + r);
+            } else if (q0) {
+                memcpy(dq, q0, K);
+                a->xs[r] = s0;
+            } else {
+                amxk__moe_quant_row(a, src, a->xt, K, dq, a->xs + r);
+                q0 = dq, s0 = a->xs[r];
+            }
+        }
+    }
+}
+
+AMXK__PRIV void amxk__moe_quant_task(void *task_ctx, size_t task, int worker) {
+    const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
+    size_t t0 = task * AMXK__MOE_QUANT_TOKENS;
+    (void)worker;
+    amxk__moe_quant_tokens(a, t0, AMXK__MIN(a->m, t0 + AMXK__MOE_QUANT_TOKENS));
+}
+
+/* Activation of rows [i0, i1), intermediate columns [n0, n1) of unit u: act[i][n] from h[i] (x's
+   dtype, or f32 with act_int8). */
 AMXK__PRIV void amxk__moe_act_rows(const amxk__moe_args *a, const amxk__moe_unit *u, size_t i0, size_t i1, size_t n0, size_t n1) {
-    size_t i, n, N = u->N;
+    size_t i, n, N = u->N, es = a->q8 ? 4 : 2;
     for (i = i0; i < i1; i++) {
         const float *h = u->h + i * 2 * N;
-        uint16_t *out = u->act + i * N;
+        char *out = (char *)u->act + i * N * es;
         n = n0;
 #if AMXK__HAS_AVX2
-        if (a->vec && a->act == AMXK_MOE_ACT_SILU && !u->interleaved) n += amxk__moe_silu__avx2(h + n0, h + N + n0, out + n0, n1 - n0, a->xt);
+        if (a->vec && a->act == AMXK_MOE_ACT_SILU && !u->interleaved)
+            n += amxk__moe_silu__avx2(h + n0, h + N + n0, out + n0 * es, n1 - n0, a->q8 ? AMXK_DTYPE_F32 : a->xt);
 #endif
         for (; n < n1; n++) {
             float g = u->interleaved ? h[2 * n] : h[n], up = u->interleaved ? h[2 * n + 1] : h[N + n], v;
@@ -718,21 +883,27 @@ AMXK__PRIV void amxk__moe_act_rows(const amxk__moe_args *a, const amxk__moe_unit
                 break;
             default: v = g * amxk__moe_sigmoid(g) * up; break;
             }
-            out[n] = amxk__moe_to16(v, a->xt);
+            if (a->q8) ((float *)out)[n] = v;
+            else ((uint16_t *)out)[n] = amxk__moe_to16(v, a->xt);
         }
     }
 }
 
-/* Non-fused activation: task = 64 rows of one unit (units in order, ceil(rows / 64) tasks each). */
+/* Activation pass over 64-row tasks (units in order, ceil(rows / 64) tasks each), after the gate+up
+   loop: the activation when it was not fused into the gate+up items, then (act_int8) the per-row
+   int8 quantization of the f32 activation rows. */
 AMXK__PRIV void amxk__moe_act_task(void *task_ctx, size_t task, int worker) {
     const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
-    size_t i;
+    size_t i, r;
     (void)worker;
     for (i = 0; i < a->n_units; i++) {
-        size_t nt = AMXK__CEIL_DIV(a->u[i].rows, (size_t)AMXK__MOE_ROWS_PER_TASK);
+        const amxk__moe_unit *u = &a->u[i];
+        size_t nt = AMXK__CEIL_DIV(u->rows, (size_t)AMXK__MOE_ROWS_PER_TASK);
         if (task < nt) {
-            size_t r0 = task * AMXK__MOE_ROWS_PER_TASK;
-            amxk__moe_act_rows(a, &a->u[i], r0, AMXK__MIN(a->u[i].rows, r0 + AMXK__MOE_ROWS_PER_TASK), 0, a->u[i].N);
+            size_t r0 = task * AMXK__MOE_ROWS_PER_TASK, r1 = AMXK__MIN(u->rows, r0 + AMXK__MOE_ROWS_PER_TASK);
+            if (!a->fused) amxk__moe_act_rows(a, u, r0, r1, 0, u->N);
+            if (a->q8)
+                for (r = r0; r < r1; r++) amxk__moe_quant_row(a, (const float *)u->act + r * u->N, AMXK_DTYPE_F32, u->N, u->aq + r * u->N, u->as + r);
             return;
         }
         task -= nt;
@@ -750,6 +921,14 @@ AMXK__PRIV void amxk__moe_gemm(const amxk__linear_args *a, size_t m0, size_t m1,
     }
 #endif
     amxk__linear_block(a, m0, m1, b0, b1, ws);
+}
+
+/* GEMM down (0: gate+up, 1: down) of unit u, rows [m0, m1) x column blocks [b0, b1) (act_int8: the
+   unit's q8 block kernel, chosen once by amxk__moe_q8_init). */
+AMXK__PRIV void amxk__moe_unit_gemm(const amxk__moe_unit *u, int down, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
+    if (b0 >= b1) return;
+    if (u->q8) (down ? u->k2 : u->k1)(down ? &u->c2 : &u->c1, m0, m1, b0, b1);
+    else amxk__moe_gemm(down ? &u->a2 : &u->a1, m0, m1, b0, b1, ws);
 }
 
 /* Gate+up item: one row chunk x one slice of one unit; fused: the matching gate and up blocks, then
@@ -770,15 +949,15 @@ AMXK__PRIV void amxk__moe_up_task(void *task_ctx, size_t task, int worker) {
     s0 = (li % u->ns1) * u->sw1;
     if (!a->fused) {
         nb = amxk__lin_nblk(2 * u->N);
-        amxk__moe_gemm(&u->a1, m0, m1, s0, AMXK__MIN(nb, s0 + u->sw1), ws);
+        amxk__moe_unit_gemm(u, 0, m0, m1, s0, AMXK__MIN(nb, s0 + u->sw1), ws);
         return;
     }
     nb = u->N / AMXK__LIN_NB, s1 = AMXK__MIN(nb, s0 + u->sw1); /* slice units: 16 intermediate columns */
     if (u->interleaved) {
-        amxk__moe_gemm(&u->a1, m0, m1, 2 * s0, 2 * s1, ws);
+        amxk__moe_unit_gemm(u, 0, m0, m1, 2 * s0, 2 * s1, ws);
     } else {
-        amxk__moe_gemm(&u->a1, m0, m1, s0, s1, ws);
-        amxk__moe_gemm(&u->a1, m0, m1, nb + s0, nb + s1, ws);
+        amxk__moe_unit_gemm(u, 0, m0, m1, s0, s1, ws);
+        amxk__moe_unit_gemm(u, 0, m0, m1, nb + s0, nb + s1, ws);
     }
     amxk__moe_act_rows(a, u, m0, m1, s0 * AMXK__LIN_NB, s1 * AMXK__LIN_NB);
 }
@@ -791,7 +970,7 @@ AMXK__PRIV void amxk__moe_down_task(void *task_ctx, size_t task, int worker) {
     size_t b0 = task * a->sw2, b1 = AMXK__MIN(amxk__lin_nblk(a->K), b0 + a->sw2), i, m0, t, j, k, k0, k1;
     for (i = 0; i < a->n_units; i++) {
         const amxk__moe_unit *u = &a->u[i];
-        for (m0 = 0; m0 < u->rows; m0 += u->p2.mc) amxk__moe_gemm(&u->a2, m0, AMXK__MIN(u->rows, m0 + u->p2.mc), b0, b1, ws);
+        for (m0 = 0; m0 < u->rows; m0 += u->p2.mc) amxk__moe_unit_gemm(u, 1, m0, AMXK__MIN(u->rows, m0 + u->p2.mc), b0, b1, ws);
     }
     k0 = b0 * AMXK__LIN_NB, k1 = AMXK__MIN(a->K, b1 * AMXK__LIN_NB);
     for (t = 0; t < a->m; t++)
@@ -808,11 +987,36 @@ AMXK__PRIV void amxk__moe_down_task(void *task_ctx, size_t task, int worker) {
         }
 }
 
-/* Sets up unit u: plans and arguments of both GEMMs (packs valid, arguments checked). x: the unit's
-   input rows (stride ldx); y: its f32 output rows (stride K). */
-AMXK__PRIV void amxk__moe_unit_init(const amxk_ctx *ctx, const amxk__moe_args *a, amxk__moe_unit *u, size_t rows, const void *x,
-                                    size_t ldx, const void *w13, size_t b13, const void *w2, size_t b2, size_t N, int interleaved,
-                                    const float *bias13, const float *bias2, float *h, uint16_t *act, float *y) {
+/* act_int8: the q8 arguments amxk_linear_q8 would make for y[rows, n] = xq[rows, k] W^T (+ bias),
+   per-token scales xs (row-major, one group = k), f32 y with stride n; p: its task plan (the row
+   chunk mc). Returns the block kernel amxk__linear_q8_task runs for that tier (AMX only from
+   AMXK__LIN_AMX_MIN_M rows on, with AMX-INT8 or the emulator; AVX2 on the vector tiers). */
+AMXK__PRIV amxk__moe_q8_fn amxk__moe_q8_init(const amxk_ctx *ctx, amxk__q8_args *c, amxk__linear_plan *p, const amxk__qview *v,
+                                             size_t rows, size_t n, size_t k, const int8_t *xq, const float *xs, const float *bias,
+                                             float *y) {
+    const amxk_cpu *cpu = amxk_cpu_init();
+    amxk__linear_layout(ctx, rows, n, k, AMXK_DTYPE_BF16, 2, p);
+    memset(c, 0, sizeof *c);
+    c->m = rows, c->n = n, c->k = k, c->ldq = k, c->ld_s = 1, c->ag = k, c->ldy = n, c->mc = p->mc, c->nc = p->nc;
+    c->n_tasks = p->n_tasks, c->xq = xq, c->xs = xs, c->layout = AMXK_SCALES_ROW_MAJOR, c->w = v, c->bias = bias, c->y = y;
+    c->yt = AMXK_DTYPE_F32, c->tier = amxk__tier(ctx);
+    if (c->tier == AMXK_TIER_AMX && (rows < AMXK__LIN_AMX_MIN_M || amxk__q8_kstep(v->bk) == 0 ||
+                                     !(cpu->amx_emulated || (cpu->usable & AMXK_CPU_AMX_INT8))))
+        c->tier = amxk__vec_tier(c->tier);
+#if AMXK__HAS_AMX
+    if (c->tier == AMXK_TIER_AMX) return amxk__linear_q8_block__16x32__amx;
+#endif
+#if AMXK__HAS_AVX2
+    if (c->tier >= AMXK_TIER_AVX2) return amxk__linear_q8_block__avx2;
+#endif
+    return amxk__linear_q8__1x16__scalar;
+}
+
+/* Sets up unit u: plans and arguments of both GEMMs (packs valid, arguments checked); b: its inputs
+   (x rows, or with act_int8 their int8 form) and workspace rows. */
+AMXK__PRIV void amxk__moe_unit_init(const amxk_ctx *ctx, const amxk__moe_args *a, amxk__moe_unit *u, size_t rows, const void *w13,
+                                    size_t b13, const void *w2, size_t b2, size_t N, int interleaved, const float *bias13,
+                                    const float *bias2, const amxk__moe_bufs *b) {
     amxk__pack_hdr hd;
     int q1, q2;
     memset(u, 0, sizeof *u);
@@ -820,15 +1024,20 @@ AMXK__PRIV void amxk__moe_unit_init(const amxk_ctx *ctx, const amxk__moe_args *a
     q1 = hd.qformat == AMXK_QFMT_NONE ? 0 : amxk__q_kind(&u->q1);
     (void)amxk__pack_open(w2, b2, &hd, &u->q2);
     q2 = hd.qformat == AMXK_QFMT_NONE ? 0 : amxk__q_kind(&u->q2);
+    u->rows = rows, u->N = N, u->interleaved = interleaved, u->q8 = a->q8, u->h = b->h, u->act = b->act, u->aq = b->aq, u->as = b->as;
+    if (a->q8) {
+        u->k1 = amxk__moe_q8_init(ctx, &u->c1, &u->p1, &u->q1, rows, 2 * N, a->K, b->xq, b->xs, bias13, b->h);
+        u->k2 = amxk__moe_q8_init(ctx, &u->c2, &u->p2, &u->q2, rows, a->K, N, b->aq, b->as, bias2, b->y);
+        return;
+    }
     amxk__linear_layout(ctx, rows, 2 * N, a->K, a->xt, q1, &u->p1);
     amxk__linear_layout(ctx, rows, a->K, N, a->xt, q2, &u->p2);
-    u->rows = rows, u->N = N, u->interleaved = interleaved, u->h = h, u->act = act;
-    u->a1.m = rows, u->a1.n = 2 * N, u->a1.k = a->K, u->a1.kp = amxk__lin_kp(a->K), u->a1.ldx = ldx, u->a1.ldy = 2 * N;
-    u->a1.x = x, u->a1.w = (const uint16_t *)((const char *)w13 + sizeof(amxk__pack_hdr)), u->a1.q = q1 ? &u->q1 : NULL;
-    u->a1.bias = bias13, u->a1.y = h, u->a1.dt = a->xt, u->a1.yt = AMXK_DTYPE_F32, u->a1.ws = a->lin, u->a1.plan = &u->p1;
+    u->a1.m = rows, u->a1.n = 2 * N, u->a1.k = a->K, u->a1.kp = amxk__lin_kp(a->K), u->a1.ldx = b->ldx, u->a1.ldy = 2 * N;
+    u->a1.x = b->x, u->a1.w = (const uint16_t *)((const char *)w13 + sizeof(amxk__pack_hdr)), u->a1.q = q1 ? &u->q1 : NULL;
+    u->a1.bias = bias13, u->a1.y = b->h, u->a1.dt = a->xt, u->a1.yt = AMXK_DTYPE_F32, u->a1.ws = a->lin, u->a1.plan = &u->p1;
     u->a2.m = rows, u->a2.n = a->K, u->a2.k = N, u->a2.kp = amxk__lin_kp(N), u->a2.ldx = N, u->a2.ldy = a->K;
-    u->a2.x = act, u->a2.w = (const uint16_t *)((const char *)w2 + sizeof(amxk__pack_hdr)), u->a2.q = q2 ? &u->q2 : NULL;
-    u->a2.bias = bias2, u->a2.y = y, u->a2.dt = a->xt, u->a2.yt = AMXK_DTYPE_F32, u->a2.ws = a->lin, u->a2.plan = &u->p2;
+    u->a2.x = b->act, u->a2.w = (const uint16_t *)((const char *)w2 + sizeof(amxk__pack_hdr)), u->a2.q = q2 ? &u->q2 : NULL;
+    u->a2.bias = bias2, u->a2.y = b->y, u->a2.dt = a->xt, u->a2.yt = AMXK_DTYPE_F32, u->a2.ws = a->lin, u->a2.plan = &u->p2;
 }
 
 /* Splits a unit's gate+up columns: ns1 slices per row chunk. Slice units: 16 intermediate columns
@@ -1004,6 +1213,11 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     a.tw = tw, a.order = order, a.pos = pos, a.xg = (uint16_t *)(W + p.off_xg), a.u = (amxk__moe_unit *)(W + p.off_units);
     a.lin = W + p.off_lin, a.lin_worker = p.lin_worker;
     a.y = (const float *)(W + p.off_y), a.sy = sh ? (const float *)(W + p.off_sy) : NULL, a.out = out;
+    a.q8 = p.q8, a.qtier = amxk__vec_tier(amxk__tier(ctx));
+    if (a.q8) {
+        a.xq = (int8_t *)(W + p.off_xq), a.xs = (float *)(W + p.off_xs);
+        if (sh) a.sxq = (int8_t *)(W + p.off_sxq), a.sxs = (float *)(W + p.off_sxs);
+    }
     /* group the pairs by expert (stable): counts, offsets, compact order, position of every pair */
     for (e = 0; e <= w->n_experts; e++) cnt[e] = 0;
     for (t = 0; t < R; t++) {
@@ -1032,22 +1246,29 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     gathered = 0;
     for (e = p.e_begin; e < p.e_end; e++) {
         size_t r0 = (size_t)cnt[e], nr = (size_t)cnt[e + 1] - r0;
-        const void *p13, *p2, *xe;
+        const void *p13, *p2;
         size_t b13, b2;
+        amxk__moe_bufs b;
         if (nr == 0) continue;
         amxk__moe_w(w, e, 0, &p13, &b13);
         amxk__moe_w(w, e, 1, &p2, &b2);
+        memset(&b, 0, sizeof b);
         /* a single row without input scaling is read in place, others from the gathered copy */
-        if (nr == 1 && !a.on_input) xe = (const uint16_t *)x + ((size_t)order[r0] / topk) * ldx;
-        else xe = a.xg + r0 * K, gathered += nr;
-        amxk__moe_unit_init(ctx, &a, &a.u[a.n_units++], nr, xe, K, p13, b13, p2, b2, N, w->w13_interleaved,
-                            w->b13 ? w->b13 + e * 2 * N : NULL, w->b2 ? w->b2 + e * K : NULL, (float *)(W + p.off_h) + r0 * 2 * N,
-                            (uint16_t *)(W + p.off_a) + r0 * N, (float *)(W + p.off_y) + r0 * K);
+        if (a.q8) b.xq = a.xq + r0 * K, b.xs = a.xs + r0;
+        else if (nr == 1 && !a.on_input) b.x = (const uint16_t *)x + ((size_t)order[r0] / topk) * ldx;
+        else b.x = a.xg + r0 * K, gathered += nr;
+        b.ldx = K, b.h = (float *)(W + p.off_h) + r0 * 2 * N, b.y = (float *)(W + p.off_y) + r0 * K;
+        b.act = W + p.off_a + r0 * N * (a.q8 ? 4 : 2), b.aq = (int8_t *)(W + p.off_aq) + r0 * N, b.as = (float *)(W + p.off_as) + r0;
+        amxk__moe_unit_init(ctx, &a, &a.u[a.n_units++], nr, p13, b13, p2, b2, N, w->w13_interleaved, w->b13 ? w->b13 + e * 2 * N : NULL,
+                            w->b2 ? w->b2 + e * K : NULL, &b);
     }
-    if (sh)
-        amxk__moe_unit_init(ctx, &a, &a.u[a.n_units++], m, x, ldx, sh->w13, sh->w13_bytes, sh->w2, sh->w2_bytes, sh->inter,
-                            sh->w13_interleaved, sh->b13, sh->b2, (float *)(W + p.off_sh), (uint16_t *)(W + p.off_sa),
-                            (float *)(W + p.off_sy));
+    if (sh) {
+        amxk__moe_bufs b;
+        b.x = x, b.ldx = ldx, b.xq = a.sxq, b.xs = a.sxs, b.h = (float *)(W + p.off_sh), b.y = (float *)(W + p.off_sy);
+        b.act = W + p.off_sa, b.aq = (int8_t *)(W + p.off_saq), b.as = (float *)(W + p.off_sas);
+        amxk__moe_unit_init(ctx, &a, &a.u[a.n_units++], m, sh->w13, sh->w13_bytes, sh->w2, sh->w2_bytes, sh->inter, sh->w13_interleaved,
+                            sh->b13, sh->b2, &b);
+    }
     /* work split: enough gate+up items and down slices for every worker to stream its own share */
     {
         size_t workers = (size_t)amxk__workers(ctx), target = workers > 1 ? workers * AMXK__MOE_ITEMS_PER_WORKER : 1;
@@ -1059,8 +1280,12 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
         a.sw2 = AMXK__CEIL_DIV(nbk, a.ns2);
         a.ns2 = AMXK__CEIL_DIV(nbk, a.sw2);
     }
-    /* gather (small: serially, only the rows read from the copy), gate+up (+ activation), down + sum */
-    if (gathered) {
+    /* gather (small: serially, only the rows read from the copy; act_int8: the input quantization
+       instead), gate+up (+ activation), [activation, act_int8: its quantization], down + sum */
+    if (a.q8) {
+        if ((a.routed + (sh ? m : 0)) * K <= AMXK__MOE_SERIAL_GATHER) amxk__moe_quant_tokens(&a, 0, m);
+        else amxk__parallel(ctx, amxk__moe_quant_task, &a, AMXK__CEIL_DIV(m, (size_t)AMXK__MOE_QUANT_TOKENS));
+    } else if (gathered) {
         if (a.routed * K <= AMXK__MOE_SERIAL_GATHER) {
             for (e = p.e_begin; e < p.e_end; e++)
                 if (cnt[e + 1] - cnt[e] > 1 || (a.on_input && cnt[e + 1] > cnt[e])) amxk__moe_gather_rows(&a, (size_t)cnt[e], (size_t)cnt[e + 1]);
@@ -1069,10 +1294,12 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
         }
     }
     amxk__parallel(ctx, amxk__moe_up_task, &a, a.items1);
-    if (!a.fused) {
-        size_t nt = 0;
-        for (i = 0; i < a.n_units; i++) nt += AMXK__CEIL_DIV(a.u[i].rows, (size_t)AMXK__MOE_ROWS_PER_TASK);
-        amxk__parallel(ctx, amxk__moe_act_task, &a, nt);
+    if (!a.fused || a.q8) {
+        size_t nt = 0, elems = 0;
+        for (i = 0; i < a.n_units; i++) nt += AMXK__CEIL_DIV(a.u[i].rows, (size_t)AMXK__MOE_ROWS_PER_TASK), elems += a.u[i].rows * a.u[i].N;
+        if (a.q8 && elems <= AMXK__MOE_SERIAL_GATHER) /* decode: the quantization of a few rows, on the caller */
+            for (i = 0; i < nt; i++) amxk__moe_act_task(&a, i, 0);
+        else amxk__parallel(ctx, amxk__moe_act_task, &a, nt);
     }
     /* every read of x is done (the gate+up loop has returned): the down loop writes out */
     amxk__parallel(ctx, amxk__moe_down_task, &a, a.ns2);

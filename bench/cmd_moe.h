@@ -1,16 +1,18 @@
 /* cmd_moe.h - the `moe` subcommand of amxk_bench (included by amxk_bench.c after bench_env).
 
-   amxk_bench moe --m M --experts E --topk k --hidden K --inter N [--dtype bf16|fp16|int8|int4|fp8e4m3]
-                  [--layers L] [--seed S] [--routing-out FILE] [--threads T] [--isa ...] [--reps N]
-                  [--warmup W]
+   amxk_bench moe --m M --experts E --topk k --hidden K --inter N [--dtype bf16|fp16|int8|int4|int2|fp8e4m3]
+                  [--act bf16|int8] [--layers L] [--seed S] [--routing-out FILE] [--threads T] [--isa ...]
+                  [--reps N] [--warmup W]
 
    Builds L copies of one MoE layer's expert weights (E experts, w13 [2N, K] and w2 [K, N] each,
-   packed in --dtype: int8/int4 symmetric with group 128 (or K / N when smaller), fp8 e4m3 with 128 x
-   128 blocks) and cycles through them call by call, so with L large enough the active experts come
+   packed in --dtype: int8/int4/int2 symmetric with group 128 (or K / N when smaller), fp8 e4m3 with
+   128 x 128 blocks) and cycles through them call by call, so with L large enough the active experts come
    from DRAM as in a real multi-layer model. Routing: a seeded generator draws, per token, topk
    distinct experts (uniform) and weights; the same routing is used for every call. --routing-out
    writes those ids (one token per line, ids separated by spaces) so another program can replay it.
-   Times amxk_moe_experts alone (bf16 activations, bf16 output, SiLU, no shared expert).
+   Times amxk_moe_experts alone (bf16 activations, bf16 output, SiLU, no shared expert). --act int8:
+   opts.act_int8 = 1, the w8a8 / w4a8 / w2a8 form (activations quantized per token inside the call,
+   both GEMMs on int8; int packs only).
    gflops = 2 * 3 * N * K * (routed pairs) / median;
    gbs    = bytes of the packed weights of the distinct active experts (w13 + w2) / median. */
 
@@ -19,6 +21,7 @@ typedef struct moe_job {
     size_t m, e, topk, k, n, layers, ws_bytes, b13, b2;
     unsigned char **w13, **w2; /* per layer: E packs back to back */
     amxk_moe_weights w;
+    amxk_moe_opts o;
     void *x, *y, *ws;
     float *tw;
     int32_t *ids;
@@ -29,7 +32,7 @@ static void moe_call(void *user, size_t rep) {
     size_t l = rep % j->layers;
     amxk_status st;
     j->w.w13_base = j->w13[l], j->w.w2_base = j->w2[l];
-    st = amxk_moe_experts(&j->env->ctx, &j->w, NULL, NULL, j->m, j->x, AMXK_DTYPE_BF16, j->k, j->topk, j->tw, j->ids, j->y,
+    st = amxk_moe_experts(&j->env->ctx, &j->w, NULL, &j->o, j->m, j->x, AMXK_DTYPE_BF16, j->k, j->topk, j->tw, j->ids, j->y,
                           AMXK_DTYPE_BF16, j->k, j->ws, j->ws_bytes);
     if (st != AMXK_OK) bench_die("amxk_moe_experts: %s", amxk_status_string(st));
 }
@@ -50,8 +53,9 @@ static void moe_pack(const char *dts, void *dst, size_t bytes, const float *w, s
     } else {
         if (strcmp(dts, "int8") == 0) q.format = AMXK_QFMT_INT8, q.block_n = 1, q.block_k = k % 128 ? k : 128;
         else if (strcmp(dts, "int4") == 0) q.format = AMXK_QFMT_INT4, q.block_n = 1, q.block_k = k % 128 ? k : 128;
+        else if (strcmp(dts, "int2") == 0) q.format = AMXK_QFMT_INT2, q.block_n = 1, q.block_k = k % 128 ? k : 128;
         else if (strcmp(dts, "fp8e4m3") == 0) q.format = AMXK_QFMT_FP8_E4M3, q.block_n = 128, q.block_k = 128;
-        else bench_die("unsupported --dtype '%s' (bf16, fp16, int8, int4, fp8e4m3)", dts);
+        else bench_die("unsupported --dtype '%s' (bf16, fp16, int8, int4, int2, fp8e4m3)", dts);
         st = amxk_quantize_pack(NULL, dst, bytes, &q, w, AMXK_DTYPE_F32, n, k, k);
     }
     if (st != AMXK_OK) bench_die("pack: %s", amxk_status_string(st));
@@ -67,8 +71,9 @@ static size_t moe_pack_size(const char *dts, size_t n, size_t k) {
     else {
         if (strcmp(dts, "int8") == 0) q.format = AMXK_QFMT_INT8, q.block_n = 1, q.block_k = k % 128 ? k : 128;
         else if (strcmp(dts, "int4") == 0) q.format = AMXK_QFMT_INT4, q.block_n = 1, q.block_k = k % 128 ? k : 128;
+        else if (strcmp(dts, "int2") == 0) q.format = AMXK_QFMT_INT2, q.block_n = 1, q.block_k = k % 128 ? k : 128;
         else if (strcmp(dts, "fp8e4m3") == 0) q.format = AMXK_QFMT_FP8_E4M3, q.block_n = 128, q.block_k = 128;
-        else bench_die("unsupported --dtype '%s' (bf16, fp16, int8, int4, fp8e4m3)", dts);
+        else bench_die("unsupported --dtype '%s' (bf16, fp16, int8, int4, int2, fp8e4m3)", dts);
         st = amxk_pack_quant_size(&q, n, k, &bytes);
     }
     if (st != AMXK_OK) bench_die("pack size: %s", amxk_status_string(st));
@@ -77,7 +82,7 @@ static size_t moe_pack_size(const char *dts, size_t n, size_t k) {
 
 static int cmd_moe(bench_env *env, const bench_args *a) {
     moe_job j;
-    const char *dts = bench_str(a, "dtype", "bf16"), *rout = bench_str(a, "routing-out", "");
+    const char *dts = bench_str(a, "dtype", "bf16"), *rout = bench_str(a, "routing-out", ""), *acts = bench_str(a, "act", "bf16");
     long m = bench_int(a, "m", 1), e = bench_int(a, "experts", 128), topk = bench_int(a, "topk", 8);
     long k = bench_int(a, "hidden", 2048), n = bench_int(a, "inter", 768), layers = bench_int(a, "layers", 1);
     uint32_t seed = (uint32_t)bench_int(a, "seed", 1), rs;
@@ -88,7 +93,9 @@ static int cmd_moe(bench_env *env, const bench_args *a) {
     amxk_status st;
     if (m < 1 || e < 1 || topk < 1 || topk > e || k < 1 || n < 1 || layers < 1)
         bench_die("need --m, --experts, --hidden, --inter, --layers >= 1 and 1 <= --topk <= --experts");
+    if (strcmp(acts, "bf16") != 0 && strcmp(acts, "int8") != 0) bench_die("unsupported --act '%s' (bf16, int8)", acts);
     memset(&j, 0, sizeof j);
+    j.o.act_int8 = strcmp(acts, "int8") == 0;
     j.env = env, j.m = (size_t)m, j.e = (size_t)e, j.topk = (size_t)topk, j.k = (size_t)k, j.n = (size_t)n, j.layers = (size_t)layers;
     j.b13 = moe_pack_size(dts, 2 * j.n, j.k), j.b2 = moe_pack_size(dts, j.k, j.n);
     j.w13 = (unsigned char **)calloc(j.layers, sizeof(void *)), j.w2 = (unsigned char **)calloc(j.layers, sizeof(void *));
@@ -156,13 +163,13 @@ static int cmd_moe(bench_env *env, const bench_args *a) {
     j.x = bench_alloc(j.m * j.k * 2, 64), j.y = bench_alloc(j.m * j.k * 2, 64);
     if ((st = amxk_convert(NULL, j.x, AMXK_DTYPE_BF16, wf, AMXK_DTYPE_F32, j.m * j.k)) != AMXK_OK) bench_die("convert: %s", amxk_status_string(st));
     free(wf);
-    if ((st = amxk_moe_workspace_size(&env->ctx, &j.w, NULL, NULL, j.m, j.topk, &j.ws_bytes)) != AMXK_OK)
+    if ((st = amxk_moe_workspace_size(&env->ctx, &j.w, NULL, &j.o, j.m, j.topk, &j.ws_bytes)) != AMXK_OK)
         bench_die("workspace size: %s", amxk_status_string(st));
     j.ws = bench_alloc(j.ws_bytes ? j.ws_bytes : 64, 64);
     med = bench_measure(moe_call, &j, env->warmup, env->reps);
     bench_line(med, 6.0 * (double)j.n * (double)j.k * (double)routed, (double)active * (double)(j.b13 + j.b2),
-               "op=moe m=%zu experts=%zu topk=%zu hidden=%zu inter=%zu dtype=%s layers=%zu seed=%u active=%zu threads=%d isa=%s tier=%s",
-               j.m, j.e, j.topk, j.k, j.n, dts, j.layers, seed, active, env->threads, env->isa, amxk_tier_name(env->ctx.tier));
+               "op=moe m=%zu experts=%zu topk=%zu hidden=%zu inter=%zu dtype=%s act=%s layers=%zu seed=%u active=%zu threads=%d isa=%s tier=%s",
+               j.m, j.e, j.topk, j.k, j.n, dts, acts, j.layers, seed, active, env->threads, env->isa, amxk_tier_name(env->ctx.tier));
     for (l = 0; l < j.layers; l++) free(j.w13[l]), free(j.w2[l]);
     free(j.w13), free(j.w2), free(j.ids), free(j.tw), free(j.x), free(j.y), free(j.ws);
     return 0;

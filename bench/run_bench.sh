@@ -71,8 +71,9 @@ fi
 # active experts' weights come from DRAM); prefill M = 512 with --layers 1 (nearly every expert is
 # active, so one layer's weights - 1.2 / 1.6 GB bf16 - already come from DRAM; 8 f32 copies for the
 # peer would not fit in memory). amxk: bf16 at every M, int4 g128 at M = 1, int8 g128 (bf16
-# activations: amxk_moe.h has no activation quantization) at M = 512. Each bf16 case writes its
-# routing and the oneDNN peer (f32 weights: no bf16 matmul here) replays it right after.
+# activations) at M = 512, and the w8a8 / w4a8 forms (--act int8: opts.act_int8, activations
+# quantized per token inside the call): int8 and int4 at M = 1, int8 at M = 512. Each bf16 case writes
+# its routing and the oneDNN peer (f32 weights: no bf16 matmul here) replays it right after.
 route_dir=$(mktemp -d)
 trap 'rm -rf "$route_dir"' EXIT
 for t in 1 "$threads"; do
@@ -84,7 +85,9 @@ for t in 1 "$threads"; do
             common="--m $m $shp --layers $l --threads $t --reps $r --warmup $w"
             cases+=("$bin moe $common --dtype bf16 --routing-out $rf")
             [ "$m" = 1 ] && cases+=("$bin moe $common --dtype int4")
+            [ "$m" = 1 ] && cases+=("$bin moe $common --dtype int4 --act int8" "$bin moe $common --dtype int8 --act int8")
             [ "$m" = 512 ] && cases+=("$bin moe $common --dtype int8")
+            [ "$m" = 512 ] && cases+=("$bin moe $common --dtype int8 --act int8")
             [ -x "$peer" ] && cases+=("$peer moe $common --routing-in $rf")
         done
     done

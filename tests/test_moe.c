@@ -452,6 +452,7 @@ typedef struct mcase {
     size_t e0, e1;
     float alpha, limit, rsf;
     int routing; /* 0 random distinct, 1 all to expert 1, 2 random with -1 and duplicates, 3 only even experts */
+    int q8;      /* opts.act_int8 */
 } mcase;
 
 static double ref_sig(double v) { return 1.0 / (1.0 + exp(-v)); }
@@ -494,6 +495,70 @@ static void ref_mlp(const mcase *c, const double *x, size_t K, size_t N, const f
     free(a), free(mag);
 }
 
+/* act_int8 reference, written from the documentation: per-token symmetric int8 of a row of floats,
+   s = amax / 127 in fp32 (1 when amax is 0), q = clamp(round-half-even(x / s in fp32), -127, 127). */
+static float ref_quant8(const float *x, size_t n, double *q) {
+    float amax = 0.0f, s;
+    size_t i;
+    for (i = 0; i < n; i++) amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+    s = amax / 127.0f;
+    if (!(s > 0.0f)) s = 1.0f;
+    for (i = 0; i < n; i++) {
+        double r = nearbyint((double)(x[i] / s)); /* the quotient in fp32, then ties to even */
+        q[i] = r > 127 ? 127 : r < -127 ? -127 : r;
+    }
+    return s;
+}
+
+/* One MLP row with act_int8, in double: x (the exact 16-bit input values) quantized as above, h =
+   sx * sum_k q_k W13[n,k] + b13 (exact up to amxk's fp32 group sums), activation in double, the
+   intermediate quantized per row the same way, y[K] += wt * (sa * sum_n qa_n W2[k,n] + b2).
+   The intermediate is only known to amxk in fp32, so an element of it whose a / sa lies within its
+   error bound of a rounding boundary (k + 1/2) may round to the neighbouring integer: F[k] gets one
+   step (sa |W2[k,n]|) for each such n. S[k] gets the fp32 sums (c32) and the error of sa (es) times
+   sa sum_n |qa_n W2[k,n]|. Error bound of the activation: first-order propagation of h's c32 error
+   (ref_act's mag) plus an absolute 2^-18 (|g| + 1)(|up| + 1) for expf / tanhf and the fp32 math. */
+static void ref_mlp_q8(const mcase *c, const float *x, size_t K, size_t N, const float *w13, const float *w2, const float *b13,
+                       const float *b2, int inter, double wt, double *y, double *F, double *S) {
+    const double c32 = ldexp(1, -19);
+    double *q = (double *)malloc(K * sizeof(double)), *a = (double *)malloc(N * sizeof(double));
+    double *ea = (double *)malloc(N * sizeof(double)), *qa = (double *)malloc(N * sizeof(double));
+    double amax = 0, sa, es = 0, sx = ref_quant8(x, K, q);
+    size_t n, k;
+    for (n = 0; n < N; n++) {
+        size_t rg = inter ? 2 * n : n, ru = inter ? 2 * n + 1 : N + n;
+        double g = 0, u = 0, gg = 0, gu = 0, mag;
+        for (k = 0; k < K; k++) {
+            g += q[k] * w13[rg * K + k], gg += fabs(q[k] * w13[rg * K + k]);
+            u += q[k] * w13[ru * K + k], gu += fabs(q[k] * w13[ru * K + k]);
+        }
+        g = sx * g + (b13 ? b13[rg] : 0), u = sx * u + (b13 ? b13[ru] : 0);
+        gg = c32 * (sx * gg + (b13 ? fabs(b13[rg]) : 0)), gu = c32 * (sx * gu + (b13 ? fabs(b13[ru]) : 0));
+        a[n] = ref_act(c, g, u, gg, gu, &mag);
+        ea[n] = mag + ldexp(1, -18) * (fabs(g) + 1) * (fabs(u) + 2);
+        amax = fabs(a[n]) > amax ? fabs(a[n]) : amax;
+    }
+    sa = amax > 0 ? amax / 127 : 1;
+    for (n = 0; n < N; n++) es = ea[n] > es ? ea[n] : es;
+    es = (amax > 0 ? es / amax : 0) + ldexp(1, -22);
+    for (n = 0; n < N; n++) {
+        double v = a[n] / sa, r = nearbyint(v), band = ea[n] / sa + fabs(v) * es;
+        qa[n] = r > 127 ? 127 : r < -127 ? -127 : r;
+        ea[n] = fabs(v - floor(v) - 0.5) <= band; /* from here: 1 when the element may round the other way */
+    }
+    for (k = 0; k < K; k++) {
+        double acc = 0, mag = 0, flips = 0;
+        for (n = 0; n < N; n++) {
+            acc += qa[n] * w2[k * N + n], mag += fabs(qa[n] * w2[k * N + n]);
+            if (ea[n] != 0) flips += fabs(w2[k * N + n]);
+        }
+        y[k] += wt * (sa * acc + (b2 ? b2[k] : 0));
+        S[k] += fabs(wt) * ((c32 + es) * sa * mag + c32 * (b2 ? fabs(b2[k]) : 0));
+        F[k] += fabs(wt) * sa * flips;
+    }
+    free(q), free(a), free(ea), free(qa);
+}
+
 static double dec_out(const void *p, amxk_dtype t, size_t i) {
     return t == AMXK_DTYPE_F32 ? ((const float *)p)[i] : test_ref_decode(t, ((const uint16_t *)p)[i]);
 }
@@ -519,6 +584,8 @@ static void fill_ids(const mcase *c, size_t E, int32_t *ids, float *tw) {
         }
 }
 
+static double q8_worst; /* act_int8 cases: the largest |out - ref| / tol seen */
+
 /* Runs one case on ctx; returns the output bytes in *out_copy (malloc'ed) when asked. */
 static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const char *fname, unsigned char **out_copy) {
     size_t M = c->M, K = ms->K, N = ms->N, topk = c->topk, t, j, k, ws_bytes = 0, xbytes, obytes, ldo = c->inplace ? c->ldx : c->ldo;
@@ -529,6 +596,8 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
     double *xd = (double *)malloc(K * sizeof(double)), *y = (double *)malloc(K * sizeof(double));
     double *B = (double *)malloc(K * sizeof(double)), *S = (double *)malloc(K * sizeof(double)), *ysh = (double *)malloc(K * sizeof(double));
     double *Bs = (double *)malloc(K * sizeof(double)), *Ss = (double *)malloc(K * sizeof(double)), *xw = (double *)malloc(K * sizeof(double));
+    double *yabs = (double *)malloc(K * sizeof(double)), *ylast = (double *)malloc(K * sizeof(double));
+    float *xf = (float *)malloc(K * sizeof(float));
     amxk_moe_weights w;
     amxk_moe_shared sh;
     amxk_moe_opts o;
@@ -559,7 +628,7 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
     if (c->bias) sh.b13 = ms->sbias13, sh.b2 = ms->sbias2;
     memset(&o, 0, sizeof o);
     o.act = (amxk_moe_act)c->act, o.alpha = c->alpha, o.limit = c->limit, o.apply_router_weight_on_input = c->on_input;
-    o.e_begin = c->e0, o.e_end = c->e1, o.routed_scaling_factor = c->rsf;
+    o.e_begin = c->e0, o.e_end = c->e1, o.routed_scaling_factor = c->rsf, o.act_int8 = c->q8;
     s = amxk_moe_workspace_size(ctx, &w, c->shared ? &sh : NULL, &o, M, topk, &ws_bytes);
     CHECK(s == AMXK_OK, "ws size: %s", amxk_status_string(s));
     ws = test_alloc(ws_bytes);
@@ -568,11 +637,21 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
     s = amxk_moe_experts(ctx, &w, c->shared ? &sh : NULL, &o, M, x, ms->xt, c->ldx, topk, tw, ids, out, ot, ldo, ws, ws_bytes);
     CHECK(s == AMXK_OK, "moe %s tier %s: %s", fname, amxk_tier_name(ctx ? ctx->tier : AMXK_TIER_NONE), amxk_status_string(s));
     for (t = 0; t < M && s == AMXK_OK; t++) {
-        for (k = 0; k < K; k++) xd[k] = test_ref_decode(ms->xt, ((const uint16_t *)xcopy)[t * c->ldx + k]), y[k] = B[k] = S[k] = 0;
+        for (k = 0; k < K; k++)
+            xd[k] = test_ref_decode(ms->xt, ((const uint16_t *)xcopy)[t * c->ldx + k]), y[k] = B[k] = S[k] = yabs[k] = ylast[k] = 0;
         for (j = 0; j < topk; j++) {
             int32_t e = ids[t * topk + j];
             double wt = tw[t * topk + j];
             if (e < 0 || (size_t)e < e0 || (size_t)e >= e1) continue;
+            if (c->q8) { /* x row, or round16(fp32(w x)) with apply-on-input */
+                for (k = 0; k < K; k++)
+                    xf[k] = c->on_input ? (float)test_ref_decode(ms->xt, test_ref_encode(ms->xt, tw[t * topk + j] * (float)xd[k])) : (float)xd[k];
+                ref_mlp_q8(c, xf, K, N, ms->d13 + (size_t)e * 2 * N * K, ms->d2 + (size_t)e * K * N,
+                           c->bias ? ms->bias13 + (size_t)e * 2 * N : NULL, c->bias ? ms->bias2 + (size_t)e * K : NULL, c->interleaved,
+                           c->on_input ? 1.0 : wt, y, B, S);
+                for (k = 0; k < K; k++) yabs[k] += fabs(y[k] - ylast[k]), ylast[k] = y[k]; /* |w_j y_j| */
+                continue;
+            }
             if (c->on_input) {
                 for (k = 0; k < K; k++) xw[k] = wt * xd[k];
                 wt = 1.0;
@@ -586,12 +665,21 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
             double r = c->rsf != 0 ? c->rsf : 1.0;
             y[k] *= r, B[k] *= fabs(r), S[k] *= fabs(r), ysh[k] = Bs[k] = Ss[k] = 0;
         }
-        if (c->shared)
+        if (c->shared && c->q8) {
+            for (k = 0; k < K; k++) xf[k] = (float)xd[k];
+            ref_mlp_q8(c, xf, K, ms->Ns, ms->sd13, ms->sd2, c->bias ? ms->sbias13 : NULL, c->bias ? ms->sbias2 : NULL, c->interleaved,
+                       1.0, ysh, Bs, Ss);
+        } else if (c->shared) {
             ref_mlp(c, xd, K, ms->Ns, ms->sd13, ms->sd2, c->bias ? ms->sbias13 : NULL, c->bias ? ms->sbias2 : NULL, c->interleaved, 1.0,
                     ysh, Bs, Ss);
+        }
         for (k = 0; k < K; k++) {
             double ref = y[k] + ysh[k], got = dec_out(out, ot, t * ldo + k);
-            double tol = eps_out * fabs(ref) + ca * (S[k] + Ss[k]) + cg * (B[k] + Bs[k]) + 1e-30;
+            /* act_int8: S (fp32 sums, scale error) and B (= F, possible flips of the intermediate's
+               rounding) are absolute bounds; the slot sum and the shared add in fp32 (2^-22 of the
+               |terms|) */
+            double tol = c->q8 ? eps_out * fabs(ref) + S[k] + Ss[k] + B[k] + Bs[k] + ldexp(1, -22) * (yabs[k] * fabs(c->rsf != 0 ? c->rsf : 1.0) + fabs(ysh[k])) + 1e-30
+                               : eps_out * fabs(ref) + ca * (S[k] + Ss[k]) + cg * (B[k] + Bs[k]) + 1e-30;
             double err = fabs(got - ref);
             if (!(err <= tol)) {
                 if (bad++ == 0)
@@ -604,9 +692,10 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
                 gaps_bad += ot == AMXK_DTYPE_F32 ? test_f32_bits(((float *)out)[t * ldo + k]) != 0xffffffffu
                                                  : ((uint16_t *)out)[t * ldo + k] != 0xffffu;
     }
-    CHECK(bad == 0, "moe %s tier %s M=%zu topk=%zu act=%d bias=%d oninput=%d inter=%d shared=%d shard=[%zu,%zu) routing=%d inplace=%d out=%d: %ld bad (worst ratio %.3g)",
+    CHECK(bad == 0, "moe %s tier %s M=%zu topk=%zu act=%d bias=%d oninput=%d inter=%d shared=%d shard=[%zu,%zu) routing=%d inplace=%d out=%d q8=%d: %ld bad (worst ratio %.3g)",
           fname, amxk_tier_name(ctx ? ctx->tier : AMXK_TIER_NONE), M, topk, c->act, c->bias, c->on_input, c->interleaved, c->shared,
-          e0, e1, c->routing, c->inplace, (int)ot, bad, worst);
+          e0, e1, c->routing, c->inplace, (int)ot, c->q8, bad, worst);
+    if (c->q8 && worst > q8_worst) q8_worst = worst;
     CHECK(gaps_bad == 0, "out gaps written (%ld)", gaps_bad);
     CHECK(test_guard_ok(x) && test_guard_ok(ws) && (c->inplace || test_guard_ok(out)), "guards");
     if (out_copy) {
@@ -615,7 +704,7 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
     }
     if (!c->inplace) test_free(out);
     test_free(x), test_free(ws), test_free(tw), test_free(ids);
-    free(xd), free(y), free(B), free(S), free(ysh), free(Bs), free(Ss), free(xw), free(xcopy);
+    free(xd), free(y), free(B), free(S), free(ysh), free(Bs), free(Ss), free(xw), free(xcopy), free(yabs), free(ylast), free(xf);
 }
 
 static const mformat formats[] = {
@@ -627,6 +716,22 @@ static const mformat formats[] = {
     {"fp8e5m2-1xK", 1, {AMXK_QFMT_FP8_E5M2, 0, 1, 48}},
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
+
+/* act_int8 formats (the ones amxk_linear_q8 takes) and their N, Ns (groups divide K = 64, N and Ns;
+   N % 16 != 0: the activation in its own pass). */
+typedef struct q8format {
+    mformat f;
+    size_t N, Ns;
+} q8format;
+static const q8format q8_formats[] = {
+    {{"int8-sym-g16", 1, {AMXK_QFMT_INT8, 0, 1, 16}}, 48, 32},
+    {{"int8-sym-g8", 1, {AMXK_QFMT_INT8, 0, 1, 8}}, 40, 24},
+    {{"int4-asym-g8", 1, {AMXK_QFMT_INT4, 1, 1, 8}}, 40, 24},
+    {{"int4-sym-g32", 1, {AMXK_QFMT_INT4, 0, 1, 32}}, 64, 32},
+    {{"int2-sym-g16", 1, {AMXK_QFMT_INT2, 0, 1, 16}}, 48, 16},
+    {{"int2-asym-g32", 1, {AMXK_QFMT_INT2, 1, 1, 32}}, 64, 32},
+};
+#define N_Q8_FORMATS (sizeof q8_formats / sizeof q8_formats[0])
 
 static void test_experts(void) {
     amxk_ctx ctx;
@@ -663,6 +768,42 @@ static void test_experts(void) {
         mset_free(&ms);
     }
 
+    TEST_SECTION("fused experts, act_int8 (w8a8 / w4a8 / w2a8) vs fp64 reference of the documented quantization, every tier");
+    for (fi = 0; fi < N_Q8_FORMATS; fi++) {
+        mset ms;
+        mset_make(&ms, &q8_formats[fi].f, AMXK_DTYPE_BF16, E, K, q8_formats[fi].N, q8_formats[fi].Ns);
+        TEST_FOR_EACH_TIER(tier, ctx) {
+            int act, bias, oni, ci = 0;
+            mcase c;
+            for (act = 0; act < 3; act++)
+                for (bias = 0; bias < 2; bias++)
+                    for (oni = 0; oni < 2; oni++, ci++) {
+                        memset(&c, 0, sizeof c);
+                        c.q8 = 1;
+                        c.M = ci % 3 == 0 ? 1 : ci % 3 == 1 ? 13 : 7;
+                        c.topk = ci % 2 ? 2 : 3;
+                        c.ldx = K + (size_t)(ci % 2) * 5, c.ldo = K + (size_t)(ci % 3) * 3;
+                        c.ot = ci % 3 == 0 ? AMXK_DTYPE_F32 : ci % 3 == 1 ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F16;
+                        c.act = act, c.bias = bias, c.on_input = oni, c.interleaved = (ci / 2) % 2, c.shared = ci % 4 == 1 || ci % 4 == 2;
+                        c.arrays = ci % 2, c.alpha = 1.702f, c.limit = ci % 2 ? 7.0f : 0.25f, c.rsf = ci % 5 == 2 ? 2.5f : 0.0f;
+                        c.routing = ci % 4;
+                        if (ci % 6 == 5) c.e0 = 2, c.e1 = 5;
+                        c.inplace = ci % 7 == 3;
+                        if (c.inplace) c.ldo = c.ldx;
+                        moe_case(&ctx, &ms, &c, q8_formats[fi].f.name, NULL);
+                    }
+            /* every token to one expert (M >= 5 rows: the AMX tile kernel), with the shared expert */
+            memset(&c, 0, sizeof c);
+            c.q8 = 1, c.M = 21, c.topk = 2, c.ldx = K, c.ldo = K, c.ot = AMXK_DTYPE_F32, c.bias = 1, c.shared = 1, c.routing = 1;
+            moe_case(&ctx, &ms, &c, q8_formats[fi].f.name, NULL);
+            c.routing = 0, c.on_input = 1, c.shared = 0, c.M = 30, c.topk = 3; /* about 15 rows per expert */
+            moe_case(&ctx, &ms, &c, q8_formats[fi].f.name, NULL);
+        }
+        mset_free(&ms);
+    }
+
+    printf("  act_int8: largest |out - ref| / tolerance: %.3g\n", q8_worst);
+
     TEST_SECTION("fused experts: fp16 activations and packs, big expert groups (AMX path), M = 1");
     {
         mformat f16 = {"fp16", 0, {AMXK_QFMT_NONE, 0, 0, 0}};
@@ -680,17 +821,32 @@ static void test_experts(void) {
         }
         mset_free(&ms);
     }
-
-    TEST_SECTION("fused experts: thread-count invariance, arrays vs base+stride");
-    for (fi = 0; fi < 2; fi++) { /* N = 64 (fused activation) and 40 (separate activation pass) */
+    {
         mset ms;
-        mset_make(&ms, &formats[fi ? 0 : 1], AMXK_DTYPE_BF16, 8, 96, fi ? 40 : 64, 32);
+        mset_make(&ms, &q8_formats[2].f, AMXK_DTYPE_F16, 4, 64, 40, 16); /* int4 asym packs, fp16 x, act_int8 */
+        TEST_FOR_EACH_TIER(tier, ctx) {
+            mcase c;
+            memset(&c, 0, sizeof c);
+            c.q8 = 1, c.M = 20, c.topk = 2, c.ldx = 64, c.ldo = 64, c.ot = AMXK_DTYPE_F16, c.bias = 1, c.shared = 1, c.routing = 0;
+            moe_case(&ctx, &ms, &c, "fp16 x, int4 act_int8", NULL);
+            c.M = 1, c.topk = 4, c.on_input = 1, c.act = AMXK_MOE_ACT_GELU_TANH;
+            moe_case(&ctx, &ms, &c, "fp16 x, int4 act_int8 M=1", NULL);
+        }
+        mset_free(&ms);
+    }
+
+    TEST_SECTION("fused experts: thread-count invariance, arrays vs base+stride (w*a16 and act_int8)");
+    for (fi = 0; fi < 4; fi++) { /* N = 64 (fused activation) and 40 (separate activation pass); fi >= 2: act_int8 */
+        mset ms;
+        if (fi < 2) mset_make(&ms, &formats[fi ? 0 : 1], AMXK_DTYPE_BF16, 8, 96, fi ? 40 : 64, 32);
+        else mset_make(&ms, &q8_formats[fi == 2 ? 0 : 1].f, AMXK_DTYPE_BF16, 8, 96, fi == 2 ? 64 : 40, 32);
         TEST_FOR_EACH_TIER(tier, ctx) {
             unsigned char *ref = NULL, *got = NULL;
             mcase c;
             int wi, arrays;
             uint64_t st = test_rng_state;
             memset(&c, 0, sizeof c);
+            c.q8 = fi >= 2;
             c.M = 40, c.topk = 4, c.ldx = 96, c.ldo = 96, c.ot = AMXK_DTYPE_BF16, c.bias = 1, c.shared = 1, c.act = 2;
             c.alpha = 1.702f, c.limit = 7.0f, c.interleaved = 1, c.routing = 2;
             for (arrays = 0; arrays < 2; arrays++)
@@ -713,6 +869,74 @@ static void test_experts(void) {
 }
 
 /* ============================== bad input ============================== */
+
+/* act_int8 with packs amxk_linear_q8 does not take (each alone among int4 packs, routed or shared):
+   AMXK_ERR_UNSUPPORTED from the size query and the call, out and workspace untouched. */
+static void test_bad_q8(void) {
+    static const mformat bad[] = {
+        {"int8-asym-g16", 1, {AMXK_QFMT_INT8, 1, 1, 16}}, {"fp8e4m3-16x32", 1, {AMXK_QFMT_FP8_E4M3, 0, 16, 32}},
+        {"int4-sym-g4", 1, {AMXK_QFMT_INT4, 0, 1, 4}}, /* groups of less than a 64-byte row */
+        {"int2-sym-g8", 1, {AMXK_QFMT_INT2, 0, 1, 8}}, {"fp16", 0, {AMXK_QFMT_NONE, 0, 0, 0}},
+    };
+    const size_t M = 5, topk = 2, K = 64, N = 32, E = 4;
+    mset good, ms;
+    size_t bi, wsb = 0, where;
+    float tw[10];
+    int32_t ids[10] = {0, 1, 2, 3, 1, 0, 3, 2, 2, 1};
+    void *x, *out, *ws, *out_ref;
+    amxk_moe_opts o;
+    TEST_SECTION("fused experts, act_int8: packs amxk_linear_q8 does not take -> UNSUPPORTED, nothing written");
+    for (bi = 0; bi < 10; bi++) tw[bi] = 0.5f;
+    mset_make(&good, &q8_formats[3].f, AMXK_DTYPE_F16, E, K, N, 32);
+    x = test_alloc(M * K * 2), out = test_alloc(M * K * 4), out_ref = malloc(M * K * 4);
+    for (bi = 0; bi < M * K; bi++) ((uint16_t *)x)[bi] = amxk_f32_to_f16(test_randf(-1, 1));
+    memset(out, 0x3c, M * K * 4), memcpy(out_ref, out, M * K * 4);
+    memset(&o, 0, sizeof o);
+    o.act_int8 = 1;
+    {
+        amxk_moe_weights w;
+        amxk_moe_shared sh;
+        memset(&w, 0, sizeof w), memset(&sh, 0, sizeof sh);
+        w.n_experts = E, w.hidden = K, w.inter = N, w.w13 = good.p13, w.w13_bytes = good.pb13, w.w2 = good.p2, w.w2_bytes = good.pb2;
+        sh.inter = 32, sh.w13 = good.sw13, sh.w13_bytes = good.sb13, sh.w2 = good.sw2, sh.w2_bytes = good.sb2;
+        CHECK(amxk_moe_workspace_size(NULL, &w, &sh, &o, M, topk, &wsb) == AMXK_OK, "int4 act_int8 workspace");
+        ws = test_alloc(wsb * 2);
+    }
+    for (bi = 0; bi < sizeof bad / sizeof bad[0]; bi++) {
+        mset_make(&ms, &bad[bi], AMXK_DTYPE_F16, 1, K, N, 32);
+        for (where = 0; where < 4; where++) { /* w13 of expert 2, w2 of expert 0, shared w13, shared w2 */
+            amxk_moe_weights w;
+            amxk_moe_shared sh;
+            const void *p13[4], *p2[4];
+            size_t b13[4], b2[4], i, s0 = 0;
+            amxk_status s;
+            for (i = 0; i < E; i++) p13[i] = good.p13[i], p2[i] = good.p2[i], b13[i] = good.pb13[i], b2[i] = good.pb2[i];
+            memset(&w, 0, sizeof w), memset(&sh, 0, sizeof sh);
+            w.n_experts = E, w.hidden = K, w.inter = N, w.w13 = p13, w.w13_bytes = b13, w.w2 = p2, w.w2_bytes = b2;
+            sh.inter = 32, sh.w13 = good.sw13, sh.w13_bytes = good.sb13, sh.w2 = good.sw2, sh.w2_bytes = good.sb2;
+            if (where == 0) p13[2] = ms.w13, b13[2] = ms.b13;
+            if (where == 1) p2[0] = ms.w2, b2[0] = ms.b2;
+            if (where == 2) sh.w13 = ms.sw13, sh.w13_bytes = ms.sb13;
+            if (where == 3) sh.w2 = ms.sw2, sh.w2_bytes = ms.sb2;
+            memset(ws, 0x5a, wsb * 2);
+            s = amxk_moe_workspace_size(NULL, &w, &sh, &o, M, topk, &s0);
+            CHECK(s == AMXK_ERR_UNSUPPORTED, "%s at %zu: size query %s", bad[bi].name, where, amxk_status_string(s));
+            s = amxk_moe_experts(NULL, &w, &sh, &o, M, x, AMXK_DTYPE_F16, K, topk, tw, ids, out, AMXK_DTYPE_F32, K, ws, wsb * 2);
+            CHECK(s == AMXK_ERR_UNSUPPORTED, "%s at %zu: %s", bad[bi].name, where, amxk_status_string(s));
+            CHECK(memcmp(out, out_ref, M * K * 4) == 0, "%s at %zu: out written", bad[bi].name, where);
+            for (i = 0; i < wsb * 2; i++)
+                if (((unsigned char *)ws)[i] != 0x5a) break;
+            CHECK(i == wsb * 2, "%s at %zu: workspace written", bad[bi].name, where);
+            /* the same packs without act_int8 run (w*a16) */
+            o.act_int8 = 0;
+            CHECK(amxk_moe_workspace_size(NULL, &w, &sh, &o, M, topk, &s0) == AMXK_OK, "%s at %zu: w*a16 size", bad[bi].name, where);
+            o.act_int8 = 1;
+        }
+        mset_free(&ms);
+    }
+    test_free(x), test_free(out), test_free(ws), free(out_ref);
+    mset_free(&good);
+}
 
 static void test_bad(void) {
     mset ms;
@@ -784,6 +1008,10 @@ static void test_bad(void) {
     BAD_MOE(AMXK_ERR_ARG, o2_.act = AMXK_MOE_ACT_SWIGLU_OAI, o2_.alpha = 1.7f, o2_.limit = 0);
     BAD_MOE(AMXK_ERR_ARG, o2_.apply_router_weight_on_input = 2);
     BAD_MOE(AMXK_ERR_ARG, w2_.w13_interleaved = 3);
+    BAD_MOE(AMXK_ERR_ARG, o2_.act_int8 = 2);
+    BAD_MOE(AMXK_ERR_UNSUPPORTED, o2_.act_int8 = 1); /* bf16 packs: no w8a8 form */
+    BAD_MOE(AMXK_ERR_UNSUPPORTED, o2_.act_int8 = 1, o2_.e_begin = 1, o2_.e_end = 2, SH_ = NULL);
+    BAD_MOE(AMXK_ERR_FORMAT, o2_.act_int8 = 1, w2_.inter = 8); /* a shape error stays a shape error */
     BAD_MOE(AMXK_ERR_WORKSPACE, wsb_ = ws_bytes - 1);
     BAD_MOE(AMXK_ERR_WORKSPACE, ws_ = NULL);
     BAD_MOE(AMXK_ERR_ALIGN, ws_ = (char *)ws + 32, wsb_ = ws_bytes);
@@ -824,6 +1052,7 @@ static void test_bad(void) {
     }
     test_free(x), test_free(out), test_free(ws), free(out_ref), free(ws_ref);
     mset_free(&ms);
+    test_bad_q8();
 }
 
 int main(void) {
