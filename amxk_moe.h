@@ -9,9 +9,9 @@
    STATUS (honest): complete in API. Decode and prefill share one strategy: every active expert (and
    the shared expert) is a unit with two GEMMs run by amxk_pack.h's block kernels with the plan
    amxk_linear would make for its row count (same kernels and sums: results equal per-expert
-   amxk_linear calls; panels of 1 to 4 rows against bf16/fp16 packs on the AVX2 small-M path use this
-   module's kernels with the same sums and software prefetch, one row streaming two blocks at a
-   time), but all units' work is one parallel loop per GEMM phase: gate+up items
+   amxk_linear calls; panels of 1 to 4 rows against bf16/fp16 packs on the AVX2 small-M path: its
+   software-prefetching kernels, one row streaming two blocks at a time), but all units' work is one
+   parallel loop per GEMM phase: gate+up items
    (unit, row chunk, slice of intermediate columns, activation fused in when N % 16 == 0), then
    down items (slice of K columns for every unit, followed by the weighted top-k sum of those
    columns). So a decode call makes 2 parallel launches (3 when the activation is a separate pass)
@@ -610,119 +610,6 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
 #if AMXK__HAS_AVX2
 AMXK__TARGET_AVX2_BEGIN
 
-#ifndef AMXK__MOE_PREFETCH
-#define AMXK__MOE_PREFETCH 1024 /* bytes ahead that the one-row kernel prefetches in each block */
-#endif
-
-/* One x row (f32 pair-major panel, see amxk_pack.h) against nb (1 or 2) bf16/fp16 packed blocks at
-   once, with software prefetch: the same sums as amxk__linear__6x16__avx2 with mr = 1 (even k and
-   odd k of each column in two accumulators, k increasing, added at the end), so the results equal
-   amxk_linear's; two blocks give twice the independent FMA chains and memory streams. */
-static inline __attribute__((always_inline)) void amxk__moe_gemv__avx2(const float *xf, size_t kp, const uint16_t *wb, size_t bstride,
-                                                                     amxk_dtype dt, int nb, float *out) {
-    __m256 ev[2][2], od[2][2];
-    size_t p;
-    int j, h;
-    for (j = 0; j < 2; j++) ev[j][0] = ev[j][1] = od[j][0] = od[j][1] = _mm256_setzero_ps();
-    for (p = 0; p < kp / 2; p++) {
-        __m256 xe = _mm256_broadcast_ss(xf + p * 2 * AMXK__LIN_MR), xo = _mm256_broadcast_ss(xf + p * 2 * AMXK__LIN_MR + 1);
-#pragma GCC unroll 2
-        for (j = 0; j < nb; j++) {
-            const uint16_t *b = wb + (size_t)j * bstride;
-            _mm_prefetch((const char *)(b + p * 32) + AMXK__MOE_PREFETCH, _MM_HINT_T0);
-            ev[j][0] = _mm256_fmadd_ps(xe, amxk__lin_w__avx2(b, dt, p, 0, 0), ev[j][0]);
-            ev[j][1] = _mm256_fmadd_ps(xe, amxk__lin_w__avx2(b, dt, p, 1, 0), ev[j][1]);
-            od[j][0] = _mm256_fmadd_ps(xo, amxk__lin_w__avx2(b, dt, p, 0, 1), od[j][0]);
-            od[j][1] = _mm256_fmadd_ps(xo, amxk__lin_w__avx2(b, dt, p, 1, 1), od[j][1]);
-        }
-    }
-    for (j = 0; j < nb; j++)
-        for (h = 0; h < 2; h++) _mm256_storeu_ps(out + j * 16 + h * 8, _mm256_add_ps(ev[j][h], od[j][h]));
-}
-
-/* mr (2..4) x rows of the panel against one bf16/fp16 block, with software prefetch: the same sums
-   as amxk__linear__6x16__avx2 (mr = 2: even and odd k in separate accumulators added at the end;
-   mr >= 3: one accumulator, even then odd k of each pair, k increasing). */
-static inline __attribute__((always_inline)) void amxk__moe_gemm4__avx2(const float *xf, size_t kp, const uint16_t *wb, amxk_dtype dt,
-                                                                      int mr, float *out) {
-    __m256 ev[4][2], od[2][2];
-    size_t p;
-    int r, h;
-    for (r = 0; r < 4; r++) ev[r][0] = ev[r][1] = _mm256_setzero_ps();
-    od[0][0] = od[0][1] = od[1][0] = od[1][1] = _mm256_setzero_ps();
-    for (p = 0; p < kp / 2; p++) {
-        const float *xp = xf + p * 2 * AMXK__LIN_MR;
-        __m256 we0 = amxk__lin_w__avx2(wb, dt, p, 0, 0), we1 = amxk__lin_w__avx2(wb, dt, p, 1, 0);
-        __m256 wo0 = amxk__lin_w__avx2(wb, dt, p, 0, 1), wo1 = amxk__lin_w__avx2(wb, dt, p, 1, 1);
-        _mm_prefetch((const char *)(wb + p * 32) + AMXK__MOE_PREFETCH, _MM_HINT_T0);
-#pragma GCC unroll 4
-        for (r = 0; r < mr; r++) {
-            __m256 xe = _mm256_broadcast_ss(xp + 2 * r);
-            ev[r][0] = _mm256_fmadd_ps(xe, we0, ev[r][0]);
-            ev[r][1] = _mm256_fmadd_ps(xe, we1, ev[r][1]);
-        }
-#pragma GCC unroll 4
-        for (r = 0; r < mr; r++) {
-            __m256 xo = _mm256_broadcast_ss(xp + 2 * r + 1);
-            if (mr <= 2) {
-                od[r][0] = _mm256_fmadd_ps(xo, wo0, od[r][0]);
-                od[r][1] = _mm256_fmadd_ps(xo, wo1, od[r][1]);
-            } else {
-                ev[r][0] = _mm256_fmadd_ps(xo, wo0, ev[r][0]);
-                ev[r][1] = _mm256_fmadd_ps(xo, wo1, ev[r][1]);
-            }
-        }
-    }
-    for (r = 0; r < mr; r++)
-        for (h = 0; h < 2; h++) _mm256_storeu_ps(out + r * 16 + h * 8, mr <= 2 ? _mm256_add_ps(ev[r][h], od[r][h]) : ev[r][h]);
-}
-
-/* Rows [m0, m1) x blocks [b0, b1) of a bf16/fp16 pack on amxk_pack.h's small-M AVX2 path (panels of
-   AMXK__LIN_MR rows, each against every block): panels of 1..4 rows with the kernels above, larger
-   ones with amxk_pack.h's tile. */
-AMXK__PRIV void amxk__moe_rows__avx2(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
-    float *xf = (float *)ws, out[4 * AMXK__LIN_NB];
-    size_t b, bs = (size_t)AMXK__LIN_NB * a->kp, i, j;
-    int bf = a->dt == AMXK_DTYPE_BF16, r;
-    for (i = m0; i < m1; i += AMXK__LIN_MR) {
-        int mr = (int)AMXK__MIN((size_t)AMXK__LIN_MR, m1 - i);
-        amxk__linear_panel__avx2(a, i, mr, xf);
-        if (mr > 4) {
-            for (b = b0; b < b1; b++) amxk__linear_tile__avx2(a, xf, a->w + b * bs, a->dt, i, mr, b, NULL, 0);
-            continue;
-        }
-        for (b = b0; b < b1; b += mr == 1 ? 2 : 1) {
-            const uint16_t *wb = a->w + b * bs;
-            int nb = mr == 1 && b + 1 < b1 ? 2 : 1;
-#define AMXK__MOE_K(DT)                                                                              \
-    switch (mr) {                                                                                    \
-    case 4: amxk__moe_gemm4__avx2(xf, a->kp, wb, DT, 4, out); break;                                 \
-    case 3: amxk__moe_gemm4__avx2(xf, a->kp, wb, DT, 3, out); break;                                 \
-    case 2: amxk__moe_gemm4__avx2(xf, a->kp, wb, DT, 2, out); break;                                 \
-    default:                                                                                         \
-        if (nb == 2) amxk__moe_gemv__avx2(xf, a->kp, wb, bs, DT, 2, out);                           \
-        else amxk__moe_gemv__avx2(xf, a->kp, wb, bs, DT, 1, out);                                   \
-    }
-            if (bf) {
-                AMXK__MOE_K(AMXK_DTYPE_BF16)
-            } else {
-                AMXK__MOE_K(AMXK_DTYPE_F16)
-            }
-#undef AMXK__MOE_K
-            if (mr == 1) { /* out: block b then b + 1 */
-                for (j = 0; j < (size_t)nb; j++) {
-                    size_t n0 = (b + j) * AMXK__LIN_NB;
-                    amxk__linear_store_row(a, i, n0, AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0), out + j * AMXK__LIN_NB);
-                }
-            } else { /* out: rows of block b */
-                size_t n0 = b * AMXK__LIN_NB;
-                for (r = 0; r < mr; r++)
-                    amxk__linear_store_row(a, i + (size_t)r, n0, AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0), out + r * AMXK__LIN_NB);
-            }
-        }
-    }
-}
-
 /* SiLU of one row, 8 columns at a time: out[n] = g[n] * sigmoid(g[n]) * u[n] (t F32, act_int8) or
    its 16-bit rounding (t BF16 / F16) for n < cnt rounded down to a multiple of 8; returns that count
    (the caller does the rest). sigmoid(v) = 1 / (1 + exp(-v)), exp by n = round(v log2(e)),
@@ -910,25 +797,13 @@ AMXK__PRIV void amxk__moe_act_task(void *task_ctx, size_t task, int worker) {
     }
 }
 
-/* Rows [m0, m1) (at most the plan's row chunk) x column blocks [b0, b1) of one GEMM: amxk_pack.h's
-   block dispatch (amxk_linear's task body), or this module's small-M kernels. */
-AMXK__PRIV void amxk__moe_gemm(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
-    if (b0 >= b1) return;
-#if AMXK__HAS_AVX2
-    if (a->plan->tier == AMXK_TIER_AVX2 && !a->q && !a->plan->wide) {
-        amxk__moe_rows__avx2(a, m0, m1, b0, b1, ws);
-        return;
-    }
-#endif
-    amxk__linear_block(a, m0, m1, b0, b1, ws);
-}
-
-/* GEMM down (0: gate+up, 1: down) of unit u, rows [m0, m1) x column blocks [b0, b1) (act_int8: the
-   unit's q8 block kernel, chosen once by amxk__moe_q8_init). */
+/* GEMM down (0: gate+up, 1: down) of unit u, rows [m0, m1) (at most the plan's row chunk) x column
+   blocks [b0, b1): amxk_pack.h's block dispatch (amxk_linear's task body), or with act_int8 the
+   unit's q8 block kernel (chosen once by amxk__moe_q8_init). */
 AMXK__PRIV void amxk__moe_unit_gemm(const amxk__moe_unit *u, int down, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     if (b0 >= b1) return;
     if (u->q8) (down ? u->k2 : u->k1)(down ? &u->c2 : &u->c1, m0, m1, b0, b1);
-    else amxk__moe_gemm(down ? &u->a2 : &u->a1, m0, m1, b0, b1, ws);
+    else amxk__linear_block(down ? &u->a2 : &u->a1, m0, m1, b0, b1, ws);
 }
 
 /* Gate+up item: one row chunk x one slice of one unit; fused: the matching gate and up blocks, then
@@ -1054,8 +929,7 @@ AMXK__PRIV size_t amxk__moe_split(amxk__moe_unit *u, int fused, size_t want, siz
 // >>scalar ---------------------------------------------------------------------------------------
 // >>avx512 ---------------------------------------------------------------------------------------
 // >>amx ------------------------------------------------------------------------------------------
-/* The GEMMs are amxk_pack.h's block kernels (every tier), except panels of 1..4 rows against
-   bf16/fp16 packs on the AVX2 small-M path: amxk__moe_rows__avx2 above (same sums, prefetch). */
+/* The GEMMs are amxk_pack.h's block kernels (every tier; amxk_linear_q8's with act_int8). */
 // >>dispatch -------------------------------------------------------------------------------------
 // >>api ------------------------------------------------------------------------------------------
 
