@@ -456,9 +456,6 @@ AMXK__PRIV void amxk__moe_lin_ws(const amxk_ctx *ctx, const void *pk, size_t byt
     }
 }
 
-/* act_int8: one of amxk_pack.h's q8 block kernels (rows [m0, m1) x column blocks [b0, b1)). */
-typedef void (*amxk__moe_q8_fn)(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1);
-
 /* One GEMM pair of a call: an active routed expert (its compact rows) or the shared expert (every
    token). Both GEMMs run through amxk_pack.h's block kernels (amxk__linear_block__*) with the plan
    amxk_linear would make for the same row count (same row chunks and kernels: same sums), but the
@@ -466,8 +463,7 @@ typedef void (*amxk__moe_q8_fn)(const amxk__q8_args *a, size_t m0, size_t m1, si
 typedef struct amxk__moe_unit {
     amxk__linear_args a1, a2; /* gate+up (y = h, f32) and down (x = the activation, y f32) */
     amxk__linear_plan p1, p2; /* (act_int8: only the row chunk mc, that of amxk_linear_q8) */
-    amxk__q8_args c1, c2;     /* act_int8: the same two GEMMs on int8 activations, */
-    amxk__moe_q8_fn k1, k2;   /* with these kernels */
+    amxk__q8_args c1, c2;     /* act_int8: the same two GEMMs on int8 activations (amxk__linear_q8_block) */
     amxk__qview q1, q2;
     size_t rows, N;           /* rows of the unit, intermediate size */
     size_t ns1, sw1, item0;   /* gate+up: ns1 slices of sw1 slice units per row chunk, first item */
@@ -802,7 +798,7 @@ AMXK__PRIV void amxk__moe_act_task(void *task_ctx, size_t task, int worker) {
    unit's q8 block kernel (chosen once by amxk__moe_q8_init). */
 AMXK__PRIV void amxk__moe_unit_gemm(const amxk__moe_unit *u, int down, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     if (b0 >= b1) return;
-    if (u->q8) (down ? u->k2 : u->k1)(down ? &u->c2 : &u->c1, m0, m1, b0, b1);
+    if (u->q8) amxk__linear_q8_block(down ? &u->c2 : &u->c1, m0, m1, b0, b1);
     else amxk__linear_block(down ? &u->a2 : &u->a1, m0, m1, b0, b1, ws);
 }
 
@@ -863,28 +859,15 @@ AMXK__PRIV void amxk__moe_down_task(void *task_ctx, size_t task, int worker) {
 }
 
 /* act_int8: the q8 arguments amxk_linear_q8 would make for y[rows, n] = xq[rows, k] W^T (+ bias),
-   per-token scales xs (row-major, one group = k), f32 y with stride n; p: its task plan (the row
-   chunk mc). Returns the block kernel amxk__linear_q8_task runs for that tier (AMX only from
-   AMXK__LIN_AMX_MIN_M rows on, with AMX-INT8 or the emulator; AVX2 on the vector tiers). */
-AMXK__PRIV amxk__moe_q8_fn amxk__moe_q8_init(const amxk_ctx *ctx, amxk__q8_args *c, amxk__linear_plan *p, const amxk__qview *v,
-                                             size_t rows, size_t n, size_t k, const int8_t *xq, const float *xs, const float *bias,
-                                             float *y) {
-    const amxk_cpu *cpu = amxk_cpu_init();
+   per-token scales xs (row-major, one group = k), f32 y with stride n, and its tier (amxk__q8_tier);
+   p: its task plan (the row chunk mc). */
+AMXK__PRIV void amxk__moe_q8_init(const amxk_ctx *ctx, amxk__q8_args *c, amxk__linear_plan *p, const amxk__qview *v, size_t rows,
+                                  size_t n, size_t k, const int8_t *xq, const float *xs, const float *bias, float *y) {
     amxk__linear_layout(ctx, rows, n, k, AMXK_DTYPE_BF16, 2, p);
     memset(c, 0, sizeof *c);
     c->m = rows, c->n = n, c->k = k, c->ldq = k, c->ld_s = 1, c->ag = k, c->ldy = n, c->mc = p->mc, c->nc = p->nc;
     c->n_tasks = p->n_tasks, c->xq = xq, c->xs = xs, c->layout = AMXK_SCALES_ROW_MAJOR, c->w = v, c->bias = bias, c->y = y;
-    c->yt = AMXK_DTYPE_F32, c->tier = amxk__tier(ctx);
-    if (c->tier == AMXK_TIER_AMX && (rows < AMXK__LIN_AMX_MIN_M || amxk__q8_kstep(v->bk) == 0 ||
-                                     !(cpu->amx_emulated || (cpu->usable & AMXK_CPU_AMX_INT8))))
-        c->tier = amxk__vec_tier(c->tier);
-#if AMXK__HAS_AMX
-    if (c->tier == AMXK_TIER_AMX) return amxk__linear_q8_block__16x32__amx;
-#endif
-#if AMXK__HAS_AVX2
-    if (c->tier >= AMXK_TIER_AVX2) return amxk__linear_q8_block__avx2;
-#endif
-    return amxk__linear_q8__1x16__scalar;
+    c->yt = AMXK_DTYPE_F32, c->tier = amxk__q8_tier(ctx, rows, v);
 }
 
 /* Sets up unit u: plans and arguments of both GEMMs (packs valid, arguments checked); b: its inputs
@@ -901,8 +884,8 @@ AMXK__PRIV void amxk__moe_unit_init(const amxk_ctx *ctx, const amxk__moe_args *a
     q2 = hd.qformat == AMXK_QFMT_NONE ? 0 : amxk__q_kind(&u->q2);
     u->rows = rows, u->N = N, u->interleaved = interleaved, u->q8 = a->q8, u->h = b->h, u->act = b->act, u->aq = b->aq, u->as = b->as;
     if (a->q8) {
-        u->k1 = amxk__moe_q8_init(ctx, &u->c1, &u->p1, &u->q1, rows, 2 * N, a->K, b->xq, b->xs, bias13, b->h);
-        u->k2 = amxk__moe_q8_init(ctx, &u->c2, &u->p2, &u->q2, rows, a->K, N, b->aq, b->as, bias2, b->y);
+        amxk__moe_q8_init(ctx, &u->c1, &u->p1, &u->q1, rows, 2 * N, a->K, b->xq, b->xs, bias13, b->h);
+        amxk__moe_q8_init(ctx, &u->c2, &u->p2, &u->q2, rows, a->K, N, b->aq, b->as, bias2, b->y);
         return;
     }
     amxk__linear_layout(ctx, rows, 2 * N, a->K, a->xt, q1, &u->p1);

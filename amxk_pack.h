@@ -1522,11 +1522,19 @@ AMXK__PRIV void amxk__linear_q8_block__16x32__amx(const amxk__q8_args *a, size_t
 AMXK__TARGET_AMX_END
 #endif
 
-static void amxk__linear_q8_task(void *task_ctx, size_t task, int worker) {
-    const amxk__q8_args *a = (const amxk__q8_args *)task_ctx;
-    size_t mt = task / a->n_tasks, nt = task % a->n_tasks, nblk = amxk__lin_nblk(a->n);
-    size_t m0 = mt * a->mc, m1 = AMXK__MIN(a->m, m0 + a->mc), b0 = nt * a->nc, b1 = AMXK__MIN(nblk, b0 + a->nc);
-    (void)worker;
+/* The tier amxk_linear_q8 runs m rows of pack v on: the context's, except that the AMX kernel needs
+   AMXK__LIN_AMX_MIN_M rows, a k step dividing the weight group and AMX-INT8 (or the emulator); else
+   the vector tier below it. */
+AMXK__PRIV amxk_tier amxk__q8_tier(const amxk_ctx *ctx, size_t m, const amxk__qview *v) {
+    const amxk_tier t = amxk__tier(ctx);
+    const amxk_cpu *cpu = amxk_cpu_init();
+    if (t == AMXK_TIER_AMX && (m < AMXK__LIN_AMX_MIN_M || amxk__q8_kstep(v->bk) == 0 || !(cpu->amx_emulated || (cpu->usable & AMXK_CPU_AMX_INT8))))
+        return amxk__vec_tier(t);
+    return t;
+}
+
+/* Rows [m0, m1) x column blocks [b0, b1) of a w*a8 product with a->tier's kernel. */
+AMXK__PRIV void amxk__linear_q8_block(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
 #if AMXK__HAS_AMX
     if (a->tier == AMXK_TIER_AMX) {
         amxk__linear_q8_block__16x32__amx(a, m0, m1, b0, b1);
@@ -1540,6 +1548,14 @@ static void amxk__linear_q8_task(void *task_ctx, size_t task, int worker) {
     }
 #endif
     amxk__linear_q8__1x16__scalar(a, m0, m1, b0, b1);
+}
+
+static void amxk__linear_q8_task(void *task_ctx, size_t task, int worker) {
+    const amxk__q8_args *a = (const amxk__q8_args *)task_ctx;
+    size_t mt = task / a->n_tasks, nt = task % a->n_tasks, nblk = amxk__lin_nblk(a->n);
+    size_t m0 = mt * a->mc, m1 = AMXK__MIN(a->m, m0 + a->mc), b0 = nt * a->nc, b1 = AMXK__MIN(nblk, b0 + a->nc);
+    (void)worker;
+    amxk__linear_q8_block(a, m0, m1, b0, b1);
 }
 
 // >>dispatch -------------------------------------------------------------------------------------
@@ -2080,10 +2096,7 @@ AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, siz
     amxk__linear_layout(ctx, m, n, k, AMXK_DTYPE_BF16, 2, &p); /* the same task grid as amxk_linear */
     memset(&a, 0, sizeof a);
     a.m = m, a.n = n, a.k = k, a.ldq = ldq, a.ld_s = ld_s, a.ag = ag, a.ldy = ldy, a.mc = p.mc, a.nc = p.nc, a.n_tasks = p.n_tasks;
-    a.xq = xq, a.xs = xs, a.layout = layout, a.w = &v, a.bias = bias, a.y = y, a.yt = yt, a.tier = amxk__tier(ctx);
-    if (a.tier == AMXK_TIER_AMX && (m < AMXK__LIN_AMX_MIN_M || amxk__q8_kstep(v.bk) == 0 ||
-                                    !(amxk_cpu_init()->amx_emulated || (amxk_cpu_init()->usable & AMXK_CPU_AMX_INT8))))
-        a.tier = amxk__vec_tier(a.tier); /* decode shapes, no AMX-INT8: the vector kernel */
+    a.xq = xq, a.xs = xs, a.layout = layout, a.w = &v, a.bias = bias, a.y = y, a.yt = yt, a.tier = amxk__q8_tier(ctx, m, &v);
     amxk__parallel(ctx, amxk__linear_q8_task, &a, p.m_tasks * p.n_tasks);
     return AMXK_OK;
 }
