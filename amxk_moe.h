@@ -18,12 +18,12 @@
    whatever the number of experts, and every worker streams its own share of every active
    expert's weights, each byte once. No intermediate-cache fusion of gate+up with down, and no
    dedicated tile/VNNI prefill kernel: prefill uses amxk_linear's kernels (AMX where it would).
-   Measured (Zen 3, AVX2, 2026-11-21, `make bench`; README "Measured" and bench/results.md have the
-   tables): Qwen3-30B-A3B layer (E=128 topk=8 K=2048 N=768, --layers 8): bf16 decode M = 1, 4, 16 at
-   2.0-2.9x the oneDNN peer (per-expert gather + f32 matmuls) and 79-112% of `stream` (quiet
-   re-measurement of M=16: 89% at 1 and 2 threads); int4 g128 decode M=1 3.6x / 3.2x the peer (1 / 2
-   threads); bf16 prefill M=512 1.55x / 1.52x (the AVX2 fp32-FMA kernels of amxk_pack.h, each
-   weight block widened once per task while the next one is prefetched into L2).
+   Measured (Zen 3, AVX2, 2026-11-21 11:55 UTC `make bench`; README "Measured" and
+   bench/results.md have the tables): Qwen3-30B-A3B layer (E=128 topk=8 K=2048 N=768, --layers 8):
+   bf16 decode M = 1, 4, 16 at 1.85-3.15x the oneDNN peer (per-expert gather + f32 matmuls) and
+   83-123% of `stream`; int4 g128 decode M=1 2.3x / 3.5x the peer (1 / 2 threads; w4a8 4.4x /
+   5.4x); bf16 prefill M=512 1.48x / 1.88x (the AVX2 fp32-FMA kernels of amxk_pack.h, each weight
+   block widened once per task while the next one is prefetched into L2).
    Every weight format amxk_linear accepts works (bf16, fp16, int8/int4/int2 sym/asym, fp8 e4m3 /
    e5m2 block-scaled), on every tier amxk_linear runs (scalar, AVX2, AVX-512 via AVX2, AMX /
    emulator), with bias, activation parameters and every option honoured by every format.
