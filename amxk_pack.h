@@ -23,10 +23,13 @@
    PATHS
        AMX (tier amx; M >= 5): 32x32 output tiles, TDPBF16PS (TDPFP16PS for fp16, which needs AMX-FP16
        hardware or the emulator), fp32 accumulation, x rows copied to a zero-padded panel in workspace.
-       AVX2 (tiers avx2 and avx512; also the AMX tier for M <= 4 or without AMX-FP16): 6x16 microkernel,
-       fp32 FMA on weights widened from bf16 pairs (a shift and an and per 16 values) or fp16 (vcvtph2ps),
-       x converted to fp32 once per 6-row panel. There is no AVX-512-specific linear kernel yet: the
-       AVX-512 tier runs the AVX2 kernel. Scalar: portable C, fp32 accumulation.
+       AVX2 (tiers avx2 and avx512; also the AMX tier for M <= 4 or without AMX-FP16): fp32 FMA on
+       weights widened from bf16 pairs (a shift and an and per 16 values) or fp16 (vcvtph2ps), x
+       converted to fp32 once per 6-row panel. M < 12: panels of one row run against two adjacent
+       blocks at once (1x32: two memory streams), of 2-4 rows block by block (4x16), both with software
+       prefetch 1 KiB ahead; 5-6 rows and M >= 12 (blocks widened to f32 once per task) the 6x16
+       microkernel. There is no AVX-512-specific linear kernel yet: the AVX-512 tier runs the AVX2
+       kernels. Scalar: portable C, fp32 accumulation.
        Every path accumulates each output in fp32 in increasing k order (the AMX path in 32-wide k steps
        as the hardware does); bias is added after the sum; one rounding to the output dtype.
        Quantized packs (x bf16/fp16, "w*a16": activations are not quantized):
