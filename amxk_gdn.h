@@ -785,12 +785,14 @@ AMXK__PRIV void amxk__conv_task__avx2(const amxk__conv_args *a, size_t n, size_t
         const size_t cb = AMXK__MAX((size_t)1, AMXK__CONV_WSC / 16 / (W + 1)) * 16;
         for (c = 0; c < 16 * npair; c += cb) {
             const size_t nc = AMXK__MIN(cb, 16 * npair - c);
-            const float *wt = a->w + c, *bs = a->bias + c;
-            size_t ldw = a->dimp;
-            if (a->xt == AMXK_DTYPE_BF16) { /* the block's taps and bias in the split lane order */
-                for (j = 0; j <= W; j++)
+            const float *wt = wsc, *bs = wsc + W * nc;
+            const size_t ldw = nc;
+            /* the block's taps and bias, contiguous (rows dimp apart would share L1 sets with each other and
+               with the x rows when dim is a large power of two); bf16 x: in the split lane order */
+            for (j = 0; j <= W; j++) {
+                if (a->xt == AMXK_DTYPE_BF16)
                     for (k = 0; k < nc; k += 16) amxk__conv_split16__avx2(a->w + j * a->dimp + c + k, wsc + j * nc + k);
-                wt = wsc, ldw = nc, bs = wsc + W * nc;
+                else memcpy(wsc + j * nc, a->w + j * a->dimp + c, nc * sizeof(float));
             }
             for (t = td; t < tb1; t += nt) {
                 const char *xr[AMXK__CONV_MAXW + 1], *pf[2];
