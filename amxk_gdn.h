@@ -82,11 +82,13 @@
        conv: tasks = sequences x time blocks (>= max(64, W) tokens, at most 64 blocks per sequence; every
        task does whole contiguous rows; the first block's task also writes the sequence's new state);
        serial loop  for (t = 0; t < n_seqs * n_blocks; t++) conv_task(t, worker 0);
-       gdn: tasks = sequences x groups of vg value heads of one key head: vg = 1 for decode-length calls
+       gdn: units = sequences x groups of vg value heads of one key head: vg = 1 for decode-length calls
        (fewer than 8 tokens per sequence on average), else the largest divisor of HV/H that leaves at
-       least 4 tasks per worker; serial loop
-           for (t = 0; t < n_seqs * HV / vg; t++) gdn_task(t, worker 0);
-       vg changes only which task computes a value, never the value itself.
+       least 4 units per worker. A task runs upt consecutive units: upt = 1, except for decode-length
+       calls, where upt = max(1, units / (8 * workers)) (a task prefetches its next unit's state while it
+       works on one; with one unit per task the next unit would usually be another worker's); serial loop
+           for (u = 0; u < n_seqs * HV / vg; u++) gdn_unit(u, worker 0);
+       vg and upt change only which task computes a value, never the value itself.
        Each output element and state element is owned by one task with a fixed order of operations, so
        results are bitwise identical for any worker count. The worker index selects the workspace slice.
 
@@ -403,7 +405,8 @@ typedef struct amxk__gdn_args {
     size_t ldo;
     char *ws;
     size_t ws_worker, n_cb;
-    size_t vg; /* value heads per task (a divisor of G; see THREADING) */
+    size_t vg;  /* value heads per unit (a divisor of G; see THREADING) */
+    size_t upt; /* units per task */
     amxk_gdn_mode mode;
     amxk_tier tier; /* AVX2 or SCALAR */
 } amxk__gdn_args;
@@ -1380,9 +1383,10 @@ AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, int32_t slot, size_
     }
 }
 
-static void amxk__gdn_task(void *task_ctx, size_t task, int worker) {
-    const amxk__gdn_args *a = (const amxk__gdn_args *)task_ctx;
-    const size_t tph = a->hv / a->vg; /* tasks per sequence */
+/* One unit (see THREADING): value heads [hv0, hv0 + vg) of sequence task / (HV / vg); last: no unit of
+   this task follows (nothing to prefetch). */
+AMXK__PRIV void amxk__gdn_unit(const amxk__gdn_args *a, size_t task, int worker, int last) {
+    const size_t tph = a->hv / a->vg; /* units per sequence */
     size_t n = task / tph, hv0 = (task % tph) * a->vg, hv;
     size_t t0 = (size_t)a->qsl[n], len = (size_t)(a->qsl[n + 1] - a->qsl[n]), dk = a->dk, dv = a->dv, t, j;
     int32_t s = a->slot ? a->slot[n] : (int32_t)n;
@@ -1413,12 +1417,19 @@ static void amxk__gdn_task(void *task_ctx, size_t task, int worker) {
     { /* the next task's first state head (tasks run in order on a worker in the serial loop) */
         const float *next = NULL;
         size_t nn = (task + 1) / tph, nh = ((task + 1) % tph) * a->vg;
-        if (nn < a->n_seqs && a->qsl[nn + 1] > a->qsl[nn] && (!a->has_init || a->has_init[nn])) {
+        if (!last && nn < a->n_seqs && a->qsl[nn + 1] > a->qsl[nn] && (!a->has_init || a->has_init[nn])) {
             int32_t ns = a->slot ? a->slot[nn] : (int32_t)nn;
             if (ns >= 0) next = amxk__gdn_head(a, ns, nh);
         }
         amxk__gdn_recurrent(a, s, t0, len, hv0, ws, next);
     }
+}
+
+static void amxk__gdn_task(void *task_ctx, size_t task, int worker) {
+    const amxk__gdn_args *a = (const amxk__gdn_args *)task_ctx;
+    const size_t n_units = a->n_seqs * (a->hv / a->vg), u1 = AMXK__MIN(n_units, (task + 1) * a->upt);
+    size_t u;
+    for (u = task * a->upt; u < u1; u++) amxk__gdn_unit(a, u, worker, u + 1 == u1);
 }
 
 /* Shared validation of (n_seqs, qsl, slots): 0 or a status. *t_end = qsl[n_seqs]. */
@@ -1698,14 +1709,19 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *p, amx
     /* value heads per task: 1 for decode-length calls; else the largest divisor of G that leaves >= 4
        tasks per worker (a task normalises q/k once for all of its heads; the results do not depend on
        the grouping) */
-    a.vg = 1;
-    if (t_end - (size_t)qsl[0] >= 8 * n_seqs) {
-        size_t d, nw = (size_t)amxk__workers(ctx);
-        for (d = a.G; d > 1; d--)
-            if (a.G % d == 0 && n_seqs * HV / d >= 4 * nw) break;
-        a.vg = d;
+    {
+        const size_t nw = (size_t)amxk__workers(ctx);
+        a.vg = 1, a.upt = 1;
+        if (t_end - (size_t)qsl[0] >= 8 * n_seqs) {
+            size_t d;
+            for (d = a.G; d > 1; d--)
+                if (a.G % d == 0 && n_seqs * HV / d >= 4 * nw) break;
+            a.vg = d;
+        } else {
+            a.upt = AMXK__MAX((size_t)1, n_seqs * HV / (8 * nw));
+        }
+        amxk__parallel(ctx, amxk__gdn_task, &a, AMXK__CEIL_DIV(n_seqs * HV / a.vg, a.upt));
     }
-    amxk__parallel(ctx, amxk__gdn_task, &a, n_seqs * HV / a.vg);
     return AMXK_OK;
 }
 
