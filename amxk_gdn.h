@@ -1383,11 +1383,11 @@ AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, int32_t slot, size_
     }
 }
 
-/* One unit (see THREADING): value heads [hv0, hv0 + vg) of sequence task / (HV / vg); last: no unit of
+/* One unit (see THREADING): value heads [hv0, hv0 + vg) of sequence unit / (HV / vg); last: no unit of
    this task follows (nothing to prefetch). */
-AMXK__PRIV void amxk__gdn_unit(const amxk__gdn_args *a, size_t task, int worker, int last) {
-    const size_t tph = a->hv / a->vg; /* units per sequence */
-    size_t n = task / tph, hv0 = (task % tph) * a->vg, hv;
+AMXK__PRIV void amxk__gdn_unit(const amxk__gdn_args *a, size_t unit, int worker, int last) {
+    const size_t ups = a->hv / a->vg; /* units per sequence */
+    size_t n = unit / ups, hv0 = (unit % ups) * a->vg, hv;
     size_t t0 = (size_t)a->qsl[n], len = (size_t)(a->qsl[n + 1] - a->qsl[n]), dk = a->dk, dv = a->dv, t, j;
     int32_t s = a->slot ? a->slot[n] : (int32_t)n;
     int init = a->has_init ? a->has_init[n] != 0 : 1;
@@ -1414,9 +1414,9 @@ AMXK__PRIV void amxk__gdn_unit(const amxk__gdn_args *a, size_t task, int worker,
         }
         return;
     }
-    { /* the next task's first state head (tasks run in order on a worker in the serial loop) */
+    { /* the first state head of the task's next unit (units run in order within a task) */
         const float *next = NULL;
-        size_t nn = (task + 1) / tph, nh = ((task + 1) % tph) * a->vg;
+        size_t nn = (unit + 1) / ups, nh = ((unit + 1) % ups) * a->vg;
         if (!last && nn < a->n_seqs && a->qsl[nn + 1] > a->qsl[nn] && (!a->has_init || a->has_init[nn])) {
             int32_t ns = a->slot ? a->slot[nn] : (int32_t)nn;
             if (ns >= 0) next = amxk__gdn_head(a, ns, nh);
@@ -1706,9 +1706,9 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *p, amx
     a.st = st->data, a.s_slot = st->n_slots > 1 ? st->slot_stride : 0, a.hsz = hsz;
     a.o = o, a.ot = ot, a.ldo = ldo, a.ws = (char *)ws, a.ws_worker = pl.ws_worker, a.n_cb = pl.n_cb, a.mode = mode;
     a.tier = amxk__vec_tier(amxk__tier(ctx)) >= AMXK_TIER_AVX2 ? AMXK_TIER_AVX2 : AMXK_TIER_SCALAR;
-    /* value heads per task: 1 for decode-length calls; else the largest divisor of G that leaves >= 4
-       tasks per worker (a task normalises q/k once for all of its heads; the results do not depend on
-       the grouping) */
+    /* value heads per unit: 1 for decode-length calls; else the largest divisor of G that leaves >= 4
+       units per worker (a unit normalises q/k once for all of its heads). Units per task: 1, or for
+       decode-length calls max(1, units / (8 workers)). The results depend on neither grouping. */
     {
         const size_t nw = (size_t)amxk__workers(ctx);
         a.vg = 1, a.upt = 1;
