@@ -1,11 +1,14 @@
 # amxk - build, test, demo and benchmark targets (GNU make).
 #
-#   make test         unit tests (gcc; each tests/test_*.c twice: native tiers, and with the AMX tile
-#                     emulator) + compile tests; ends with one `N passed, N failed` line
+#   make test         unit tests (gcc; each tests/test_*.c three times: native levels; with the AMX tile
+#                     emulator; and with the AVX-512 levels run through SIMDe plus the AMX emulator,
+#                     when libsimde-dev is installed) + compile tests; ends with one `N passed, N failed`
+#                     line, after a line saying which levels ran natively and which emulated
 #   make demo         build examples/, run build/linear (or build/hello until linear.c exists)
 #   make bench-bin    build build/amxk_bench (and build/onednn_peer when oneDNN is installed)
 #   make bench        run the benchmark suite, write bench/results.md
-#   make sanitize     unit tests under ASan + UBSan
+#   make sanitize     unit tests under ASan + UBSan (clang; the emulated-AVX-512 build with gcc; native
+#                     and emulated-AVX-512 + AMX builds only, when SIMDe is installed)
 #   make clang        unit tests built with clang
 #   make aarch64      unit tests cross-built for aarch64 (scalar tier, and the emulator), run in qemu
 #   make compile-tests  only the compile tests
@@ -32,7 +35,17 @@ SHELL = /bin/bash
 HEADERS := $(wildcard amxk*.h) $(wildcard tests/*.h) $(wildcard examples/*.h)
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 TEST_NAMES := $(patsubst tests/%.c,%,$(TEST_SRCS))
-TEST_BINS := $(foreach t,$(TEST_NAMES),$(BUILD)/$(t) $(BUILD)/$(t)_emu)
+# SIMDe (Debian libsimde-dev, header-only): the emulated-AVX-512 test build (gcc). A test dependency
+# only; EMU512= turns the build off.
+SIMDE_INC ?= $(firstword $(foreach d,/usr/include /usr/local/include,$(if $(wildcard $(d)/simde/x86/avx512.h),$(d))))
+EMU512 ?= $(if $(SIMDE_INC),1,)
+# the compiler of the emulated-AVX-512 build: gcc (clang 14 rejects SIMDe's 256-bit values passed
+# between its default-target functions and the AVX2-compiled kernels)
+CC512 ?= $(if $(filter clang%,$(notdir $(CC))),gcc,$(CC))
+# NO_EMU=1 leaves out the AMX-emulator-only build (make sanitize does when the emulated-AVX-512 build,
+# which also emulates AMX, is on)
+NO_EMU ?=
+TEST_BINS := $(foreach t,$(TEST_NAMES),$(BUILD)/$(t) $(if $(NO_EMU),,$(BUILD)/$(t)_emu) $(if $(EMU512),$(BUILD)/$(t)_emu512))
 
 # Examples: every examples/*.c; openmp.c needs -fopenmp (built with gcc only).
 EXAMPLE_SRCS := $(sort $(wildcard examples/*.c))
@@ -52,6 +65,10 @@ all: tests examples bench-bin
 
 tests: $(TEST_BINS)
 
+$(BUILD)/%_emu512: tests/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC512) $(ALL_CFLAGS) -Wno-psabi $(if $(filter-out /usr/include,$(SIMDE_INC)),-isystem $(SIMDE_INC)) -DAMXK_AVX512_EMULATE -DAMXK_AMX_EMULATE $< -o $@ $(EXTRA_LDFLAGS) $(LDLIBS)
+
 $(BUILD)/%_emu: tests/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DAMXK_AMX_EMULATE $< -o $@ $(EXTRA_LDFLAGS) $(LDLIBS)
@@ -62,6 +79,7 @@ $(BUILD)/test_%: tests/test_%.c $(HEADERS)
 
 # The unit tests and the compile tests, summed by tests/run_tests.sh (last line: N passed, N failed).
 test: $(TEST_BINS)
+	@$(if $(EMU512),,echo "note: libsimde-dev not installed: the emulated-AVX-512 build is skipped")
 	@bash tests/run_tests.sh $(TEST_BINS) tests/compile/run.sh
 
 # Unit tests only (used by the sanitize/clang/aarch64 targets).
@@ -72,12 +90,13 @@ compile-tests:
 	@bash tests/run_tests.sh tests/compile/run.sh
 
 sanitize:
-	$(MAKE) --no-print-directory unit-tests BUILD=build/sanitize CC=$(if $(shell command -v clang),clang,gcc) \
+	$(MAKE) --no-print-directory unit-tests BUILD=build/sanitize CC=$(if $(shell command -v clang),clang,gcc) NO_EMU=$(EMU512) \
 	    CFLAGS="-O1 -g -fno-omit-frame-pointer -Wall -Wextra -Wpedantic -Werror" \
 	    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all"
 
+# (the emulated-AVX-512 build is gcc's, see CC512)
 clang:
-	$(MAKE) --no-print-directory unit-tests BUILD=build/clang CC=clang
+	$(MAKE) --no-print-directory unit-tests BUILD=build/clang CC=clang EMU512=
 
 AARCH64_CC ?= aarch64-linux-gnu-gcc
 QEMU_AARCH64 ?= qemu-aarch64-static
@@ -85,7 +104,7 @@ aarch64:
 	@command -v $(AARCH64_CC) >/dev/null || { echo "$(AARCH64_CC) not found (apt-get install gcc-aarch64-linux-gnu)"; exit 1; }
 	@command -v $(QEMU_AARCH64) >/dev/null || { echo "$(QEMU_AARCH64) not found (apt-get install qemu-user-static)"; exit 1; }
 	$(MAKE) --no-print-directory unit-tests BUILD=build/aarch64 CC=$(AARCH64_CC) EXTRA_LDFLAGS=-static \
-	    AMXK_RUN_PREFIX=$(QEMU_AARCH64)
+	    AMXK_RUN_PREFIX=$(QEMU_AARCH64) EMU512=
 
 # ---- examples ---------------------------------------------------------------------------------
 

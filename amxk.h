@@ -25,6 +25,12 @@
        AMXK_AMX_EMULATE     AMX tile instructions run on a portable software tile file (see >>amx);
                             the AMX tier is then available on every CPU (AMX kernels use nothing
                             but tile operations and portable C, so they need no other ISA)
+       AMXK_AVX512_EMULATE  TEST BUILDS ONLY: the AVX-512 levels' kernels are compiled through SIMDe
+                            (https://github.com/simd-everywhere/simde, Debian libsimde-dev; add its
+                            include directory) into portable/SSE code, and the AVX-512 levels count as
+                            usable on every CPU that has AVX2, so every AVX-512 kernel runs the full test
+                            matrix on an AVX2-only machine (no zmm instruction is emitted). Hardware AMX
+                            is then off (combine with AMXK_AMX_EMULATE). The library needs no SIMDe.
        AMXK_NO_AVX2         do not compile AVX2 code
        AMXK_NO_AVX512       do not compile AVX-512 code (and no hardware AMX code)
        AMXK_NO_AMX          do not compile AMX code
@@ -33,16 +39,19 @@
                             off unless emulated). Nothing else in amxk makes system calls.
        AMXK_ASSERT(x)       internal invariant check (default: assert from <assert.h>)
 
-   ISA TIERS AND DISPATCH
-       Four tiers: AMXK_TIER_SCALAR (portable C), AMXK_TIER_AVX2 (AVX2 + FMA + F16C: the fallback
-       for x86 CPUs without AVX-512, e.g. AMD Zen 2/3), AMXK_TIER_AVX512 (AVX-512 F/BW/VL/DQ/VNNI plus
-       the AVX2 tier), AMXK_TIER_AMX (AVX-512 tier plus AMX-TILE/BF16/INT8 - or, in AMXK_AMX_EMULATE
-       builds, the software tile emulator, which runs on any CPU).
-       All tiers are compiled into one build at plain -O2: ISA code sits in target regions. The CPU is
-       detected once (amxk_cpu_init(), called lazily by amxk_ctx_init()); the tier is chosen once per
-       context by amxk_ctx_init() - the highest tier that is both allowed by ctx->isa_allow and usable
-       here - and kernels read it from the context; no CPUID per call. An op may run a lower tier than
-       ctx->tier for shapes where that is faster (documented per op), never a higher one.
+   ISA LEVELS AND DISPATCH
+       Seven levels (enum amxk_tier, see there for the CPUs): SCALAR, AVX2, AVX512 (F/BW/VL/DQ),
+       AVX512_VNNI, AVX512_BF16, AVX512_FP16, AMX. Each level requires the features of the ones below
+       it plus its own (amxk_tier_features), so no function is ever reached on a CPU that lacks an
+       instruction it contains: every kernel sits in the target region of its level, and a region
+       enables only what its level requires.
+       All levels are compiled into one build at plain -O2. The CPU is detected once (amxk_cpu_init(),
+       called lazily by amxk_ctx_init()); the level is chosen once per context by amxk_ctx_init() -
+       the highest level that is both allowed by ctx->isa_allow and usable here - and every op picks
+       its microkernels from that level's kernel table (one table per level; a level without kernels
+       of its own for an op uses the table of the level below). Ops validate the context's level
+       against the CPU on every call (one compare); no CPUID per call. An op may run a lower level
+       than ctx->tier for shapes where that is faster (documented per op), never a higher one.
 
    THREADING
        amxk creates no threads. A context may carry a parallel-for callback (see amxk_parallel_for_fn):
@@ -136,18 +145,35 @@ typedef uint16_t amxk_bf16; /* raw bfloat16 bits */
 typedef uint16_t amxk_f16;  /* raw IEEE binary16 bits */
 typedef uint8_t amxk_fp8;   /* raw fp8 bits (e4m3fn or e5m2, as the dtype says) */
 
-/* ISA tiers, in increasing order. */
+/* ISA levels ("tiers"), in increasing order. Each level requires every CPU feature of the levels
+   below it plus its own, so a CPU runs the highest level whose features it all has, and any level
+   below it can be selected too (the tests run every one). Levels and the CPUs that have them:
+     SCALAR        portable C (every CPU, every architecture)
+     AVX2          AVX2 + FMA + F16C: Haswell .. Alder Lake, AMD Zen 1-3 (AVX-VNNI used where present)
+     AVX512        + AVX-512 F/BW/VL/DQ: Skylake-SP/X
+     AVX512_VNNI   + AVX512_VNNI: Cascade Lake, Ice Lake, (Tiger Lake)
+     AVX512_BF16   + AVX512_BF16: Cooper Lake, AMD Zen 4 / Zen 5
+     AVX512_FP16   + AVX512_FP16: Sapphire Rapids, Emerald Rapids, Granite Rapids
+     AMX           AMX-TILE/BF16/INT8 with OS permission, on top of the AVX512_BF16 level (its vector
+                   code runs at the best vector level usable); AMX-FP16 (Granite Rapids) is a separate
+                   feature bit the fp16 AMX path checks. Under AMXK_AMX_EMULATE: the software tile
+                   emulator on top of any level. */
 typedef enum amxk_tier {
     AMXK_TIER_NONE = 0, /* context not initialised */
     AMXK_TIER_SCALAR = 1,
     AMXK_TIER_AVX2 = 2,
     AMXK_TIER_AVX512 = 3,
-    AMXK_TIER_AMX = 4,
+    AMXK_TIER_AVX512_VNNI = 4,
+    AMXK_TIER_AVX512_BF16 = 5,
+    AMXK_TIER_AVX512_FP16 = 6,
+    AMXK_TIER_AMX = 7,
     AMXK_TIER_COUNT,
     AMXK_TIER_FORCE_I32 = 0x7fffffff
 } amxk_tier;
 #define AMXK_TIER_BIT(t) (1u << (unsigned)(t))
-#define AMXK_ISA_ALL 0u /* isa_allow value meaning "every tier" */
+#define AMXK_ISA_ALL 0u /* isa_allow value meaning "every level" */
+/* Every valid isa_allow bit. */
+#define AMXK_ISA_MASK (((1u << (unsigned)AMXK_TIER_COUNT) - 1u) & ~1u)
 
 /* CPU feature bits (amxk_cpu.hw / amxk_cpu.usable). */
 enum {
@@ -179,7 +205,8 @@ typedef struct amxk_cpu {
     int amx_permission;
     unsigned tiers;
     amxk_tier best_tier;
-    int amx_emulated; /* 1 when built with AMXK_AMX_EMULATE */
+    int amx_emulated;    /* 1 when built with AMXK_AMX_EMULATE */
+    int avx512_emulated; /* 1 when built with AMXK_AVX512_EMULATE (the AVX-512 levels run through SIMDe) */
 } amxk_cpu;
 
 /* Detect the CPU once (idempotent, thread-compatible: concurrent first calls compute the same
@@ -211,7 +238,11 @@ AMXK_DEF amxk_status amxk_ctx_init(amxk_ctx *ctx);
 
 AMXK_DEF const char *amxk_version(void);               /* AMXK_VERSION_STRING */
 AMXK_DEF const char *amxk_status_string(amxk_status s); /* never NULL; "unknown status" if unknown */
-AMXK_DEF const char *amxk_tier_name(amxk_tier t);       /* "scalar", "avx2", "avx512", "amx" or "none" */
+/* "scalar", "avx2", "avx512", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx" or "none". */
+AMXK_DEF const char *amxk_tier_name(amxk_tier t);
+/* The AMXK_CPU_* features level t requires (all of them usable means t is usable on hardware);
+   0 for SCALAR and for values that are not a level. */
+AMXK_DEF uint32_t amxk_tier_features(amxk_tier t);
 AMXK_DEF size_t amxk_dtype_size(amxk_dtype t);          /* bytes per element, 0 for invalid */
 
 /* Scalar conversions (exact, round-to-nearest-even; see NUMERICS). */
@@ -312,8 +343,22 @@ AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b);
 #else
 #  define AMXK__HAS_AVX512 0
 #endif
+/* AVX512_FP16 needs gcc >= 12 / clang >= 14 (the avx512fp16 target); older compilers drop the level. */
+#if defined(__clang__)
+#  define AMXK__CC_FP16 (__clang_major__ >= 14)
+#elif defined(__GNUC__)
+#  define AMXK__CC_FP16 (__GNUC__ >= 12)
+#else
+#  define AMXK__CC_FP16 0
+#endif
+#if AMXK__HAS_AVX512 && (AMXK__CC_FP16 || defined(AMXK_AVX512_EMULATE))
+#  define AMXK__HAS_AVX512FP16 1
+#else
+#  define AMXK__HAS_AVX512FP16 0
+#endif
 /* AMX kernels are compiled when emulated (any CPU) or when the compiler can target real AMX
-   (gcc >= 11, clang >= 12: the amx-* targets and intrinsics). */
+   (gcc >= 11, clang >= 12: the amx-* targets and intrinsics). AMXK_AVX512_EMULATE turns hardware AMX
+   off (its region would enable real AVX-512). */
 #if defined(__clang__)
 #  define AMXK__CC_AMX (__clang_major__ >= 12)
 #elif defined(__GNUC__)
@@ -321,28 +366,42 @@ AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b);
 #else
 #  define AMXK__CC_AMX 0
 #endif
-#if !defined(AMXK_NO_AMX) && (defined(AMXK_AMX_EMULATE) || (AMXK__HAS_AVX512 && AMXK__CC_AMX))
+#if !defined(AMXK_NO_AMX) && (defined(AMXK_AMX_EMULATE) || (AMXK__HAS_AVX512 && AMXK__CC_AMX && !defined(AMXK_AVX512_EMULATE)))
 #  define AMXK__HAS_AMX 1
 #else
 #  define AMXK__HAS_AMX 0
 #endif
 
-/* Target regions. Every function between BEGIN and END is compiled for that ISA; helpers the kernels
-   call must sit inside the same region (an always_inline intrinsic cannot cross a target boundary).
-   The AMX region is a superset of the AVX-512 one; under AMXK_AMX_EMULATE it is empty (no target),
-   so that emulated AMX kernels run on any CPU. */
+/* Target regions, one per level. Every function between BEGIN and END is compiled for that level's
+   features and nothing more (see amxk_tier_features); helpers the kernels call must sit inside the
+   same region or a lower one (an always_inline intrinsic cannot cross into a lower target). The
+   hardware AMX region is the AVX512_BF16 region plus the AMX targets. Under AMXK_AMX_EMULATE the AMX
+   region is empty (no target), so emulated AMX kernels run on any CPU; under AMXK_AVX512_EMULATE the
+   AVX-512 regions are empty and their intrinsics come from SIMDe. */
 #if defined(__clang__)
 #  define AMXK__TARGET_AVX2_BEGIN _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c\"))), apply_to = function)")
 #  define AMXK__TARGET_AVX512_BEGIN                                                                  \
+      _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq\"))), apply_to = function)")
+#  define AMXK__TARGET_AVX512VNNI_BEGIN                                                              \
+      _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni\"))), apply_to = function)")
+#  define AMXK__TARGET_AVX512BF16_BEGIN                                                              \
       _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16\"))), apply_to = function)")
+#  define AMXK__TARGET_AVX512FP16_BEGIN                                                              \
+      _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx512fp16\"))), apply_to = function)")
 #  define AMXK__TARGET_AMX_BEGIN                                                                     \
       _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,amx-tile,amx-int8,amx-bf16\"))), apply_to = function)")
 #  define AMXK__TARGET_END _Pragma("clang attribute pop")
 #elif defined(__GNUC__)
 #  define AMXK__TARGET_AVX2_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c\")")
 #  define AMXK__TARGET_AVX512_BEGIN                                                                  \
+      _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq\")")
+#  define AMXK__TARGET_AVX512VNNI_BEGIN                                                              \
+      _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni\")")
+#  define AMXK__TARGET_AVX512BF16_BEGIN                                                              \
+      _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16\")")
+#  define AMXK__TARGET_AVX512FP16_BEGIN                                                              \
       _Pragma("GCC push_options")                                                                    \
-      _Pragma("GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16\")")
+      _Pragma("GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx512fp16\")")
 #  define AMXK__TARGET_AMX_BEGIN                                                                     \
       _Pragma("GCC push_options")                                                                    \
       _Pragma("GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,amx-tile,amx-int8,amx-bf16\")")
@@ -355,8 +414,27 @@ AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b);
 #else
 #  define AMXK__TARGET_AMX_END AMXK__TARGET_END
 #endif
+#if defined(AMXK_AVX512_EMULATE)
+/* The AVX-512 levels' SIMDe code is compiled for AVX2 (256-bit vectors; never a zmm register). */
+#  undef AMXK__TARGET_AVX512_BEGIN
+#  undef AMXK__TARGET_AVX512VNNI_BEGIN
+#  undef AMXK__TARGET_AVX512BF16_BEGIN
+#  undef AMXK__TARGET_AVX512FP16_BEGIN
+#  define AMXK__TARGET_AVX512_BEGIN AMXK__TARGET_AVX2_BEGIN
+#  define AMXK__TARGET_AVX512VNNI_BEGIN AMXK__TARGET_AVX2_BEGIN
+#  define AMXK__TARGET_AVX512BF16_BEGIN AMXK__TARGET_AVX2_BEGIN
+#  define AMXK__TARGET_AVX512FP16_BEGIN AMXK__TARGET_AVX2_BEGIN
+#endif
 
-#if AMXK__HAS_AVX2 || AMXK__HAS_AVX512
+#if defined(AMXK_AVX512_EMULATE) && (AMXK__HAS_AVX2 || AMXK__HAS_AVX512)
+/* Test builds: every x86 intrinsic comes from SIMDe under its native name (_mm512_*, __m512 ...),
+   so the kernels compile unchanged; <immintrin.h> is not included (its types would clash). */
+#  define SIMDE_ENABLE_NATIVE_ALIASES
+#  pragma GCC diagnostic ignored "-Wpsabi" /* 512-bit values pass the same way in every function here */
+#  include <simde/x86/avx512.h>
+#  include <simde/x86/fma.h>
+#  include <simde/x86/f16c.h>
+#elif AMXK__HAS_AVX2 || AMXK__HAS_AVX512
 /* g++ 12 warns (maybe-)uninitialized inside its own avx512fintrin.h in C++ mode */
 #  if defined(__GNUC__) && !defined(__clang__)
 #    pragma GCC diagnostic push
@@ -471,6 +549,212 @@ AMXK__INLINE int amxk__overlap(const void *a, size_t na, const void *b, size_t n
     return na && nb && pa < pb + nb && pb < pa + na;
 }
 
+/* Element i of a float array of dtype t (F32, BF16 or F16) as f32, and the store back (RNE): the one
+   scalar element access every module uses. */
+AMXK__INLINE float amxk__ld_elem(const void *p, amxk_dtype t, size_t i) {
+    if (t == AMXK_DTYPE_F32) return ((const float *)p)[i];
+    return t == AMXK_DTYPE_BF16 ? amxk__bf16_to_f32(((const uint16_t *)p)[i]) : amxk__f16_to_f32(((const uint16_t *)p)[i]);
+}
+AMXK__INLINE void amxk__st_elem(void *p, amxk_dtype t, size_t i, float v) {
+    if (t == AMXK_DTYPE_F32) ((float *)p)[i] = v;
+    else ((uint16_t *)p)[i] = t == AMXK_DTYPE_BF16 ? amxk__f32_to_bf16(v) : amxk__f32_to_f16(v);
+}
+
+/* The width-generic vector math layer. AMXK__VMATH_DEFINE(isa) defines, for the vector width whose
+   vocabulary (AMXK__V, AMXK__VI, AMXK__V_SET1 ...) is #defined at the point of use:
+     amxk__vexp__<isa>(x)      exp(x), x clamped to [-87, 87] (NaN stays NaN): 2^k p(r), k = round(x
+                               log2 e), r = x - k ln2 in two steps (Cody-Waite), p a degree-6 polynomial;
+                               within 2 ulp of the correctly rounded exp over the whole range
+     amxk__vsigmoid__<isa>(x)  1 / (1 + exp(-x))
+     amxk__vsilu__<isa>(x)     x / (1 + exp(-x))
+   Each ISA section instantiates it once (avx2: 8 lanes, avx512: 16 lanes), so every width runs the
+   same algorithm and the same constants. */
+#define AMXK__VMATH_DEFINE(isa)                                                                        \
+    AMXK__INLINE AMXK__V amxk__vexp__##isa(AMXK__V x) {                                               \
+        AMXK__V k, r, p;                                                                               \
+        x = AMXK__V_MIN(AMXK__V_SET1(87.0f), AMXK__V_MAX(AMXK__V_SET1(-87.0f), x)); /* NaN stays */  \
+        k = AMXK__V_ROUND(AMXK__V_MUL(x, AMXK__V_SET1(1.44269504088896341f)));                          \
+        r = AMXK__V_FNMADD(k, AMXK__V_SET1(0.693359375f), x);                                          \
+        r = AMXK__V_FNMADD(k, AMXK__V_SET1(-2.12194440e-4f), r);                                       \
+        p = AMXK__V_SET1(1.9875691500e-4f);                                                            \
+        p = AMXK__V_FMADD(p, r, AMXK__V_SET1(1.3981999507e-3f));                                       \
+        p = AMXK__V_FMADD(p, r, AMXK__V_SET1(8.3334519073e-3f));                                       \
+        p = AMXK__V_FMADD(p, r, AMXK__V_SET1(4.1665795894e-2f));                                       \
+        p = AMXK__V_FMADD(p, r, AMXK__V_SET1(1.6666665459e-1f));                                       \
+        p = AMXK__V_FMADD(p, r, AMXK__V_SET1(5.0000001201e-1f));                                       \
+        p = AMXK__V_FMADD(p, AMXK__V_MUL(r, r), AMXK__V_ADD(r, AMXK__V_SET1(1.0f)));                   \
+        return AMXK__V_LDEXP(p, k); /* p in [0.7, 1.5], k in [-126, 126]: a normal result */          \
+    }                                                                                                  \
+    AMXK__INLINE AMXK__V amxk__vsigmoid__##isa(AMXK__V x) {                                           \
+        return AMXK__V_DIV(AMXK__V_SET1(1.0f), AMXK__V_ADD(AMXK__V_SET1(1.0f), amxk__vexp__##isa(AMXK__V_SUB(AMXK__V_SET1(0.0f), x)))); \
+    }                                                                                                  \
+    AMXK__INLINE AMXK__V amxk__vsilu__##isa(AMXK__V x) {                                              \
+        return AMXK__V_DIV(x, AMXK__V_ADD(AMXK__V_SET1(1.0f), amxk__vexp__##isa(AMXK__V_SUB(AMXK__V_SET1(0.0f), x)))); \
+    }
+
+#if defined(AMXK_AVX512_EMULATE) && AMXK__HAS_AVX512
+/* Exact shims, in this test-only switch, for the AVX-512 intrinsics SIMDe 0.7.4 lacks: lane loops
+   over the registers' bytes with the instructions' documented semantics. Masked loads and stores
+   touch only the selected lanes' memory, as the hardware does. cvtps_ph rounds to nearest even
+   whatever its immediate (the only mode amxk uses). Add a shim here when a kernel needs another. */
+#  define __mmask8 simde__mmask8
+#  define __mmask16 simde__mmask16
+#  define __mmask32 simde__mmask32
+#  define __mmask64 simde__mmask64
+#  ifndef _MM_FROUND_TO_NEAREST_INT
+#    define _MM_FROUND_TO_NEAREST_INT SIMDE_MM_FROUND_TO_NEAREST_INT
+#  endif
+#  ifndef _MM_FROUND_NO_EXC
+#    define _MM_FROUND_NO_EXC SIMDE_MM_FROUND_NO_EXC
+#  endif
+AMXK__TARGET_AVX2_BEGIN /* the shims pass vectors to and from the AVX2-compiled emulated levels */
+/* lanes [0, n) of esz bytes from p where k is set, else zero (maskz) or kept from *r (merge) */
+AMXK__INLINE void amxk__sim_ld(void *r, const void *p, uint64_t k, int esz, int n, int merge) {
+    int i;
+    for (i = 0; i < n; i++) {
+        if ((k >> i) & 1u) memcpy((char *)r + i * esz, (const char *)p + i * esz, (size_t)esz);
+        else if (!merge) memset((char *)r + i * esz, 0, (size_t)esz);
+    }
+}
+AMXK__INLINE void amxk__sim_st(void *p, const void *r, uint64_t k, int esz, int n) {
+    int i;
+    for (i = 0; i < n; i++)
+        if ((k >> i) & 1u) memcpy((char *)p + i * esz, (const char *)r + i * esz, (size_t)esz);
+}
+#  define AMXK__SIM_MASKZ_LOAD(name, T, esz, n)                                                        \
+      AMXK__INLINE T amxk__sim_##name(uint64_t k, const void *p) {                                  \
+          T r;                                                                                       \
+          amxk__sim_ld(&r, p, k, esz, n, 0);                                                         \
+          return r;                                                                                  \
+      }
+#  define AMXK__SIM_MASK_LOAD(name, T, esz, n)                                                         \
+      AMXK__INLINE T amxk__sim_##name(T src, uint64_t k, const void *p) {                           \
+          amxk__sim_ld(&src, p, k, esz, n, 1);                                                       \
+          return src;                                                                                \
+      }
+#  define AMXK__SIM_MASK_STORE(name, T, esz, n)                                                        \
+      AMXK__INLINE void amxk__sim_##name(void *p, uint64_t k, T a) { amxk__sim_st(p, &a, k, esz, n); }
+AMXK__SIM_MASKZ_LOAD(mm512_maskz_loadu_ps, __m512, 4, 16)
+AMXK__SIM_MASKZ_LOAD(mm512_maskz_loadu_epi32, __m512i, 4, 16)
+AMXK__SIM_MASKZ_LOAD(mm512_maskz_loadu_epi16, __m512i, 2, 32)
+AMXK__SIM_MASKZ_LOAD(mm512_maskz_loadu_epi8, __m512i, 1, 64)
+AMXK__SIM_MASKZ_LOAD(mm256_maskz_loadu_epi16, __m256i, 2, 16)
+AMXK__SIM_MASKZ_LOAD(mm256_maskz_loadu_epi8, __m256i, 1, 32)
+AMXK__SIM_MASKZ_LOAD(mm_maskz_loadu_epi8, __m128i, 1, 16)
+AMXK__SIM_MASK_LOAD(mm512_mask_loadu_ps, __m512, 4, 16)
+AMXK__SIM_MASK_STORE(mm512_mask_storeu_ps, __m512, 4, 16)
+AMXK__SIM_MASK_STORE(mm512_mask_storeu_epi32, __m512i, 4, 16)
+AMXK__SIM_MASK_STORE(mm512_mask_storeu_epi16, __m512i, 2, 32)
+AMXK__SIM_MASK_STORE(mm256_mask_storeu_epi16, __m256i, 2, 16)
+AMXK__SIM_MASK_STORE(mm_mask_storeu_epi8, __m128i, 1, 16)
+#  undef _mm512_maskz_loadu_ps
+#  undef _mm512_maskz_loadu_epi32
+#  undef _mm512_maskz_loadu_epi16
+#  undef _mm512_maskz_loadu_epi8
+#  undef _mm256_maskz_loadu_epi16
+#  undef _mm256_maskz_loadu_epi8
+#  undef _mm_maskz_loadu_epi8
+#  undef _mm512_mask_loadu_ps
+#  undef _mm512_mask_storeu_ps
+#  undef _mm512_mask_storeu_epi32
+#  undef _mm512_mask_storeu_epi16
+#  undef _mm256_mask_storeu_epi16
+#  undef _mm_mask_storeu_epi8
+#  define _mm512_maskz_loadu_ps(k, p) amxk__sim_mm512_maskz_loadu_ps((uint64_t)(k), (p))
+#  define _mm512_maskz_loadu_epi32(k, p) amxk__sim_mm512_maskz_loadu_epi32((uint64_t)(k), (p))
+#  define _mm512_maskz_loadu_epi16(k, p) amxk__sim_mm512_maskz_loadu_epi16((uint64_t)(k), (p))
+#  define _mm512_maskz_loadu_epi8(k, p) amxk__sim_mm512_maskz_loadu_epi8((uint64_t)(k), (p))
+#  define _mm256_maskz_loadu_epi16(k, p) amxk__sim_mm256_maskz_loadu_epi16((uint64_t)(k), (p))
+#  define _mm256_maskz_loadu_epi8(k, p) amxk__sim_mm256_maskz_loadu_epi8((uint64_t)(k), (p))
+#  define _mm_maskz_loadu_epi8(k, p) amxk__sim_mm_maskz_loadu_epi8((uint64_t)(k), (p))
+#  define _mm512_mask_loadu_ps(s, k, p) amxk__sim_mm512_mask_loadu_ps((s), (uint64_t)(k), (p))
+#  define _mm512_mask_storeu_ps(p, k, a) amxk__sim_mm512_mask_storeu_ps((p), (uint64_t)(k), (a))
+#  define _mm512_mask_storeu_epi32(p, k, a) amxk__sim_mm512_mask_storeu_epi32((p), (uint64_t)(k), (a))
+#  define _mm512_mask_storeu_epi16(p, k, a) amxk__sim_mm512_mask_storeu_epi16((p), (uint64_t)(k), (a))
+#  define _mm256_mask_storeu_epi16(p, k, a) amxk__sim_mm256_mask_storeu_epi16((p), (uint64_t)(k), (a))
+#  define _mm_mask_storeu_epi8(p, k, a) amxk__sim_mm_mask_storeu_epi8((p), (uint64_t)(k), (a))
+/* vcvtps2dq under the default MXCSR (round to nearest even); out of range or NaN: INT32_MIN */
+AMXK__INLINE int32_t amxk__sim_cvtss_si32(float x) {
+    volatile float big = 8388608.0f; /* 2^23: adding it rounds |x| < 2^23 to an integer (RNE) */
+    float a = x < 0 ? -x : x;
+    if (!(a < 2147483648.0f)) return INT32_MIN;
+    if (a < 8388608.0f) a = (a + big) - big;
+    return x < 0 ? -(int32_t)a : (int32_t)a;
+}
+/* element-wise conversions: dst lane i = f(src lane i) */
+#  define AMXK__SIM_CVT(name, TD, DT, TS, ST, n, expr)                                                 \
+      AMXK__INLINE TD amxk__sim_##name(TS a) {                                                      \
+          DT d[n];                                                                                   \
+          ST s[n];                                                                                   \
+          TD r;                                                                                      \
+          int i;                                                                                     \
+          memset(&r, 0, sizeof r);                                                                   \
+          memcpy(s, &a, sizeof s);                                                                   \
+          for (i = 0; i < n; i++) d[i] = (DT)(expr);                                                 \
+          memcpy(&r, d, sizeof d);                                                                   \
+          return r;                                                                                  \
+      }
+AMXK__SIM_CVT(mm512_cvtph_ps, __m512, float, __m256i, uint16_t, 16, amxk__f16_to_f32(s[i]))
+AMXK__SIM_CVT(mm512_cvtps_ph, __m256i, uint16_t, __m512, float, 16, amxk__f32_to_f16(s[i]))
+AMXK__SIM_CVT(mm256_cvtph_ps, __m256, float, __m128i, uint16_t, 8, amxk__f16_to_f32(s[i]))
+AMXK__SIM_CVT(mm256_cvtps_ph, __m128i, uint16_t, __m256, float, 8, amxk__f32_to_f16(s[i]))
+AMXK__SIM_CVT(mm_cvtph_ps, __m128, float, __m128i, uint16_t, 4, amxk__f16_to_f32(s[i]))
+AMXK__SIM_CVT(mm512_cvtps_epi32, __m512i, int32_t, __m512, float, 16, amxk__sim_cvtss_si32(s[i]))
+AMXK__SIM_CVT(mm512_cvtepi32_epi16, __m256i, uint16_t, __m512i, uint32_t, 16, s[i] & 0xffffu)
+AMXK__SIM_CVT(mm512_cvtepi32_epi8, __m128i, uint8_t, __m512i, uint32_t, 16, s[i] & 0xffu)
+AMXK__SIM_CVT(mm512_cvtepu16_epi32, __m512i, uint32_t, __m256i, uint16_t, 16, s[i])
+AMXK__SIM_CVT(mm512_cvtepi16_epi32, __m512i, int32_t, __m256i, int16_t, 16, s[i])
+AMXK__SIM_CVT(mm512_cvtepu8_epi32, __m512i, uint32_t, __m128i, uint8_t, 16, s[i])
+AMXK__SIM_CVT(mm512_cvtepi8_epi32, __m512i, int32_t, __m128i, int8_t, 16, s[i])
+#  undef _mm512_cvtph_ps
+#  undef _mm512_cvtps_epi32
+#  undef _mm256_cvtph_ps
+#  undef _mm256_cvtps_ph
+#  undef _mm_cvtph_ps
+#  undef _mm512_cvtps_ph
+#  undef _mm512_cvtepi32_epi16
+#  undef _mm512_cvtepi32_epi8
+#  undef _mm512_cvtepu16_epi32
+#  undef _mm512_cvtepi16_epi32
+#  undef _mm512_cvtepu8_epi32
+#  undef _mm512_cvtepi8_epi32
+#  define _mm512_cvtph_ps(a) amxk__sim_mm512_cvtph_ps(a)
+#  define _mm512_cvtps_epi32(a) amxk__sim_mm512_cvtps_epi32(a)
+#  define _mm256_cvtph_ps(a) amxk__sim_mm256_cvtph_ps(a) /* SIMDe's F16C does not quiet NaNs */
+#  define _mm256_cvtps_ph(a, imm) amxk__sim_mm256_cvtps_ph(a)
+#  define _mm_cvtph_ps(a) amxk__sim_mm_cvtph_ps(a)
+#  define _mm512_cvtps_ph(a, imm) amxk__sim_mm512_cvtps_ph(a)
+#  define _mm512_cvtepi32_epi16(a) amxk__sim_mm512_cvtepi32_epi16(a)
+#  define _mm512_cvtepi32_epi8(a) amxk__sim_mm512_cvtepi32_epi8(a)
+#  define _mm512_cvtepu16_epi32(a) amxk__sim_mm512_cvtepu16_epi32(a)
+#  define _mm512_cvtepi16_epi32(a) amxk__sim_mm512_cvtepi16_epi32(a)
+#  define _mm512_cvtepu8_epi32(a) amxk__sim_mm512_cvtepu8_epi32(a)
+#  define _mm512_cvtepi8_epi32(a) amxk__sim_mm512_cvtepi8_epi32(a)
+/* unsigned 32-bit compares to a mask */
+#  define AMXK__SIM_CMPU32(name, op)                                                                   \
+      AMXK__INLINE __mmask16 amxk__sim_##name(__m512i a, __m512i b) {                               \
+          uint32_t x[16], y[16];                                                                     \
+          unsigned k = 0, i;                                                                         \
+          memcpy(x, &a, 64);                                                                         \
+          memcpy(y, &b, 64);                                                                         \
+          for (i = 0; i < 16; i++) k |= (unsigned)(x[i] op y[i]) << i;                               \
+          return (__mmask16)k;                                                                       \
+      }
+AMXK__SIM_CMPU32(mm512_cmpgt_epu32_mask, >)
+AMXK__SIM_CMPU32(mm512_cmplt_epu32_mask, <)
+AMXK__SIM_CMPU32(mm512_cmpge_epu32_mask, >=)
+AMXK__SIM_CMPU32(mm512_cmple_epu32_mask, <=)
+#  undef _mm512_cmpgt_epu32_mask
+#  undef _mm512_cmplt_epu32_mask
+#  undef _mm512_cmpge_epu32_mask
+#  undef _mm512_cmple_epu32_mask
+#  define _mm512_cmpgt_epu32_mask(a, b) amxk__sim_mm512_cmpgt_epu32_mask((a), (b))
+#  define _mm512_cmplt_epu32_mask(a, b) amxk__sim_mm512_cmplt_epu32_mask((a), (b))
+#  define _mm512_cmpge_epu32_mask(a, b) amxk__sim_mm512_cmpge_epu32_mask((a), (b))
+#  define _mm512_cmple_epu32_mask(a, b) amxk__sim_mm512_cmple_epu32_mask((a), (b))
+AMXK__TARGET_END
+#endif /* AMXK_AVX512_EMULATE */
+
 // >>scalar ---------------------------------------------------------------------------------------
 
 AMXK__PRIV void amxk__convert__scalar(void *dst, amxk_dtype dt, const void *src, amxk_dtype st, size_t n) {
@@ -554,6 +838,44 @@ AMXK__INLINE uint64_t amxk__cvt_f32_fp8__avx2(__m256 x, int e5m2) {
     l = (uint32_t)_mm_cvtsi128_si32(lo);
     h = (uint32_t)_mm_cvtsi128_si32(hi);
     return (uint64_t)l | ((uint64_t)h << 32);
+}
+
+/* The vector math layer at 8 lanes (see AMXK__VMATH_DEFINE), and 8-lane loads / stores of F32, BF16
+   and F16 arrays as f32 (stores round to nearest even, bitwise equal to amxk__st_elem). */
+#define AMXK__V __m256
+#define AMXK__V_SET1(f) _mm256_set1_ps(f)
+#define AMXK__V_ADD(a, b) _mm256_add_ps(a, b)
+#define AMXK__V_SUB(a, b) _mm256_sub_ps(a, b)
+#define AMXK__V_MUL(a, b) _mm256_mul_ps(a, b)
+#define AMXK__V_DIV(a, b) _mm256_div_ps(a, b)
+#define AMXK__V_MIN(a, b) _mm256_min_ps(a, b)
+#define AMXK__V_MAX(a, b) _mm256_max_ps(a, b)
+#define AMXK__V_FMADD(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define AMXK__V_FNMADD(a, b, c) _mm256_fnmadd_ps(a, b, c)
+#define AMXK__V_ROUND(a) _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define AMXK__V_LDEXP(p, k) _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(k), 23)))
+AMXK__VMATH_DEFINE(avx2)
+#undef AMXK__V
+#undef AMXK__V_SET1
+#undef AMXK__V_ADD
+#undef AMXK__V_SUB
+#undef AMXK__V_MUL
+#undef AMXK__V_DIV
+#undef AMXK__V_MIN
+#undef AMXK__V_MAX
+#undef AMXK__V_FMADD
+#undef AMXK__V_FNMADD
+#undef AMXK__V_ROUND
+#undef AMXK__V_LDEXP
+AMXK__INLINE __m256 amxk__vload__avx2(const void *p, amxk_dtype t) {
+    if (t == AMXK_DTYPE_F32) return _mm256_loadu_ps((const float *)p);
+    if (t == AMXK_DTYPE_BF16) return amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+AMXK__INLINE void amxk__vstore__avx2(void *p, amxk_dtype t, __m256 v) {
+    if (t == AMXK_DTYPE_F32) _mm256_storeu_ps((float *)p, v);
+    else if (t == AMXK_DTYPE_BF16) _mm_storeu_si128((__m128i *)p, amxk__cvt_f32_bf16__avx2(v));
+    else _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
 AMXK__PRIV void amxk__convert__avx2(void *dst, amxk_dtype dt, const void *src, amxk_dtype st, size_t n) {
@@ -648,6 +970,45 @@ AMXK__INLINE __m128i amxk__cvt_f32_fp8__avx512(__m512 x, int e5m2) {
     r = _mm512_mask_mov_epi32(r, _mm512_cmpge_epu32_mask(a, _mm512_set1_epi32((int)maxv)), _mm512_set1_epi32((int)maxc));
     r = _mm512_mask_mov_epi32(r, _mm512_cmpgt_epu32_mask(a, _mm512_set1_epi32(0x7f800000)), _mm512_set1_epi32(0x7f));
     return _mm512_cvtepi32_epi8(_mm512_or_si512(r, sign));
+}
+
+/* The vector math layer at 16 lanes (see AMXK__VMATH_DEFINE), and 16-lane loads / stores of F32,
+   BF16 and F16 arrays as f32, with a lane mask for tails (lanes outside k are neither read nor
+   written). */
+#define AMXK__V __m512
+#define AMXK__V_SET1(f) _mm512_set1_ps(f)
+#define AMXK__V_ADD(a, b) _mm512_add_ps(a, b)
+#define AMXK__V_SUB(a, b) _mm512_sub_ps(a, b)
+#define AMXK__V_MUL(a, b) _mm512_mul_ps(a, b)
+#define AMXK__V_DIV(a, b) _mm512_div_ps(a, b)
+#define AMXK__V_MIN(a, b) _mm512_min_ps(a, b)
+#define AMXK__V_MAX(a, b) _mm512_max_ps(a, b)
+#define AMXK__V_FMADD(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define AMXK__V_FNMADD(a, b, c) _mm512_fnmadd_ps(a, b, c)
+#define AMXK__V_ROUND(a) _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define AMXK__V_LDEXP(p, k) _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), _mm512_slli_epi32(_mm512_cvtps_epi32(k), 23)))
+AMXK__VMATH_DEFINE(avx512)
+#undef AMXK__V
+#undef AMXK__V_SET1
+#undef AMXK__V_ADD
+#undef AMXK__V_SUB
+#undef AMXK__V_MUL
+#undef AMXK__V_DIV
+#undef AMXK__V_MIN
+#undef AMXK__V_MAX
+#undef AMXK__V_FMADD
+#undef AMXK__V_FNMADD
+#undef AMXK__V_ROUND
+#undef AMXK__V_LDEXP
+AMXK__INLINE __m512 amxk__vload__avx512(const void *p, amxk_dtype t, __mmask16 k) {
+    if (t == AMXK_DTYPE_F32) return _mm512_maskz_loadu_ps(k, p);
+    if (t == AMXK_DTYPE_BF16) return amxk__cvt_bf16_f32__avx512(_mm256_maskz_loadu_epi16(k, p));
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, p));
+}
+AMXK__INLINE void amxk__vstore__avx512(void *p, amxk_dtype t, __m512 v, __mmask16 k) {
+    if (t == AMXK_DTYPE_F32) _mm512_mask_storeu_ps(p, k, v);
+    else if (t == AMXK_DTYPE_BF16) _mm256_mask_storeu_epi16(p, k, amxk__cvt_f32_bf16__avx512(v));
+    else _mm256_mask_storeu_epi16(p, k, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
 AMXK__PRIV void amxk__convert__avx512(void *dst, amxk_dtype dt, const void *src, amxk_dtype st, size_t n) {
@@ -919,6 +1280,18 @@ AMXK__PRIV long amxk__arch_prctl(long code, unsigned long arg) {
 #  endif
 #endif
 
+/* 1 when this build holds code of level t (the ISA switches and the compiler allow it). */
+AMXK__PRIV int amxk__level_compiled(amxk_tier t) {
+    switch (t) {
+    case AMXK_TIER_SCALAR: return 1;
+    case AMXK_TIER_AVX2: return AMXK__HAS_AVX2;
+    case AMXK_TIER_AVX512: case AMXK_TIER_AVX512_VNNI: case AMXK_TIER_AVX512_BF16: return AMXK__HAS_AVX512;
+    case AMXK_TIER_AVX512_FP16: return AMXK__HAS_AVX512FP16;
+    case AMXK_TIER_AMX: return AMXK__HAS_AMX;
+    default: return 0;
+    }
+}
+
 static amxk_cpu amxk__cpu_info;
 static volatile int amxk__cpu_done;
 
@@ -986,28 +1359,32 @@ AMXK__PRIV void amxk__cpu_detect(amxk_cpu *c) {
     }
 #endif
     {
-        const uint32_t need512 = AMXK_CPU_AVX2 | AMXK_CPU_FMA | AMXK_CPU_F16C | AMXK_CPU_AVX512F | AMXK_CPU_AVX512BW |
-                                 AMXK_CPU_AVX512VL | AMXK_CPU_AVX512DQ | AMXK_CPU_AVX512VNNI;
-        const uint32_t need2 = AMXK_CPU_AVX2 | AMXK_CPU_FMA | AMXK_CPU_F16C;
-        const uint32_t needamx = AMXK_CPU_AMX_TILE | AMXK_CPU_AMX_BF16 | AMXK_CPU_AMX_INT8;
-        int has2 = (c->usable & need2) == need2, has512 = (c->usable & need512) == need512;
+        int t;
         c->tiers = AMXK_TIER_BIT(AMXK_TIER_SCALAR);
         c->best_tier = AMXK_TIER_SCALAR;
-        (void)has2;
-        (void)has512;
-        (void)needamx;
-#if AMXK__HAS_AVX2
-        if (has2) c->tiers |= AMXK_TIER_BIT(AMXK_TIER_AVX2), c->best_tier = AMXK_TIER_AVX2;
+        for (t = AMXK_TIER_AVX2; t < AMXK_TIER_AMX; t++) {
+            uint32_t need = amxk_tier_features((amxk_tier)t);
+            int ok = amxk__level_compiled((amxk_tier)t) && (c->usable & need) == need;
+#if defined(AMXK_AVX512_EMULATE)
+            /* emulated AVX-512 levels: SIMDe code, plus the AVX2 kernels the levels' tables share */
+            if (t >= AMXK_TIER_AVX512 && amxk__level_compiled((amxk_tier)t)) {
+                uint32_t need2 = amxk_tier_features(AMXK_TIER_AVX2);
+                ok = (c->usable & need2) == need2;
+            }
 #endif
-#if AMXK__HAS_AVX512
-        if (has512) c->tiers |= AMXK_TIER_BIT(AMXK_TIER_AVX512), c->best_tier = AMXK_TIER_AVX512;
+            if (ok) c->tiers |= AMXK_TIER_BIT(t), c->best_tier = (amxk_tier)t;
+        }
+#if defined(AMXK_AVX512_EMULATE)
+        c->avx512_emulated = 1;
 #endif
 #if defined(AMXK_AMX_EMULATE) && AMXK__HAS_AMX
         c->amx_emulated = 1;
         c->tiers |= AMXK_TIER_BIT(AMXK_TIER_AMX), c->best_tier = AMXK_TIER_AMX;
 #elif AMXK__HAS_AMX
-        if (has512 && (c->usable & needamx) == needamx)
-            c->tiers |= AMXK_TIER_BIT(AMXK_TIER_AMX), c->best_tier = AMXK_TIER_AMX;
+        {
+            uint32_t need = amxk_tier_features(AMXK_TIER_AMX);
+            if ((c->usable & need) == need) c->tiers |= AMXK_TIER_BIT(AMXK_TIER_AMX), c->best_tier = AMXK_TIER_AMX;
+        }
 #endif
     }
 }
@@ -1028,7 +1405,8 @@ AMXK__INLINE amxk_tier amxk__vec_tier(amxk_tier t) {
 AMXK__INLINE int amxk__workers(const amxk_ctx *ctx) { return ctx && ctx->n_workers > 0 ? ctx->n_workers : 1; }
 /* Validates a context passed to an op (NULL is valid). */
 AMXK__INLINE int amxk__ctx_ok(const amxk_ctx *ctx) {
-    return !ctx || (ctx->tier >= AMXK_TIER_SCALAR && ctx->tier < AMXK_TIER_COUNT && ctx->n_workers >= 1);
+    return !ctx || (ctx->tier >= AMXK_TIER_SCALAR && ctx->tier < AMXK_TIER_COUNT && ctx->n_workers >= 1 &&
+                    (amxk_cpu_init()->tiers & AMXK_TIER_BIT(ctx->tier)) != 0); /* level usable on this CPU */
 }
 
 /* Runs fn(task_ctx, t, w) for t in [0, n_tasks) through the context's callback, or serially. */
@@ -1040,6 +1418,32 @@ AMXK__PRIV void amxk__parallel(const amxk_ctx *ctx, amxk_task_fn fn, void *task_
         return;
     }
     for (t = 0; t < n_tasks; t++) fn(task_ctx, t, 0);
+}
+
+/* The core's kernel table. Every op of every module picks its microkernels the same way: one const
+   table per level that has kernels of its own, and one function that maps a level to its table (a
+   level without its own kernels uses the table of the level below). Drivers never test the level. */
+typedef void (*amxk__convert_fn)(void *dst, amxk_dtype dt, const void *src, amxk_dtype st, size_t n);
+typedef struct amxk__core_kernels {
+    amxk__convert_fn convert; /* amxk_convert's body, bitwise equal on every level */
+} amxk__core_kernels;
+static const amxk__core_kernels amxk__core_kernels_scalar = {amxk__convert__scalar};
+#if AMXK__HAS_AVX2
+static const amxk__core_kernels amxk__core_kernels_avx2 = {amxk__convert__avx2};
+#endif
+#if AMXK__HAS_AVX512
+static const amxk__core_kernels amxk__core_kernels_avx512 = {amxk__convert__avx512};
+#endif
+/* level: a vector level (amxk__vec_tier) usable here. */
+AMXK__PRIV const amxk__core_kernels *amxk__core_kernels_for(amxk_tier level) {
+    (void)level;
+#if AMXK__HAS_AVX512
+    if (level >= AMXK_TIER_AVX512) return &amxk__core_kernels_avx512;
+#endif
+#if AMXK__HAS_AVX2
+    if (level >= AMXK_TIER_AVX2) return &amxk__core_kernels_avx2;
+#endif
+    return &amxk__core_kernels_scalar;
 }
 
 // >>api ------------------------------------------------------------------------------------------
@@ -1061,9 +1465,7 @@ AMXK_DEF amxk_status amxk_ctx_init(amxk_ctx *ctx) {
     if (!ctx) return AMXK_ERR_NULL;
     if (ctx->n_workers < 0) return AMXK_ERR_ARG;
     allow = ctx->isa_allow == AMXK_ISA_ALL ? ~0u : ctx->isa_allow;
-    if (ctx->isa_allow & ~(AMXK_TIER_BIT(AMXK_TIER_SCALAR) | AMXK_TIER_BIT(AMXK_TIER_AVX2) | AMXK_TIER_BIT(AMXK_TIER_AVX512) |
-                           AMXK_TIER_BIT(AMXK_TIER_AMX)))
-        return AMXK_ERR_ARG;
+    if (ctx->isa_allow & ~AMXK_ISA_MASK) return AMXK_ERR_ARG;
     cpu = amxk_cpu_init();
     for (t = AMXK_TIER_AMX; t >= AMXK_TIER_SCALAR; t--)
         if ((allow & cpu->tiers & AMXK_TIER_BIT(t)) != 0) break;
@@ -1098,8 +1500,26 @@ AMXK_DEF const char *amxk_tier_name(amxk_tier t) {
     case AMXK_TIER_SCALAR: return "scalar";
     case AMXK_TIER_AVX2: return "avx2";
     case AMXK_TIER_AVX512: return "avx512";
+    case AMXK_TIER_AVX512_VNNI: return "avx512_vnni";
+    case AMXK_TIER_AVX512_BF16: return "avx512_bf16";
+    case AMXK_TIER_AVX512_FP16: return "avx512_fp16";
     case AMXK_TIER_AMX: return "amx";
     default: return "none";
+    }
+}
+
+AMXK_DEF uint32_t amxk_tier_features(amxk_tier t) {
+    const uint32_t avx2 = AMXK_CPU_AVX2 | AMXK_CPU_FMA | AMXK_CPU_F16C;
+    const uint32_t avx512 = avx2 | AMXK_CPU_AVX512F | AMXK_CPU_AVX512BW | AMXK_CPU_AVX512VL | AMXK_CPU_AVX512DQ;
+    const uint32_t bf16 = avx512 | AMXK_CPU_AVX512VNNI | AMXK_CPU_AVX512BF16;
+    switch (t) {
+    case AMXK_TIER_AVX2: return avx2;
+    case AMXK_TIER_AVX512: return avx512;
+    case AMXK_TIER_AVX512_VNNI: return avx512 | AMXK_CPU_AVX512VNNI;
+    case AMXK_TIER_AVX512_BF16: return bf16;
+    case AMXK_TIER_AVX512_FP16: return bf16 | AMXK_CPU_AVX512FP16;
+    case AMXK_TIER_AMX: return bf16 | AMXK_CPU_AMX_TILE | AMXK_CPU_AMX_BF16 | AMXK_CPU_AMX_INT8;
+    default: return 0;
     }
 }
 
@@ -1130,15 +1550,7 @@ AMXK_DEF amxk_status amxk_convert(const amxk_ctx *ctx, void *dst, amxk_dtype dt,
     if (n == 0) return AMXK_OK;
     if (!dst || !src) return AMXK_ERR_NULL;
     if (amxk__overlap(dst, n * ds, src, n * ss) && !(dst == src && ds == ss)) return AMXK_ERR_ALIAS;
-    switch (amxk__vec_tier(amxk__tier(ctx))) {
-#if AMXK__HAS_AVX512
-    case AMXK_TIER_AVX512: amxk__convert__avx512(dst, dt, src, st, n); break;
-#endif
-#if AMXK__HAS_AVX2
-    case AMXK_TIER_AVX2: amxk__convert__avx2(dst, dt, src, st, n); break;
-#endif
-    default: amxk__convert__scalar(dst, dt, src, st, n); break;
-    }
+    amxk__core_kernels_for(amxk__vec_tier(amxk__tier(ctx)))->convert(dst, dt, src, st, n);
     return AMXK_OK;
 }
 

@@ -47,7 +47,11 @@
        tok_stride dim. "DS": dim_stride state_len, tok_stride 1. Any other non-overlapping strides work.
 
    PATHS AND TIERS (honest status)
-       Scalar: portable C for everything. AVX2 (tiers avx2, avx512 and amx): conv over blocks of 256
+       Each op has one driver (>>dispatch: tiling, task split, workspace layout) that reaches its
+       microkernels through the kernel table of the context's vector level (amxk__gdn_kernels_for, the only
+       place that looks at the level): amxk__gdn_kernels_scalar, or amxk__gdn_kernels_avx2 for every level
+       from avx2 up (avx2, the avx512 levels, amx). Kernel names say op, dtype, tile and ISA.
+       Scalar: portable C for everything. AVX2: conv over blocks of 256
        channels (their taps and x rows stay in L1) x two tokens at a time x 16 channels (each x row loaded
        once per token pair); bf16 x is split into even and odd channel lanes with a shift and a mask (the
        block's taps are copied into that order once), and bf16 outputs are rounded with integer ops and
@@ -73,7 +77,7 @@
        token sweep (rows of consecutive tokens are far apart; the hardware prefetchers miss them). A
        decode token reads and writes its state once from memory, while the next task's state is
        prefetched into L2); the chunked form uses an AVX2 4x16 fp32 GEMM for its
-       chunk products. There are no AVX-512 or AMX kernels in this module yet: the AVX-512 and AMX tiers
+       chunk products. There are no AVX-512 or AMX kernels in this module yet: the AVX-512 and AMX levels
        run the AVX2 kernels. AMXK_GDN_AUTO picks the recurrent form on every tier (it is the faster one
        without AMX tile matmuls; see bench/cmd_gdn.h); the chunked form is always available explicitly
        and agrees with it (tests/test_gdn.c). Gating runs scalar (it is T*HV scalars).
@@ -226,8 +230,8 @@ typedef struct amxk_gdn_state {
     size_t slot_stride;
 } amxk_gdn_state;
 
-/* Workspace bytes amxk_gdn needs for this context (worker count), params and mode; independent of the
-   number of tokens. AMXK_GDN_AUTO gives the largest of the modes. */
+/* Workspace bytes amxk_gdn needs for this context (its level's kernels and its worker count), params and
+   mode; independent of the number of tokens. AMXK_GDN_AUTO gives the largest of the modes. */
 AMXK_DEF amxk_status amxk_gdn_workspace_size(const amxk_ctx *ctx, const amxk_gdn_params *params, amxk_gdn_mode mode,
                                              size_t *bytes);
 
@@ -290,13 +294,6 @@ typedef struct amxk__conv_hdr {
 AMXK__INLINE size_t amxk__conv_dimp(size_t dim) { return AMXK__ROUND_UP(dim, (size_t)16); }
 
 /* Element i of an F32 or BF16 array as f32. */
-AMXK__INLINE float amxk__gdn_ld(const void *p, amxk_dtype t, size_t i) {
-    return t == AMXK_DTYPE_F32 ? ((const float *)p)[i] : amxk__bf16_to_f32(((const uint16_t *)p)[i]);
-}
-AMXK__INLINE void amxk__gdn_st(void *p, amxk_dtype t, size_t i, float v) {
-    if (t == AMXK_DTYPE_F32) ((float *)p)[i] = v;
-    else ((uint16_t *)p)[i] = amxk__f32_to_bf16(v);
-}
 
 AMXK__INLINE float amxk__gdn_softplus(float x, float bsp, float thr) {
     float z = bsp * x;
@@ -308,8 +305,11 @@ AMXK__INLINE float amxk__gdn_sigmoid(float x) {
     return x >= 0.0f ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
 }
 
+typedef struct amxk__gdn_kernels amxk__gdn_kernels; /* a level's microkernels (see >>dispatch) */
+
 /* Conv call description shared by all tasks. */
 typedef struct amxk__conv_args {
+    const amxk__gdn_kernels *k; /* the call's level's kernels */
     const float *w, *bias; /* w[j*dimp + c] */
     size_t dim, dimp, width;
     int silu;
@@ -325,6 +325,17 @@ typedef struct amxk__conv_args {
     size_t tb, n_tb; /* tokens per task, time blocks per sequence (max over sequences) */
     int nts;         /* streaming stores for the output (large, 32-byte aligned rows) */
 } amxk__conv_args;
+
+/* One sequence of a conv task: rows [t0, t0 + len) of x and out; its state slot's base (NULL: no state
+   pool), whether it has an initial state, and the circular-buffer start (-1: shift mode). Kernels take
+   it by value: a local copy stays in registers (through a pointer, every output store could alias it
+   and force reloads: conv decode ran 4% slower that way). */
+typedef struct amxk__conv_sq {
+    size_t t0, len;
+    char *sb;
+    int init;
+    long cs;
+} amxk__conv_sq;
 
 AMXK__INLINE void amxk__conv_seq(const amxk__conv_args *a, size_t n, size_t *t0, size_t *len) {
     if (a->qsl) *t0 = (size_t)a->qsl[n], *len = (size_t)(a->qsl[n + 1] - a->qsl[n]);
@@ -343,7 +354,7 @@ AMXK__INLINE float amxk__conv_hist(const amxk__conv_args *a, const char *slot_ba
     } else {
         pos = (size_t)((long)a->slen + p);
     }
-    return amxk__gdn_ld(slot_base, a->xt, c * a->s_dim + pos * a->s_tok);
+    return amxk__ld_elem(slot_base, a->xt, c * a->s_dim + pos * a->s_tok);
 }
 
 /* The state write after a sequence's outputs, channels [c0, c1): raw element copies. */
@@ -408,8 +419,21 @@ typedef struct amxk__gdn_args {
     size_t vg;  /* value heads per unit (a divisor of G; see THREADING) */
     size_t upt; /* units per task */
     amxk_gdn_mode mode;
-    amxk_tier tier; /* AVX2 or SCALAR */
+    const amxk__gdn_kernels *k; /* the call's level's kernels */
 } amxk__gdn_args;
+
+/* amxk_gdn_gating's arguments (see there); a kernel computes rows [t0, t1). */
+typedef struct amxk__gating_args {
+    size_t hv;
+    const void *a, *b;
+    size_t lda, ldb;
+    amxk_dtype abt, bt;
+    const float *A_log, *dt_bias;
+    float bsp, thr;
+    float *g;
+    void *beta;
+    size_t ldg, ldbeta;
+} amxk__gating_args;
 
 AMXK__INLINE void amxk__gdn_gate(const amxk__gdn_args *a, size_t t, size_t hv, float *g, float *beta) {
     const amxk_gdn_inputs *in = a->in;
@@ -417,40 +441,19 @@ AMXK__INLINE void amxk__gdn_gate(const amxk__gdn_args *a, size_t t, size_t hv, f
         *g = in->g[t * in->ldg + hv];
         *beta = in->beta[t * in->ldbeta + hv];
     } else {
-        float x = amxk__gdn_ld(in->a, in->ab_dtype, t * in->lda + hv) + in->dt_bias[hv];
+        float x = amxk__ld_elem(in->a, in->ab_dtype, t * in->lda + hv) + in->dt_bias[hv];
         *g = -expf(in->A_log[hv]) * amxk__gdn_softplus(x, a->p->softplus_beta, a->p->softplus_threshold);
-        *beta = amxk__gdn_sigmoid(amxk__gdn_ld(in->b, in->ab_dtype, t * in->ldb + hv));
+        *beta = amxk__gdn_sigmoid(amxk__ld_elem(in->b, in->ab_dtype, t * in->ldb + hv));
     }
 }
 
-/* Workspace plan: per-worker floats of each mode. */
+/* Workspace plan: per-worker floats of each mode, and the call's kernels (their block sizes and
+   scratch needs shape the recurrent workspace). */
 typedef struct amxk__gdn_plan {
     size_t rec_floats, chunk_floats, ws_worker, ws_total, n_cb;
+    const amxk__gdn_kernels *k;
 } amxk__gdn_plan;
 
-/* Offsets (floats) of the chunked workspace pieces. */
-typedef struct amxk__gdn_chunk_ws {
-    size_t kc, qc, kt, vc, vp, oc, gm, am, gam, bet, sx, total;
-} amxk__gdn_chunk_ws;
-
-AMXK__PRIV void amxk__gdn_chunk_layout(size_t dk, size_t dv, amxk__gdn_chunk_ws *w) {
-    const size_t C = AMXK__GDN_C;
-    size_t off = 0;
-#define AMXK__GDN_TAKE(field, n) (w->field = off, off += AMXK__ROUND_UP((size_t)(n), (size_t)16))
-    AMXK__GDN_TAKE(kc, C * dk);
-    AMXK__GDN_TAKE(qc, C * dk);
-    AMXK__GDN_TAKE(kt, dk * C);
-    AMXK__GDN_TAKE(vc, C * dv);
-    AMXK__GDN_TAKE(vp, C * dv);
-    AMXK__GDN_TAKE(oc, C * dv);
-    AMXK__GDN_TAKE(gm, C * C);
-    AMXK__GDN_TAKE(am, C * C);
-    AMXK__GDN_TAKE(gam, C);
-    AMXK__GDN_TAKE(bet, C);
-    AMXK__GDN_TAKE(sx, dk * dv);
-#undef AMXK__GDN_TAKE
-    w->total = off;
-}
 /* Recurrent prefill: the raw q/k rows of the next chunk, prefetched a few lines per token sweep over the
    current chunk (consecutive tokens' rows are far apart, so the hardware prefetchers miss them and the
    first load of each row would wait on memory). Item x: row x / nl (k and q of token row / 2
@@ -463,44 +466,86 @@ typedef struct amxk__gdn_qkpf {
     size_t start;        /* first item of the current block call */
 } amxk__gdn_qkpf;
 
-/* Recurrent workspace: per chunk of C tokens the normalised k and q rows (C x Dkp each), alpha, beta,
-   k_r.k_{r+1} and k_r.q_r (C each), then 9 x 32 floats of block scratch and the column block (Dk x 32). */
-AMXK__INLINE size_t amxk__gdn_rec_floats(size_t dk) {
-    size_t dkp = AMXK__ROUND_UP(dk, (size_t)16);
-    return 2 * AMXK__GDN_C * dkp + 4 * AMXK__GDN_C + 9 * AMXK__GDN_CB + dk * AMXK__GDN_CB;
-}
+/* A level's microkernels. One static const table per ISA that has kernels of its own
+   (amxk__gdn_kernels_scalar, amxk__gdn_kernels_avx2 in >>dispatch); amxk__gdn_kernels_for maps a level
+   to its table, once per call, and the op's arguments carry it. The drivers (>>dispatch) do the tiling,
+   the task split and the workspace and reach every level-dependent piece of code through the table;
+   block sizes and scratch needs that depend on the kernels are fields the layouts read. */
+typedef void (*amxk__conv_rows_fn)(const amxk__conv_args *a, amxk__conv_sq q, size_t td, size_t tb1, size_t nch);
+typedef void (*amxk__conv_edge_fn)(const amxk__conv_args *a, amxk__conv_sq q, size_t t, size_t c0, size_t c1);
+typedef void (*amxk__gating_fn)(const amxk__gating_args *ga, size_t t0, size_t t1);
+typedef void (*amxk__gdn_qk_fn)(const amxk__gdn_args *a, size_t t, size_t h, int which, float *dst);
+typedef void (*amxk__gdn_gemm_fn)(int acc, size_t m, size_t n, size_t k, const float *A, size_t lda, const float *B, size_t ldb,
+                                  float *C, size_t ldc);
+typedef void (*amxk__gdn_copy_fn)(float *dst, size_t ldd, const float *src, size_t lds, size_t rows, size_t nb);
+typedef void (*amxk__gdn_prep_fn)(const float *kh, const float *qh, size_t n, size_t dk, size_t dkp, float *kk, float *kq);
+typedef void (*amxk__gdn_block_fn)(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t n, size_t hv, size_t j0,
+                                   size_t nb, const float *kh, const float *qh, const float *al, const float *be, const float *kk,
+                                   const float *kq, float *sm, const char *pf, size_t pfb, const amxk__gdn_qkpf *qp, int defer);
+struct amxk__gdn_kernels {
+    /* conv: the tokens [td, tb1) of a sequence whose taps all lie in x, channels [0, nch), nch a
+       multiple of conv_cols; conv_edge: one token t of the sequence (history from the state or zeros),
+       channels [c0, c1) (the first W-1 tokens, and the channels past the last multiple of conv_cols) */
+    amxk__conv_rows_fn conv_rows;
+    amxk__conv_edge_fn conv_edge;
+    size_t conv_cols;
+    amxk__gating_fn gating; /* amxk_gdn_gating rows */
+    amxk__gdn_qk_fn qk;     /* one normalised (q: and scaled) head row */
+    amxk__gdn_gemm_fn gemm; /* C (+)= A B in fp32: the chunked form's products */
+    amxk__gdn_copy_fn copy; /* rows x nb (<= rec_cb) floats between a state column block and its scratch */
+    /* recurrent: per chunk, what rec_block needs besides the normalised rows (pair dot products kk, kq);
+       rec_block: a column block of nb state columns, nb a multiple of rec_cols (<= rec_cb <=
+       AMXK__GDN_CB); the block's remaining columns go to rec_tail, which takes any nb (both the block's
+       arguments; see amxk__gdn_recurrent_f32__32col__avx2); rec_sm: floats of block scratch (sm) */
+    amxk__gdn_prep_fn rec_prep;
+    amxk__gdn_block_fn rec_block, rec_tail;
+    size_t rec_cols, rec_cb, rec_sm;
+};
 
-AMXK__PRIV void amxk__gdn_layout(const amxk_ctx *ctx, const amxk_gdn_params *p, amxk_gdn_mode mode, amxk__gdn_plan *pl) {
-    amxk__gdn_chunk_ws cw;
-    size_t f = 0;
-    amxk__gdn_chunk_layout(p->dk, p->dv, &cw);
-    pl->rec_floats = amxk__gdn_rec_floats(p->dk);
-    pl->chunk_floats = cw.total;
-    if (mode != AMXK_GDN_CHUNKED) f = AMXK__MAX(f, pl->rec_floats);
-    if (mode != AMXK_GDN_RECURRENT) f = AMXK__MAX(f, pl->chunk_floats);
-    pl->ws_worker = AMXK__ROUND_UP(f * 4, (size_t)AMXK_ALIGN);
-    pl->ws_total = pl->ws_worker * (size_t)amxk__workers(ctx);
-    pl->n_cb = AMXK__CEIL_DIV(p->dv, (size_t)AMXK__GDN_CB);
+/* Offsets (floats) of the workspace pieces of one worker: the chunked form's and the recurrent form's. */
+typedef struct amxk__gdn_chunk_ws {
+    size_t kc, qc, kt, vc, vp, oc, gm, am, gam, bet, sx, total;
+} amxk__gdn_chunk_ws;
+typedef struct amxk__gdn_rec_ws {
+    size_t kh, qh, al, be, kk, kq, sm, blk, total;
+} amxk__gdn_rec_ws;
+
+#define AMXK__GDN_TAKE(w, field, n) ((w)->field = (w)->total, (w)->total += AMXK__ROUND_UP((size_t)(n), (size_t)16))
+AMXK__PRIV void amxk__gdn_chunk_layout(size_t dk, size_t dv, amxk__gdn_chunk_ws *w) {
+    const size_t C = AMXK__GDN_C;
+    w->total = 0;
+    AMXK__GDN_TAKE(w, kc, C * dk);
+    AMXK__GDN_TAKE(w, qc, C * dk);
+    AMXK__GDN_TAKE(w, kt, dk * C);
+    AMXK__GDN_TAKE(w, vc, C * dv);
+    AMXK__GDN_TAKE(w, vp, C * dv);
+    AMXK__GDN_TAKE(w, oc, C * dv);
+    AMXK__GDN_TAKE(w, gm, C * C);
+    AMXK__GDN_TAKE(w, am, C * C);
+    AMXK__GDN_TAKE(w, gam, C);
+    AMXK__GDN_TAKE(w, bet, C);
+    AMXK__GDN_TAKE(w, sx, dk * dv);
 }
+/* Recurrent: per chunk of C tokens the normalised k and q rows (C x Dkp each), alpha, beta, k_r.k_{r+1}
+   and k_r.q_r (C each), then the kernels' block scratch and one column block (Dk x rec_cb). */
+AMXK__PRIV void amxk__gdn_rec_layout(size_t dk, const amxk__gdn_kernels *k, amxk__gdn_rec_ws *w) {
+    const size_t C = AMXK__GDN_C, dkp = AMXK__ROUND_UP(dk, (size_t)16);
+    w->total = 0;
+    AMXK__GDN_TAKE(w, kh, C * dkp);
+    AMXK__GDN_TAKE(w, qh, C * dkp);
+    AMXK__GDN_TAKE(w, al, C);
+    AMXK__GDN_TAKE(w, be, C);
+    AMXK__GDN_TAKE(w, kk, C);
+    AMXK__GDN_TAKE(w, kq, C);
+    AMXK__GDN_TAKE(w, sm, k->rec_sm);
+    AMXK__GDN_TAKE(w, blk, dk * k->rec_cb);
+}
+#undef AMXK__GDN_TAKE
 
 /* The mode a sequence of `len` tokens runs (AUTO: recurrent; see PATHS AND TIERS). */
 AMXK__INLINE amxk_gdn_mode amxk__gdn_seq_mode(const amxk__gdn_args *a, size_t len) {
     (void)len;
     return a->mode == AMXK_GDN_CHUNKED ? AMXK_GDN_CHUNKED : AMXK_GDN_RECURRENT;
-}
-
-/* Normalised (and for q scaled) head vector of token t: dst[0..Dk). which: 0 = k, 1 = q. Scalar. */
-AMXK__PRIV void amxk__gdn_qk__scalar(const amxk__gdn_args *a, size_t t, size_t h, int which, float *dst) {
-    const amxk_gdn_inputs *in = a->in;
-    const void *src = which ? in->q : in->k;
-    size_t base = t * (which ? in->ldq : in->ldk) + h * a->dk, i;
-    float ss = 0.0f, f = which ? a->p->scale : 1.0f;
-    for (i = 0; i < a->dk; i++) {
-        dst[i] = amxk__gdn_ld(src, in->dtype, base + i);
-        ss += dst[i] * dst[i];
-    }
-    if (a->p->l2norm) f /= sqrtf(ss + a->p->l2norm_eps);
-    for (i = 0; i < a->dk; i++) dst[i] *= f;
 }
 
 AMXK__INLINE float *amxk__gdn_head(const amxk__gdn_args *a, int32_t s, size_t hv) {
@@ -509,37 +554,70 @@ AMXK__INLINE float *amxk__gdn_head(const amxk__gdn_args *a, int32_t s, size_t hv
 
 // >>scalar ---------------------------------------------------------------------------------------
 
-/* Conv task: tokens [tb0, tb1) of sequence n, every channel (channel outer, time inner). The task of
-   the first time block (the only one reading history) writes the new state at its end. */
-AMXK__PRIV void amxk__conv_task__scalar(const amxk__conv_args *a, size_t n, size_t tb0, size_t tb1) {
-    size_t t0, len, c, t, j, W = a->width, c0 = 0, c1 = a->dim;
-    int32_t s = amxk__conv_slot(a, n);
-    int init = a->has_init ? a->has_init[n] != 0 : 1;
-    long cs = a->cache_seqlens ? (long)a->cache_seqlens[n] : -1;
-    char *sb = (a->st && s >= 0) ? a->st + (size_t)s * a->s_slot * a->esz : NULL;
-    amxk__conv_seq(a, n, &t0, &len);
-    for (c = c0; c < c1; c++)
-        for (t = tb0; t < tb1; t++) {
-            float acc = a->bias[c];
-            if (s < 0) {
-                amxk__gdn_st(a->out, a->ot, (t0 + t) * a->ldo + c, 0.0f);
-                continue;
-            }
-            for (j = 0; j < W; j++) {
-                long p = (long)t - (long)(W - 1) + (long)j;
-                float v = p >= 0 ? amxk__gdn_ld(a->x, a->xt, (t0 + (size_t)p) * a->ldx + c) : amxk__conv_hist(a, sb, init, cs, p, c);
-                acc += a->w[j * a->dimp + c] * v;
-            }
-            if (a->silu) acc = acc / (1.0f + expf(-acc));
-            amxk__gdn_st(a->out, a->ot, (t0 + t) * a->ldo + c, acc);
+/* Conv outputs of token t of a sequence (index in the sequence), channels [c0, c1), any history: bias,
+   then the taps in order j = 0..W-1, silu, one rounding. */
+AMXK__PRIV void amxk__conv_edge_f32__1x1__scalar(const amxk__conv_args *a, amxk__conv_sq q, size_t t, size_t c0, size_t c1) {
+    const size_t W = a->width;
+    size_t c, j;
+    for (c = c0; c < c1; c++) {
+        float acc = a->bias[c];
+        for (j = 0; j < W; j++) {
+            long p = (long)t - (long)(W - 1) + (long)j;
+            float v = p >= 0 ? amxk__ld_elem(a->x, a->xt, (q.t0 + (size_t)p) * a->ldx + c)
+                             : amxk__conv_hist(a, q.sb, q.init, q.cs, p, c);
+            acc += a->w[j * a->dimp + c] * v;
         }
-    if (s >= 0 && tb0 == 0) amxk__conv_store_state(a, sb, init, cs, t0, len, c0, c1);
-    (void)len;
+        if (a->silu) acc = acc / (1.0f + expf(-acc));
+        amxk__st_elem(a->out, a->ot, (q.t0 + t) * a->ldo + c, acc);
+    }
+}
+/* Tokens [td, tb1) (all taps in x), channels [0, nch): the same element code. */
+AMXK__PRIV void amxk__conv_rows_f32__1x1__scalar(const amxk__conv_args *a, amxk__conv_sq q, size_t td, size_t tb1,
+                                                 size_t nch) {
+    size_t t;
+    for (t = td; t < tb1; t++) amxk__conv_edge_f32__1x1__scalar(a, q, t, 0, nch);
+}
+
+/* amxk_gdn_gating, rows [t0, t1). */
+AMXK__PRIV void amxk__gdn_gating_f32__1x1__scalar(const amxk__gating_args *ga, size_t t0, size_t t1) {
+    size_t t, h;
+    for (t = t0; t < t1; t++)
+        for (h = 0; h < ga->hv; h++) {
+            float x = amxk__ld_elem(ga->a, ga->abt, t * ga->lda + h) + ga->dt_bias[h];
+            ga->g[t * ga->ldg + h] = -expf(ga->A_log[h]) * amxk__gdn_softplus(x, ga->bsp, ga->thr);
+            amxk__st_elem(ga->beta, ga->bt, t * ga->ldbeta + h, amxk__gdn_sigmoid(amxk__ld_elem(ga->b, ga->abt, t * ga->ldb + h)));
+        }
+}
+
+/* Normalised (and for q scaled) head vector of token t: dst[0..Dk). which: 0 = k, 1 = q. */
+AMXK__PRIV void amxk__gdn_qk_f32__1col__scalar(const amxk__gdn_args *a, size_t t, size_t h, int which, float *dst) {
+    const amxk_gdn_inputs *in = a->in;
+    const void *src = which ? in->q : in->k;
+    size_t base = t * (which ? in->ldq : in->ldk) + h * a->dk, i;
+    float ss = 0.0f, f = which ? a->p->scale : 1.0f;
+    for (i = 0; i < a->dk; i++) {
+        dst[i] = amxk__ld_elem(src, in->dtype, base + i);
+        ss += dst[i] * dst[i];
+    }
+    if (a->p->l2norm) f /= sqrtf(ss + a->p->l2norm_eps);
+    for (i = 0; i < a->dk; i++) dst[i] *= f;
+}
+
+/* dst[r*ldd + c] = src[r*lds + c] for r < rows, c < nb. */
+AMXK__PRIV void amxk__gdn_copy_f32__1col__scalar(float *dst, size_t ldd, const float *src, size_t lds, size_t rows, size_t nb) {
+    size_t r;
+    for (r = 0; r < rows; r++) memcpy(dst + r * ldd, src + r * lds, nb * sizeof(float));
+}
+
+/* The one-token block needs nothing besides the normalised rows. */
+AMXK__PRIV void amxk__gdn_recurrent_prep_f32__none__scalar(const float *kh, const float *qh, size_t n, size_t dk, size_t dkp,
+                                                           float *kk, float *kq) {
+    (void)kh, (void)qh, (void)n, (void)dk, (void)dkp, (void)kk, (void)kq;
 }
 
 /* C[m][n] (+)= sum_k A[m][k] B[k][n]; row-major, leading dimensions in floats. */
-AMXK__PRIV void amxk__gdn_gemm__scalar(int acc, size_t m, size_t n, size_t k, const float *A, size_t lda, const float *B,
-                                       size_t ldb, float *C, size_t ldc) {
+AMXK__PRIV void amxk__gdn_gemm_f32__1x1__scalar(int acc, size_t m, size_t n, size_t k, const float *A, size_t lda,
+                                                const float *B, size_t ldb, float *C, size_t ldc) {
     size_t i, j, kk;
     for (i = 0; i < m; i++) {
         float *c = C + i * ldc;
@@ -553,15 +631,18 @@ AMXK__PRIV void amxk__gdn_gemm__scalar(int acc, size_t m, size_t n, size_t k, co
     }
 }
 
-/* Recurrent column block: S points at S[0][j0] (rows lds apart, K-first), nb columns, tokens
-   [t0, t0+n) of value head hv with precomputed normalised rows kh/qh (dkp apart), alpha and beta.
-   sm: 4 x 32 floats of scratch. Output columns [j0, j0+nb). */
-AMXK__PRIV void amxk__gdn_rec_block__scalar(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t n, size_t hv,
-                                            size_t j0, size_t nb, const float *kh, const float *qh, const float *al,
-                                            const float *be, float *sm) {
+/* Recurrent column block: S points at S[0][j0] (rows lds apart, K-first), nb (<= 32) columns, tokens
+   [t0, t0+n) of value head hv with precomputed normalised rows kh/qh (dkp apart), alpha and beta,
+   one token at a time. sm: 4 x 32 floats of scratch. Output columns [j0, j0+nb). The arguments after
+   sm (pair products, prefetch) are the vector blocks'; this one ignores them. */
+AMXK__PRIV void amxk__gdn_recurrent_f32__1col__scalar(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t n,
+                                                      size_t hv, size_t j0, size_t nb, const float *kh, const float *qh,
+                                                      const float *al, const float *be, const float *kk, const float *kq, float *sm,
+                                                      const char *pf, size_t pfb, const amxk__gdn_qkpf *qp, int defer) {
     const size_t dk = a->dk, dkp = AMXK__ROUND_UP(dk, (size_t)16);
     float *sk = sm, *u = sm + AMXK__GDN_CB, *o = u + AMXK__GDN_CB, *skn = o + AMXK__GDN_CB;
     size_t r, i, j;
+    (void)kk, (void)kq, (void)pf, (void)pfb, (void)qp, (void)defer; /* one token at a time, no prefetch */
     for (j = 0; j < nb; j++) sk[j] = 0.0f;
     for (i = 0; i < dk; i++)
         for (j = 0; j < nb; j++) sk[j] += S[i * lds + j] * kh[i];
@@ -570,7 +651,7 @@ AMXK__PRIV void amxk__gdn_rec_block__scalar(const amxk__gdn_args *a, float *S, s
         const float *k = kh + r * dkp, *q = qh + r * dkp, *kn = kh + (r + 1) * dkp;
         const int next = r + 1 < n;
         for (j = 0; j < nb; j++) {
-            u[j] = be[r] * (amxk__gdn_ld(a->in->v, a->in->dtype, t * a->in->ldv + hv * a->dv + j0 + j) - al[r] * sk[j]);
+            u[j] = be[r] * (amxk__ld_elem(a->in->v, a->in->dtype, t * a->in->ldv + hv * a->dv + j0 + j) - al[r] * sk[j]);
             o[j] = skn[j] = 0.0f;
         }
         for (i = 0; i < dk; i++) {
@@ -582,58 +663,36 @@ AMXK__PRIV void amxk__gdn_rec_block__scalar(const amxk__gdn_args *a, float *S, s
                 skn[j] += sv * ni;
             }
         }
-        for (j = 0; j < nb; j++) amxk__gdn_st(a->o, a->ot, t * a->ldo + hv * a->dv + j0 + j, o[j]);
+        for (j = 0; j < nb; j++) amxk__st_elem(a->o, a->ot, t * a->ldo + hv * a->dv + j0 + j, o[j]);
         for (j = 0; j < nb; j++) sk[j] = skn[j];
     }
 }
 
-// >>avx512 ---------------------------------------------------------------------------------------
-/* AVX2 kernels (used by the AVX2, AVX-512 and AMX tiers; there are no AVX-512-specific ones yet). */
+// >>avx2 -----------------------------------------------------------------------------------------
+/* AVX2 kernels (the table of every level from AVX2 up; there are no AVX-512 or AMX ones yet). */
 
 #if AMXK__HAS_AVX2
 AMXK__TARGET_AVX2_BEGIN
 
-/* exp(x) for x in [-87, 88] (clamped outside), ~2 ulp: 2^n * poly(r), r = x - n ln2, |r| <= ln2/2. */
-static inline __attribute__((always_inline)) __m256 amxk__gdn_exp__avx2(__m256 x) {
-    __m256 n, r, p;
-    __m256i e;
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
-    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    p = _mm256_set1_ps(1.0f / 5040.0f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
-
 /* 8 values (f32 or bf16) at p as f32; cnt < 8 reads only cnt values (rest 0). */
 static inline __attribute__((always_inline)) __m256 amxk__gdn_ld8__avx2(const void *p, amxk_dtype t, size_t i, size_t cnt) {
     if (cnt >= 8) {
-        if (t == AMXK_DTYPE_F32) return _mm256_loadu_ps((const float *)p + i);
-        return amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
+        return amxk__vload__avx2((const char *)p + i * (t == AMXK_DTYPE_F32 ? 4 : 2), t);
     } else {
         float tmp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         size_t k;
-        for (k = 0; k < cnt; k++) tmp[k] = amxk__gdn_ld(p, t, i + k);
+        for (k = 0; k < cnt; k++) tmp[k] = amxk__ld_elem(p, t, i + k);
         return _mm256_loadu_ps(tmp);
     }
 }
 static inline __attribute__((always_inline)) void amxk__gdn_st8__avx2(void *p, amxk_dtype t, size_t i, size_t cnt, __m256 v) {
     if (cnt >= 8) {
-        if (t == AMXK_DTYPE_F32) _mm256_storeu_ps((float *)p + i, v);
-        else _mm_storeu_si128((__m128i *)((uint16_t *)p + i), amxk__cvt_f32_bf16__avx2(v));
+        amxk__vstore__avx2((char *)p + i * (t == AMXK_DTYPE_F32 ? 4 : 2), t, v);
     } else {
         float tmp[8];
         size_t k;
         _mm256_storeu_ps(tmp, v);
-        for (k = 0; k < cnt; k++) amxk__gdn_st(p, t, i + k, tmp[k]);
+        for (k = 0; k < cnt; k++) amxk__st_elem(p, t, i + k, tmp[k]);
     }
 }
 
@@ -763,91 +822,90 @@ AMXK__PRIV void amxk__conv_rowsel__avx2(const amxk__conv_args *a, const char *co
 #undef AMXK__CONV_ROW
 }
 
-/* Conv task, channels [c0, c1) of sequence n. Tokens whose taps all lie in x: blocks of channels whose taps
-   and x rows stay in L1 (256 channels at W = 4), time outer (two tokens at a time), 16-channel groups
-   inner; bf16 x uses a copy of the block's taps in the split lane order. Large outputs (>=
-   AMXK__CONV_NT_BYTES, 32-byte aligned rows) are written with streaming stores (no read for ownership).
-   The first W-1 tokens gather history lanes and the channel tail runs 8 lanes at a time - the same fp32
-   values in the same FMA order, so prefill and update agree bit for bit. */
-AMXK__PRIV void amxk__conv_task__avx2(const amxk__conv_args *a, size_t n, size_t tb0, size_t tb1) {
-    size_t t0, len, c, t, j, k, W = a->width, c0 = 0, c1 = a->dim, td, nt;
-    int32_t s = amxk__conv_slot(a, n);
-    int init = a->has_init ? a->has_init[n] != 0 : 1;
-    long cs = a->cache_seqlens ? (long)a->cache_seqlens[n] : -1;
-    char *sb = (a->st && s >= 0) ? a->st + (size_t)s * a->s_slot * a->esz : NULL;
-    const size_t xs = a->esz, os = amxk_dtype_size(a->ot), npair = (c1 - c0) / 16;
-    amxk__conv_seq(a, n, &t0, &len);
-    if (s < 0) {
-        for (t = tb0; t < tb1; t++)
-            for (c = c0; c < c1; c += 8) amxk__gdn_st8__avx2(a->out, a->ot, (t0 + t) * a->ldo + c, c1 - c, _mm256_setzero_ps());
-        return;
-    }
-    td = AMXK__MAX(tb0, W - 1); /* tokens [td, tb1) have all their taps in x */
-    if (td < tb1 && npair) {
-        float wsc[AMXK__CONV_WSC], stage[2 * AMXK__CONV_WSC];
-        const size_t cb = AMXK__MAX((size_t)1, AMXK__CONV_WSC / 16 / (W + 1)) * 16;
-        for (c = 0; c < 16 * npair; c += cb) {
-            const size_t nc = AMXK__MIN(cb, 16 * npair - c);
-            const float *wt = wsc, *bs = wsc + W * nc;
-            const size_t ldw = nc;
-            /* the block's taps and bias, contiguous (rows dimp apart would share L1 sets with each other and
-               with the x rows when dim is a large power of two); bf16 x: in the split lane order */
-            for (j = 0; j <= W; j++) {
-                if (a->xt == AMXK_DTYPE_BF16)
-                    for (k = 0; k < nc; k += 16) amxk__conv_split16__avx2(a->w + j * a->dimp + c + k, wsc + j * nc + k);
-                else memcpy(wsc + j * nc, a->w + j * a->dimp + c, nc * sizeof(float));
-            }
-            for (t = td; t < tb1; t += nt) {
-                const char *xr[AMXK__CONV_MAXW + 1], *pf[2];
-                char *orow[2], *stg[2];
-                nt = t + 1 < tb1 ? 2 : 1;
-                for (j = 0; j < W + nt - 1; j++) xr[j] = (const char *)a->x + ((t0 + t - (W - 1) + j) * a->ldx + c) * xs;
-                for (j = 0; j < nt; j++) orow[j] = (char *)a->out + ((t0 + t + j) * a->ldo + c) * os;
-                for (j = 0; j < 2; j++) pf[j] = (const char *)a->x + ((t0 + AMXK__MIN(t + nt + j, len - 1)) * a->ldx + c) * xs;
-                if (!a->nts) {
-                    amxk__conv_rowsel__avx2(a, xr, orow, pf, nc / 16, wt, ldw, bs, (int)nt);
-                    continue;
-                }
-                /* streaming: the rows go to an L1 buffer first, then out in whole lines (streaming stores of
-                   half lines spread over the compute ran slower than plain stores) */
-                stg[0] = (char *)stage, stg[1] = (char *)stage + nc * os;
-                amxk__conv_rowsel__avx2(a, xr, stg, pf, nc / 16, wt, ldw, bs, (int)nt);
-                for (j = 0; j < nt; j++)
-                    for (k = 0; k < nc * os; k += 32)
-                        _mm256_stream_si256((__m256i *)(orow[j] + k), _mm256_loadu_si256((const __m256i *)(stg[j] + k)));
-            }
+/* Conv tokens [td, tb1) of a sequence whose taps all lie in x, channels [0, nch) (a multiple of 16):
+   blocks of channels whose taps and x rows stay in L1 (256 channels at W = 4), time outer (two tokens at
+   a time), 16-channel groups inner; bf16 x uses a copy of the block's taps in the split lane order.
+   Large outputs (>= AMXK__CONV_NT_BYTES, 32-byte aligned rows) are written with streaming stores (no
+   read for ownership). */
+AMXK__PRIV void amxk__conv_rows_f32__2x16__avx2(const amxk__conv_args *a, amxk__conv_sq q, size_t td, size_t tb1,
+                                                size_t nch) {
+    const size_t t0 = q.t0, len = q.len, W = a->width, xs = a->esz, os = amxk_dtype_size(a->ot);
+    float wsc[AMXK__CONV_WSC], stage[2 * AMXK__CONV_WSC];
+    const size_t cb = AMXK__MAX((size_t)1, AMXK__CONV_WSC / 16 / (W + 1)) * 16;
+    size_t c, t, j, k, nt;
+    for (c = 0; c < nch; c += cb) {
+        const size_t nc = AMXK__MIN(cb, nch - c);
+        const float *wt = wsc, *bs = wsc + W * nc;
+        const size_t ldw = nc;
+        /* the block's taps and bias, contiguous (rows dimp apart would share L1 sets with each other and
+           with the x rows when dim is a large power of two); bf16 x: in the split lane order */
+        for (j = 0; j <= W; j++) {
+            if (a->xt == AMXK_DTYPE_BF16)
+                for (k = 0; k < nc; k += 16) amxk__conv_split16__avx2(a->w + j * a->dimp + c + k, wsc + j * nc + k);
+            else memcpy(wsc + j * nc, a->w + j * a->dimp + c, nc * sizeof(float));
         }
-        if (a->nts) _mm_sfence();
-    }
-    for (t = tb0; t < tb1; t++) /* the first W-1 tokens (history lanes) and the channel tail */
-        for (c = t >= td ? c0 + 16 * npair : c0; c < c1; c += 8) {
-            size_t cnt = c1 - c;
-            __m256 acc = _mm256_loadu_ps(a->bias + c); /* packed arrays are padded to 16 */
-            for (j = 0; j < W; j++) {
-                long p = (long)t - (long)(W - 1) + (long)j;
-                __m256 v;
-                if (p >= 0) {
-                    v = amxk__gdn_ld8__avx2(a->x, a->xt, (t0 + (size_t)p) * a->ldx + c, cnt);
-                } else if (!sb || !init) {
-                    v = _mm256_setzero_ps();
-                } else if (a->s_dim == 1 && cnt >= 8) { /* SD layout: 8 channels of one position are contiguous */
-                    long pos = cs >= 0 ? ((cs + p) % (long)a->slen + (long)a->slen) % (long)a->slen : (long)a->slen + p;
-                    v = amxk__gdn_ld8__avx2(sb, a->xt, (size_t)pos * a->s_tok + c, 8);
-                } else {
-                    float tmp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-                    for (k = 0; k < cnt && k < 8; k++) tmp[k] = amxk__conv_hist(a, sb, init, cs, p, c + k);
-                    v = _mm256_loadu_ps(tmp);
-                }
-                acc = _mm256_fmadd_ps(_mm256_loadu_ps(a->w + j * a->dimp + c), v, acc);
+        for (t = td; t < tb1; t += nt) {
+            const char *xr[AMXK__CONV_MAXW + 1], *pf[2];
+            char *orow[2], *stg[2];
+            nt = t + 1 < tb1 ? 2 : 1;
+            for (j = 0; j < W + nt - 1; j++) xr[j] = (const char *)a->x + ((t0 + t - (W - 1) + j) * a->ldx + c) * xs;
+            for (j = 0; j < nt; j++) orow[j] = (char *)a->out + ((t0 + t + j) * a->ldo + c) * os;
+            for (j = 0; j < 2; j++) pf[j] = (const char *)a->x + ((t0 + AMXK__MIN(t + nt + j, len - 1)) * a->ldx + c) * xs;
+            if (!a->nts) {
+                amxk__conv_rowsel__avx2(a, xr, orow, pf, nc / 16, wt, ldw, bs, (int)nt);
+                continue;
             }
-            if (a->silu) acc = amxk__conv_silu__avx2(acc);
-            amxk__gdn_st8__avx2(a->out, a->ot, (t0 + t) * a->ldo + c, cnt, acc);
+            /* streaming: the rows go to an L1 buffer first, then out in whole lines (streaming stores of
+               half lines spread over the compute ran slower than plain stores) */
+            stg[0] = (char *)stage, stg[1] = (char *)stage + nc * os;
+            amxk__conv_rowsel__avx2(a, xr, stg, pf, nc / 16, wt, ldw, bs, (int)nt);
+            for (j = 0; j < nt; j++)
+                for (k = 0; k < nc * os; k += 32)
+                    _mm256_stream_si256((__m256i *)(orow[j] + k), _mm256_loadu_si256((const __m256i *)(stg[j] + k)));
         }
-    if (tb0 == 0) amxk__conv_store_state(a, sb, init, cs, t0, len, c0, c1);
+    }
+    if (a->nts) _mm_sfence();
 }
 
-AMXK__PRIV void amxk__gdn_copy32__avx2(float *dst, size_t ldd, const float *src, size_t lds, size_t rows) {
+/* Conv outputs of token t of a sequence, channels [c0, c1), any history (the first W-1 tokens, and the
+   channel tail), 8 lanes at a time: the same fp32 values in the same FMA order as the 2x16 rows, so
+   prefill and update agree bit for bit. */
+AMXK__PRIV void amxk__conv_edge_f32__1x8__avx2(const amxk__conv_args *a, amxk__conv_sq q, size_t t, size_t c0, size_t c1) {
+    const size_t W = a->width;
+    size_t c, j, k;
+    for (c = c0; c < c1; c += 8) {
+        size_t cnt = c1 - c;
+        __m256 acc = _mm256_loadu_ps(a->bias + c); /* packed arrays are padded to 16 */
+        for (j = 0; j < W; j++) {
+            long p = (long)t - (long)(W - 1) + (long)j;
+            __m256 v;
+            if (p >= 0) {
+                v = amxk__gdn_ld8__avx2(a->x, a->xt, (q.t0 + (size_t)p) * a->ldx + c, cnt);
+            } else if (!q.sb || !q.init) {
+                v = _mm256_setzero_ps();
+            } else if (a->s_dim == 1 && cnt >= 8) { /* SD layout: 8 channels of one position are contiguous */
+                long pos = q.cs >= 0 ? ((q.cs + p) % (long)a->slen + (long)a->slen) % (long)a->slen : (long)a->slen + p;
+                v = amxk__gdn_ld8__avx2(q.sb, a->xt, (size_t)pos * a->s_tok + c, 8);
+            } else {
+                float tmp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+                for (k = 0; k < cnt && k < 8; k++) tmp[k] = amxk__conv_hist(a, q.sb, q.init, q.cs, p, c + k);
+                v = _mm256_loadu_ps(tmp);
+            }
+            acc = _mm256_fmadd_ps(_mm256_loadu_ps(a->w + j * a->dimp + c), v, acc);
+        }
+        if (a->silu) acc = amxk__conv_silu__avx2(acc);
+        amxk__gdn_st8__avx2(a->out, a->ot, (q.t0 + t) * a->ldo + c, cnt, acc);
+    }
+}
+
+/* dst[r*ldd + c] = src[r*lds + c] for r < rows, c < nb: 32-float rows with AVX2 moves (memcpy of 128
+   bytes per row went through rep movs and its start-up cost), other widths by memcpy. */
+AMXK__PRIV void amxk__gdn_copy_f32__32col__avx2(float *dst, size_t ldd, const float *src, size_t lds, size_t rows, size_t nb) {
     size_t r;
+    if (nb != 32) {
+        amxk__gdn_copy_f32__1col__scalar(dst, ldd, src, lds, rows, nb);
+        return;
+    }
     for (r = 0; r < rows; r++) {
         const float *s = src + r * lds;
         float *d = dst + r * ldd;
@@ -857,7 +915,7 @@ AMXK__PRIV void amxk__gdn_copy32__avx2(float *dst, size_t ldd, const float *src,
 }
 
 /* Normalised q/k head vector (see the scalar version), 8 lanes at a time. */
-AMXK__PRIV void amxk__gdn_qk__avx2(const amxk__gdn_args *a, size_t t, size_t h, int which, float *dst) {
+AMXK__PRIV void amxk__gdn_qk_f32__8col__avx2(const amxk__gdn_args *a, size_t t, size_t h, int which, float *dst) {
     const amxk_gdn_inputs *in = a->in;
     const void *src = which ? in->q : in->k;
     size_t base = t * (which ? in->ldq : in->ldk) + h * a->dk, i, dk = a->dk;
@@ -955,7 +1013,8 @@ static inline __attribute__((always_inline)) void amxk__gdn_sweep2__avx2(float *
 }
 
 /* k_r.k_{r+1} (kk[r], r + 1 < n) and k_r.q_r (kq[r]) of a chunk's normalised rows (dkp apart). */
-AMXK__PRIV void amxk__gdn_dots__avx2(const float *kh, const float *qh, size_t n, size_t dk, size_t dkp, float *kk, float *kq) {
+AMXK__PRIV void amxk__gdn_recurrent_prep_f32__8col__avx2(const float *kh, const float *qh, size_t n, size_t dk, size_t dkp, float *kk,
+                                                         float *kq) {
     size_t r, i;
     for (r = 0; r < n; r++) {
         const float *k = kh + r * dkp, *q = qh + r * dkp, *k2 = kh + (r + 1) * dkp;
@@ -983,16 +1042,16 @@ AMXK__PRIV void amxk__gdn_dots__avx2(const float *kh, const float *qh, size_t n,
    last token alone. With S the block before token r (= 1) and pk = S^T k: u1 = b1 (v1 - a1 pk1);
    S1^T k2 = a1 pk2 + (k1.k2) u1, u2 = b2 (v2 - a2 S1^T k2); S2 = a1 a2 S + k1 (a2 u1)^T + k2 u2^T;
    o1 = S1^T q1 = a1 S^T q1 + (k1.q1) u1; o2 = S2^T q2; and the next pair's pk from S2. kk, kq: the
-   chunk's dot products (amxk__gdn_dots__avx2). Deferred decay (defer, for chunks of >= 4 tokens): the
-   block holds S / gam; a pair multiplies gam by a1 a2 and adds k1 (a2 u1 / gam)^T + k2 (u2 / gam)^T
-   (no multiply of the block), products from the block are scaled by gam; when gam would fall below
-   2^-60 (or is 0) the pair multiplies the block by the whole gam a1 a2 instead and gam restarts at 1;
-   the block is multiplied by gam once at the end. |S / gam| <= 2^60 |S|: no overflow for any state a
+   chunk's dot products (amxk__gdn_recurrent_prep_f32__8col__avx2). Deferred decay (defer, for chunks
+   of >= 4 tokens): the block holds S / gam; a pair multiplies gam by a1 a2 and adds k1 (a2 u1 / gam)^T
+   + k2 (u2 / gam)^T (no multiply of the block), products from the block are scaled by gam; when gam
+   would fall below 2^-60 (or is 0) the pair multiplies the block by the whole gam a1 a2 instead and gam
+   restarts at 1; the block is multiplied by gam once at the end. |S / gam| <= 2^60 |S|: no overflow for any state a
    float can hold usefully. sm: 9 x 32 floats of scratch. */
-AMXK__PRIV void amxk__gdn_rec_block__avx2(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t n, size_t hv,
-                                          size_t j0, size_t nb, const float *kh, const float *qh, const float *al,
-                                          const float *be, const float *kk, const float *kq, float *sm, const char *pf, size_t pfb,
-                                          const amxk__gdn_qkpf *qp, int defer) {
+AMXK__PRIV void amxk__gdn_recurrent_f32__32col__avx2(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t n,
+                                                     size_t hv, size_t j0, size_t nb, const float *kh, const float *qh,
+                                                     const float *al, const float *be, const float *kk, const float *kq, float *sm,
+                                                     const char *pf, size_t pfb, const amxk__gdn_qkpf *qp, int defer) {
     const size_t dk = a->dk, dkp = AMXK__ROUND_UP(dk, (size_t)16), CB = AMXK__GDN_CB;
     const int nv = (int)(nb / 8);
     const size_t esz = amxk_dtype_size(a->in->dtype);
@@ -1145,8 +1204,9 @@ static inline __attribute__((always_inline)) void amxk__gdn_mk__avx2(int acc, si
     }
 }
 
-AMXK__PRIV void amxk__gdn_gemm__avx2(int acc, size_t m, size_t n, size_t k, const float *A, size_t lda, const float *B,
-                                     size_t ldb, float *C, size_t ldc) {
+/* C (+)= A B (see the scalar version) in 4x16 register tiles, then 4x8, the rest scalar. */
+AMXK__PRIV void amxk__gdn_gemm_f32__4x16__avx2(int acc, size_t m, size_t n, size_t k, const float *A, size_t lda, const float *B,
+                                               size_t ldb, float *C, size_t ldc) {
     size_t i, j;
     for (i = 0; i < m; i += 4) {
         int mr = (int)AMXK__MIN((size_t)4, m - i);
@@ -1168,75 +1228,100 @@ AMXK__PRIV void amxk__gdn_gemm__avx2(int acc, size_t m, size_t n, size_t k, cons
             default: amxk__gdn_mk__avx2(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 1, 0); break;
             }
         }
-        if (j < n) amxk__gdn_gemm__scalar(acc, (size_t)mr, n - j, k, Ai, lda, B + j, ldb, Ci + j, ldc);
+        if (j < n) amxk__gdn_gemm_f32__1x1__scalar(acc, (size_t)mr, n - j, k, Ai, lda, B + j, ldb, Ci + j, ldc);
     }
 }
 
 AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX2 */
 
+// >>avx512 ---------------------------------------------------------------------------------------
+/* No AVX-512 kernels in this module yet: the AVX-512 levels use the AVX2 table (see PATHS AND TIERS). */
+
 // >>amx ------------------------------------------------------------------------------------------
-/* No AMX kernels in this module yet: the AMX tier runs the AVX2 kernels (see PATHS AND TIERS). */
+/* No AMX kernels in this module yet: the AMX level uses the AVX2 table (see PATHS AND TIERS). */
 
 // >>dispatch -------------------------------------------------------------------------------------
 
-/* The conv tasks for both tiers (the tier travels in the task context wrapper). */
-typedef struct amxk__conv_job {
-    amxk__conv_args a;
-    amxk_tier tier;
-} amxk__conv_job;
+static const amxk__gdn_kernels amxk__gdn_kernels_scalar = {
+    amxk__conv_rows_f32__1x1__scalar, amxk__conv_edge_f32__1x1__scalar, 1,
+    amxk__gdn_gating_f32__1x1__scalar,
+    amxk__gdn_qk_f32__1col__scalar,
+    amxk__gdn_gemm_f32__1x1__scalar,
+    amxk__gdn_copy_f32__1col__scalar,
+    amxk__gdn_recurrent_prep_f32__none__scalar,
+    amxk__gdn_recurrent_f32__1col__scalar, amxk__gdn_recurrent_f32__1col__scalar, 1, AMXK__GDN_CB, 4 * AMXK__GDN_CB,
+};
+#if AMXK__HAS_AVX2
+static const amxk__gdn_kernels amxk__gdn_kernels_avx2 = {
+    amxk__conv_rows_f32__2x16__avx2, amxk__conv_edge_f32__1x8__avx2, 16,
+    amxk__gdn_gating_f32__1x1__scalar, /* T*HV scalars: no vector kernel */
+    amxk__gdn_qk_f32__8col__avx2,
+    amxk__gdn_gemm_f32__4x16__avx2,
+    amxk__gdn_copy_f32__32col__avx2,
+    amxk__gdn_recurrent_prep_f32__8col__avx2,
+    amxk__gdn_recurrent_f32__32col__avx2, amxk__gdn_recurrent_f32__1col__scalar, 8, AMXK__GDN_CB, 9 * AMXK__GDN_CB,
+};
+#endif
+/* The table of a vector level (amxk__vec_tier) usable here: every level from AVX2 up (AVX-512 levels,
+   AMX) has no kernels of its own in this module and uses the AVX2 table. The only place that looks at
+   the level; the drivers below never do. */
+AMXK__PRIV const amxk__gdn_kernels *amxk__gdn_kernels_for(amxk_tier level) {
+    (void)level;
+#if AMXK__HAS_AVX2
+    if (level >= AMXK_TIER_AVX2) return &amxk__gdn_kernels_avx2;
+#endif
+    return &amxk__gdn_kernels_scalar;
+}
 
-static void amxk__conv_job_task(void *task_ctx, size_t task, int worker) {
-    const amxk__conv_job *j = (const amxk__conv_job *)task_ctx;
-    const amxk__conv_args *a = &j->a;
-    size_t n = task / a->n_tb, b = task % a->n_tb, t0, len, tb0, tb1;
+/* The workspace of a call: the context's kernels, worker count, params and mode. */
+AMXK__PRIV void amxk__gdn_layout(const amxk_ctx *ctx, const amxk_gdn_params *p, amxk_gdn_mode mode, amxk__gdn_plan *pl) {
+    amxk__gdn_chunk_ws cw;
+    amxk__gdn_rec_ws rw;
+    size_t f = 0;
+    pl->k = amxk__gdn_kernels_for(amxk__vec_tier(amxk__tier(ctx)));
+    amxk__gdn_chunk_layout(p->dk, p->dv, &cw);
+    amxk__gdn_rec_layout(p->dk, pl->k, &rw);
+    pl->rec_floats = rw.total;
+    pl->chunk_floats = cw.total;
+    if (mode != AMXK_GDN_CHUNKED) f = AMXK__MAX(f, pl->rec_floats);
+    if (mode != AMXK_GDN_RECURRENT) f = AMXK__MAX(f, pl->chunk_floats);
+    pl->ws_worker = AMXK__ROUND_UP(f * 4, (size_t)AMXK_ALIGN);
+    pl->ws_total = pl->ws_worker * (size_t)amxk__workers(ctx);
+    pl->n_cb = AMXK__CEIL_DIV(p->dv, pl->k->rec_cb);
+}
+
+/* Conv task: time block b of sequence n (tokens [tb0, tb1)). A pad slot's rows are zeros. Otherwise the
+   tokens whose taps all lie in x go through conv_rows over the channels it covers, the rest (the first
+   W-1 tokens, the channel tail) through conv_edge; the task of the first time block (the only one
+   reading history) then writes the sequence's new state. */
+static void amxk__conv_task(void *task_ctx, size_t task, int worker) {
+    const amxk__conv_args *a = (const amxk__conv_args *)task_ctx;
+    const amxk__gdn_kernels *k = a->k;
+    const size_t n = task / a->n_tb, W = a->width, dim = a->dim, nrow = dim - dim % k->conv_cols;
+    const int32_t s = amxk__conv_slot(a, n);
+    size_t tb0, tb1, td, t;
+    amxk__conv_sq q;
     (void)worker;
-    amxk__conv_seq(a, n, &t0, &len);
-    tb0 = b * a->tb;
-    if (tb0 >= len) return;
-    tb1 = AMXK__MIN(len, tb0 + a->tb);
-#if AMXK__HAS_AVX2
-    if (j->tier == AMXK_TIER_AVX2) {
-        amxk__conv_task__avx2(a, n, tb0, tb1);
+    amxk__conv_seq(a, n, &q.t0, &q.len);
+    tb0 = task % a->n_tb * a->tb;
+    if (tb0 >= q.len) return;
+    tb1 = AMXK__MIN(q.len, tb0 + a->tb);
+    if (s < 0) { /* +0.0 is all zero bits in f32 and bf16 */
+        const size_t os = amxk_dtype_size(a->ot);
+        for (t = tb0; t < tb1; t++) memset((char *)a->out + (q.t0 + t) * a->ldo * os, 0, dim * os);
         return;
     }
-#endif
-    amxk__conv_task__scalar(a, n, tb0, tb1);
-}
-
-AMXK__INLINE void amxk__gdn_gemm(const amxk__gdn_args *a, int acc, size_t m, size_t n, size_t k, const float *A, size_t lda,
-                                 const float *B, size_t ldb, float *C, size_t ldc) {
-    (void)a; /* only the x86 tiers read it */
-#if AMXK__HAS_AVX2
-    if (a->tier == AMXK_TIER_AVX2) {
-        amxk__gdn_gemm__avx2(acc, m, n, k, A, lda, B, ldb, C, ldc);
-        return;
+    q.init = a->has_init ? a->has_init[n] != 0 : 1;
+    q.cs = a->cache_seqlens ? (long)a->cache_seqlens[n] : -1;
+    q.sb = a->st ? a->st + (size_t)s * a->s_slot * a->esz : NULL;
+    td = AMXK__MAX(tb0, W - 1); /* tokens [td, tb1) have all their taps in x */
+    if (td < tb1 && nrow) k->conv_rows(a, q, td, tb1, nrow);
+    for (t = tb0; t < tb1; t++) {
+        const size_t c0 = t >= td ? nrow : 0;
+        if (c0 < dim) k->conv_edge(a, q, t, c0, dim);
     }
-#endif
-    amxk__gdn_gemm__scalar(acc, m, n, k, A, lda, B, ldb, C, ldc);
-}
-AMXK__INLINE void amxk__gdn_qk(const amxk__gdn_args *a, size_t t, size_t h, int which, float *dst) {
-#if AMXK__HAS_AVX2
-    if (a->tier == AMXK_TIER_AVX2) {
-        amxk__gdn_qk__avx2(a, t, h, which, dst);
-        return;
-    }
-#endif
-    amxk__gdn_qk__scalar(a, t, h, which, dst);
-}
-
-/* dst[r*ldd + c] = src[r*lds + c] for r < rows, c < nb (<= 32): 32-float rows with AVX2 moves (memcpy
-   of 128 bytes per row went through rep movs and its start-up cost). */
-AMXK__PRIV void amxk__gdn_copy_rows(const amxk__gdn_args *a, float *dst, size_t ldd, const float *src, size_t lds, size_t rows, size_t nb) {
-    size_t r;
-#if AMXK__HAS_AVX2
-    if (a->tier == AMXK_TIER_AVX2 && nb == 32) {
-        amxk__gdn_copy32__avx2(dst, ldd, src, lds, rows);
-        return;
-    }
-#endif
-    (void)a;
-    for (r = 0; r < rows; r++) memcpy(dst + r * ldd, src + r * lds, nb * sizeof(float));
+    if (tb0 == 0) amxk__conv_store_state(a, q.sb, q.init, q.cs, q.t0, q.len, 0, dim);
 }
 
 /* Transposes a rows x cols block: dst[c*ldd + r] = src[r*lds + c]. */
@@ -1261,9 +1346,9 @@ AMXK__PRIV void amxk__gdn_chunked(const amxk__gdn_args *a, float *S, size_t t0, 
         for (r = 0; r < n; r++) {
             size_t t = t0 + c0 + r;
             float g;
-            amxk__gdn_qk(a, t, h, 0, Kc + r * dk);
-            amxk__gdn_qk(a, t, h, 1, Qc + r * dk);
-            for (j = 0; j < dv; j++) Vc[r * dv + j] = amxk__gdn_ld(a->in->v, a->in->dtype, t * a->in->ldv + hv * dv + j);
+            a->k->qk(a, t, h, 0, Kc + r * dk);
+            a->k->qk(a, t, h, 1, Qc + r * dk);
+            for (j = 0; j < dv; j++) Vc[r * dv + j] = amxk__ld_elem(a->in->v, a->in->dtype, t * a->in->ldv + hv * dv + j);
             amxk__gdn_gate(a, t, hv, &g, &bet[r]);
             run += g;
             gam[r] = run;
@@ -1271,28 +1356,28 @@ AMXK__PRIV void amxk__gdn_chunked(const amxk__gdn_args *a, float *S, size_t t0, 
         gl = gam[n - 1];
         amxk__gdn_transpose(Kc, dk, n, dk, KT, C);
         /* A[r][s] = beta_r (k_r.k_s) exp(gam_r - gam_s), s < r (exponent <= 0) */
-        amxk__gdn_gemm(a, 0, n, n, dk, Kc, dk, KT, C, Gm, C);
+        a->k->gemm(0, n, n, dk, Kc, dk, KT, C, Gm, C);
         for (r = 0; r < n; r++)
             for (s = 0; s < r; s++) Am[r * C + s] = -(bet[r] * Gm[r * C + s] * expf(gam[r] - gam[s]));
         /* R = beta (V - exp(gam) K S0), then forward substitution V'_r = R_r - sum_{s<r} A[r][s] V'_s */
-        amxk__gdn_gemm(a, 0, n, dv, dk, Kc, dk, S, dv, Vp, dv);
+        a->k->gemm(0, n, dv, dk, Kc, dk, S, dv, Vp, dv);
         for (r = 0; r < n; r++) {
             float e = expf(gam[r]);
             for (j = 0; j < dv; j++) Vp[r * dv + j] = bet[r] * (Vc[r * dv + j] - e * Vp[r * dv + j]);
         }
-        for (r = 1; r < n; r++) amxk__gdn_gemm(a, 1, 1, dv, r, Am + r * C, C, Vp, dv, Vp + r * dv, dv); /* Am holds -A */
+        for (r = 1; r < n; r++) a->k->gemm(1, 1, dv, r, Am + r * C, C, Vp, dv, Vp + r * dv, dv); /* Am holds -A */
         /* O = exp(gam) Q S0 + (Q K^T (.) Gamma) V' */
-        amxk__gdn_gemm(a, 0, n, dv, dk, Qc, dk, S, dv, Oc, dv);
+        a->k->gemm(0, n, dv, dk, Qc, dk, S, dv, Oc, dv);
         for (r = 0; r < n; r++) {
             float e = expf(gam[r]);
             for (j = 0; j < dv; j++) Oc[r * dv + j] *= e;
         }
-        amxk__gdn_gemm(a, 0, n, n, dk, Qc, dk, KT, C, Gm, C);
+        a->k->gemm(0, n, n, dk, Qc, dk, KT, C, Gm, C);
         for (r = 0; r < n; r++)
             for (s = 0; s < n; s++) Gm[r * C + s] = s <= r ? Gm[r * C + s] * expf(gam[r] - gam[s]) : 0.0f;
-        amxk__gdn_gemm(a, 1, n, dv, n, Gm, C, Vp, dv, Oc, dv);
+        a->k->gemm(1, n, dv, n, Gm, C, Vp, dv, Oc, dv);
         for (r = 0; r < n; r++)
-            for (j = 0; j < dv; j++) amxk__gdn_st(a->o, a->ot, (t0 + c0 + r) * a->ldo + hv * dv + j, Oc[r * dv + j]);
+            for (j = 0; j < dv; j++) amxk__st_elem(a->o, a->ot, (t0 + c0 + r) * a->ldo + hv * dv + j, Oc[r * dv + j]);
         /* S1 = exp(gl) S0 + (K diag(exp(gl - gam)))^T V' */
         for (i = 0; i < dk; i++) {
             for (r = 0; r < n; r++) KT[i * C + r] *= expf(gl - gam[r]);
@@ -1301,63 +1386,63 @@ AMXK__PRIV void amxk__gdn_chunked(const amxk__gdn_args *a, float *S, size_t t0, 
             float e = expf(gl);
             for (i = 0; i < dk * dv; i++) S[i] *= e;
         }
-        amxk__gdn_gemm(a, 1, dk, dv, n, KT, C, Vp, dv, S, dv);
+        a->k->gemm(1, dk, dv, n, KT, C, Vp, dv, S, dv);
     }
 }
 
-/* Recurrent form for one (sequence, value head): per chunk of C tokens the normalised q/k rows and
-   the gates are computed once, then every 32-column block of the state streams through them (the block,
-   16 KiB at Dk = 128, stays in L1 for the whole chunk). */
+/* Recurrent form for one unit (value heads [hv0, hv0 + vg) of one sequence): per chunk of C tokens the
+   normalised q/k rows are computed once for all of them, then per head the gates, then every column
+   block of the state (rec_cb columns, 16 KiB at Dk = 128) streams through them and stays in L1 for the
+   whole chunk: rec_block takes its columns up to a multiple of rec_cols, rec_tail the rest. next: the
+   first state head of the task's next unit (prefetched during decode-length calls) or NULL. */
 AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, int32_t slot, size_t t0, size_t len, size_t hv0, float *ws,
                                      const float *next) {
-    const size_t C = AMXK__GDN_C, dk = a->dk, dv = a->dv, dkp = AMXK__ROUND_UP(dk, (size_t)16), h = hv0 / a->G;
-    float *kh = ws, *qh = ws + C * dkp, *al = qh + C * dkp, *be = al + C, *kk = be + C, *kq = kk + C, *sm = kq + C;
-    float *blk = sm + 9 * AMXK__GDN_CB;
+    const amxk__gdn_kernels *k = a->k;
+    const size_t C = AMXK__GDN_C, dk = a->dk, dv = a->dv, dkp = AMXK__ROUND_UP(dk, (size_t)16), h = hv0 / a->G, CB = k->rec_cb;
+    amxk__gdn_rec_ws L;
+    float *kh, *qh, *al, *be, *kk, *kq, *sm, *blk;
     size_t c0, r, cb, hv;
+    amxk__gdn_rec_layout(dk, k, &L);
+    kh = ws + L.kh, qh = ws + L.qh, al = ws + L.al, be = ws + L.be;
+    kk = ws + L.kk, kq = ws + L.kq, sm = ws + L.sm, blk = ws + L.blk;
     for (c0 = 0; c0 < len; c0 += C) {
         const size_t n = AMXK__MIN(C, len - c0);
         /* A K-first column block read in place has rows Dv floats apart: at Dv = 128 (512 bytes) its
            lines fall into 1/4 of the L1 sets and the 16 KiB block does not stay in L1; longer chunks
-           copy it to a contiguous [Dk][32] scratch first (same arithmetic, so the same bits). */
-        const int kcopy = n >= 4 && dv > AMXK__GDN_CB;
+           copy it to a contiguous [Dk][CB] scratch first (same arithmetic, so the same bits). */
+        const int kcopy = n >= 4 && dv > CB;
         for (r = 0; r < n; r++) { /* once for the task's vg value heads (they share key head h) */
-            amxk__gdn_qk(a, t0 + c0 + r, h, 0, kh + r * dkp);
-            amxk__gdn_qk(a, t0 + c0 + r, h, 1, qh + r * dkp);
+            k->qk(a, t0 + c0 + r, h, 0, kh + r * dkp);
+            k->qk(a, t0 + c0 + r, h, 1, qh + r * dkp);
         }
-#if AMXK__HAS_AVX2
-        if (a->tier == AMXK_TIER_AVX2) amxk__gdn_dots__avx2(kh, qh, n, dk, dkp, kk, kq);
-#endif
+        k->rec_prep(kh, qh, n, dk, dkp, kk, kq);
         for (hv = hv0; hv < hv0 + a->vg; hv++) {
-        float *head = amxk__gdn_head(a, slot, hv);
-        const float *nxt = hv + 1 < hv0 + a->vg ? amxk__gdn_head(a, slot, hv + 1) : next;
-        (void)nxt; /* only the x86 tiers prefetch */
-        for (r = 0; r < n; r++) {
-            float g;
-            amxk__gdn_gate(a, t0 + c0 + r, hv, &g, &be[r]);
-            al[r] = expf(g);
-        }
-        for (cb = 0; cb < a->n_cb; cb++) {
-            const size_t j0 = cb * AMXK__GDN_CB, nb = AMXK__MIN((size_t)AMXK__GDN_CB, dv - j0);
-            size_t lds, nv8 = 0;
-            float *S;
-            if (a->p->state_v_first) { /* rows j0..j0+nb of [Dv][Dk] -> [Dk][32] scratch */
-                S = blk, lds = AMXK__GDN_CB;
-                amxk__gdn_transpose(head + j0 * dk, dk, nb, dk, S, lds);
-            } else if (kcopy) { /* columns j0..j0+nb of [Dk][Dv] -> [Dk][32] scratch (see above) */
-                S = blk, lds = AMXK__GDN_CB;
-                amxk__gdn_copy_rows(a, S, lds, head + j0, dv, dk, nb);
-            } else {
-                S = head + j0, lds = dv;
+            float *head = amxk__gdn_head(a, slot, hv);
+            const float *nxt = hv + 1 < hv0 + a->vg ? amxk__gdn_head(a, slot, hv + 1) : next;
+            /* Decode-length tasks are memory-bound: while a block's state is read, the next head's state
+               (nxt, when known) is prefetched, pfb bytes per state row of each block, so the whole
+               next head (hsz floats) arrives over the n_cb blocks. */
+            const size_t pfb = AMXK__ROUND_UP(AMXK__CEIL_DIV(a->hsz * 4, a->n_cb * dk), (size_t)64);
+            for (r = 0; r < n; r++) {
+                float g;
+                amxk__gdn_gate(a, t0 + c0 + r, hv, &g, &be[r]);
+                al[r] = expf(g);
             }
-#if AMXK__HAS_AVX2
-            if (a->tier == AMXK_TIER_AVX2) {
-                nv8 = nb / 8 * 8;
-                /* Decode-length tasks are memory-bound: while a block's state is read, the next task's
-                   state (next, when known) is prefetched, pfb bytes per state row of this block, so the
-                   whole next head (hsz floats) arrives over the n_cb blocks. */
-                const size_t pfb = AMXK__ROUND_UP(AMXK__CEIL_DIV(a->hsz * 4, a->n_cb * dk), (size_t)64);
+            for (cb = 0; cb < a->n_cb; cb++) {
+                const size_t j0 = cb * CB, nb = AMXK__MIN(CB, dv - j0), nm = nb - nb % k->rec_cols;
                 const char *pf = nxt && len <= 4 && (cb + 1) * dk * pfb <= a->hsz * 4 ? (const char *)nxt + cb * dk * pfb : NULL;
-                if (nv8) {
+                size_t lds;
+                float *S;
+                if (a->p->state_v_first) { /* rows j0..j0+nb of [Dv][Dk] -> [Dk][CB] scratch */
+                    S = blk, lds = CB;
+                    amxk__gdn_transpose(head + j0 * dk, dk, nb, dk, S, lds);
+                } else if (kcopy) { /* columns j0..j0+nb of [Dk][Dv] -> [Dk][CB] scratch (see above) */
+                    S = blk, lds = CB;
+                    k->copy(S, lds, head + j0, dv, dk, nb);
+                } else {
+                    S = head + j0, lds = dv;
+                }
+                if (nm) {
                     amxk__gdn_qkpf qp;
                     const size_t nn = c0 + n < len ? AMXK__MIN(C, len - c0 - n) : 0, es = amxk_dtype_size(a->in->dtype);
                     if (nn && n >= 4) { /* the next chunk's q/k rows over this chunk's vg * n_cb block calls */
@@ -1369,16 +1454,15 @@ AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, int32_t slot, size_
                         qp.items = qp.nl * 2 * nn, qp.per = AMXK__CEIL_DIV(qp.items, nblk * n);
                         qp.start = bi * n * qp.per;
                     }
-                    amxk__gdn_rec_block__avx2(a, S, lds, t0 + c0, n, hv, j0, nv8, kh, qh, al, be, kk, kq, sm, pf, pfb, nn && n >= 4 ? &qp : NULL,
-                                              n >= 4);
+                    k->rec_block(a, S, lds, t0 + c0, n, hv, j0, nm, kh, qh, al, be, kk, kq, sm, pf, pfb,
+                                 nn && n >= 4 ? &qp : NULL, n >= 4);
                 }
+                if (nm < nb)
+                    k->rec_tail(a, S + nm, lds, t0 + c0, n, hv, j0 + nm, nb - nm, kh, qh, al, be, kk, kq, sm, NULL, 0, NULL,
+                                n >= 4);
+                if (a->p->state_v_first) amxk__gdn_transpose(S, lds, dk, nb, head + j0 * dk, dk);
+                else if (kcopy) k->copy(head + j0, dv, S, lds, dk, nb);
             }
-#endif
-            if (nv8 < nb) amxk__gdn_rec_block__scalar(a, S + nv8, lds, t0 + c0, n, hv, j0 + nv8, nb - nv8, kh, qh, al, be, sm);
-            if (a->p->state_v_first) amxk__gdn_transpose(S, lds, dk, nb, head + j0 * dk, dk);
-            else if (kcopy)
-                amxk__gdn_copy_rows(a, head + j0, dv, S, lds, dk, nb);
-        }
         }
     }
 }
@@ -1395,7 +1479,7 @@ AMXK__PRIV void amxk__gdn_unit(const amxk__gdn_args *a, size_t unit, int worker,
     if (len == 0) return;
     if (s < 0) {
         for (t = t0; t < t0 + len; t++)
-            for (j = 0; j < a->vg * dv; j++) amxk__gdn_st(a->o, a->ot, t * a->ldo + hv0 * dv + j, 0.0f);
+            for (j = 0; j < a->vg * dv; j++) amxk__st_elem(a->o, a->ot, t * a->ldo + hv0 * dv + j, 0.0f);
         return;
     }
     if (!init) /* validated: the call will succeed */
@@ -1523,8 +1607,8 @@ AMXK__PRIV amxk_status amxk__conv_run(const amxk_ctx *ctx, const void *packed, s
                                       const int32_t *qsl, const int32_t *slot, const uint8_t *has_init,
                                       const int32_t *cache_seqlens, const void *x, amxk_dtype xt, size_t ldx, void *out,
                                       amxk_dtype ot, size_t ldo, const amxk_conv_state *st) {
-    amxk__conv_job job;
-    amxk__conv_args *a = &job.a;
+    amxk__conv_args args;
+    amxk__conv_args *a = &args;
     size_t dim, width, t_end, n, xs = amxk_dtype_size(xt), os = amxk_dtype_size(ot), xb, ob;
     const float *w, *bias;
     amxk_status s;
@@ -1535,7 +1619,7 @@ AMXK__PRIV amxk_status amxk__conv_run(const amxk_ctx *ctx, const void *packed, s
     if (n_seqs == 0) return AMXK_OK;
     if (!x || !out) return AMXK_ERR_NULL;
     if (ldx < dim || ldo < dim) return AMXK_ERR_STRIDE;
-    memset(&job, 0, sizeof job);
+    memset(&args, 0, sizeof args);
     if (st) {
         size_t span;
         if (!st->data && st->state_len) return AMXK_ERR_NULL;
@@ -1586,8 +1670,8 @@ AMXK__PRIV amxk_status amxk__conv_run(const amxk_ctx *ctx, const void *packed, s
         a->n_tb = AMXK__MAX((size_t)1, AMXK__CEIL_DIV(maxlen, a->tb));
     }
     a->nts = ob >= AMXK__CONV_NT_BYTES && (uintptr_t)out % 32 == 0 && ldo * os % 32 == 0;
-    job.tier = amxk__vec_tier(amxk__tier(ctx)) >= AMXK_TIER_AVX2 ? AMXK_TIER_AVX2 : AMXK_TIER_SCALAR;
-    amxk__parallel(ctx, amxk__conv_job_task, &job, n_seqs * a->n_tb);
+    a->k = amxk__gdn_kernels_for(amxk__vec_tier(amxk__tier(ctx)));
+    amxk__parallel(ctx, amxk__conv_task, a, n_seqs * a->n_tb);
     return AMXK_OK;
 }
 
@@ -1611,7 +1695,7 @@ AMXK_DEF amxk_status amxk_conv1d_update(const amxk_ctx *ctx, const void *packed,
 AMXK_DEF amxk_status amxk_gdn_gating(const amxk_ctx *ctx, size_t n_tokens, size_t hv, const void *a, size_t lda, const void *b,
                                      size_t ldb, amxk_dtype abt, const float *A_log, const float *dt_bias, float bsp,
                                      float thr, float *g, size_t ldg, void *beta, amxk_dtype bt, size_t ldbeta) {
-    size_t t, h;
+    amxk__gating_args ga;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (hv == 0) return AMXK_ERR_SHAPE;
     if (abt != AMXK_DTYPE_F32 && abt != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
@@ -1622,12 +1706,9 @@ AMXK_DEF amxk_status amxk_gdn_gating(const amxk_ctx *ctx, size_t n_tokens, size_
     if (lda < hv || ldb < hv || ldg < hv || ldbeta < hv) return AMXK_ERR_STRIDE;
     if (amxk__overlap(g, ((n_tokens - 1) * ldg + hv) * 4, beta, ((n_tokens - 1) * ldbeta + hv) * amxk_dtype_size(bt)))
         return AMXK_ERR_ALIAS;
-    for (t = 0; t < n_tokens; t++)
-        for (h = 0; h < hv; h++) {
-            float x = amxk__gdn_ld(a, abt, t * lda + h) + dt_bias[h];
-            g[t * ldg + h] = -expf(A_log[h]) * amxk__gdn_softplus(x, bsp, thr);
-            amxk__gdn_st(beta, bt, t * ldbeta + h, amxk__gdn_sigmoid(amxk__gdn_ld(b, abt, t * ldb + h)));
-        }
+    ga.hv = hv, ga.a = a, ga.b = b, ga.lda = lda, ga.ldb = ldb, ga.abt = abt, ga.bt = bt, ga.A_log = A_log, ga.dt_bias = dt_bias;
+    ga.bsp = bsp, ga.thr = thr, ga.g = g, ga.beta = beta, ga.ldg = ldg, ga.ldbeta = ldbeta;
+    amxk__gdn_kernels_for(amxk__vec_tier(amxk__tier(ctx)))->gating(&ga, 0, n_tokens);
     return AMXK_OK;
 }
 
@@ -1705,7 +1786,7 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *p, amx
     a.n_seqs = n_seqs, a.qsl = qsl, a.slot = slot, a.has_init = has_init;
     a.st = st->data, a.s_slot = st->n_slots > 1 ? st->slot_stride : 0, a.hsz = hsz;
     a.o = o, a.ot = ot, a.ldo = ldo, a.ws = (char *)ws, a.ws_worker = pl.ws_worker, a.n_cb = pl.n_cb, a.mode = mode;
-    a.tier = amxk__vec_tier(amxk__tier(ctx)) >= AMXK_TIER_AVX2 ? AMXK_TIER_AVX2 : AMXK_TIER_SCALAR;
+    a.k = pl.k;
     /* value heads per unit: 1 for decode-length calls; else the largest divisor of G that leaves >= 4
        units per worker (a unit normalises q/k once for all of its heads). Units per task: 1, or for
        decode-length calls max(1, units / (8 workers)). The results depend on neither grouping. */

@@ -97,7 +97,7 @@
    Results equal per-expert amxk_quantize_act + amxk_linear_q8 calls on the same rows (same kernels:
    AMX TDPBSSD for units of >= 5 rows when the tier is amx with AMX-INT8 or the emulator, else AVX2
    or scalar; every tier computes the same exact integer sums, and its own fp32 group sums), given
-   the same fp32 activation a (the AVX2 SiLU is a few ulp from expf, see amxk__moe_silu__avx2).
+   the same fp32 activation a (the vector levels' SiLU is a few ulp from expf, see amxk__moe_silu__8__avx2).
    Packs: every pack of the shard and of the shared expert must be INT8 symmetric or INT4 / INT2
    (symmetric or asymmetric) with groups of whole 64-byte rows (group % 4, 8, 16 == 0 for int8,
    int4, int2: what amxk_linear_q8 streams); bf16 / fp16 / fp8 packs, asymmetric INT8 and smaller
@@ -307,13 +307,6 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
 
 AMXK__INLINE int amxk__moe_finite(float f) { return f == f && f - f == 0.0f; }
 
-AMXK__INLINE float amxk__moe_ld16(const void *p, size_t i, amxk_dtype t) {
-    uint16_t h = ((const uint16_t *)p)[i];
-    return t == AMXK_DTYPE_BF16 ? amxk__bf16_to_f32(h) : amxk__f16_to_f32(h);
-}
-AMXK__INLINE uint16_t amxk__moe_to16(float f, amxk_dtype t) {
-    return t == AMXK_DTYPE_BF16 ? amxk__f32_to_bf16(f) : amxk__f32_to_f16(f);
-}
 
 /* Routing: the choice value of expert e of a row (score + bias). */
 typedef struct amxk__moe_row {
@@ -421,53 +414,17 @@ AMXK__INLINE void amxk__moe_w(const amxk_moe_weights *w, size_t e, int down, con
     }
 }
 
-/* Checks one pack: [n, k], and for a 16-bit pack the dtype (xt, or either when xt is INVALID). */
-AMXK__PRIV amxk_status amxk__moe_check_pack(const void *p, size_t bytes, size_t n, size_t k, amxk_dtype xt) {
-    amxk_dtype pt;
-    size_t pn, pk;
-    amxk_status s;
-    if (!p) return AMXK_ERR_NULL;
-    if ((s = amxk_packed_linear_info(p, bytes, &pt, &pn, &pk)) != AMXK_OK) return s;
-    if (pn != n || pk != k) return AMXK_ERR_FORMAT;
-    if (amxk_packed_quant_info(p, bytes, NULL, NULL, NULL) != AMXK_OK) { /* a bf16/fp16 pack */
-        if (pt != AMXK_DTYPE_BF16 && pt != AMXK_DTYPE_F16) return AMXK_ERR_FORMAT;
-        if (xt != AMXK_DTYPE_INVALID && pt != xt) return AMXK_ERR_FORMAT;
-    }
-    return AMXK_OK;
-}
-
-/* Largest per-worker slice of the amxk_linear plan (amxk__linear_layout) of this pack over every row
-   count up to rows and either x dtype (the plan depends on the row count only up to a few dozen rows;
-   the loop covers 1..128 and rows itself). The pack is valid (checked before). */
-AMXK__PRIV void amxk__moe_lin_ws(const amxk_ctx *ctx, const void *pk, size_t bytes, size_t rows, size_t *best) {
-    amxk__pack_hdr h;
-    amxk__qview v;
-    amxk__linear_plan lp;
-    size_t mm;
-    int t, quant;
-    if (amxk__pack_open(pk, bytes, &h, &v) != AMXK_OK) return;
-    quant = h.qformat == AMXK_QFMT_NONE ? 0 : amxk__q_kind(&v);
-    for (mm = 1; mm <= rows; mm = mm < 128 ? mm + 1 : rows) {
-        for (t = 0; t < 2; t++) {
-            amxk__linear_layout(ctx, mm, (size_t)h.n, (size_t)h.k, t ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16, quant, &lp);
-            *best = AMXK__MAX(*best, lp.ws_worker);
-        }
-        if (mm == rows) break;
-    }
-}
-
 /* One GEMM pair of a call: an active routed expert (its compact rows) or the shared expert (every
-   token). Both GEMMs run through amxk_pack.h's block kernels (amxk__linear_block__*) with the plan
-   amxk_linear would make for the same row count (same row chunks and kernels: same sums), but the
-   column blocks are split by this module so that all experts' work forms one parallel loop. */
+   token). Both GEMMs are amxk_pack.h operator calls (>>linop there: the plan, kernels and row chunks
+   amxk_linear / amxk_linear_q8 would use for the same row count, so the same sums), but the column
+   blocks are split by this module so that all experts' work forms one parallel loop. */
 typedef struct amxk__moe_unit {
-    amxk__linear_args a1, a2; /* gate+up (y = h, f32) and down (x = the activation, y f32) */
-    amxk__linear_plan p1, p2; /* (act_int8: only the row chunk mc, that of amxk_linear_q8) */
-    amxk__q8_args c1, c2;     /* act_int8: the same two GEMMs on int8 activations (amxk__linear_q8_block) */
-    amxk__qview q1, q2;
+    amxk__linop_call g1, g2;  /* gate+up (y = h, f32) and down (x = the activation, y f32); act_int8:
+                                 on the int8 rows */
+    size_t c1, c2;            /* their row chunks */
     size_t rows, N;           /* rows of the unit, intermediate size */
     size_t ns1, sw1, item0;   /* gate+up: ns1 slices of sw1 slice units per row chunk, first item */
-    int interleaved, q8;
+    int interleaved;
     float *h;                 /* [rows, 2N] */
     void *act;                /* [rows, N]: x's dtype, or f32 with act_int8 */
     int8_t *aq;               /* act_int8: [rows, N] the quantized activation, scales as[rows] */
@@ -496,24 +453,15 @@ typedef struct amxk__moe_plan {
     size_t lin_worker, total; /* per-worker slice of the GEMM scratch */
 } amxk__moe_plan;
 
-/* 1 when amxk_linear_q8 takes this (valid) pack with per-token activations (act_group = its K): an
-   INT8 symmetric or an INT4 / INT2 pack whose groups hold whole 64-byte rows of a block. */
-AMXK__PRIV int amxk__moe_q8_ok(const void *pk, size_t bytes) {
-    amxk__pack_hdr h;
-    amxk__qview v;
-    if (amxk__pack_open(pk, bytes, &h, &v) != AMXK_OK || h.qformat == AMXK_QFMT_NONE) return 0;
-    if (amxk__q_isfp8(v.fmt) || (v.fmt == AMXK_QFMT_INT8 && v.asym)) return 0;
-    return v.bk % (size_t)(32 / v.bits) == 0 && v.k % v.bk == 0;
-}
-
-/* Checks one pack of the call (amxk__moe_check_pack; with act_int8 also amxk__moe_q8_ok) and widens
-   the per-worker GEMM scratch bound lin for rows rows (w*a16 only: the q8 kernels take none). */
+/* Opens one pack of the call as an [n, k] operator (validated: x's dtype for a bf16/fp16 pack; with
+   act_int8 a pack amxk_linear_q8 takes, else AMXK_ERR_UNSUPPORTED) and widens the per-worker GEMM
+   scratch bound lin for up to rows rows (w*a16 only: the q8 kernels take none). */
 AMXK__PRIV amxk_status amxk__moe_use_pack(const amxk_ctx *ctx, const void *pk, size_t bytes, size_t n, size_t k, amxk_dtype xt,
                                           int q8, size_t rows, size_t *lin) {
-    amxk_status s = amxk__moe_check_pack(pk, bytes, n, k, q8 ? AMXK_DTYPE_INVALID : xt);
+    amxk__linop op;
+    amxk_status s = amxk__linop_open(&op, pk, bytes, n, k, q8 ? AMXK_DTYPE_INVALID : xt, q8);
     if (s != AMXK_OK) return s;
-    if (q8) return amxk__moe_q8_ok(pk, bytes) ? AMXK_OK : AMXK_ERR_UNSUPPORTED;
-    amxk__moe_lin_ws(ctx, pk, bytes, rows, lin);
+    *lin = AMXK__MAX(*lin, amxk__linop_ws(ctx, &op, rows, q8));
     return AMXK_OK;
 }
 
@@ -548,13 +496,13 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
     for (e = p->e_begin; e < p->e_end; e++) {
         amxk__moe_w(w, e, 0, &pw, &pb);
         if (!pw) return AMXK_ERR_NULL;
-        if (!prev13 || pb != prevb13 || memcmp(prev13, pw, sizeof(amxk__pack_hdr)) != 0) {
+        if (!amxk__linop_same(prev13, prevb13, pw, pb)) {
             if ((s = amxk__moe_use_pack(ctx, pw, pb, 2 * N, K, xt, p->q8, R, &lin)) != AMXK_OK) return s;
             prev13 = pw, prevb13 = pb;
         }
         amxk__moe_w(w, e, 1, &pw, &pb);
         if (!pw) return AMXK_ERR_NULL;
-        if (!prev2 || pb != prevb2 || memcmp(prev2, pw, sizeof(amxk__pack_hdr)) != 0) {
+        if (!amxk__linop_same(prev2, prevb2, pw, pb)) {
             if ((s = amxk__moe_use_pack(ctx, pw, pb, K, N, xt, p->q8, R, &lin)) != AMXK_OK) return s;
             prev2 = pw, prevb2 = pb;
         }
@@ -601,42 +549,78 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
     return AMXK_OK;
 }
 
+// >>scalar ---------------------------------------------------------------------------------------
+/* (none: the scalar level's elementwise loops are the drivers' own tails; the GEMMs are
+   amxk_pack.h's, through its operator interface) */
+
 // >>avx2 -----------------------------------------------------------------------------------------
 
+/* SiLU-and-multiply of one row prefix: out[n] = silu(g[n]) * u[n], silu from the shared vector layer
+   (amxk__vsilu__<isa>, a few ulp from the exact value: far below the 16-bit rounding of the result,
+   or with act_int8 its int8 quantization), stored as t (F32 with act_int8, else BF16 / F16, RNE).
+   The avx2 kernel does cnt rounded down to a multiple of 8 and returns that count (the caller does
+   the rest); the avx512 kernel does all cnt (masked tail). */
 #if AMXK__HAS_AVX2
 AMXK__TARGET_AVX2_BEGIN
-
-/* SiLU of one row, 8 columns at a time: out[n] = g[n] * sigmoid(g[n]) * u[n] (t F32, act_int8) or
-   its 16-bit rounding (t BF16 / F16) for n < cnt rounded down to a multiple of 8; returns that count
-   (the caller does the rest). sigmoid(v) = 1 / (1 + exp(-v)), exp by n = round(v log2(e)),
-   r = v - n ln2 (two steps) and a degree-6 polynomial: a few ulp from expf, far below the 16-bit
-   rounding of the result (act_int8: below its int8 quantization). */
-AMXK__PRIV size_t amxk__moe_silu__avx2(const float *g, const float *u, void *out, size_t cnt, amxk_dtype t) {
+AMXK__PRIV size_t amxk__moe_silu__8__avx2(const float *g, const float *u, void *out, size_t cnt, amxk_dtype t) {
+    const size_t es = amxk_dtype_size(t);
     size_t n;
-    for (n = 0; n + 8 <= cnt; n += 8) {
-        __m256 v = _mm256_loadu_ps(g + n), x, k, r, p, e, a;
-        x = _mm256_min_ps(_mm256_max_ps(_mm256_sub_ps(_mm256_setzero_ps(), v), _mm256_set1_ps(-87.0f)), _mm256_set1_ps(87.0f));
-        k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);
-        r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
-        p = _mm256_set1_ps(1.9875691500e-4f);
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-        p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-        e = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(k), 23))); /* p * 2^k */
-        a = _mm256_mul_ps(_mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), _mm256_loadu_ps(u + n));
-        if (t == AMXK_DTYPE_F32) _mm256_storeu_ps((float *)out + n, a);
-        else if (t == AMXK_DTYPE_BF16) _mm_storeu_si128((__m128i *)((uint16_t *)out + n), amxk__cvt_f32_bf16__avx2(a));
-        else _mm_storeu_si128((__m128i *)((uint16_t *)out + n), _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    }
+    for (n = 0; n + 8 <= cnt; n += 8)
+        amxk__vstore__avx2((char *)out + n * es, t, _mm256_mul_ps(amxk__vsilu__avx2(_mm256_loadu_ps(g + n)), _mm256_loadu_ps(u + n)));
     return n;
 }
-
 AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX2 */
+
+// >>avx512 ---------------------------------------------------------------------------------------
+
+#if AMXK__HAS_AVX512
+AMXK__TARGET_AVX512_BEGIN
+AMXK__PRIV size_t amxk__moe_silu__16__avx512(const float *g, const float *u, void *out, size_t cnt, amxk_dtype t) {
+    const size_t es = amxk_dtype_size(t);
+    size_t n;
+    for (n = 0; n < cnt; n += 16) {
+        const __mmask16 k = (__mmask16)(cnt - n >= 16 ? 0xffffu : (1u << (cnt - n)) - 1u);
+        const __m512 v = amxk__vsilu__avx512(_mm512_maskz_loadu_ps(k, g + n));
+        amxk__vstore__avx512((char *)out + n * es, t, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(k, u + n)), k);
+    }
+    return cnt;
+}
+AMXK__TARGET_END
+#endif /* AMXK__HAS_AVX512 */
+
+// >>amx ------------------------------------------------------------------------------------------
+/* (none: the GEMMs are amxk_pack.h's, whose AMX table serves this module too) */
+
+// >>dispatch -------------------------------------------------------------------------------------
+
+/* This module's own kernels of one vector level (the GEMMs are amxk_pack.h's, chosen there). */
+typedef struct amxk__moe_kernels {
+    /* SiLU of a row prefix (amxk__moe_silu__8__avx2's contract): returns the columns done, the caller
+       does the rest; NULL: none */
+    size_t (*silu)(const float *g, const float *u, void *out, size_t cnt, amxk_dtype t);
+} amxk__moe_kernels;
+
+static const amxk__moe_kernels amxk__moe_kernels_scalar = {NULL};
+#if AMXK__HAS_AVX2
+static const amxk__moe_kernels amxk__moe_kernels_avx2 = {amxk__moe_silu__8__avx2};
+#endif
+#if AMXK__HAS_AVX512
+static const amxk__moe_kernels amxk__moe_kernels_avx512 = {amxk__moe_silu__16__avx512};
+#endif
+
+/* The table of vector level `level` (amxk__vec_tier of a context's): the one place that maps levels
+   to this module's kernels. */
+AMXK__PRIV const amxk__moe_kernels *amxk__moe_kernels_for(amxk_tier level) {
+#if AMXK__HAS_AVX512
+    if (level >= AMXK_TIER_AVX512) return &amxk__moe_kernels_avx512;
+#endif
+#if AMXK__HAS_AVX2
+    if (level >= AMXK_TIER_AVX2) return &amxk__moe_kernels_avx2;
+#endif
+    (void)level;
+    return &amxk__moe_kernels_scalar;
+}
 
 /* ---- fused experts: the two parallel loops -------------------------------------------------------- */
 
@@ -646,9 +630,9 @@ typedef struct amxk__moe_args {
     amxk_moe_act act;
     float alpha, limit, rscale;
     int on_input, fused; /* fused: the activation runs in the gate+up items (every unit's N % 16 == 0) */
-    int vec;             /* the AVX2 SiLU may run */
     int q8;              /* act_int8 */
-    amxk_tier qtier;     /* act_int8: the row quantizer's tier (amxk_quantize_act's) */
+    const amxk_ctx *ctx; /* the call's context (act_int8: the row quantizer's level) */
+    const amxk__moe_kernels *kt; /* this module's kernels for the context's vector level */
     size_t m, topk, K, ldx, ldo, routed;
     const void *x;
     amxk_dtype xt, ot;
@@ -677,7 +661,7 @@ AMXK__PRIV void amxk__moe_gather_rows(const amxk__moe_args *a, size_t i0, size_t
         uint16_t *dst = a->xg + i * a->K;
         if (a->on_input) {
             float wt = a->tw[p];
-            for (k = 0; k < a->K; k++) dst[k] = amxk__moe_to16(wt * amxk__moe_ld16(src, k, a->xt), a->xt);
+            for (k = 0; k < a->K; k++) amxk__st_elem(dst, a->xt, k, wt * amxk__ld_elem(src, a->xt, k));
         } else {
             memcpy(dst, src, a->K * 2);
         }
@@ -692,14 +676,9 @@ AMXK__PRIV void amxk__moe_gather_task(void *task_ctx, size_t task, int worker) {
 }
 
 /* act_int8: k values (dtype t: 16-bit or f32) quantized as one token row into q[0..k) and *s by
-   amxk_quantize_act's row quantizer (AMXK_DTYPE_I8, one group = the row; its AVX2 form when the
-   tier allows, same values). */
+   amxk_quantize_act's row quantizer (AMXK_DTYPE_I8, one group = the row; the context's level). */
 AMXK__PRIV void amxk__moe_quant_row(const amxk__moe_args *a, const void *src, amxk_dtype t, size_t k, int8_t *q, float *s) {
-    amxk__actq_args qa;
-    memset(&qa, 0, sizeof qa);
-    qa.k = k, qa.ldx = k, qa.group = k, qa.ldq = k, qa.ld_s = 1, qa.x = src, qa.xt = t, qa.ot = AMXK_DTYPE_I8;
-    qa.q = q, qa.scales = s, qa.layout = AMXK_SCALES_ROW_MAJOR, qa.tier = a->qtier;
-    amxk__actq_row(&qa, 0, 0);
+    amxk__linop_quant_row(a->ctx, src, t, k, q, s);
 }
 
 /* act_int8: the int8 input rows of tokens [t0, t1) (replaces the gather): with a shared expert x_t's
@@ -749,10 +728,8 @@ AMXK__PRIV void amxk__moe_act_rows(const amxk__moe_args *a, const amxk__moe_unit
         const float *h = u->h + i * 2 * N;
         char *out = (char *)u->act + i * N * es;
         n = n0;
-#if AMXK__HAS_AVX2
-        if (a->vec && a->act == AMXK_MOE_ACT_SILU && !u->interleaved)
-            n += amxk__moe_silu__avx2(h + n0, h + N + n0, out + n0 * es, n1 - n0, a->q8 ? AMXK_DTYPE_F32 : a->xt);
-#endif
+        if (a->kt->silu && a->act == AMXK_MOE_ACT_SILU && !u->interleaved)
+            n += a->kt->silu(h + n0, h + N + n0, out + n0 * es, n1 - n0, a->q8 ? AMXK_DTYPE_F32 : a->xt);
         for (; n < n1; n++) {
             float g = u->interleaved ? h[2 * n] : h[n], up = u->interleaved ? h[2 * n + 1] : h[N + n], v;
             switch (a->act) {
@@ -766,8 +743,7 @@ AMXK__PRIV void amxk__moe_act_rows(const amxk__moe_args *a, const amxk__moe_unit
                 break;
             default: v = g * amxk__moe_sigmoid(g) * up; break;
             }
-            if (a->q8) ((float *)out)[n] = v;
-            else ((uint16_t *)out)[n] = amxk__moe_to16(v, a->xt);
+            amxk__st_elem(out, a->q8 ? AMXK_DTYPE_F32 : a->xt, n, v);
         }
     }
 }
@@ -793,13 +769,11 @@ AMXK__PRIV void amxk__moe_act_task(void *task_ctx, size_t task, int worker) {
     }
 }
 
-/* GEMM down (0: gate+up, 1: down) of unit u, rows [m0, m1) (at most the plan's row chunk) x column
-   blocks [b0, b1): amxk_pack.h's block dispatch (amxk_linear's task body), or with act_int8 the
-   unit's q8 block kernel (chosen once by amxk__moe_q8_init). */
+/* GEMM down (0: gate+up, 1: down) of unit u, rows [m0, m1) (inside one row chunk) x column blocks
+   [b0, b1): the unit's operator call. */
 AMXK__PRIV void amxk__moe_unit_gemm(const amxk__moe_unit *u, int down, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     if (b0 >= b1) return;
-    if (u->q8) amxk__linear_q8_block(down ? &u->c2 : &u->c1, m0, m1, b0, b1);
-    else amxk__linear_block(down ? &u->a2 : &u->a1, m0, m1, b0, b1, ws);
+    amxk__linop_run(down ? &u->g2 : &u->g1, m0, m1, b0, b1, ws);
 }
 
 /* Gate+up item: one row chunk x one slice of one unit; fused: the matching gate and up blocks, then
@@ -816,21 +790,21 @@ AMXK__PRIV void amxk__moe_up_task(void *task_ctx, size_t task, int worker) {
     }
     u = &a->u[lo];
     li = task - u->item0;
-    m0 = (li / u->ns1) * u->p1.mc, m1 = AMXK__MIN(u->rows, m0 + u->p1.mc);
+    m0 = (li / u->ns1) * u->c1, m1 = AMXK__MIN(u->rows, m0 + u->c1);
     s0 = (li % u->ns1) * u->sw1;
     if (!a->fused) {
-        nb = amxk__lin_nblk(2 * u->N);
+        nb = AMXK__CEIL_DIV(2 * u->N, (size_t)AMXK__LINOP_NB);
         amxk__moe_unit_gemm(u, 0, m0, m1, s0, AMXK__MIN(nb, s0 + u->sw1), ws);
         return;
     }
-    nb = u->N / AMXK__LIN_NB, s1 = AMXK__MIN(nb, s0 + u->sw1); /* slice units: 16 intermediate columns */
+    nb = u->N / AMXK__LINOP_NB, s1 = AMXK__MIN(nb, s0 + u->sw1); /* slice units: 16 intermediate columns */
     if (u->interleaved) {
         amxk__moe_unit_gemm(u, 0, m0, m1, 2 * s0, 2 * s1, ws);
     } else {
         amxk__moe_unit_gemm(u, 0, m0, m1, s0, s1, ws);
         amxk__moe_unit_gemm(u, 0, m0, m1, nb + s0, nb + s1, ws);
     }
-    amxk__moe_act_rows(a, u, m0, m1, s0 * AMXK__LIN_NB, s1 * AMXK__LIN_NB);
+    amxk__moe_act_rows(a, u, m0, m1, s0 * AMXK__LINOP_NB, s1 * AMXK__LINOP_NB);
 }
 
 /* Down item: columns blocks [b0, b1) of K for every unit and row, then the weighted top-k sum of
@@ -838,12 +812,12 @@ AMXK__PRIV void amxk__moe_up_task(void *task_ctx, size_t task, int worker) {
 AMXK__PRIV void amxk__moe_down_task(void *task_ctx, size_t task, int worker) {
     const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
     char *ws = a->lin + (size_t)worker * a->lin_worker;
-    size_t b0 = task * a->sw2, b1 = AMXK__MIN(amxk__lin_nblk(a->K), b0 + a->sw2), i, m0, t, j, k, k0, k1;
+    size_t b0 = task * a->sw2, b1 = AMXK__MIN(AMXK__CEIL_DIV(a->K, (size_t)AMXK__LINOP_NB), b0 + a->sw2), i, m0, t, j, k, k0, k1;
     for (i = 0; i < a->n_units; i++) {
         const amxk__moe_unit *u = &a->u[i];
-        for (m0 = 0; m0 < u->rows; m0 += u->p2.mc) amxk__moe_unit_gemm(u, 1, m0, AMXK__MIN(u->rows, m0 + u->p2.mc), b0, b1, ws);
+        for (m0 = 0; m0 < u->rows; m0 += u->c2) amxk__moe_unit_gemm(u, 1, m0, AMXK__MIN(u->rows, m0 + u->c2), b0, b1, ws);
     }
-    k0 = b0 * AMXK__LIN_NB, k1 = AMXK__MIN(a->K, b1 * AMXK__LIN_NB);
+    k0 = b0 * AMXK__LINOP_NB, k1 = AMXK__MIN(a->K, b1 * AMXK__LINOP_NB);
     for (t = 0; t < a->m; t++)
         for (k = k0; k < k1; k++) {
             float acc = 0.0f, v;
@@ -854,66 +828,41 @@ AMXK__PRIV void amxk__moe_down_task(void *task_ctx, size_t task, int worker) {
             v = a->rscale * acc;
             if (a->sy) v = a->sy[t * a->K + k] + v;
             if (a->ot == AMXK_DTYPE_F32) ((float *)a->out)[t * a->ldo + k] = v;
-            else ((uint16_t *)a->out)[t * a->ldo + k] = amxk__moe_to16(v, a->ot);
+            else amxk__st_elem(a->out, a->ot, t * a->ldo + k, v);
         }
 }
 
-/* act_int8: the q8 arguments amxk_linear_q8 would make for y[rows, n] = xq[rows, k] W^T (+ bias),
-   per-token scales xs (row-major, one group = k), f32 y with stride n, and its tier (amxk__q8_tier);
-   p: its task plan (the row chunk mc). */
-AMXK__PRIV void amxk__moe_q8_init(const amxk_ctx *ctx, amxk__q8_args *c, amxk__linear_plan *p, const amxk__qview *v, size_t rows,
-                                  size_t n, size_t k, const int8_t *xq, const float *xs, const float *bias, float *y) {
-    amxk__linear_layout(ctx, rows, n, k, AMXK_DTYPE_BF16, 2, p);
-    memset(c, 0, sizeof *c);
-    c->m = rows, c->n = n, c->k = k, c->ldq = k, c->ld_s = 1, c->ag = k, c->ldy = n, c->mc = p->mc, c->nc = p->nc;
-    c->n_tasks = p->n_tasks, c->xq = xq, c->xs = xs, c->layout = AMXK_SCALES_ROW_MAJOR, c->w = v, c->bias = bias, c->y = y;
-    c->yt = AMXK_DTYPE_F32, c->tier = amxk__q8_tier(ctx, rows, v);
-}
-
-/* Sets up unit u: plans and arguments of both GEMMs (packs valid, arguments checked); b: its inputs
-   (x rows, or with act_int8 their int8 form) and workspace rows. */
+/* Sets up unit u: its two operator calls (packs valid, arguments checked); b: its inputs (x rows,
+   or with act_int8 their int8 form) and workspace rows. */
 AMXK__PRIV void amxk__moe_unit_init(const amxk_ctx *ctx, const amxk__moe_args *a, amxk__moe_unit *u, size_t rows, const void *w13,
                                     size_t b13, const void *w2, size_t b2, size_t N, int interleaved, const float *bias13,
                                     const float *bias2, const amxk__moe_bufs *b) {
-    amxk__pack_hdr hd;
-    int q1, q2;
+    amxk__linop o1, o2;
     memset(u, 0, sizeof *u);
-    (void)amxk__pack_open(w13, b13, &hd, &u->q1);
-    q1 = hd.qformat == AMXK_QFMT_NONE ? 0 : amxk__q_kind(&u->q1);
-    (void)amxk__pack_open(w2, b2, &hd, &u->q2);
-    q2 = hd.qformat == AMXK_QFMT_NONE ? 0 : amxk__q_kind(&u->q2);
-    u->rows = rows, u->N = N, u->interleaved = interleaved, u->q8 = a->q8, u->h = b->h, u->act = b->act, u->aq = b->aq, u->as = b->as;
+    (void)amxk__linop_open(&o1, w13, b13, 2 * N, a->K, AMXK_DTYPE_INVALID, a->q8);
+    (void)amxk__linop_open(&o2, w2, b2, a->K, N, AMXK_DTYPE_INVALID, a->q8);
+    u->rows = rows, u->N = N, u->interleaved = interleaved, u->h = b->h, u->act = b->act, u->aq = b->aq, u->as = b->as;
     if (a->q8) {
-        amxk__moe_q8_init(ctx, &u->c1, &u->p1, &u->q1, rows, 2 * N, a->K, b->xq, b->xs, bias13, b->h);
-        amxk__moe_q8_init(ctx, &u->c2, &u->p2, &u->q2, rows, a->K, N, b->aq, b->as, bias2, b->y);
-        return;
+        amxk__linop_bind_q8(ctx, &u->g1, &o1, rows, b->xq, a->K, b->xs, bias13, b->h, 2 * N);
+        amxk__linop_bind_q8(ctx, &u->g2, &o2, rows, b->aq, N, b->as, bias2, b->y, a->K);
+    } else {
+        amxk__linop_bind(ctx, &u->g1, &o1, rows, b->x, a->xt, b->ldx, bias13, b->h, 2 * N);
+        amxk__linop_bind(ctx, &u->g2, &o2, rows, b->act, a->xt, N, bias2, b->y, a->K);
     }
-    amxk__linear_layout(ctx, rows, 2 * N, a->K, a->xt, q1, &u->p1);
-    amxk__linear_layout(ctx, rows, a->K, N, a->xt, q2, &u->p2);
-    u->a1.m = rows, u->a1.n = 2 * N, u->a1.k = a->K, u->a1.kp = amxk__lin_kp(a->K), u->a1.ldx = b->ldx, u->a1.ldy = 2 * N;
-    u->a1.x = b->x, u->a1.w = (const uint16_t *)((const char *)w13 + sizeof(amxk__pack_hdr)), u->a1.q = q1 ? &u->q1 : NULL;
-    u->a1.bias = bias13, u->a1.y = b->h, u->a1.dt = a->xt, u->a1.yt = AMXK_DTYPE_F32, u->a1.ws = a->lin, u->a1.plan = &u->p1;
-    u->a2.m = rows, u->a2.n = a->K, u->a2.k = N, u->a2.kp = amxk__lin_kp(N), u->a2.ldx = N, u->a2.ldy = a->K;
-    u->a2.x = b->act, u->a2.w = (const uint16_t *)((const char *)w2 + sizeof(amxk__pack_hdr)), u->a2.q = q2 ? &u->q2 : NULL;
-    u->a2.bias = bias2, u->a2.y = b->y, u->a2.dt = a->xt, u->a2.yt = AMXK_DTYPE_F32, u->a2.ws = a->lin, u->a2.plan = &u->p2;
+    u->c1 = amxk__linop_chunk(&u->g1), u->c2 = amxk__linop_chunk(&u->g2);
 }
 
 /* Splits a unit's gate+up columns: ns1 slices per row chunk. Slice units: 16 intermediate columns
    (fused) or 16 rows of w13. Just enough items in all for the workers to share (want slices per
    row chunk; one worker: one slice, no x panel is converted twice). */
 AMXK__PRIV size_t amxk__moe_split(amxk__moe_unit *u, int fused, size_t want, size_t item0) {
-    size_t nb = fused ? u->N / AMXK__LIN_NB : amxk__lin_nblk(2 * u->N), ns = AMXK__MIN(AMXK__MAX(want, (size_t)1), nb);
+    size_t nb = fused ? u->N / AMXK__LINOP_NB : AMXK__CEIL_DIV(2 * u->N, (size_t)AMXK__LINOP_NB), ns = AMXK__MIN(AMXK__MAX(want, (size_t)1), nb);
     u->sw1 = AMXK__CEIL_DIV(nb, ns);
     u->ns1 = AMXK__CEIL_DIV(nb, u->sw1);
     u->item0 = item0;
-    return item0 + u->ns1 * AMXK__CEIL_DIV(u->rows, u->p1.mc);
+    return item0 + u->ns1 * AMXK__CEIL_DIV(u->rows, u->c1);
 }
 
-// >>scalar ---------------------------------------------------------------------------------------
-// >>avx512 ---------------------------------------------------------------------------------------
-// >>amx ------------------------------------------------------------------------------------------
-/* The GEMMs are amxk_pack.h's block kernels (every tier; amxk_linear_q8's with act_int8). */
-// >>dispatch -------------------------------------------------------------------------------------
 // >>api ------------------------------------------------------------------------------------------
 
 AMXK_DEF amxk_status amxk_moe_topk(const amxk_ctx *ctx, const amxk_moe_router *r, size_t m, size_t ne, const float *logits,
@@ -1065,12 +1014,12 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     cnt = (int32_t *)(W + p.off_cnt), order = (int32_t *)(W + p.off_order), pos = (int32_t *)(W + p.off_pos);
     memset(&a, 0, sizeof a);
     a.o = o, a.act = o ? o->act : AMXK_MOE_ACT_SILU, a.alpha = o ? o->alpha : 0.0f, a.limit = o ? o->limit : 0.0f;
-    a.on_input = o && o->apply_router_weight_on_input, a.vec = amxk__vec_tier(amxk__tier(ctx)) != AMXK_TIER_SCALAR;
+    a.on_input = o && o->apply_router_weight_on_input, a.ctx = ctx, a.kt = amxk__moe_kernels_for(amxk__vec_tier(amxk__tier(ctx)));
     a.rscale = p.rscale, a.m = m, a.topk = topk, a.K = K, a.ldx = ldx, a.ldo = ldo, a.x = x, a.xt = xt, a.ot = ot;
     a.tw = tw, a.order = order, a.pos = pos, a.xg = (uint16_t *)(W + p.off_xg), a.u = (amxk__moe_unit *)(W + p.off_units);
     a.lin = W + p.off_lin, a.lin_worker = p.lin_worker;
     a.y = (const float *)(W + p.off_y), a.sy = sh ? (const float *)(W + p.off_sy) : NULL, a.out = out;
-    a.q8 = p.q8, a.qtier = amxk__vec_tier(amxk__tier(ctx));
+    a.q8 = p.q8;
     if (a.q8) {
         a.xq = (int8_t *)(W + p.off_xq), a.xs = (float *)(W + p.off_xs);
         if (sh) a.sxq = (int8_t *)(W + p.off_sxq), a.sxs = (float *)(W + p.off_sxs);
@@ -1099,7 +1048,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     }
     a.routed = (size_t)cnt[w->n_experts];
     /* units: the active experts in increasing id, then the shared expert */
-    a.fused = N % AMXK__LIN_NB == 0 && (!sh || sh->inter % AMXK__LIN_NB == 0);
+    a.fused = N % AMXK__LINOP_NB == 0 && (!sh || sh->inter % AMXK__LINOP_NB == 0);
     gathered = 0;
     for (e = p.e_begin; e < p.e_end; e++) {
         size_t r0 = (size_t)cnt[e], nr = (size_t)cnt[e + 1] - r0;
@@ -1129,8 +1078,8 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     /* work split: enough gate+up items and down slices for every worker to stream its own share */
     {
         size_t workers = (size_t)amxk__workers(ctx), target = workers > 1 ? workers * AMXK__MOE_ITEMS_PER_WORKER : 1;
-        size_t chunks = 0, want, nbk = amxk__lin_nblk(K);
-        for (i = 0; i < a.n_units; i++) chunks += AMXK__CEIL_DIV(a.u[i].rows, a.u[i].p1.mc);
+        size_t chunks = 0, want, nbk = AMXK__CEIL_DIV(K, (size_t)AMXK__LINOP_NB);
+        for (i = 0; i < a.n_units; i++) chunks += AMXK__CEIL_DIV(a.u[i].rows, a.u[i].c1);
         want = chunks ? AMXK__CEIL_DIV(target, chunks) : 1;
         for (i = 0; i < a.n_units; i++) a.items1 = amxk__moe_split(&a.u[i], a.fused, want, a.items1);
         a.ns2 = AMXK__MIN(nbk, target);

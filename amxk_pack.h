@@ -36,9 +36,12 @@
          M < 12 on AVX2 (decode): fields unpacked in registers, per group t = sum x*q in fp32 (k split
            over 2-4 interleaved partial sums), then acc += s * (t - z * sum x) (scale applied once per
            group; not the same rounding as s*q); software prefetch 2 KiB ahead of the stream.
-           int4 / int2 fields are read unsigned (symmetric ones as q + 2^(b-1), corrected by the x
-           sums) by one AND each, their bit position folded into a power-of-two pre-scale of x
-           (exact; x rows also scaled so that no product nears the f32 range ends);
+           symmetric int fields are sign-extended in registers (moved to the top bits of their
+           32-bit lane: q * 2^(32-b), one vpshufb or AND each after one shift and AND per load),
+           asymmetric ones read unsigned by one AND each (u * 2^sh); the power of two is folded into
+           a pre-scale of x (exact; x rows also scaled so that no product nears the f32 range ends).
+           So a symmetric group of zero fields contributes exactly 0, and only asymmetric packs use
+           the z * sum x correction;
            fp8 codes are decoded by integer shifts and masks straight into f32 fields (the value times
            2^-120 / 2^-112, exact; x rows pre-scaled by a power of two so that no product comes near
            the subnormal range, undone exactly at the end) when the pack holds no NaN / inf code
@@ -313,18 +316,10 @@ typedef struct amxk__pack_hdr {
 AMXK__INLINE size_t amxk__lin_kp(size_t k) { return AMXK__ROUND_UP(k, (size_t)AMXK__LIN_KALIGN); }
 AMXK__INLINE size_t amxk__lin_nblk(size_t n) { return AMXK__CEIL_DIV(n, (size_t)AMXK__LIN_NB); }
 
-/* One value of a 16-bit float array as f32 (the dtype is BF16 or F16). */
-AMXK__INLINE float amxk__ld16(const void *p, size_t i, amxk_dtype t) {
-    uint16_t h = ((const uint16_t *)p)[i];
-    return t == AMXK_DTYPE_BF16 ? amxk__bf16_to_f32(h) : amxk__f16_to_f32(h);
-}
+/* f as a 16-bit float of dtype t (BF16 or F16, RNE); element access in general: amxk__ld_elem /
+   amxk__st_elem (amxk.h). */
 AMXK__INLINE uint16_t amxk__to16(float f, amxk_dtype t) {
     return t == AMXK_DTYPE_BF16 ? amxk__f32_to_bf16(f) : amxk__f32_to_f16(f);
-}
-/* Stores v as element i of an output of dtype t (F32, BF16 or F16). */
-AMXK__INLINE void amxk__st_out(void *y, size_t i, amxk_dtype t, float v) {
-    if (t == AMXK_DTYPE_F32) ((float *)y)[i] = v;
-    else ((uint16_t *)y)[i] = amxk__to16(v, t);
 }
 
 /* A quantized pack, decoded from its header: where things are and how to read a value. */
@@ -397,8 +392,9 @@ AMXK__INLINE float amxk__q_get(const amxk__qview *v, size_t n, size_t k) {
 }
 /* Dequantizes block b to the 16-bit VNNI pair layout of a bf16/fp16 pack (the AMX path: one more
    rounding, of the dequantized weight to bf16/fp16). */
-AMXK__PRIV void amxk__q_block_16(const amxk__qview *v, size_t b, amxk_dtype t, uint16_t *d) {
+AMXK__PRIV void amxk__q_block_16(const amxk__qview *v, size_t b, amxk_dtype t, float *wf, uint16_t *d) {
     size_t r, kk;
+    (void)wf;
     for (kk = 0; kk < v->kp; kk++)
         for (r = 0; r < AMXK__LIN_NB; r++) {
             size_t n = b * AMXK__LIN_NB + r;
@@ -415,60 +411,29 @@ AMXK__PRIV void amxk__q_block_f32(const amxk__qview *v, size_t b, float *wf) {
         }
 }
 
-/* The plan of one amxk_linear call: which path, the task grid, and the per-worker workspace. The
-   workspace size query and the kernel both derive from this one function, so they cannot drift. */
+/* ---- the types every level's kernels share: plan, call arguments, kernel table ---- */
+
+struct amxk__pack_kernels;
+
+/* The plan of one amxk_linear or amxk_linear_q8 call: the kernel table that runs it, the task grid,
+   and the per-worker workspace. The workspace size queries and the drivers all derive it from
+   amxk__pack_layout, so they cannot drift. */
 typedef struct amxk__linear_plan {
-    amxk_tier tier; /* AMXK_TIER_AMX, AVX2 or SCALAR: the kernel family */
+    const struct amxk__pack_kernels *kt;  /* the table whose kernel runs the call */
+    const struct amxk__pack_kernels *vec; /* the vector level's table: kernels kt borrows (the AMX
+                                             path's dequantizer) */
     size_t mc, nc;  /* rows and column blocks per task */
     size_t m_tasks, n_tasks;
     int wide;         /* vector path with widened weight blocks */
     size_t ws_a;      /* per worker: x panels (f32, MR x Kp each), or the 16-bit AMX_M x Kp x panel */
     size_t ws_w;      /* per worker: a widened/dequantized weight block: f32 16 x Kp (vector, scalar)
-                         or two 16-bit VNNI blocks (AMX, quantized packs) */
+                         or two 16-bit VNNI blocks and an f32 scratch block (AMX, quantized packs) */
     size_t ws_c;      /* per worker: AMX C scratch */
     size_t ws_worker; /* per worker slice, a multiple of AMXK_ALIGN */
     size_t ws_total;
 } amxk__linear_plan;
 
-/* quant: 0 bf16/fp16 pack; 1 quantized; 2 quantized int format whose groups hold whole 64-byte rows
-   of the packed block (the AVX2 direct kernel can stream it). */
-AMXK__PRIV void amxk__linear_layout(const amxk_ctx *ctx, size_t m, size_t n, size_t k, amxk_dtype dt, int quant,
-                                    amxk__linear_plan *p) {
-    amxk_tier t = amxk__tier(ctx);
-    size_t kp = amxk__lin_kp(k), nblk = amxk__lin_nblk(n), workers = (size_t)amxk__workers(ctx);
-    const amxk_cpu *cpu = amxk_cpu_init();
-    memset(p, 0, sizeof *p);
-    if (t == AMXK_TIER_AMX && (m < AMXK__LIN_AMX_MIN_M || (dt == AMXK_DTYPE_F16 && !cpu->amx_emulated &&
-                                                            !(cpu->usable & AMXK_CPU_AMX_FP16))))
-        t = AMXK_TIER_AVX512; /* decode shapes, or fp16 without AMX-FP16: vector path */
-    t = t == AMXK_TIER_AMX ? t : amxk__vec_tier(t);
-    p->tier = t == AMXK_TIER_AVX512 ? AMXK_TIER_AVX2 : t; /* AVX-512 tier runs the AVX2 kernel */
-    p->mc = AMXK__MIN(m, (size_t)(p->tier == AMXK_TIER_AMX ? AMXK__LIN_MC : AMXK__LIN_MC_VEC));
-    p->nc = AMXK__LIN_NC;
-    if (m <= 4) { /* decode: split N so that every worker streams its own part of the weights */
-        size_t parts = workers * 4;
-        p->nc = AMXK__MAX((size_t)1, AMXK__CEIL_DIV(nblk, parts));
-    }
-    p->nc = AMXK__MIN(p->nc, nblk);
-    p->m_tasks = AMXK__CEIL_DIV(m, p->mc);
-    p->n_tasks = AMXK__CEIL_DIV(nblk, p->nc);
-    if (p->tier == AMXK_TIER_AMX) {
-        p->ws_a = AMXK__ROUND_UP((size_t)AMXK__LIN_AMX_M * kp * 2, (size_t)AMXK_ALIGN);
-        p->ws_w = quant ? 2 * (size_t)AMXK__LIN_NB * kp * 2 + (size_t)AMXK__LIN_NB * kp * 4 : 0; /* + f32 scratch */
-        p->ws_c = (size_t)AMXK__LIN_AMX_M * 2 * AMXK__LIN_NB * 4;
-    } else if (p->tier == AMXK_TIER_AVX2) {
-        p->wide = quant == 1 || m >= AMXK__LIN_WIDE_M;
-        p->ws_a = AMXK__ROUND_UP(AMXK__ROUND_UP(p->mc, (size_t)AMXK__LIN_MR) * kp * 4, (size_t)AMXK_ALIGN);
-        /* wide: a widened block; else quantized: group sums of x, then the x rows contiguous (fp8 lane dot) */
-        p->ws_w = p->wide ? (size_t)AMXK__LIN_NB * kp * 4 : quant ? (kp / 4 + kp) * AMXK__LIN_MR * 4 : 0;
-    } else {
-        p->ws_w = quant ? (size_t)AMXK__LIN_NB * kp * 4 : 0;
-    }
-    p->ws_worker = p->ws_a + p->ws_w + p->ws_c;
-    p->ws_total = p->ws_worker * workers;
-}
-
-/* Arguments shared by every task of one call. */
+/* Arguments shared by every task of one amxk_linear call. */
 typedef struct amxk__linear_args {
     size_t m, n, k, kp, ldx, ldy;
     const void *x;
@@ -481,11 +446,89 @@ typedef struct amxk__linear_args {
     const amxk__linear_plan *plan;
 } amxk__linear_args;
 
+/* Arguments shared by every task of one amxk_linear_q8 call. */
+typedef struct amxk__q8_args {
+    size_t m, n, k, ldq, ld_s, ag, ldy;
+    const int8_t *xq;
+    const float *xs;
+    amxk_scale_layout layout;
+    const amxk__qview *w;
+    const float *bias;
+    void *y;
+    amxk_dtype yt;
+    const amxk__linear_plan *plan;
+} amxk__q8_args;
+
+/* Arguments of amxk_quantize_act (every row). */
+typedef struct amxk__actq_args {
+    size_t k, ldx, group, ldq, ld_s;
+    const void *x;
+    amxk_dtype xt, ot;
+    void *q;
+    float *scales;
+    amxk_scale_layout layout;
+    const struct amxk__pack_kernels *kt; /* the vector level's table (its actq_group, if any) */
+} amxk__actq_args;
+
+/* The kernels of one ISA level. Each op has one driver (>>dispatch) that calls these; adding a level
+   means one table (in >>dispatch) and its kernels. A table whose linear / w8a8 kernel does not take a
+   call (fewer than min_m rows, or its *_takes says no) hands it to the vector level's table, which
+   takes every call; NULL entries (the AMX table's vector-only ops) mean "the vector level's". */
+typedef struct amxk__pack_kernels {
+    size_t mc;    /* rows per task: a multiple of the row tiles of the level's linear and w8a8 kernels */
+    size_t min_m; /* fewest rows its linear and w8a8 kernels take */
+    /* amxk_linear: NULL or 0 for x dtypes it does not run */
+    int (*lin_takes)(amxk_dtype x_dtype);
+    /* the per-worker workspace of a plan (mc set) for m rows, Kp and quant (amxk__pack_layout's
+       argument): sets wide, ws_a, ws_w, ws_c; nondecreasing in m (amxk__linop_ws relies on it) */
+    void (*lin_ws)(amxk__linear_plan *p, size_t m, size_t kp, int quant);
+    /* rows [m0, m1) x column blocks [b0, b1) of y; ws: this worker's slice (NULL if none) */
+    void (*lin_block)(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws);
+    /* amxk_linear_q8: NULL or 0 for packs it does not run; rows [m0, m1) x blocks [b0, b1) */
+    int (*q8_takes)(const amxk__qview *v);
+    void (*q8_block)(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1);
+    /* amxk_quantize_act: one group of a row (scale out); 0 without writing anything when it does not
+       take the group (the scalar loop then runs it, giving the same values) */
+    int (*actq_group)(const amxk__actq_args *a, size_t row, size_t k0, float *scale);
+    /* quantized block b dequantized to the 16-bit VNNI pair layout of dtype t (the AMX path's weights;
+       wf: an f32 16 x Kp scratch) */
+    void (*q_block_16)(const amxk__qview *v, size_t b, amxk_dtype t, float *wf, uint16_t *d);
+} amxk__pack_kernels;
+
 /* Epilogue for one row segment: y[row][n0 .. n0+cnt) = acc[0..cnt) + bias. */
 AMXK__INLINE void amxk__linear_store_row(const amxk__linear_args *a, size_t row, size_t n0, size_t cnt, const float *acc) {
     size_t j;
     for (j = 0; j < cnt; j++)
-        amxk__st_out(a->y, row * a->ldy + n0 + j, a->yt, acc[j] + (a->bias ? a->bias[n0 + j] : 0.0f));
+        amxk__st_elem(a->y, a->yt, row * a->ldy + n0 + j, acc[j] + (a->bias ? a->bias[n0 + j] : 0.0f));
+}
+
+/* Parses any pack (bf16/fp16 or quantized): header out, and for quantized packs the view. */
+AMXK__PRIV amxk_status amxk__pack_open(const void *packed, size_t bytes, amxk__pack_hdr *h, amxk__qview *v) {
+    size_t need;
+    if (!packed) return AMXK_ERR_NULL;
+    if (bytes < sizeof *h) return AMXK_ERR_FORMAT;
+    memcpy(h, packed, sizeof *h);
+    if (memcmp(h->magic, "AMXKPACK", 8) != 0 || h->version != AMXK__PACK_VERSION) return AMXK_ERR_FORMAT;
+    if (h->qformat == AMXK_QFMT_NONE) {
+        if (amxk_pack_linear_size((amxk_dtype)h->dtype, (size_t)h->n, (size_t)h->k, &need) != AMXK_OK || bytes < need)
+            return AMXK_ERR_FORMAT;
+    } else {
+        amxk_quant q;
+        q.format = (amxk_qformat)h->qformat, q.asym = (int)h->asym, q.block_n = (size_t)h->block_n, q.block_k = (size_t)h->block_k;
+        if (amxk__q_geometry(&q, (size_t)h->n, (size_t)h->k, v, &need) != AMXK_OK || bytes < need) return AMXK_ERR_FORMAT;
+        amxk__q_bind(v, packed);
+        v->no_nan = (h->flags & AMXK__PACK_NO_NAN) != 0;
+    }
+    return AMXK_OK;
+}
+
+/* Round half to even without libm (|x| < 2^31). */
+AMXK__INLINE float amxk__rne(float x) {
+    float t = x < 0 ? -x : x, f;
+    long i = (long)t;
+    f = t - (float)i;
+    if (f > 0.5f || (f == 0.5f && (i & 1))) i++;
+    return x < 0 ? -(float)i : (float)i;
 }
 
 // >>scalar ---------------------------------------------------------------------------------------
@@ -503,9 +546,9 @@ AMXK__PRIV void amxk__linear__1x16__scalar(const amxk__linear_args *a, size_t m0
             float acc[AMXK__LIN_NB];
             for (j = 0; j < AMXK__LIN_NB; j++) acc[j] = 0.0f;
             for (kk = 0; kk < a->k; kk++) {
-                float xv = amxk__ld16(a->x, i * a->ldx + kk, a->dt);
+                float xv = amxk__ld_elem(a->x, a->dt, i * a->ldx + kk);
                 const uint16_t *wr = wb + (kk / 2) * 2 * AMXK__LIN_NB + (kk % 2);
-                for (j = 0; j < cnt; j++) acc[j] += xv * (a->q ? wf[kk * AMXK__LIN_NB + j] : amxk__ld16(wr, 2 * j, a->dt));
+                for (j = 0; j < cnt; j++) acc[j] += xv * (a->q ? wf[kk * AMXK__LIN_NB + j] : amxk__ld_elem(wr, a->dt, 2 * j));
             }
             amxk__linear_store_row(a, i, n0, cnt, acc);
         }
@@ -597,7 +640,7 @@ AMXK__PRIV void amxk__linear_panel__avx2(const amxk__linear_args *a, size_t m0, 
                 _mm256_storeu_ps(row, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + kk))));
                 _mm256_storeu_ps(row + 8, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + kk + 8))));
             } else {
-                for (j = 0; j < 16; j++) row[j] = j < cnt ? amxk__ld16(src, kk + j, a->dt) : 0.0f;
+                for (j = 0; j < 16; j++) row[j] = j < cnt ? amxk__ld_elem(src, a->dt, kk + j) : 0.0f;
             }
             for (j = 0; j < 16; j += 2) {
                 float *d = xf + ((kk + j) / 2 * AMXK__LIN_MR + (size_t)r) * 2;
@@ -885,24 +928,35 @@ static inline __attribute__((always_inline)) void amxk__linear_fp8__2x16__avx2(c
     }
 }
 
-/* Int decode kernel (w*a16): rows 0 .. mr-1 (mr <= 2) of xr against block b. int4 / int2: fields read
-   unsigned (symmetric packs as u = q + 2^(b-1), the top bit of every field flipped by one XOR per
-   load), each by one AND that leaves u * 2^sh in place (the top field: one shift down, u) and an
-   exact conversion; int8 symmetric: sign-extending shifts, q. xr holds x[k] * 2^s_r divided by the
-   field's power of two, so each product is 2^s_r * x * u (or q). Per group: t = sum x' u (k in 4
-   interleaved partial sums for one row, 2 for two), then acc += scale * (t - z * xsum_r), z the zero
-   point or 2^(b-1) (int8 symmetric: no correction), xsum the group's x sums times 2^s_r; out = acc *
-   post_r, post_r = 2^-s_r. */
-#define amxk__qi_unsigned(bits, sym) (!(sym) || (bits) < 8) /* fields read as u * 2^sh */
-static inline __attribute__((always_inline)) __m256 amxk__qi_field__avx2(__m256i v, int sh, int bits, int sym) {
-    if (!amxk__qi_unsigned(bits, sym)) return _mm256_cvtepi32_ps(_mm256_srai_epi32(sh == 24 ? v : _mm256_slli_epi32(v, 24 - sh), 24));
+/* Int decode kernel (w*a16): rows 0 .. mr-1 (mr <= 2) of xr against block b. Symmetric packs: per
+   32-byte load and field position f in a byte, one shift and one AND leave field f of every byte in
+   that byte's top bits, zeros below (amxk__qi_tops__avx2); then one vpshufb (an AND for byte 3)
+   moves byte i to the top of its 32-bit lane with zeros below: q * 2^(32-b), sign included,
+   converted exactly (amxk__qi_sfield__avx2). Asymmetric packs: fields read unsigned by one AND that
+   leaves u * 2^sh in place (the top field: one shift down, u). xr holds x[k] * 2^s_r divided by the
+   field's power of two (2^(32-b) for symmetric packs, 2^sh for asymmetric ones), so each product is
+   2^s_r * x * q (or u). Per group: t = sum x' q (k in 4 interleaved partial sums for one row, 2 for
+   two), asymmetric: t -= z * xsum_r (z the zero point, xsum the group's x sums times 2^s_r); then
+   acc += scale * t; out = acc * post_r, post_r = 2^-s_r. A symmetric group of zero fields gives
+   t = 0 exactly (there is no offset to cancel). */
+static inline __attribute__((always_inline)) __m256i amxk__qi_tops__avx2(__m256i c, int f, int bits) {
+    const int up = 8 - bits - bits * f; /* moves field f to the top of its byte */
+    if (bits == 8) return c;
+    return _mm256_and_si256(up ? _mm256_slli_epi32(c, up) : c, _mm256_set1_epi8((char)(0xff << (8 - bits))));
+}
+static inline __attribute__((always_inline)) __m256 amxk__qi_sfield__avx2(__m256i tops, int i) {
+    const int lo = (int)0x808080u; /* vpshufb indices with the top bit set: zero bytes */
+    if (i == 3) return _mm256_cvtepi32_ps(_mm256_and_si256(tops, _mm256_set1_epi32((int)0xff000000u)));
+    return _mm256_cvtepi32_ps(_mm256_shuffle_epi8(tops, _mm256_setr_epi32(lo | i << 24, lo | (4 + i) << 24, lo | (8 + i) << 24, lo | (12 + i) << 24,
+                                                                         lo | i << 24, lo | (4 + i) << 24, lo | (8 + i) << 24, lo | (12 + i) << 24)));
+}
+static inline __attribute__((always_inline)) __m256 amxk__qi_ufield__avx2(__m256i v, int sh, int bits) {
     if (sh + bits == 32) return _mm256_cvtepi32_ps(_mm256_srli_epi32(v, sh));
     return _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(((1 << bits) - 1) << sh)));
 }
 static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx2(const amxk__qview *v, const float *xr, size_t ldr, const float *xsum,
                                                                              size_t b, int mr, int bits, int sym, const float *post, float *out) {
-    const int span = 32 / bits, corr = amxk__qi_unsigned(bits, sym); /* t - z * xsum */
-    const __m256i flip = _mm256_set1_epi8((char)(bits == 4 ? 0x88 : 0xaa));
+    const int span = 32 / bits;
     const uint8_t *blk = v->data + b * v->blk_bytes;
     __m256 res[2][2];
     size_t g, rg;
@@ -919,10 +973,12 @@ static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx2(co
             for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {
                 __m256i c = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + (size_t)h * 32));
                 if (h == 0) _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
-                if (sym && bits < 8) c = _mm256_xor_si256(c, flip);
+                __m256i tops = c;
 #pragma GCC unroll 16
                 for (j = 0; j < span; j++) {
-                    __m256 w = amxk__qi_field__avx2(c, 8 * (j % 4) + bits * (j / 4), bits, sym);
+                    __m256 w;
+                    if (sym && j % 4 == 0) tops = amxk__qi_tops__avx2(c, j / 4, bits);
+                    w = sym ? amxk__qi_sfield__avx2(tops, j % 4) : amxk__qi_ufield__avx2(c, 8 * (j % 4) + bits * (j / 4), bits);
 #pragma GCC unroll 2
                     for (r = 0; r < mr; r++) {
                         __m256 xb = _mm256_broadcast_ss(xr + (size_t)r * ldr + rg * (size_t)span + (size_t)j);
@@ -936,7 +992,7 @@ static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx2(co
 #pragma GCC unroll 2
             for (r = 0; r < mr; r++) {
                 __m256 t = acc[r][0];
-                if (corr) t = _mm256_fnmadd_ps(zp[h], _mm256_broadcast_ss(xsum + g * AMXK__LIN_MR + (size_t)r), t);
+                if (!sym) t = _mm256_fnmadd_ps(zp[h], _mm256_broadcast_ss(xsum + g * AMXK__LIN_MR + (size_t)r), t);
                 res[r][h] = _mm256_fmadd_ps(sc[h], t, res[r][h]);
             }
         }
@@ -968,11 +1024,11 @@ AMXK__PRIV void amxk__linear_q_panel__avx2(const amxk__linear_args *a, const flo
         post[r] = amxk__bits_f32((uint32_t)((fp8 ? (v->fmt == AMXK_QFMT_FP8_E4M3 ? 120 : 112) : 0) - sh + 127) << 23);
         for (j = 0; j < span; j++) { /* the pre-scale of column j of every 64-byte row: 2^(sh - its field's bit position) */
             const int fsh = 8 * (j % 4) + v->bits * (j / 4);
-            fac[j] = amxk__bits_f32((uint32_t)((fp8 || !amxk__qi_unsigned(v->bits, !v->asym) || fsh + v->bits == 32 ? sh : sh - fsh) + 127) << 23);
+            fac[j] = amxk__bits_f32((uint32_t)((fp8 ? sh : !v->asym ? sh - (32 - v->bits) : fsh + v->bits == 32 ? sh : sh - fsh) + 127) << 23);
         }
         for (kk = 0; kk < a->kp; kk += (size_t)span)
             for (j = 0; j < span; j++) xr[(size_t)r * a->kp + kk + (size_t)j] = fac[j] * xp[((kk + (size_t)j) / 2) * AMXK__LIN_MR * 2 + (j & 1)];
-        for (g = 0; g < v->nbk && !fp8 && amxk__qi_unsigned(v->bits, !v->asym); g++) { /* group sums of x (k increasing) times 2^sh */
+        for (g = 0; g < v->nbk && !fp8 && v->asym; g++) { /* group sums of x (k increasing) times 2^sh */
             float sum = 0.0f;
             for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) sum += xp[(kk / 2) * AMXK__LIN_MR * 2 + (kk & 1)];
             xs[g * AMXK__LIN_MR + (size_t)r] = sum * amxk__bits_f32((uint32_t)(sh + 127) << 23);
@@ -1162,10 +1218,8 @@ AMXK__TARGET_AMX_BEGIN
 AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     uint16_t *xa = (uint16_t *)ws, *wq = (uint16_t *)(ws + a->plan->ws_a); /* wq: dequantized blocks */
     float *cs = (float *)(ws + a->plan->ws_a + a->plan->ws_w);
-#if AMXK__HAS_AVX2
     float *wf = (float *)(wq + 2 * (size_t)AMXK__LIN_NB * a->kp); /* f32 scratch of the vector dequantizer */
-    const int avx2 = (amxk_cpu_init()->tiers & AMXK_TIER_BIT(AMXK_TIER_AVX2)) != 0;
-#endif
+    void (*deq)(const amxk__qview *, size_t, amxk_dtype, float *, uint16_t *) = a->plan->vec->q_block_16;
     const size_t kp = a->kp, lda = kp * 2, blk = (size_t)AMXK__LIN_NB * kp; /* lda in bytes */
     const int fp16 = a->dt == AMXK_DTYPE_F16;
     amxk__tilecfg cfg;
@@ -1188,17 +1242,9 @@ AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_
         for (b = b0; b < b1; b += 2) {
             int two = b + 1 < b1;
             const uint16_t *w0 = a->w + b * blk, *w1 = two ? w0 + blk : w0;
-            if (a->q) { /* quantized: dequantize to x's 16-bit type in the VNNI pair layout */
-#if AMXK__HAS_AVX2
-                if (avx2) {
-                    amxk__q_block_16__avx2(a->q, b, a->dt, wf, wq);
-                    if (two) amxk__q_block_16__avx2(a->q, b + 1, a->dt, wf, wq + blk);
-                } else
-#endif
-                {
-                    amxk__q_block_16(a->q, b, a->dt, wq);
-                    if (two) amxk__q_block_16(a->q, b + 1, a->dt, wq + blk);
-                }
+            if (a->q) { /* quantized: dequantize to x's 16-bit type in the VNNI pair layout (vector level) */
+                deq(a->q, b, a->dt, wf, wq);
+                if (two) deq(a->q, b + 1, a->dt, wf, wq + blk);
                 w0 = wq, w1 = two ? wq + blk : wq;
             }
             AMXK__TILE_ZERO(0);
@@ -1240,25 +1286,13 @@ AMXK__TARGET_AMX_END
 
 /* ---- w8a8 (amxk_linear_q8) ---- */
 
-typedef struct amxk__q8_args {
-    size_t m, n, k, ldq, ld_s, ag, ldy, mc, nc, n_tasks;
-    const int8_t *xq;
-    const float *xs;
-    amxk_scale_layout layout;
-    const amxk__qview *w;
-    const float *bias;
-    void *y;
-    amxk_dtype yt;
-    amxk_tier tier;
-} amxk__q8_args;
-
 AMXK__INLINE float amxk__q8_xscale(const amxk__q8_args *a, size_t row, size_t kk) {
     size_t g = kk / a->ag;
     return a->xs[a->layout == AMXK_SCALES_ROW_MAJOR ? row * a->ld_s + g : g * a->ld_s + row];
 }
 AMXK__INLINE void amxk__q8_store(const amxk__q8_args *a, size_t row, size_t b, const float *acc) {
     size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0), j;
-    for (j = 0; j < cnt; j++) amxk__st_out(a->y, row * a->ldy + n0 + j, a->yt, acc[j] + (a->bias ? a->bias[n0 + j] : 0.0f));
+    for (j = 0; j < cnt; j++) amxk__st_elem(a->y, a->yt, row * a->ldy + n0 + j, acc[j] + (a->bias ? a->bias[n0 + j] : 0.0f));
 }
 
 /* Scalar: per row and block, per weight group: exact int32 sum, then acc += sx * sw * sum. */
@@ -1525,63 +1559,255 @@ AMXK__PRIV void amxk__linear_q8_block__16x32__amx(const amxk__q8_args *a, size_t
 AMXK__TARGET_AMX_END
 #endif
 
-/* The tier amxk_linear_q8 runs m rows of pack v on: the context's, except that the AMX kernel needs
-   AMXK__LIN_AMX_MIN_M rows, a k step dividing the weight group and AMX-INT8 (or the emulator); else
-   the vector tier below it. */
-AMXK__PRIV amxk_tier amxk__q8_tier(const amxk_ctx *ctx, size_t m, const amxk__qview *v) {
-    const amxk_tier t = amxk__tier(ctx);
-    const amxk_cpu *cpu = amxk_cpu_init();
-    if (t == AMXK_TIER_AMX && (m < AMXK__LIN_AMX_MIN_M || amxk__q8_kstep(v->bk) == 0 || !(cpu->amx_emulated || (cpu->usable & AMXK_CPU_AMX_INT8))))
-        return amxk__vec_tier(t);
-    return t;
-}
+/* ---- activation quantization ---- */
 
-/* Rows [m0, m1) x column blocks [b0, b1) of a w*a8 product with a->tier's kernel. */
-AMXK__PRIV void amxk__linear_q8_block(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
-#if AMXK__HAS_AMX
-    if (a->tier == AMXK_TIER_AMX) {
-        amxk__linear_q8_block__16x32__amx(a, m0, m1, b0, b1);
-        return;
-    }
-#endif
+
 #if AMXK__HAS_AVX2
-    if (a->tier >= AMXK_TIER_AVX2) {
-        amxk__linear_q8_block__avx2(a, m0, m1, b0, b1);
-        return;
+AMXK__TARGET_AVX2_BEGIN
+/* int8 / uint8 quantization of one group (group % 8 == 0) with the scalar loop's exact values (IEEE
+   division, round to nearest even, clamp to +-127); returns 0 without writing anything for E4M3, other
+   group sizes and groups holding a NaN or infinity (the scalar loop then defines the result). */
+AMXK__PRIV int amxk__actq_group__avx2(const amxk__actq_args *a, size_t row, size_t k0, float *scale) {
+    const size_t base = row * a->ldx + k0;
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 vmax = _mm256_setzero_ps(), inv_ok;
+    float lanes[8], amax = 0.0f, sc;
+    int8_t *d = (int8_t *)a->q + row * a->ldq + k0;
+    size_t j;
+    int i;
+    if (a->ot == AMXK_DTYPE_FP8_E4M3 || a->group % 8) return 0;
+#define AMXK__LD8(i) (a->xt == AMXK_DTYPE_F32 ? _mm256_loadu_ps((const float *)a->x + base + (i)) \
+                      : a->xt == AMXK_DTYPE_BF16 ? amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)((const uint16_t *)a->x + base + (i)))) \
+                      : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)a->x + base + (i)))))
+    for (j = 0; j < a->group; j += 8) vmax = _mm256_max_ps(vmax, _mm256_and_ps(AMXK__LD8(j), absmask)); /* NaN lanes: ignored */
+    _mm256_storeu_ps(lanes, vmax);
+    for (i = 0; i < 8; i++) amax = AMXK__MAX(amax, lanes[i]);
+    for (j = 0, inv_ok = _mm256_setzero_ps(); j < a->group; j += 8) {
+        __m256 v = _mm256_and_ps(AMXK__LD8(j), absmask);
+        inv_ok = _mm256_or_ps(inv_ok, _mm256_cmp_ps(v, _mm256_set1_ps(3.4028235e38f), _CMP_NLE_UQ)); /* NaN or inf */
     }
+    if (_mm256_movemask_ps(inv_ok)) return 0;
+    sc = amax / 127.0f;
+    if (!(sc > 0.0f)) sc = 1.0f;
+    for (j = 0; j < a->group; j += 8) {
+        __m256 t = _mm256_div_ps(AMXK__LD8(j), _mm256_set1_ps(sc));
+        __m256i q = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_max_ps(_mm256_min_ps(t, _mm256_set1_ps(127.0f)), _mm256_set1_ps(-127.0f)),
+                                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        q = _mm256_packs_epi16(_mm256_packs_epi32(q, q), q); /* bytes 0-3 of each 128-bit lane */
+        q = _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
+        if (a->ot == AMXK_DTYPE_U8) q = _mm256_xor_si256(q, _mm256_set1_epi8((char)0x80));
+        _mm_storel_epi64((__m128i *)(d + j), _mm256_castsi256_si128(q));
+    }
+#undef AMXK__LD8
+    *scale = sc;
+    return 1;
+}
+AMXK__TARGET_END
 #endif
-    amxk__linear_q8__1x16__scalar(a, m0, m1, b0, b1);
-}
-
-static void amxk__linear_q8_task(void *task_ctx, size_t task, int worker) {
-    const amxk__q8_args *a = (const amxk__q8_args *)task_ctx;
-    size_t mt = task / a->n_tasks, nt = task % a->n_tasks, nblk = amxk__lin_nblk(a->n);
-    size_t m0 = mt * a->mc, m1 = AMXK__MIN(a->m, m0 + a->mc), b0 = nt * a->nc, b1 = AMXK__MIN(nblk, b0 + a->nc);
-    (void)worker;
-    amxk__linear_q8_block(a, m0, m1, b0, b1);
-}
 
 // >>dispatch -------------------------------------------------------------------------------------
 
-/* Rows [m0, m1) x column blocks [b0, b1) with the plan's kernel family; ws: this worker's slice. */
-AMXK__PRIV void amxk__linear_block(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
-    switch (a->plan->tier) {
+/* ---- per-level workspace of amxk_linear (the tables' lin_ws) ---- */
+
+AMXK__PRIV void amxk__linear_ws__scalar(amxk__linear_plan *p, size_t m, size_t kp, int quant) {
+    (void)m;
+    p->ws_w = quant ? (size_t)AMXK__LIN_NB * kp * 4 : 0; /* a dequantized f32 block */
+}
+#if AMXK__HAS_AVX2
+AMXK__PRIV void amxk__linear_ws__avx2(amxk__linear_plan *p, size_t m, size_t kp, int quant) {
+    p->wide = quant == 1 || m >= AMXK__LIN_WIDE_M;
+    p->ws_a = AMXK__ROUND_UP(AMXK__ROUND_UP(p->mc, (size_t)AMXK__LIN_MR) * kp * 4, (size_t)AMXK_ALIGN);
+    /* wide: a widened block; else quantized: group sums of x, then the x rows contiguous (fp8 lane dot) */
+    p->ws_w = p->wide ? (size_t)AMXK__LIN_NB * kp * 4 : quant ? (kp / 4 + kp) * AMXK__LIN_MR * 4 : 0;
+}
+#endif
 #if AMXK__HAS_AMX
-    case AMXK_TIER_AMX: amxk__linear_block__32x32__amx(a, m0, m1, b0, b1, ws); break;
+AMXK__PRIV void amxk__linear_ws__amx(amxk__linear_plan *p, size_t m, size_t kp, int quant) {
+    (void)m;
+    p->ws_a = AMXK__ROUND_UP((size_t)AMXK__LIN_AMX_M * kp * 2, (size_t)AMXK_ALIGN);
+    p->ws_w = quant ? 2 * (size_t)AMXK__LIN_NB * kp * 2 + (size_t)AMXK__LIN_NB * kp * 4 : 0; /* + f32 scratch */
+    p->ws_c = (size_t)AMXK__LIN_AMX_M * 2 * AMXK__LIN_NB * 4;
+}
+/* fp16 tiles need AMX-FP16 (or the emulator). */
+AMXK__PRIV int amxk__linear_takes__amx(amxk_dtype dt) {
+    const amxk_cpu *cpu = amxk_cpu_init();
+    return dt != AMXK_DTYPE_F16 || cpu->amx_emulated || (cpu->usable & AMXK_CPU_AMX_FP16);
+}
+/* A k step dividing the weight group, and AMX-INT8 (or the emulator). */
+AMXK__PRIV int amxk__linear_q8_takes__amx(const amxk__qview *v) {
+    const amxk_cpu *cpu = amxk_cpu_init();
+    return amxk__q8_kstep(v->bk) != 0 && (cpu->amx_emulated || (cpu->usable & AMXK_CPU_AMX_INT8));
+}
+#endif
+
+/* ---- the tables: one per level with kernels of its own ---- */
+
+static const amxk__pack_kernels amxk__pack_kernels_scalar = {
+    AMXK__LIN_MC_VEC, 1, NULL, amxk__linear_ws__scalar, amxk__linear__1x16__scalar, NULL, amxk__linear_q8__1x16__scalar, NULL,
+    amxk__q_block_16};
+#if AMXK__HAS_AVX2
+static const amxk__pack_kernels amxk__pack_kernels_avx2 = {
+    AMXK__LIN_MC_VEC, 1, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avx2,
+    amxk__actq_group__avx2, amxk__q_block_16__avx2};
+#endif
+#if AMXK__HAS_AMX
+static const amxk__pack_kernels amxk__pack_kernels_amx = {
+    AMXK__LIN_MC, AMXK__LIN_AMX_MIN_M, amxk__linear_takes__amx, amxk__linear_ws__amx, amxk__linear_block__32x32__amx,
+    amxk__linear_q8_takes__amx, amxk__linear_q8_block__16x32__amx, NULL, NULL};
+#endif
+
+/* The table of ISA level `level` (a context's tier, or a vector level): the one place that maps levels
+   to kernels. Every vector level from AVX2 up to the last below AMX runs the AVX2 kernels (there are
+   no AVX-512 kernels yet); the AMX table runs its own kernels and hands the rest to the vector level
+   below it (amxk__pack_layout). */
+AMXK__PRIV const amxk__pack_kernels *amxk__pack_kernels_for(amxk_tier level) {
+#if AMXK__HAS_AMX
+    if (level == AMXK_TIER_AMX) return &amxk__pack_kernels_amx;
 #endif
 #if AMXK__HAS_AVX2
-    case AMXK_TIER_AVX2: amxk__linear_block__avx2(a, m0, m1, b0, b1, ws); break;
+    if (level >= AMXK_TIER_AVX2 && level < AMXK_TIER_AMX) return &amxk__pack_kernels_avx2;
 #endif
-    default: amxk__linear__1x16__scalar(a, m0, m1, b0, b1, ws); break;
-    }
+    (void)level;
+    return &amxk__pack_kernels_scalar;
+}
+/* The vector level's table of a context (its best level below AMX). */
+AMXK__INLINE const amxk__pack_kernels *amxk__pack_kernels_vec(const amxk_ctx *ctx) {
+    return amxk__pack_kernels_for(amxk__vec_tier(amxk__tier(ctx)));
 }
 
+/* ---- the one layout of amxk_linear and amxk_linear_q8 ---- */
+
+#define AMXK__OP_LINEAR 0
+#define AMXK__OP_Q8 1
+
+/* The plan of op (AMXK__OP_LINEAR, or AMXK__OP_Q8: no workspace) for m rows of an [n, k] pack: q its
+   quantized view (NULL: a 16-bit pack, or a size query without one, with quant = 0); dt the x dtype
+   (linear). The context level's table when its kernel takes the call, else the vector level's;
+   row chunks of the table's mc; decode (m <= 4) splits N so that every worker streams its own part
+   of the weights. quant: 0 bf16/fp16 pack; 1 quantized; 2 quantized int format whose groups hold
+   whole 64-byte rows of the packed block (amxk__q_kind). */
+AMXK__PRIV void amxk__pack_layout(const amxk_ctx *ctx, int op, size_t m, size_t n, size_t k, amxk_dtype dt, const amxk__qview *q,
+                                  amxk__linear_plan *p) {
+    const amxk__pack_kernels *kt = amxk__pack_kernels_for(amxk__tier(ctx));
+    const size_t kp = amxk__lin_kp(k), nblk = amxk__lin_nblk(n), workers = (size_t)amxk__workers(ctx);
+    int takes = m >= kt->min_m;
+    memset(p, 0, sizeof *p);
+    p->vec = amxk__pack_kernels_vec(ctx);
+    if (op == AMXK__OP_Q8) takes = takes && (!kt->q8_takes || kt->q8_takes(q));
+    else takes = takes && (!kt->lin_takes || kt->lin_takes(dt));
+    p->kt = takes ? kt : p->vec;
+    p->mc = AMXK__MIN(m, p->kt->mc);
+    p->nc = m <= 4 ? AMXK__MAX((size_t)1, AMXK__CEIL_DIV(nblk, workers * 4)) : (size_t)AMXK__LIN_NC;
+    p->nc = AMXK__MIN(p->nc, nblk);
+    p->m_tasks = AMXK__CEIL_DIV(m, p->mc);
+    p->n_tasks = AMXK__CEIL_DIV(nblk, p->nc);
+    if (op == AMXK__OP_LINEAR) p->kt->lin_ws(p, m, kp, q ? amxk__q_kind(q) : 0);
+    p->ws_worker = p->ws_a + p->ws_w + p->ws_c;
+    p->ws_total = p->ws_worker * workers;
+}
+
+/* ---- drivers: the parallel tasks of amxk_linear and amxk_linear_q8 ---- */
+
+/* Task t of a plan: rows [m0, m1) and column blocks [b0, b1) (tasks run m-chunk-major). */
+AMXK__INLINE void amxk__plan_task(const amxk__linear_plan *p, size_t m, size_t n, size_t task, size_t *m0, size_t *m1, size_t *b0,
+                                  size_t *b1) {
+    const size_t mt = task / p->n_tasks, nt = task % p->n_tasks;
+    *m0 = mt * p->mc, *m1 = AMXK__MIN(m, *m0 + p->mc), *b0 = nt * p->nc, *b1 = AMXK__MIN(amxk__lin_nblk(n), *b0 + p->nc);
+}
 static void amxk__linear_task(void *task_ctx, size_t task, int worker) {
     const amxk__linear_args *a = (const amxk__linear_args *)task_ctx;
     const amxk__linear_plan *p = a->plan;
-    size_t mt = task / p->n_tasks, nt = task % p->n_tasks, nblk = amxk__lin_nblk(a->n);
-    size_t m0 = mt * p->mc, m1 = AMXK__MIN(a->m, m0 + p->mc), b0 = nt * p->nc, b1 = AMXK__MIN(nblk, b0 + p->nc);
-    amxk__linear_block(a, m0, m1, b0, b1, a->ws ? a->ws + (size_t)worker * p->ws_worker : NULL); /* NULL: no workspace needed */
+    size_t m0, m1, b0, b1;
+    amxk__plan_task(p, a->m, a->n, task, &m0, &m1, &b0, &b1);
+    p->kt->lin_block(a, m0, m1, b0, b1, a->ws ? a->ws + (size_t)worker * p->ws_worker : NULL); /* NULL: no workspace needed */
+}
+static void amxk__linear_q8_task(void *task_ctx, size_t task, int worker) {
+    const amxk__q8_args *a = (const amxk__q8_args *)task_ctx;
+    size_t m0, m1, b0, b1;
+    (void)worker;
+    amxk__plan_task(a->plan, a->m, a->n, task, &m0, &m1, &b0, &b1);
+    a->plan->kt->q8_block(a, m0, m1, b0, b1);
+}
+
+/* ---- an opened pack and the arguments of one call (the public entry points and >>linop) ---- */
+
+/* A validated pack of either kind, as the drivers read it. */
+typedef struct amxk__linop {
+    amxk__qview q;     /* quantized packs: the view (q.data etc.) */
+    const uint16_t *w; /* bf16/fp16 packs: the first block */
+    size_t n, k;
+    amxk_dtype pt;     /* the header's dtype (BF16 / F16 for 16-bit packs) */
+    int quant;         /* 0: bf16/fp16 pack; else amxk__q_kind of the view */
+} amxk__linop;
+
+/* Parses and validates a pack (amxk__pack_open's errors). */
+AMXK__PRIV amxk_status amxk__linop_init(amxk__linop *op, const void *packed, size_t bytes) {
+    amxk__pack_hdr h;
+    amxk_status s = amxk__pack_open(packed, bytes, &h, &op->q);
+    if (s != AMXK_OK) return s;
+    op->w = (const uint16_t *)((const char *)packed + sizeof h);
+    op->n = (size_t)h.n, op->k = (size_t)h.k, op->pt = (amxk_dtype)h.dtype;
+    op->quant = h.qformat == AMXK_QFMT_NONE ? 0 : amxk__q_kind(&op->q);
+    return AMXK_OK;
+}
+/* AMXK_OK when amxk_linear_q8 runs this pack: INT8 symmetric or INT4 / INT2 (either), groups of whole
+   64-byte rows (else FORMAT, or UNSUPPORTED for other group sizes). */
+AMXK__PRIV amxk_status amxk__linop_q8_check(const amxk__linop *op) {
+    const amxk__qview *v = &op->q;
+    if (!op->quant || amxk__q_isfp8(v->fmt) || (v->fmt == AMXK_QFMT_INT8 && v->asym)) return AMXK_ERR_FORMAT;
+    return v->bk % (size_t)(32 / v->bits) ? AMXK_ERR_UNSUPPORTED : AMXK_OK;
+}
+/* The plan and arguments of amxk_linear over m rows (a->plan = p, a->q into op: both must outlive a). */
+AMXK__PRIV void amxk__linear_bind(const amxk_ctx *ctx, const amxk__linop *op, size_t m, const void *x, amxk_dtype xt, size_t ldx,
+                                  const float *bias, void *y, amxk_dtype yt, size_t ldy, void *ws, amxk__linear_args *a,
+                                  amxk__linear_plan *p) {
+    amxk__pack_layout(ctx, AMXK__OP_LINEAR, m, op->n, op->k, xt, op->quant ? &op->q : NULL, p);
+    memset(a, 0, sizeof *a);
+    a->m = m, a->n = op->n, a->k = op->k, a->kp = amxk__lin_kp(op->k), a->ldx = ldx, a->ldy = ldy;
+    a->x = x, a->w = op->w, a->q = op->quant ? &op->q : NULL;
+    a->bias = bias, a->y = y, a->dt = xt, a->yt = yt, a->ws = (char *)ws, a->plan = p;
+}
+/* The plan and arguments of amxk_linear_q8 over m rows (the same lifetimes). */
+AMXK__PRIV void amxk__q8_bind(const amxk_ctx *ctx, const amxk__linop *op, size_t m, const int8_t *xq, size_t ldq, const float *xs,
+                              amxk_scale_layout layout, size_t ld_s, size_t ag, const float *bias, void *y, amxk_dtype yt, size_t ldy,
+                              amxk__q8_args *a, amxk__linear_plan *p) {
+    amxk__pack_layout(ctx, AMXK__OP_Q8, m, op->n, op->k, AMXK_DTYPE_INVALID, &op->q, p);
+    memset(a, 0, sizeof *a);
+    a->m = m, a->n = op->n, a->k = op->k, a->ldq = ldq, a->ld_s = ld_s, a->ag = ag, a->ldy = ldy;
+    a->xq = xq, a->xs = xs, a->layout = layout, a->w = &op->q, a->bias = bias, a->y = y, a->yt = yt, a->plan = p;
+}
+
+/* amxk_quantize_act's task: every group of one row, with the table's group kernel where it takes the
+   group, else the scalar loop (the same values). */
+static void amxk__actq_row(void *task_ctx, size_t row, int worker) {
+    const amxk__actq_args *a = (const amxk__actq_args *)task_ctx;
+    size_t g, j;
+    (void)worker;
+    for (g = 0; g < a->k / a->group; g++) {
+        const size_t k0 = g * a->group;
+        float amax = 0.0f, sc;
+        if (a->kt->actq_group && a->kt->actq_group(a, row, k0, &sc)) {
+            a->scales[a->layout == AMXK_SCALES_ROW_MAJOR ? row * a->ld_s + g : g * a->ld_s + row] = sc;
+            continue;
+        }
+        for (j = 0; j < a->group; j++) {
+            float v = amxk__ld_elem(a->x, a->xt, row * a->ldx + k0 + j);
+            amax = AMXK__MAX(amax, v < 0 ? -v : v);
+        }
+        sc = amax / (a->ot == AMXK_DTYPE_FP8_E4M3 ? 448.0f : 127.0f);
+        if (!(sc > 0.0f)) sc = 1.0f;
+        for (j = 0; j < a->group; j++) {
+            float t = amxk__ld_elem(a->x, a->xt, row * a->ldx + k0 + j) / sc;
+            uint8_t *d = (uint8_t *)a->q + row * a->ldq + k0 + j;
+            if (a->ot == AMXK_DTYPE_FP8_E4M3) {
+                *d = amxk__f32_to_e4m3(t);
+            } else {
+                int qi = (int)AMXK__MAX(AMXK__MIN(amxk__rne(AMXK__MAX(AMXK__MIN(t, 256.0f), -256.0f)), 127.0f), -127.0f);
+                *d = (uint8_t)(a->ot == AMXK_DTYPE_U8 ? qi + 128 : qi);
+            }
+        }
+        a->scales[a->layout == AMXK_SCALES_ROW_MAJOR ? row * a->ld_s + g : g * a->ld_s + row] = sc;
+    }
 }
 
 AMXK__PRIV void amxk__pack_block(uint16_t *dst, amxk_dtype pt, const void *w, amxk_dtype wt, size_t n, size_t k,
@@ -1594,7 +1820,7 @@ AMXK__PRIV void amxk__pack_block(uint16_t *dst, amxk_dtype pt, const void *w, am
             uint16_t h;
             if (wt == pt) h = ((const uint16_t *)w)[row + kk];
             else if (wt == AMXK_DTYPE_F32) h = amxk__to16(((const float *)w)[row + kk], pt);
-            else h = amxk__to16(amxk__ld16(w, row + kk, wt), pt);
+            else h = amxk__to16(amxk__ld_elem(w, wt, row + kk), pt);
             dst[(kk / 2) * 2 * AMXK__LIN_NB + r * 2 + (kk % 2)] = h;
         }
     }
@@ -1646,26 +1872,6 @@ AMXK_DEF amxk_status amxk_pack_linear(const amxk_ctx *ctx, void *dst, size_t dst
     return amxk_pack_linear_batched(ctx, dst, dst_bytes, pt, w, wt, 1, n, k, ldw, 0);
 }
 
-/* Parses any pack (bf16/fp16 or quantized): header out, and for quantized packs the view. */
-AMXK__PRIV amxk_status amxk__pack_open(const void *packed, size_t bytes, amxk__pack_hdr *h, amxk__qview *v) {
-    size_t need;
-    if (!packed) return AMXK_ERR_NULL;
-    if (bytes < sizeof *h) return AMXK_ERR_FORMAT;
-    memcpy(h, packed, sizeof *h);
-    if (memcmp(h->magic, "AMXKPACK", 8) != 0 || h->version != AMXK__PACK_VERSION) return AMXK_ERR_FORMAT;
-    if (h->qformat == AMXK_QFMT_NONE) {
-        if (amxk_pack_linear_size((amxk_dtype)h->dtype, (size_t)h->n, (size_t)h->k, &need) != AMXK_OK || bytes < need)
-            return AMXK_ERR_FORMAT;
-    } else {
-        amxk_quant q;
-        q.format = (amxk_qformat)h->qformat, q.asym = (int)h->asym, q.block_n = (size_t)h->block_n, q.block_k = (size_t)h->block_k;
-        if (amxk__q_geometry(&q, (size_t)h->n, (size_t)h->k, v, &need) != AMXK_OK || bytes < need) return AMXK_ERR_FORMAT;
-        amxk__q_bind(v, packed);
-        v->no_nan = (h->flags & AMXK__PACK_NO_NAN) != 0;
-    }
-    return AMXK_OK;
-}
-
 AMXK_DEF amxk_status amxk_packed_linear_info(const void *packed, size_t bytes, amxk_dtype *pt, size_t *n, size_t *k) {
     amxk__pack_hdr h;
     amxk__qview v;
@@ -1693,15 +1899,6 @@ AMXK_DEF amxk_status amxk_pack_quant_size(const amxk_quant *q, size_t n, size_t 
     amxk__qview v;
     if (!bytes) return AMXK_ERR_NULL;
     return amxk__q_geometry(q, n, k, &v, bytes);
-}
-
-/* Round half to even without libm (|x| < 2^31). */
-AMXK__INLINE float amxk__rne(float x) {
-    float t = x < 0 ? -x : x, f;
-    long i = (long)t;
-    f = t - (float)i;
-    if (f > 0.5f || (f == 0.5f && (i & 1))) i++;
-    return x < 0 ? -(float)i : (float)i;
 }
 
 /* Source of the b-bit field of element (n, k) for amxk__q_write (two's complement for symmetric
@@ -1936,97 +2133,6 @@ AMXK_DEF amxk_status amxk_import_fp8_block(const amxk_ctx *ctx, void *dst, size_
     return amxk_pack_quant(ctx, dst, dst_bytes, &q, weight, k, weight_scale_inv, NULL, n, k);
 }
 
-/* ---- activation quantization ---- */
-
-typedef struct amxk__actq_args {
-    size_t k, ldx, group, ldq, ld_s;
-    const void *x;
-    amxk_dtype xt, ot;
-    void *q;
-    float *scales;
-    amxk_scale_layout layout;
-    amxk_tier tier;
-} amxk__actq_args;
-
-AMXK__INLINE float amxk__ld_any(const void *p, size_t i, amxk_dtype t) {
-    return t == AMXK_DTYPE_F32 ? ((const float *)p)[i] : amxk__ld16(p, i, t);
-}
-
-#if AMXK__HAS_AVX2
-AMXK__TARGET_AVX2_BEGIN
-/* int8 / uint8 quantization of one group (group % 8 == 0) with the scalar loop's exact values (IEEE
-   division, round to nearest even, clamp to +-127); returns 0 without writing anything when the
-   group holds a NaN or infinity (the scalar loop then defines the result). */
-AMXK__PRIV int amxk__actq_group__avx2(const amxk__actq_args *a, size_t row, size_t k0, float *scale) {
-    const size_t base = row * a->ldx + k0;
-    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    __m256 vmax = _mm256_setzero_ps(), inv_ok;
-    float lanes[8], amax = 0.0f, sc;
-    int8_t *d = (int8_t *)a->q + row * a->ldq + k0;
-    size_t j;
-    int i;
-#define AMXK__LD8(i) (a->xt == AMXK_DTYPE_F32 ? _mm256_loadu_ps((const float *)a->x + base + (i)) \
-                      : a->xt == AMXK_DTYPE_BF16 ? amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)((const uint16_t *)a->x + base + (i)))) \
-                      : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)a->x + base + (i)))))
-    for (j = 0; j < a->group; j += 8) vmax = _mm256_max_ps(vmax, _mm256_and_ps(AMXK__LD8(j), absmask)); /* NaN lanes: ignored */
-    _mm256_storeu_ps(lanes, vmax);
-    for (i = 0; i < 8; i++) amax = AMXK__MAX(amax, lanes[i]);
-    for (j = 0, inv_ok = _mm256_setzero_ps(); j < a->group; j += 8) {
-        __m256 v = _mm256_and_ps(AMXK__LD8(j), absmask);
-        inv_ok = _mm256_or_ps(inv_ok, _mm256_cmp_ps(v, _mm256_set1_ps(3.4028235e38f), _CMP_NLE_UQ)); /* NaN or inf */
-    }
-    if (_mm256_movemask_ps(inv_ok)) return 0;
-    sc = amax / 127.0f;
-    if (!(sc > 0.0f)) sc = 1.0f;
-    for (j = 0; j < a->group; j += 8) {
-        __m256 t = _mm256_div_ps(AMXK__LD8(j), _mm256_set1_ps(sc));
-        __m256i q = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_max_ps(_mm256_min_ps(t, _mm256_set1_ps(127.0f)), _mm256_set1_ps(-127.0f)),
-                                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        q = _mm256_packs_epi16(_mm256_packs_epi32(q, q), q); /* bytes 0-3 of each 128-bit lane */
-        q = _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
-        if (a->ot == AMXK_DTYPE_U8) q = _mm256_xor_si256(q, _mm256_set1_epi8((char)0x80));
-        _mm_storel_epi64((__m128i *)(d + j), _mm256_castsi256_si128(q));
-    }
-#undef AMXK__LD8
-    *scale = sc;
-    return 1;
-}
-AMXK__TARGET_END
-#endif
-
-static void amxk__actq_row(void *task_ctx, size_t row, int worker) {
-    const amxk__actq_args *a = (const amxk__actq_args *)task_ctx;
-    size_t g, j;
-    (void)worker;
-    for (g = 0; g < a->k / a->group; g++) {
-        const size_t k0 = g * a->group;
-        float amax = 0.0f, sc;
-#if AMXK__HAS_AVX2
-        if (a->tier >= AMXK_TIER_AVX2 && a->ot != AMXK_DTYPE_FP8_E4M3 && a->group % 8 == 0 && amxk__actq_group__avx2(a, row, k0, &sc)) {
-            a->scales[a->layout == AMXK_SCALES_ROW_MAJOR ? row * a->ld_s + g : g * a->ld_s + row] = sc;
-            continue;
-        }
-#endif
-        for (j = 0; j < a->group; j++) {
-            float v = amxk__ld_any(a->x, row * a->ldx + k0 + j, a->xt);
-            amax = AMXK__MAX(amax, v < 0 ? -v : v);
-        }
-        sc = amax / (a->ot == AMXK_DTYPE_FP8_E4M3 ? 448.0f : 127.0f);
-        if (!(sc > 0.0f)) sc = 1.0f;
-        for (j = 0; j < a->group; j++) {
-            float t = amxk__ld_any(a->x, row * a->ldx + k0 + j, a->xt) / sc;
-            uint8_t *d = (uint8_t *)a->q + row * a->ldq + k0 + j;
-            if (a->ot == AMXK_DTYPE_FP8_E4M3) {
-                *d = amxk__f32_to_e4m3(t);
-            } else {
-                int qi = (int)AMXK__MAX(AMXK__MIN(amxk__rne(AMXK__MAX(AMXK__MIN(t, 256.0f), -256.0f)), 127.0f), -127.0f);
-                *d = (uint8_t)(a->ot == AMXK_DTYPE_U8 ? qi + 128 : qi);
-            }
-        }
-        a->scales[a->layout == AMXK_SCALES_ROW_MAJOR ? row * a->ld_s + g : g * a->ld_s + row] = sc;
-    }
-}
-
 AMXK_DEF amxk_status amxk_quantize_act(const amxk_ctx *ctx, size_t m, size_t k, const void *x, amxk_dtype xt, size_t ldx,
                                        size_t group, amxk_dtype ot, void *q, size_t ldq, float *scales,
                                        amxk_scale_layout layout, size_t ld_s) {
@@ -2046,7 +2152,7 @@ AMXK_DEF amxk_status amxk_quantize_act(const amxk_ctx *ctx, size_t m, size_t k, 
         amxk__overlap(scales, sbytes, x, ((m - 1) * ldx + k) * amxk_dtype_size(xt)) || amxk__overlap(scales, sbytes, q, (m - 1) * ldq + k))
         return AMXK_ERR_ALIAS;
     a.k = k, a.ldx = ldx, a.group = group, a.ldq = ldq, a.ld_s = ld_s, a.x = x, a.xt = xt, a.ot = ot, a.q = q, a.scales = scales;
-    a.layout = layout, a.tier = amxk__vec_tier(amxk__tier(ctx));
+    a.layout = layout, a.kt = amxk__pack_kernels_vec(ctx);
     amxk__parallel(ctx, amxk__actq_row, &a, m);
     return AMXK_OK;
 }
@@ -2071,8 +2177,7 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t ng, const float *src,
 AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const int8_t *xq, size_t ldq,
                                     const float *xs, amxk_scale_layout layout, size_t ld_s, size_t ag, const void *packed,
                                     size_t packed_bytes, const float *bias, void *y, amxk_dtype yt, size_t ldy) {
-    amxk__pack_hdr h;
-    amxk__qview v;
+    amxk__linop op;
     amxk__q8_args a;
     amxk__linear_plan p;
     size_t ng, sbytes, ybytes, i, j;
@@ -2083,9 +2188,9 @@ AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, siz
     if (yt != AMXK_DTYPE_F32 && yt != AMXK_DTYPE_BF16 && yt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
     if (layout != AMXK_SCALES_ROW_MAJOR && layout != AMXK_SCALES_GROUP_MAJOR) return AMXK_ERR_ARG;
     if (ag == 0 || k % ag) return AMXK_ERR_ARG;
-    if ((s = amxk__pack_open(packed, packed_bytes, &h, &v)) != AMXK_OK) return s;
-    if (amxk__q_isfp8(v.fmt) || (v.fmt == AMXK_QFMT_INT8 && v.asym) || h.n != n || h.k != k || ag % v.bk) return AMXK_ERR_FORMAT;
-    if (v.bk % (size_t)(32 / v.bits)) return AMXK_ERR_UNSUPPORTED; /* groups of whole 64-byte rows */
+    if ((s = amxk__linop_init(&op, packed, packed_bytes)) != AMXK_OK) return s;
+    if (!op.quant || op.n != n || op.k != k || ag % op.q.bk) return AMXK_ERR_FORMAT;
+    if ((s = amxk__linop_q8_check(&op)) != AMXK_OK) return s;
     ng = k / ag;
     if (ldq < k || ldy < n || ld_s < (layout == AMXK_SCALES_ROW_MAJOR ? ng : m)) return AMXK_ERR_STRIDE;
     for (i = 0; i < m; i++) /* -128 would break the exactness argument: refuse it before writing */
@@ -2096,10 +2201,7 @@ AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, siz
     if (amxk__overlap(y, ybytes, xq, (m - 1) * ldq + k) || amxk__overlap(y, ybytes, xs, sbytes) ||
         amxk__overlap(y, ybytes, packed, packed_bytes) || (bias && amxk__overlap(y, ybytes, bias, n * 4)))
         return AMXK_ERR_ALIAS;
-    amxk__linear_layout(ctx, m, n, k, AMXK_DTYPE_BF16, 2, &p); /* the same task grid as amxk_linear */
-    memset(&a, 0, sizeof a);
-    a.m = m, a.n = n, a.k = k, a.ldq = ldq, a.ld_s = ld_s, a.ag = ag, a.ldy = ldy, a.mc = p.mc, a.nc = p.nc, a.n_tasks = p.n_tasks;
-    a.xq = xq, a.xs = xs, a.layout = layout, a.w = &v, a.bias = bias, a.y = y, a.yt = yt, a.tier = amxk__q8_tier(ctx, m, &v);
+    amxk__q8_bind(ctx, &op, m, xq, ldq, xs, layout, ld_s, ag, bias, y, yt, ldy, &a, &p);
     amxk__parallel(ctx, amxk__linear_q8_task, &a, p.m_tasks * p.n_tasks);
     return AMXK_OK;
 }
@@ -2120,7 +2222,7 @@ AMXK_DEF amxk_status amxk_dequantize(const void *packed, size_t bytes, float *w,
                 w[n * ldw + kk] = amxk__q_get(&v, n, kk);
             } else {
                 const uint16_t *blk = (const uint16_t *)((const char *)packed + sizeof h) + (n / AMXK__LIN_NB) * AMXK__LIN_NB * kp;
-                w[n * ldw + kk] = amxk__ld16(blk, (kk / 2) * 2 * AMXK__LIN_NB + (n % AMXK__LIN_NB) * 2 + kk % 2, (amxk_dtype)h.dtype);
+                w[n * ldw + kk] = amxk__ld_elem(blk, (amxk_dtype)h.dtype, (kk / 2) * 2 * AMXK__LIN_NB + (n % AMXK__LIN_NB) * 2 + kk % 2);
             }
         }
     return AMXK_OK;
@@ -2133,28 +2235,26 @@ AMXK_DEF amxk_status amxk_linear_workspace_size(const amxk_ctx *ctx, size_t m, s
     if (m == 0 || n == 0 || k == 0) return AMXK_ERR_SHAPE;
     /* the plan's workspace does not depend on the dtype except through the AMX fp16 fallback, which
        needs less than the AMX path; take the larger of the two */
-    amxk__linear_layout(ctx, m, n, k, AMXK_DTYPE_BF16, 0, &p);
+    amxk__pack_layout(ctx, AMXK__OP_LINEAR, m, n, k, AMXK_DTYPE_BF16, NULL, &p);
     *bytes = p.ws_total;
-    amxk__linear_layout(ctx, m, n, k, AMXK_DTYPE_F16, 0, &p);
+    amxk__pack_layout(ctx, AMXK__OP_LINEAR, m, n, k, AMXK_DTYPE_F16, NULL, &p);
     *bytes = AMXK__MAX(*bytes, p.ws_total);
     return AMXK_OK;
 }
 
 AMXK_DEF amxk_status amxk_linear_workspace_size_for(const amxk_ctx *ctx, size_t m, const void *packed, size_t packed_bytes,
                                                     size_t *bytes) {
-    amxk__pack_hdr h;
-    amxk__qview v;
+    amxk__linop op;
     amxk__linear_plan p;
     amxk_status s;
     size_t best = 0;
     int t;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!bytes) return AMXK_ERR_NULL;
-    if ((s = amxk__pack_open(packed, packed_bytes, &h, &v)) != AMXK_OK) return s;
+    if ((s = amxk__linop_init(&op, packed, packed_bytes)) != AMXK_OK) return s;
     if (m == 0) return AMXK_ERR_SHAPE;
     for (t = 0; t < 2; t++) { /* either x dtype */
-        amxk__linear_layout(ctx, m, (size_t)h.n, (size_t)h.k, t ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16,
-                            h.qformat == AMXK_QFMT_NONE ? 0 : amxk__q_kind(&v), &p);
+        amxk__pack_layout(ctx, AMXK__OP_LINEAR, m, op.n, op.k, t ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16, op.quant ? &op.q : NULL, &p);
         best = AMXK__MAX(best, p.ws_total);
     }
     *bytes = best;
@@ -2166,10 +2266,8 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
                                  amxk_dtype yt, size_t ldy, void *workspace, size_t workspace_bytes) {
     amxk__linear_plan p;
     amxk__linear_args a;
-    amxk__pack_hdr h;
-    amxk__qview v;
+    amxk__linop op;
     size_t ysz = amxk_dtype_size(yt), ybytes;
-    int quant;
     amxk_status s;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!x || !packed || !y) return AMXK_ERR_NULL;
@@ -2177,10 +2275,9 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
     if (xt != AMXK_DTYPE_BF16 && xt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
     if (yt != AMXK_DTYPE_F32 && yt != AMXK_DTYPE_BF16 && yt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
     if (ldx < k || ldy < n) return AMXK_ERR_STRIDE;
-    if ((s = amxk__pack_open(packed, packed_bytes, &h, &v)) != AMXK_OK) return s;
-    quant = h.qformat == AMXK_QFMT_NONE ? 0 : amxk__q_kind(&v);
-    if ((!quant && (amxk_dtype)h.dtype != xt) || h.n != n || h.k != k) return AMXK_ERR_FORMAT;
-    amxk__linear_layout(ctx, m, n, k, xt, quant, &p);
+    if ((s = amxk__linop_init(&op, packed, packed_bytes)) != AMXK_OK) return s;
+    if ((!op.quant && op.pt != xt) || op.n != n || op.k != k) return AMXK_ERR_FORMAT;
+    amxk__linear_bind(ctx, &op, m, x, xt, ldx, bias, y, yt, ldy, workspace, &a, &p);
     if (p.ws_total) {
         if (!workspace || workspace_bytes < p.ws_total) return AMXK_ERR_WORKSPACE;
         if ((uintptr_t)workspace % AMXK_ALIGN) return AMXK_ERR_ALIGN;
@@ -2189,11 +2286,104 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
     if (amxk__overlap(y, ybytes, x, ((m - 1) * ldx + k) * 2) || amxk__overlap(y, ybytes, packed, packed_bytes) ||
         (bias && amxk__overlap(y, ybytes, bias, n * 4)) || amxk__overlap(y, ybytes, workspace, p.ws_total))
         return AMXK_ERR_ALIAS;
-    a.m = m, a.n = n, a.k = k, a.kp = amxk__lin_kp(k), a.ldx = ldx, a.ldy = ldy;
-    a.x = x, a.w = (const uint16_t *)((const char *)packed + sizeof(amxk__pack_hdr)), a.q = quant ? &v : NULL;
-    a.bias = bias, a.y = y, a.dt = xt, a.yt = yt, a.ws = (char *)workspace, a.plan = &p;
     amxk__parallel(ctx, amxk__linear_task, &a, p.m_tasks * p.n_tasks);
     return AMXK_OK;
+}
+
+// >>linop ----------------------------------------------------------------------------------------
+/* The operator interface of this header for the other modules (amxk_moe.h uses nothing else of it):
+   a pack seen as y[rows, N] = x[rows, K] W^T (+ bias), f32 y, run by ranges of rows and of column
+   blocks with the plan, kernels and sums amxk_linear (or, on int8 activations, amxk_linear_q8) uses
+   for the same row count. The contents of amxk__linop and amxk__linop_call are private to this
+   header: callers only pass them to these functions. */
+
+#define AMXK__LINOP_NB AMXK__LIN_NB /* outputs per column block: column ranges count blocks */
+
+/* Opens packed as an [n, k] operator: the pack is validated (AMXK_ERR_NULL for NULL; AMXK_ERR_FORMAT
+   when it is not a pack, has another shape, or is a bf16/fp16 pack of another dtype than xt, which
+   AMXK_DTYPE_INVALID leaves open); q8: it will run on int8 activations with one scale per row, so
+   it must be a pack amxk_linear_q8 takes (else AMXK_ERR_UNSUPPORTED). */
+AMXK__PRIV amxk_status amxk__linop_open(amxk__linop *op, const void *packed, size_t bytes, size_t n, size_t k, amxk_dtype xt, int q8) {
+    amxk_status s = amxk__linop_init(op, packed, bytes);
+    if (s != AMXK_OK) return s;
+    if (op->n != n || op->k != k || (!op->quant && xt != AMXK_DTYPE_INVALID && op->pt != xt)) return AMXK_ERR_FORMAT;
+    if (q8 && amxk__linop_q8_check(op) != AMXK_OK) return AMXK_ERR_UNSUPPORTED;
+    return AMXK_OK;
+}
+
+/* 1 when pack b would open exactly like pack a (same size and header: the same checks pass and
+   amxk__linop_ws is the same), without reading more than the header. */
+AMXK__PRIV int amxk__linop_same(const void *a, size_t bytes_a, const void *b, size_t bytes_b) {
+    return a && b && bytes_a == bytes_b && bytes_a >= sizeof(amxk__pack_hdr) && memcmp(a, b, sizeof(amxk__pack_hdr)) == 0;
+}
+
+/* Per-worker workspace bytes that amxk__linop_run needs on ctx for any call of 1 .. rows rows (either
+   x dtype for quantized packs; 0 on int8 activations). Each table's workspace is nondecreasing in
+   the row count and a table other than the vector level's takes only calls of min_m rows or more, so
+   the plans of rows and of min(rows, min_m - 1) rows bound every row count. */
+AMXK__PRIV size_t amxk__linop_ws(const amxk_ctx *ctx, const amxk__linop *op, size_t rows, int q8) {
+    const size_t below = AMXK__MIN(rows, amxk__pack_kernels_for(amxk__tier(ctx))->min_m - 1);
+    amxk__linear_plan p;
+    size_t best = 0;
+    int t, i;
+    if (q8) return 0;
+    for (t = 0; t < 2; t++)
+        for (i = 0; i < 2; i++) {
+            const amxk_dtype dt = op->quant ? (t ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16) : op->pt;
+            if (i && below == 0) continue;
+            amxk__pack_layout(ctx, AMXK__OP_LINEAR, i ? below : rows, op->n, op->k, dt, op->quant ? &op->q : NULL, &p);
+            best = AMXK__MAX(best, p.ws_worker);
+        }
+    return best;
+}
+
+/* A bound call: an operator, its row count, input rows, bias and f32 output. It points into itself:
+   bind it where it stays (it must not be copied or moved afterwards). */
+typedef struct amxk__linop_call {
+    amxk__linop op;
+    amxk__linear_plan plan;
+    amxk__linear_args a; /* w*a16 */
+    amxk__q8_args c;     /* int8 activations */
+    int q8;
+} amxk__linop_call;
+
+/* w*a16: x [rows, K] of dtype xt (BF16 / F16, the pack's for bf16/fp16 packs), row stride ldx ->
+   y [rows, N] f32, row stride ldy; bias NULL or N floats. op: opened for this xt. */
+AMXK__PRIV void amxk__linop_bind(const amxk_ctx *ctx, amxk__linop_call *c, const amxk__linop *op, size_t rows, const void *x, amxk_dtype xt,
+                                 size_t ldx, const float *bias, float *y, size_t ldy) {
+    memset(c, 0, sizeof *c);
+    c->op = *op;
+    amxk__linear_bind(ctx, &c->op, rows, x, xt, ldx, bias, y, AMXK_DTYPE_F32, ldy, NULL, &c->a, &c->plan);
+}
+
+/* Int8 activations: xq [rows, K] (amxk__linop_quant_row's rows, row stride ldq) with one scale per
+   row, xs[r] -> y [rows, N] f32 as amxk_linear_q8 computes it. op: opened with q8. */
+AMXK__PRIV void amxk__linop_bind_q8(const amxk_ctx *ctx, amxk__linop_call *c, const amxk__linop *op, size_t rows, const int8_t *xq, size_t ldq,
+                                    const float *xs, const float *bias, float *y, size_t ldy) {
+    memset(c, 0, sizeof *c);
+    c->op = *op, c->q8 = 1;
+    amxk__q8_bind(ctx, &c->op, rows, xq, ldq, xs, AMXK_SCALES_ROW_MAJOR, 1, c->op.k, bias, y, AMXK_DTYPE_F32, ldy, &c->c, &c->plan);
+}
+
+/* Rows per chunk of a bound call: a caller that splits the rows cuts them at multiples of this (from
+   row 0), as amxk_linear does, to get its sums. */
+AMXK__PRIV size_t amxk__linop_chunk(const amxk__linop_call *c) { return c->plan.mc; }
+
+/* Rows [m0, m1) (inside one chunk) x column blocks [b0, b1) of a bound call; ws: amxk__linop_ws bytes
+   for this worker (AMXK_ALIGN aligned; may be NULL when that is 0). */
+AMXK__PRIV void amxk__linop_run(const amxk__linop_call *c, size_t m0, size_t m1, size_t b0, size_t b1, void *ws) {
+    if (c->q8) c->plan.kt->q8_block(&c->c, m0, m1, b0, b1);
+    else c->plan.kt->lin_block(&c->a, m0, m1, b0, b1, (char *)ws);
+}
+
+/* k values of dtype t (BF16, F16 or F32) quantized as one row by amxk_quantize_act (AMXK_DTYPE_I8, one
+   group = the row, ctx's level): q[0..k), *s. */
+AMXK__PRIV void amxk__linop_quant_row(const amxk_ctx *ctx, const void *src, amxk_dtype t, size_t k, int8_t *q, float *s) {
+    amxk__actq_args qa;
+    memset(&qa, 0, sizeof qa);
+    qa.k = k, qa.ldx = k, qa.group = k, qa.ldq = k, qa.ld_s = 1, qa.x = src, qa.xt = t, qa.ot = AMXK_DTYPE_I8;
+    qa.q = q, qa.scales = s, qa.layout = AMXK_SCALES_ROW_MAJOR, qa.kt = amxk__pack_kernels_vec(ctx);
+    amxk__actq_row(&qa, 0, 0);
 }
 
 #endif /* AMXK_IMPLEMENTATION */

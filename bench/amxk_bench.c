@@ -6,8 +6,9 @@
    Options every subcommand takes:
        --threads T    workers (default 1). T > 1: examples/amxk_pool.h plugged into amxk_ctx through
                       amxk_pool_bind (the calling thread is worker 0); T = 1: no pool, serial.
-       --isa I        scalar|avx2|avx512|amx|auto (default auto) -> ctx.isa_allow; a tier that is not
-                      usable on this CPU/build is refused with a message (exit 2).
+       --isa I        scalar|avx2|avx512|avx512_vnni|avx512_bf16|avx512_fp16|amx|auto (default auto)
+                      -> ctx.isa_allow; a level that is not usable on this CPU/build is refused with
+                      a message (exit 2).
        --rotate-mb R  cycle through copies of the weights totalling R MiB (default 0: one hot copy);
                       choose R well above the last-level cache to measure weights coming from DRAM.
        --reps N       timed calls (default 20); --warmup W untimed calls first (default 2).
@@ -50,6 +51,9 @@ static void bench_env_init(bench_env *e, const bench_args *a) {
         {"scalar", AMXK_TIER_BIT(AMXK_TIER_SCALAR)},
         {"avx2", AMXK_TIER_BIT(AMXK_TIER_AVX2)},
         {"avx512", AMXK_TIER_BIT(AMXK_TIER_AVX512)},
+        {"avx512_vnni", AMXK_TIER_BIT(AMXK_TIER_AVX512_VNNI)},
+        {"avx512_bf16", AMXK_TIER_BIT(AMXK_TIER_AVX512_BF16)},
+        {"avx512_fp16", AMXK_TIER_BIT(AMXK_TIER_AVX512_FP16)},
         {"amx", AMXK_TIER_BIT(AMXK_TIER_AMX)},
     };
     const amxk_cpu *cpu = amxk_cpu_init();
@@ -66,7 +70,7 @@ static void bench_env_init(bench_env *e, const bench_args *a) {
     if (e->rotate_mb < 0) bench_die("--rotate-mb must be >= 0");
     for (i = 0; i < sizeof isas / sizeof isas[0]; i++)
         if (strcmp(e->isa, isas[i].name) == 0) break;
-    if (i == sizeof isas / sizeof isas[0]) bench_die("--isa must be one of auto, scalar, avx2, avx512, amx");
+    if (i == sizeof isas / sizeof isas[0]) bench_die("--isa must be one of auto, scalar, avx2, avx512, avx512_vnni, avx512_bf16, avx512_fp16, amx");
     e->ctx.isa_allow = isas[i].allow;
     if (e->threads > 1) {
         if (amxk_pool_init(&e->pool, e->threads) != 0) bench_die("cannot start a pool of %d workers", e->threads);
@@ -232,7 +236,7 @@ static const bench_cmd bench_cmds[] = {
 
 static void usage(FILE *f) {
     size_t i;
-    fprintf(f, "usage: amxk_bench <subcommand> [--threads T] [--isa scalar|avx2|avx512|amx|auto] [--rotate-mb R]\n"
+    fprintf(f, "usage: amxk_bench <subcommand> [--threads T] [--isa scalar|avx2|avx512|avx512_vnni|avx512_bf16|avx512_fp16|amx|auto] [--rotate-mb R]\n"
                "                  [--reps N] [--warmup W] [subcommand options]\nsubcommands:\n");
     for (i = 0; i < sizeof bench_cmds / sizeof bench_cmds[0]; i++)
         fprintf(f, "  %-12s %s\n", bench_cmds[i].name, bench_cmds[i].help);

@@ -106,6 +106,11 @@ for t in 1 "$threads"; do
     cases+=("$bin conv1d --form decode --batch 128 --dim 8192 --width 4 --dtype bf16 --threads $t")
 done
 
+# BENCH_LIST=1: print the amxk_bench cases, one per line, and stop (bench/compare.sh runs them)
+if [ -n "${BENCH_LIST:-}" ]; then
+    for c in "${cases[@]}"; do case $c in "$bin "*) echo "$c" ;; esac; done
+    exit 0
+fi
 [ -x "$bin" ] || { echo "$bin missing: run make bench-bin"; exit 1; }
 load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 rows=()

@@ -7,7 +7,9 @@
 # with a last line `N passed, N failed` alone on the line. Its count is taken as reported; a program
 # that exits non-zero without reporting a failure (a crash, an abort, a timeout, a missing binary or
 # a missing summary line) adds one failure. The last line printed is the total, `N passed, N failed`,
-# and the exit status is 1 if anything failed.
+# and the exit status is 1 if anything failed. Before it, one line names the ISA levels that ran
+# natively and emulated over all programs (from each program's `levels native: ...; emulated: ...`
+# line, tests/test.h).
 #
 # Environment:
 #   AMXK_RUN_PREFIX   command put before each binary (e.g. qemu-aarch64-static); not before scripts
@@ -19,6 +21,8 @@ limit=${AMXK_TEST_TIMEOUT:-1200}
 total_pass=0
 total_fail=0
 summary=()
+native=" "
+emulated=" "
 
 for prog in "$@"; do
     name=$(basename "$prog")
@@ -40,6 +44,17 @@ for prog in "$@"; do
     rc=${PIPESTATUS[0]}
     secs=$(( $(date +%s) - start ))
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+    lv=$(grep -E '^levels native:' "$log" | tail -n 1)
+    if [ -n "$lv" ]; then
+        for l in $(echo "$lv" | sed -E 's/^levels native:([^;]*);.*/\1/'); do
+            case "$l" in none) continue ;; esac
+            case "$native" in *" $l "*) ;; *) native="$native$l " ;; esac
+        done
+        for l in $(echo "$lv" | sed -E 's/.*; emulated:([^;]*).*/\1/'); do
+            case "$l" in none) continue ;; esac
+            case "$emulated" in *" $l "*) ;; *) emulated="$emulated$l " ;; esac
+        done
+    fi
     rm -f "$log"
     p=0
     f=0
@@ -63,5 +78,7 @@ done
 
 echo "=== summary"
 for s in "${summary[@]}"; do echo "$s"; done
+trim() { local v=$1; v=${v# }; v=${v% }; echo "${v:-none}"; }
+echo "levels run natively: $(trim "$native"); emulated: $(trim "$emulated")"
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

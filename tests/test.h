@@ -19,8 +19,27 @@
                              are printed, the rest only counted). The message is required (C99 needs
                              at least one argument for "..."): CHECK(x == 1, "x=%d", x).
      TEST_SECTION(name)      prints "== name".
-     test_rand() etc.        splitmix64 RNG. Seed: AMXK_TEST_SEED (decimal or 0x hex) or a fixed
-                             default; printed by test_init. test_rng_next(&state) for per-thread use.
+     random data             two splitmix64 streams; seed AMXK_TEST_SEED (decimal or 0x hex) or a fixed
+                             default, printed by test_init. The rule: the same seed gives the same
+                             cases on every machine, whatever tiers (or workspace sizes) it has.
+       test_case_begin(id)   reseeds the DATA stream from (test_seed, id): what a case draws after it
+                             depends on the seed and id only, never on what ran before. id: the case's
+                             place in a machine-independent enumeration, built with
+                             test_case_id("section", k) and test_case_mix(id, v) (one per parameter).
+       test_rand(), test_rand32(), test_randint(lo, hi), test_uniform(lo, hi), test_randf(lo, hi)
+                             draw case data (inputs, shapes, strides) from the data stream. A draw
+                             needs a test_case_begin since test_init and since the last test_ctx
+                             (every tier's iteration calls test_ctx): otherwise it is a "data draw
+                             outside a case" and test_finish counts a failure. So: begin the case,
+                             draw all of its data, then loop over the tiers; or begin it again (same
+                             id: the same data) inside the tier loop. Data that must not depend on
+                             the seed either: test_case_begin(any), then set test_rng_state.
+       test_noise(), test_noise32(), test_noise_int(lo, hi), test_noise_fill(p, bytes)
+                             the NOISE stream (seeded once by test_init, never by a case): workspace,
+                             guard and poison bytes, and any draw whose count depends on the tier or
+                             the machine. Never case data.
+       test_rng_next(&state) a splitmix64 step on the caller's state (per-thread streams; seed the
+                             state from test_rand() inside the case).
      test_alloc(bytes)       64-byte aligned buffer, body poisoned with 0xFF bytes (NaN as f32, bf16,
                              f16, e4m3 and e5m2), TEST_GUARD pattern bytes before and after;
                              test_guard_ok(p) checks them, test_free(p) frees. Under ASan the guards
@@ -96,9 +115,12 @@ TEST_FN int test_check_(int ok, const char *file, int line, const char *cond, co
 #define CHECK(cond, ...) test_check_((cond) ? 1 : 0, __FILE__, __LINE__, #cond, __VA_ARGS__)
 #define TEST_SECTION(name) (printf("== %s\n", (name)), fflush(stdout))
 
-/* ---- RNG (splitmix64) ------------------------------------------------------------------------- */
+/* ---- RNG (splitmix64): the per-case data stream and the noise stream ---------------------------- */
 
-TEST_VAR uint64_t test_seed = 0x243f6a8885a308d3ull, test_rng_state;
+TEST_VAR uint64_t test_seed = 0x243f6a8885a308d3ull, test_rng_state, test_noise_state;
+TEST_VAR int test_case_open;   /* a test_case_begin since test_init and since the last test_ctx */
+TEST_VAR uint64_t test_case_cur; /* the id of the last test_case_begin (for messages) */
+TEST_VAR long test_n_stray;    /* data draws outside a case */
 
 TEST_FN uint64_t test_rng_next(uint64_t *s) {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -106,13 +128,50 @@ TEST_FN uint64_t test_rng_next(uint64_t *s) {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
-TEST_FN uint64_t test_rand(void) { return test_rng_next(&test_rng_state); }
+/* A bijective 64-bit mix (splitmix64's finaliser) of h combined with v: case ids from parameters. */
+TEST_FN uint64_t test_case_mix(uint64_t h, uint64_t v) {
+    uint64_t s = h ^ (v * 0xd6e8feb86659fd93ull);
+    return test_rng_next(&s);
+}
+/* The id of case k of a section (FNV-1a of the section name, mixed with k). */
+TEST_FN uint64_t test_case_id(const char *section, uint64_t k) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *section; section++) h = (h ^ (unsigned char)*section) * 0x100000001b3ull;
+    return test_case_mix(h, k);
+}
+/* Reseeds the data stream from (test_seed, id). */
+TEST_FN void test_case_begin(uint64_t id) {
+    test_rng_state = test_case_mix(test_seed ^ 0x6a09e667f3bcc909ull, id);
+    test_case_cur = id;
+    test_case_open = 1;
+}
+TEST_FN uint64_t test_rand(void) {
+    if (!test_case_open && test_n_stray++ == 0)
+        printf("data draw outside a case (no test_case_begin since test_init or the last test_ctx; last case id 0x%llx)\n",
+               (unsigned long long)test_case_cur);
+    return test_rng_next(&test_rng_state);
+}
 TEST_FN uint32_t test_rand32(void) { return (uint32_t)(test_rand() >> 32); }
 /* uniform integer in [lo, hi] */
 TEST_FN int test_randint(int lo, int hi) { return lo + (int)(test_rand() % (uint64_t)(hi - lo + 1)); }
 /* uniform double in [lo, hi) */
 TEST_FN double test_uniform(double lo, double hi) { return lo + (hi - lo) * (double)(test_rand() >> 11) * (1.0 / 9007199254740992.0); }
 TEST_FN float test_randf(float lo, float hi) { return (float)test_uniform(lo, hi); }
+
+/* The noise stream: never case data. */
+TEST_FN uint64_t test_noise(void) { return test_rng_next(&test_noise_state); }
+TEST_FN uint32_t test_noise32(void) { return (uint32_t)(test_noise() >> 32); }
+TEST_FN int test_noise_int(int lo, int hi) { return lo + (int)(test_noise() % (uint64_t)(hi - lo + 1)); }
+/* bytes noise bytes at p */
+TEST_FN void test_noise_fill(void *p, size_t bytes) {
+    unsigned char *q = (unsigned char *)p;
+    size_t i;
+    uint64_t r = 0;
+    for (i = 0; i < bytes; i++) {
+        if (i % 8 == 0) r = test_noise();
+        q[i] = (unsigned char)r, r >>= 8;
+    }
+}
 
 /* ---- bit casts ---------------------------------------------------------------------------------- */
 
@@ -330,6 +389,7 @@ TEST_FN amxk_pool *test_pool(int n) {
    Returns 1 when the tier runs here, 0 (after one "skip tier" line per tier) when it does not. */
 TEST_FN int test_ctx(amxk_ctx *ctx, amxk_tier t, int n_workers) {
     amxk_status s;
+    test_case_open = 0; /* tier-dependent from here: data draws need a new test_case_begin */
     memset(ctx, 0, sizeof *ctx);
     ctx->isa_allow = AMXK_TIER_BIT(t);
     if (n_workers > 1) amxk_pool_bind(test_pool(n_workers), ctx);
@@ -351,7 +411,9 @@ TEST_FN void test_init(void) {
     const amxk_cpu *cpu = amxk_cpu_init();
     int t;
     if (s && *s) test_seed = strtoull(s, NULL, 0);
-    test_rng_state = test_seed;
+    test_rng_state = 0;
+    test_case_open = 0;
+    test_noise_state = test_case_mix(test_seed, 0x6e6f697365ull /* "noise" */);
     printf("seed 0x%llx (set AMXK_TEST_SEED to change)\n", (unsigned long long)test_seed);
     printf("cpu: hw 0x%x usable 0x%x tiers 0x%x best %s%s; tiers here:", (unsigned)cpu->hw, (unsigned)cpu->usable, cpu->tiers,
            amxk_tier_name(cpu->best_tier), cpu->amx_emulated ? " (AMX emulated)" : "");
@@ -367,12 +429,27 @@ TEST_FN int test_finish(void) {
     int i, t;
     for (i = 0; i < TEST_N_WORKER_COUNTS; i++)
         if (test_pool_ready[i]) amxk_pool_destroy(&test_pools[i]), test_pool_ready[i] = 0;
+    CHECK(test_n_stray == 0, "%ld data draws outside a case (see test.h: test_case_begin)", test_n_stray);
     for (i = 1; i >= -1; i -= 2) {
         int any = 0;
         printf(i == 1 ? "tiers run:" : "; skipped:");
         for (t = AMXK_TIER_SCALAR; t <= AMXK_TIER_AMX; t++)
             if (test_tier_state[t] == i) printf(" %s", amxk_tier_name((amxk_tier)t)), any = 1;
         if (!any) printf(" none");
+    }
+    /* the line tests/run_tests.sh aggregates: which levels ran on the CPU's own instructions and
+       which through an emulator (SIMDe for the AVX-512 levels, the tile emulator for AMX) */
+    {
+        const amxk_cpu *cpu = amxk_cpu_init();
+        for (i = 0; i < 2; i++) {
+            int any = 0;
+            printf(i == 0 ? "\nlevels native:" : "; emulated:");
+            for (t = AMXK_TIER_SCALAR; t <= AMXK_TIER_AMX; t++) {
+                int emu = (t == AMXK_TIER_AMX && cpu->amx_emulated) || (t >= AMXK_TIER_AVX512 && cpu->avx512_emulated);
+                if (test_tier_state[t] == 1 && emu == i) printf(" %s", amxk_tier_name((amxk_tier)t)), any = 1;
+            }
+            if (!any) printf(" none");
+        }
     }
     printf("\n%ld passed, %ld failed\n", test_n_pass, test_n_fail);
     fflush(stdout);

@@ -27,6 +27,9 @@ static void check_case(const amxk_ctx *ctx, size_t m, size_t k, size_t group, am
     float *sr = (float *)test_alloc(m * ng * 4), *sg = (float *)test_alloc(ng * m * 4);
     size_t i, j, g, bad = 0, bads = 0;
     amxk_status st;
+    /* the case's data depends on its parameters only: the same x on every tier and worker count */
+    test_case_begin(test_case_mix(test_case_mix(test_case_mix(test_case_id("actq quantize", m), k), group),
+                                  test_case_mix(test_case_mix(test_case_mix((uint64_t)xt, (uint64_t)ot), ldx), ldq)));
     for (i = 0; i < m * ldx; i++) {
         double v = test_uniform(-4.0, 4.0) * (test_rand() % 7 == 0 ? 100.0 : 1.0);
         if (test_rand() % 13 == 0) v = 0; /* some exact zeros; whole zero rows below */
@@ -148,6 +151,9 @@ static void q8_case(const amxk_ctx *ctx, amxk_qformat fmt, int asym, size_t m, s
     size_t bytes = 0, i, j, kk, bad = 0;
     void *p;
     amxk_status st;
+    /* the case's data depends on its parameters only: the same data on every tier and worker count */
+    test_case_begin(test_case_mix(test_case_mix(test_case_mix(test_case_id("actq linear_q8", (uint64_t)fmt * 2 + (uint64_t)asym), m), n),
+                                  test_case_mix(test_case_mix(test_case_mix(k, wg), ag), (uint64_t)lay * 64 + (uint64_t)yt * 2 + (uint64_t)bias)));
     for (i = 0; i < n * k; i++) w[i] = (float)test_uniform(-1.0, 1.0);
     for (i = 0; i < n; i++) b[i] = (float)test_uniform(-1.0, 1.0);
     for (i = 0; i < m * k; i++) x[i] = (uint16_t)test_ref_encode(AMXK_DTYPE_BF16, (float)test_uniform(-2.0, 2.0));
@@ -227,6 +233,7 @@ static void test_q8_bad_input(void) {
     amxk_quant q;
     void *p, *pa;
     TEST_SECTION("amxk_linear_q8: bad input returns a status and writes nothing");
+    test_case_begin(test_case_id("actq linear_q8 bad input", 0));
     for (i = 0; i < 32 * 64; i++) w[i] = (float)test_uniform(-1.0, 1.0);
     for (i = 0; i < 2 * 64; i++) xq[i] = (int8_t)(i % 50);
     for (i = 0; i < 4; i++) xs[i] = 0.01f;

@@ -98,7 +98,9 @@ static void test_api_basics(void) {
 static void test_ctx_init(void) {
     const amxk_cpu *cpu = amxk_cpu_init();
     amxk_ctx c, saved;
-    static const unsigned bad_bits[] = {1u /* AMXK_TIER_NONE */, 1u << 5, 1u << 31, AMXK_TIER_BIT(AMXK_TIER_SCALAR) | (1u << 9)};
+    /* bits of no tier: NONE, the first bits above AMX (however many tiers there are), bit 31 */
+    static const unsigned bad_bits[] = {1u /* AMXK_TIER_NONE */, AMXK_TIER_BIT((int)AMXK_TIER_AMX + 1), 1u << 31,
+                                        AMXK_TIER_BIT(AMXK_TIER_SCALAR) | AMXK_TIER_BIT((int)AMXK_TIER_AMX + 2)};
     size_t i;
     int t;
     TEST_SECTION("amxk_ctx_init");
@@ -166,9 +168,7 @@ static void test_cpu(void) {
     CHECK(amxk_cpu_init() == cpu, "amxk_cpu_init returns the same static");
     CHECK((cpu->usable & ~cpu->hw) == 0, "usable subset of hw");
     CHECK(cpu->tiers & AMXK_TIER_BIT(AMXK_TIER_SCALAR), "scalar tier always there");
-    CHECK((cpu->tiers & ~(AMXK_TIER_BIT(AMXK_TIER_SCALAR) | AMXK_TIER_BIT(AMXK_TIER_AVX2) | AMXK_TIER_BIT(AMXK_TIER_AVX512) |
-                          AMXK_TIER_BIT(AMXK_TIER_AMX))) == 0,
-          "no stray tier bits");
+    CHECK((cpu->tiers & ~(AMXK_TIER_BIT((int)AMXK_TIER_AMX + 1) - AMXK_TIER_BIT(AMXK_TIER_SCALAR))) == 0, "no stray tier bits");
     CHECK(cpu->best_tier >= AMXK_TIER_SCALAR && cpu->best_tier <= AMXK_TIER_AMX && (cpu->tiers & AMXK_TIER_BIT(cpu->best_tier)),
           "best tier in tiers");
     for (t = AMXK_TIER_SCALAR; t <= AMXK_TIER_AMX; t++)
@@ -321,6 +321,7 @@ static void build_sample(void) {
     int d, e;
     sample = (float *)malloc(cap * sizeof *sample);
     n_sample = 0;
+    test_case_begin(test_case_id("core sample", 0));
     for (d = 0; d < 4; d++) {
         amxk_dtype dt = k_small[d];
         unsigned c, top = (1u << (test_code_bits(dt) - 1)); /* positive codes */
@@ -409,6 +410,22 @@ static void test_encode(void) {
     test_free(got);
 }
 
+/* The source of one tails case: n random elements of dtype st at s (f32: picks from the sample;
+   others: random codes), from the case's own stream (id from its parameters, not the tier). */
+static void tails_fill(unsigned char *s, amxk_dtype st, size_t n, int d, int dir, size_t k, int so, int doff) {
+    size_t i;
+    test_case_begin(test_case_mix(test_case_mix(test_case_mix(test_case_id("core tails", (uint64_t)(d + 1)), (uint64_t)dir), k),
+                                  (uint64_t)(so * 2 + doff)));
+    for (i = 0; i < n; i++) {
+        if (st == AMXK_DTYPE_F32) {
+            float x = sample[test_rand() % n_sample];
+            memcpy(s + i * 4, &x, 4);
+        } else {
+            set_code(s, st, i, test_rand32() & ((1u << test_code_bits(st)) - 1));
+        }
+    }
+}
+
 /* Every tier equals the scalar functions for small n (vector tails) and a large n, any alignment,
    with nothing written outside dst. */
 static void test_tails(void) {
@@ -435,14 +452,7 @@ static void test_tails(void) {
                             const unsigned char *s = src + (size_t)so * ss;
                             unsigned char *o = dst + (size_t)doff * os;
                             runs++;
-                            for (i = 0; i < n; i++) {
-                                if (st == AMXK_DTYPE_F32) {
-                                    float x = sample[test_rand() % n_sample];
-                                    memcpy((unsigned char *)s + i * 4, &x, 4);
-                                } else {
-                                    set_code((unsigned char *)s, st, i, test_rand32() & ((1u << test_code_bits(st)) - 1));
-                                }
-                            }
+                            tails_fill((unsigned char *)s, st, n, d, dir, k, so, doff);
                             if (amxk_convert(&ctx, o, ot, s, st, n) != AMXK_OK) bad++;
                             for (i = 0; i < n; i++) {
                                 int ok;
@@ -476,6 +486,45 @@ static void test_tails(void) {
 }
 
 /* ================================================================================================ */
+/* The harness's promise (tests/test.h): a case's data depends on the seed and the case's id only.
+   A tails case (f32 from the sample, bf16 codes) generated fresh, then again after another case,
+   noise draws of an arbitrary amount and every tier's context: bitwise equal. */
+static void test_data_independence(void) {
+    const size_t n = 4099;
+    unsigned char *a = (unsigned char *)malloc(n * 4), *b = (unsigned char *)malloc(n * 4), *c = (unsigned char *)malloc(n * 4);
+    amxk_ctx ctx;
+    amxk_tier t;
+    int k;
+    long stray;
+    TEST_SECTION("test data: a case's data depends on the seed and its id only");
+    for (k = 0; k < 2; k++) {
+        const amxk_dtype st = k ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F32;
+        const size_t bytes = n * amxk_dtype_size(st);
+        uint64_t r, extra = 1 + test_noise() % 5000;
+        tails_fill(a, st, n, k ? 0 : -1, k, 41, 1, 0);
+        for (r = 0; r < extra; r++) (void)test_noise();
+        tails_fill(b, st, n, k ? 0 : -1, k, 42, 0, 1); /* another case */
+        TEST_FOR_EACH_TIER(t, ctx) test_noise_fill(c, 1 + 37 * (size_t)t);
+        memset(c, 0, n * 4);
+        tails_fill(c, st, n, k ? 0 : -1, k, 41, 1, 0);
+        CHECK(memcmp(a, c, bytes) == 0, "%s case: the same data after other cases, %lu noise draws and the tier loop", dt_name(st),
+              (unsigned long)extra);
+        CHECK(memcmp(a, b, bytes) != 0, "%s: another case id gives other data", dt_name(st));
+    }
+    CHECK(test_case_id("core tails", 0) != test_case_id("core tail", 0) && test_case_id("core tails", 0) != test_case_id("core tails", 1) &&
+              test_case_mix(1, 2) != test_case_mix(2, 1),
+          "case ids differ by section, index and parameter order");
+    /* a data draw after a tier context without test_case_begin is counted (then the count is restored) */
+    stray = test_n_stray;
+    test_n_stray = stray ? stray : 1; /* nonzero: no message */
+    (void)test_ctx(&ctx, AMXK_TIER_SCALAR, 1);
+    (void)test_rand();
+    CHECK(test_n_stray == (stray ? stray : 1) + 1, "stray data draw detected");
+    test_n_stray = stray;
+    free(a), free(b), free(c);
+}
+
+/* ================================================================================================ */
 /* Programs built with -ffast-math / -Ofast run with MXCSR.FTZ and DAZ set. The conversions must still be
    exact and tier-identical then. Expected values are computed before the mode is switched on (double ->
    float conversions of tiny values would flush). x86 only. */
@@ -492,6 +541,7 @@ static void test_ftz_daz(void) {
     void *codes = test_alloc(65536 * 2), *enc = test_alloc(n_enc * 2);
     unsigned csr = _mm_getcsr();
     TEST_SECTION("conversions under MXCSR FTZ + DAZ (as -ffast-math programs run)");
+    test_case_begin(test_case_id("core ftz daz", 0));
     for (i = 0; i < n_enc; i++) /* tiny values first: f32 denormals, bf16/f16/fp8 subnormal ranges */
         src[i] = i < n_enc / 2 ? test_bits_f32((test_rand32() & 0x80000000u) | (test_rand32() % 0x3a000000u)) : sample[test_rand() % n_sample];
     for (d = 0; d < 4; d++) {
@@ -848,8 +898,16 @@ static void test_amx_dot(void) {
     for (kind = DP_BF16; kind <= DP_UU; kind++) {
         int bad = 0;
         for (s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); s++)
-            for (r = 0; r < 4; r++) bad += dp_check(kind, shapes[s][0], shapes[s][1], shapes[s][2], r % 3, 3 + r % 2, 7 - r % 2, kind >= DP_SS && r == 3);
-        for (r = 0; r < 40; r++) bad += dp_check(kind, test_randint(1, 16), test_randint(1, 16), test_randint(1, 16), 0, 1, 2, kind >= DP_SS && r % 4 == 0);
+            for (r = 0; r < 4; r++) {
+                test_case_begin(test_case_mix(test_case_id("core amx dot", (uint64_t)kind), (uint64_t)(s * 4 + r)));
+                bad += dp_check(kind, shapes[s][0], shapes[s][1], shapes[s][2], r % 3, 3 + r % 2, 7 - r % 2, kind >= DP_SS && r == 3);
+            }
+        for (r = 0; r < 40; r++) {
+            int M, K4, N;
+            test_case_begin(test_case_mix(test_case_id("core amx dot random shape", (uint64_t)kind), (uint64_t)r));
+            M = test_randint(1, 16), K4 = test_randint(1, 16), N = test_randint(1, 16);
+            bad += dp_check(kind, M, K4, N, 0, 1, 2, kind >= DP_SS && r % 4 == 0);
+        }
         CHECK(bad == 0, "%s: %d mismatches", dp_name(kind), bad);
     }
     /* hand-made cases: order of the two roundings, FTZ of a denormal result, DAZ of bf16 denormals */
@@ -1217,6 +1275,7 @@ static void test_amx_threads(void) {
     int t, fails = 0;
     TEST_SECTION("AMX emulator: per-thread tile state");
     memset(&j, 0, sizeof j);
+    test_case_begin(test_case_id("core amx threads", 0));
     j.seed = test_rand();
     amxk_pool_parallel_for(test_pool(7), mt_task, &j, 64);
     for (t = 0; t < 64; t++) fails += j.fails[t];
@@ -1234,6 +1293,7 @@ int main(void) {
     build_sample();
     test_encode();
     test_tails();
+    test_data_independence();
     test_ftz_daz();
     test_convert_errors();
     test_pool_basic();

@@ -64,6 +64,7 @@ static void test_gating(void) {
     amxk_tier tier;
     amxk_ctx ctx;
     TEST_SECTION("gating");
+    test_case_begin(test_case_id("gdn gating", 0));
     for (h = 0; h < HV; h++) Al[h] = h % 2 ? logf(16.0f) : (h % 4 == 0 ? 0.0f : logf((float)test_uniform(1, 16))), dt[h] = (float)test_uniform(-0.5, 0.5);
     for (t = 0; t < T; t++)
         for (h = 0; h < HV; h++) {
@@ -129,8 +130,11 @@ typedef struct conv_data {
     size_t pool_elems;
 } conv_data;
 
+/* Called outside the tier loops, in a fixed order: case id = the call's number. */
+static unsigned conv_gen_calls, gdn_gen_calls;
 static void conv_gen(const conv_case *c, conv_data *d) {
     size_t i, n, slot_span;
+    test_case_begin(test_case_id("gdn conv", conv_gen_calls++));
     memset(d, 0, sizeof *d);
     d->esz = c->xt == AMXK_DTYPE_F32 ? 4 : 2;
     d->qsl[0] = 0;
@@ -478,6 +482,7 @@ typedef struct gdata {
 
 static void gdn_gen(const gcase *c, gdata *d) {
     size_t i, t, n, HK = c->H * c->dk;
+    test_case_begin(test_case_id("gdn gdn", gdn_gen_calls++));
     memset(d, 0, sizeof *d);
     d->qsl[0] = 0;
     for (n = 0; n < c->n_seqs; n++) d->qsl[n + 1] = d->qsl[n] + c->lens[n];

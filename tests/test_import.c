@@ -119,6 +119,7 @@ static void test_int_importers(void) {
                     amxk_status st;
                     char what[96];
                     if (awq && (bitss[bi] != 4 || v1)) continue;
+                    test_case_begin(test_case_id("import int", (uint64_t)(((awq * 3 + bi) * 2 + v1) * 2 + symz)));
                     ckpt_make(&c, awq, bitss[bi], v1, symz, n, k, g);
                     snprintf(what, sizeof what, "%s b=%d g=%zu offset=%d zeros=%s", awq ? "awq" : "gptq", bitss[bi], g, v1,
                              symz ? "mid" : "random");
@@ -162,6 +163,7 @@ static void test_fp8_importer(void) {
     fp8ck f;
     void *p;
     TEST_SECTION("DeepSeek block fp8 importer (128 x 128, partial edge blocks)");
+    test_case_begin(test_case_id("import fp8 block", 0));
     for (i = 0; i < n * k; i++) {
         uint8_t b = (uint8_t)test_rand();
         wq[i] = (b & 0x7f) == 0x7f ? (uint8_t)(b & 0x80) : b; /* no NaN codes in a checkpoint */
@@ -189,6 +191,7 @@ static void test_bad_input(void) {
     int32_t gidx[64];
     size_t i;
     TEST_SECTION("importers: bad input returns a status and writes nothing");
+    test_case_begin(test_case_id("import bad input", 0));
     ckpt_make(&c, 0, 4, 1, 0, 16, 64, 32);
     amxk_import_size(4, 32, 16, 64, &bytes);
     p = (unsigned char *)test_alloc(bytes);

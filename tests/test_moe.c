@@ -118,7 +118,13 @@ static long route_near_rows;
    2 all equal. */
 static void route_case(const amxk_ctx *ctx, int sigmoid, int renorm, size_t E, size_t topk, size_t G, size_t tg, int top2,
                        int with_bias, float rsf, size_t M, int fill) {
-    size_t ld = E + (size_t)test_randint(0, 3), t, e, j;
+    /* the case's data depends on its parameters only: the same logits on every tier */
+    size_t ld = (test_case_begin(test_case_mix(
+                     test_case_mix(test_case_mix(test_case_id("moe route", (uint64_t)(sigmoid * 2 + renorm)), E), topk),
+                     test_case_mix(test_case_mix(test_case_mix(G, tg), (uint64_t)(top2 * 2 + with_bias)),
+                                   test_case_mix(test_case_mix(test_f32_bits(rsf), M), (uint64_t)fill)))),
+                 E + (size_t)test_randint(0, 3)),
+           t, e, j;
     float *l = (float *)test_alloc(M * ld * 4), *bias = with_bias ? (float *)test_alloc(E * 4) : NULL;
     float *w = (float *)test_alloc(M * topk * 4);
     int32_t *ids = (int32_t *)test_alloc(M * topk * 4), rid[1024];
@@ -240,6 +246,7 @@ static void test_routing(void) {
         int wi;
         memset(&r, 0, sizeof r);
         r.renormalize = 1, r.num_expert_group = 8, r.topk_group = 4, r.group_score_top2 = 1, r.score = AMXK_MOE_SCORE_SIGMOID;
+        test_case_begin(test_case_id("moe route invariance", 0));
         for (i2 = 0; i2 < M * E; i2++) l[i2] = test_randf(-3, 3);
         CHECK(amxk_moe_topk(NULL, &r, M, E, l, E, k, w0, i0) == AMXK_OK, "serial");
         for (wi = 0; wi < TEST_N_WORKER_COUNTS; wi++) {
@@ -308,6 +315,8 @@ static void align_case(size_t M, size_t topk, size_t E, size_t e0, size_t e1, si
     int32_t *rs, *re, *rr;
     amxk_status s;
     long bad = 0;
+    test_case_begin(test_case_mix(test_case_mix(test_case_mix(test_case_id("moe align", M), topk), test_case_mix(E, e0)),
+                                  test_case_mix(test_case_mix(e1, bm), (uint64_t)neg)));
     for (p = 0; p < R; p++) ids[p] = (neg && test_randint(0, 5) == 0) ? -1 : test_randint(0, (int)E - 1);
     CHECK(amxk_moe_align_size(M, topk, E, bm, &maxb) == AMXK_OK, "align_size");
     cap = maxb * bm;
@@ -453,6 +462,7 @@ typedef struct mcase {
     float alpha, limit, rsf;
     int routing; /* 0 random distinct, 1 all to expert 1, 2 random with -1 and duplicates, 3 only even experts */
     int q8;      /* opts.act_int8 */
+    uint64_t id; /* the case id: moe_case draws x, ids and weights from test_case_begin(id) */
 } mcase;
 
 static double ref_sig(double v) { return 1.0 / (1.0 + exp(-v)); }
@@ -612,6 +622,7 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
     double cg = 2 * ((c->on_input ? u16 : 0) + (ms->quant ? u16 : 0) + ldexp(1, -16));
     size_t e0 = c->e0, e1 = c->e1 ? c->e1 : ms->E;
     unsigned char *xcopy;
+    test_case_begin(c->id); /* called inside tier loops: the same data on every tier */
     for (t = 0; t < M; t++)
         for (k = 0; k < K; k++) ((uint16_t *)x)[t * c->ldx + k] = (uint16_t)test_ref_encode(ms->xt, test_randf(-1, 1));
     xcopy = (unsigned char *)malloc(xbytes);
@@ -744,6 +755,7 @@ static void test_experts(void) {
         /* N, Ns multiples of 16 (activation fused into the gate+up items) or not (separate pass; int
            groups of 16 must divide N, fp8 blocks may be partial) */
         size_t N = fi == 0 || fi == 3 ? 40 : 48, Ns = fi == 5 ? 24 : 32;
+        test_case_begin(test_case_id("moe experts weights", fi));
         mset_make(&ms, &formats[fi], AMXK_DTYPE_BF16, E, K, N, Ns);
         TEST_FOR_EACH_TIER(tier, ctx) {
             int act, bias, oni, ci = 0;
@@ -762,6 +774,7 @@ static void test_experts(void) {
                         if (ci % 6 == 5) c.e0 = 2, c.e1 = 5;
                         c.inplace = ci % 7 == 3;
                         if (c.inplace) c.ldo = c.ldx;
+                        c.id = test_case_mix(test_case_id("moe experts", fi), (uint64_t)ci);
                         moe_case(&ctx, &ms, &c, formats[fi].name, NULL);
                     }
         }
@@ -771,6 +784,7 @@ static void test_experts(void) {
     TEST_SECTION("fused experts, act_int8 (w8a8 / w4a8 / w2a8) vs fp64 reference of the documented quantization, every tier");
     for (fi = 0; fi < N_Q8_FORMATS; fi++) {
         mset ms;
+        test_case_begin(test_case_id("moe experts q8 weights", fi));
         mset_make(&ms, &q8_formats[fi].f, AMXK_DTYPE_BF16, E, K, q8_formats[fi].N, q8_formats[fi].Ns);
         TEST_FOR_EACH_TIER(tier, ctx) {
             int act, bias, oni, ci = 0;
@@ -790,13 +804,16 @@ static void test_experts(void) {
                         if (ci % 6 == 5) c.e0 = 2, c.e1 = 5;
                         c.inplace = ci % 7 == 3;
                         if (c.inplace) c.ldo = c.ldx;
+                        c.id = test_case_mix(test_case_id("moe experts q8", fi), (uint64_t)ci);
                         moe_case(&ctx, &ms, &c, q8_formats[fi].f.name, NULL);
                     }
             /* every token to one expert (M >= 5 rows: the AMX tile kernel), with the shared expert */
             memset(&c, 0, sizeof c);
             c.q8 = 1, c.M = 21, c.topk = 2, c.ldx = K, c.ldo = K, c.ot = AMXK_DTYPE_F32, c.bias = 1, c.shared = 1, c.routing = 1;
+            c.id = test_case_mix(test_case_id("moe experts q8", fi), 100);
             moe_case(&ctx, &ms, &c, q8_formats[fi].f.name, NULL);
             c.routing = 0, c.on_input = 1, c.shared = 0, c.M = 30, c.topk = 3; /* about 15 rows per expert */
+            c.id = test_case_mix(test_case_id("moe experts q8", fi), 101);
             moe_case(&ctx, &ms, &c, q8_formats[fi].f.name, NULL);
         }
         mset_free(&ms);
@@ -808,28 +825,35 @@ static void test_experts(void) {
     {
         mformat f16 = {"fp16", 0, {AMXK_QFMT_NONE, 0, 0, 0}};
         mset ms;
+        test_case_begin(test_case_id("moe fp16 weights", 0));
         mset_make(&ms, &f16, AMXK_DTYPE_F16, 4, 64, 32, 16);
         TEST_FOR_EACH_TIER(tier, ctx) {
             mcase c;
             memset(&c, 0, sizeof c);
             c.M = 20, c.topk = 2, c.ldx = 64, c.ldo = 64, c.ot = AMXK_DTYPE_F16, c.bias = 1, c.shared = 1, c.routing = 0;
+            c.id = test_case_id("moe fp16", 0);
             moe_case(&ctx, &ms, &c, "fp16", NULL);
             c.routing = 1, c.act = AMXK_MOE_ACT_GELU_TANH, c.ot = AMXK_DTYPE_F32; /* all tokens to one expert */
+            c.id = test_case_id("moe fp16", 1);
             moe_case(&ctx, &ms, &c, "fp16 one expert", NULL);
             c.M = 1, c.topk = 4, c.routing = 0;
+            c.id = test_case_id("moe fp16", 2);
             moe_case(&ctx, &ms, &c, "fp16 M=1 topk=E", NULL);
         }
         mset_free(&ms);
     }
     {
         mset ms;
+        test_case_begin(test_case_id("moe fp16 q8 weights", 0));
         mset_make(&ms, &q8_formats[2].f, AMXK_DTYPE_F16, 4, 64, 40, 16); /* int4 asym packs, fp16 x, act_int8 */
         TEST_FOR_EACH_TIER(tier, ctx) {
             mcase c;
             memset(&c, 0, sizeof c);
             c.q8 = 1, c.M = 20, c.topk = 2, c.ldx = 64, c.ldo = 64, c.ot = AMXK_DTYPE_F16, c.bias = 1, c.shared = 1, c.routing = 0;
+            c.id = test_case_id("moe fp16 q8", 0);
             moe_case(&ctx, &ms, &c, "fp16 x, int4 act_int8", NULL);
             c.M = 1, c.topk = 4, c.on_input = 1, c.act = AMXK_MOE_ACT_GELU_TANH;
+            c.id = test_case_id("moe fp16 q8", 1);
             moe_case(&ctx, &ms, &c, "fp16 x, int4 act_int8 M=1", NULL);
         }
         mset_free(&ms);
@@ -838,14 +862,15 @@ static void test_experts(void) {
     TEST_SECTION("fused experts: thread-count invariance, arrays vs base+stride (w*a16 and act_int8)");
     for (fi = 0; fi < 4; fi++) { /* N = 64 (fused activation) and 40 (separate activation pass); fi >= 2: act_int8 */
         mset ms;
+        test_case_begin(test_case_id("moe invariance weights", fi));
         if (fi < 2) mset_make(&ms, &formats[fi ? 0 : 1], AMXK_DTYPE_BF16, 8, 96, fi ? 40 : 64, 32);
         else mset_make(&ms, &q8_formats[fi == 2 ? 0 : 1].f, AMXK_DTYPE_BF16, 8, 96, fi == 2 ? 64 : 40, 32);
         TEST_FOR_EACH_TIER(tier, ctx) {
             unsigned char *ref = NULL, *got = NULL;
             mcase c;
             int wi, arrays;
-            uint64_t st = test_rng_state;
             memset(&c, 0, sizeof c);
+            c.id = test_case_id("moe invariance", fi); /* the same data every run */
             c.q8 = fi >= 2;
             c.M = 40, c.topk = 4, c.ldx = 96, c.ldo = 96, c.ot = AMXK_DTYPE_BF16, c.bias = 1, c.shared = 1, c.act = 2;
             c.alpha = 1.702f, c.limit = 7.0f, c.interleaved = 1, c.routing = 2;
@@ -854,7 +879,6 @@ static void test_experts(void) {
                     amxk_ctx pc;
                     if (!test_ctx(&pc, tier, test_worker_counts[wi])) continue;
                     c.arrays = arrays;
-                    test_rng_state = st; /* same data every run */
                     moe_case(&pc, &ms, &c, "invariance", ref ? &got : &ref);
                     if (got) {
                         CHECK(memcmp(ref, got, ((c.M - 1) * c.ldo + 96) * 2) == 0, "tier %s workers %d arrays %d: not bitwise equal",
@@ -887,6 +911,7 @@ static void test_bad_q8(void) {
     amxk_moe_opts o;
     TEST_SECTION("fused experts, act_int8: packs amxk_linear_q8 does not take -> UNSUPPORTED, nothing written");
     for (bi = 0; bi < 10; bi++) tw[bi] = 0.5f;
+    test_case_begin(test_case_id("moe bad q8", 0));
     mset_make(&good, &q8_formats[3].f, AMXK_DTYPE_F16, E, K, N, 32);
     x = test_alloc(M * K * 2), out = test_alloc(M * K * 4), out_ref = malloc(M * K * 4);
     for (bi = 0; bi < M * K; bi++) ((uint16_t *)x)[bi] = amxk_f32_to_f16(test_randf(-1, 1));
@@ -948,6 +973,7 @@ static void test_bad(void) {
     float tw[6] = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
     int32_t ids[6] = {0, 1, 2, 3, 1, -1};
     TEST_SECTION("fused experts: bad input -> status, out and workspace untouched");
+    test_case_begin(test_case_id("moe bad", 0));
     mset_make(&ms, &formats[0], AMXK_DTYPE_BF16, E, K, N, 16);
     memset(&w, 0, sizeof w);
     w.n_experts = E, w.hidden = K, w.inter = N, w.w13_base = ms.w13, w.w13_stride = ms.b13, w.w2_base = ms.w2, w.w2_stride = ms.b2;

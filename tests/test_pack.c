@@ -350,10 +350,7 @@ static void run_case(const lcase *c, unsigned tier_mask) {
         /* workspace content is irrelevant: other bytes in it (and in y) give bitwise the same outputs */
         y1 = test_alloc(d.ybytes);
         memset(y1, 0, d.ybytes);
-        {
-            size_t b;
-            for (b = 0; b < wsb; b++) ((unsigned char *)ws)[b] = (unsigned char)test_rand();
-        }
+        test_noise_fill(ws, wsb); /* the workspace size depends on the tier: noise, not case data */
         s = amxk_linear(&ctx, c->m, c->n, c->k, d.x, c->xt, c->ldx, packed, bytes, d.bias, y1, c->yt, c->ldy, wsb ? ws : NULL, wsb);
         {
             size_t i, diff = 0, ysz = amxk_dtype_size(c->yt), gaps = 0, b;
@@ -382,8 +379,11 @@ static void run_case(const lcase *c, unsigned tier_mask) {
 
 static unsigned case_counter;
 
+/* Starts sweep case number case_counter (its shape, strides and data come from its own stream). */
+static void sweep_begin(void) { test_case_begin(test_case_id("pack sweep", case_counter)); }
+
 /* Fills dtypes, bias, strides and the worker count of a case from a running counter (all 36 dtype x
-   bias combinations in turn) and the RNG. */
+   bias combinations in turn) and the RNG (after sweep_begin). */
 static void dress(lcase *c) {
     static const amxk_dtype xts[2] = {AMXK_DTYPE_BF16, AMXK_DTYPE_F16};
     static const amxk_dtype wts[3] = {AMXK_DTYPE_F32, AMXK_DTYPE_BF16, AMXK_DTYPE_F16};
@@ -402,7 +402,8 @@ static void dress(lcase *c) {
     c->workers = (i % 3 == 2) ? 2 : 1; /* one case in three on a 2-worker pool */
 }
 
-#define ALL_TIERS (AMXK_TIER_BIT(AMXK_TIER_SCALAR) | AMXK_TIER_BIT(AMXK_TIER_AVX2) | AMXK_TIER_BIT(AMXK_TIER_AVX512) | AMXK_TIER_BIT(AMXK_TIER_AMX))
+/* every tier from scalar to amx (the tiers between them included, however many there are) */
+#define ALL_TIERS (AMXK_TIER_BIT((int)AMXK_TIER_AMX + 1) - AMXK_TIER_BIT(AMXK_TIER_SCALAR))
 
 static void sweep_case(size_t m, size_t n, size_t k, unsigned tiers) {
     lcase c;
@@ -414,6 +415,8 @@ static void sweep_case(size_t m, size_t n, size_t k, unsigned tiers) {
 
 /* M for the N and K sweeps: mostly >= 5 so that the AMX tier takes its tile path. */
 static size_t pick_m(unsigned i) { return i % 3 == 0 ? (size_t)test_randint(1, 4) : (size_t)test_randint(5, 40); }
+
+static size_t rnd(int lo, int hi) { return (size_t)test_randint(lo, hi); }
 
 static void test_sweep(void) {
     static const size_t amx_m[5] = {31, 32, 33, 64, 65}, amx_n[6] = {15, 16, 17, 31, 32, 33};
@@ -427,23 +430,40 @@ static void test_sweep(void) {
     unsigned r;
     double t0 = now_s();
     TEST_SECTION("sweep: M 1..33");
+    /* each case: sweep_begin, then its random shape (in this order), then sweep_case */
     for (i = 1; i <= 33; i += (i < 8 ? 1 : step))
-        for (r = 0; r < reps; r++) sweep_case(i, (size_t)test_randint(1, 40), (size_t)test_randint(1, 80), ALL_TIERS);
+        for (r = 0; r < reps; r++) {
+            size_t n, k;
+            sweep_begin(), n = rnd(1, 40), k = rnd(1, 80);
+            sweep_case(i, n, k, ALL_TIERS);
+        }
     TEST_SECTION("sweep: N 1..65");
     for (i = 1; i <= 65; i += step)
-        for (r = 0; r < reps; r++) sweep_case(pick_m((unsigned)i + r), i, (size_t)test_randint(1, 80), ALL_TIERS);
+        for (r = 0; r < reps; r++) {
+            size_t m, k;
+            sweep_begin(), m = pick_m((unsigned)i + r), k = rnd(1, 80);
+            sweep_case(m, i, k, ALL_TIERS);
+        }
     TEST_SECTION("sweep: K 1..130");
     for (i = 1; i <= 130; i += step)
-        for (r = 0; r < reps; r++) sweep_case(pick_m((unsigned)i + r), (size_t)test_randint(1, 40), i, ALL_TIERS);
+        for (r = 0; r < reps; r++) {
+            size_t m, n;
+            sweep_begin(), m = pick_m((unsigned)i + r), n = rnd(1, 40);
+            sweep_case(m, n, i, ALL_TIERS);
+        }
     TEST_SECTION("sweep: AMX panel and tile edges (M 31..65 x N 15..33)");
     for (i = 0; i < 5; i++)
         for (j = 0; j < 6; j++)
             if (!quick || (i + j) % 3 == 0)
-                for (r = 0; r < (quick ? 1u : 2u); r++) sweep_case(amx_m[i], amx_n[j], (size_t)(r ? 64 : test_randint(1, 100)), ALL_TIERS);
+                for (r = 0; r < (quick ? 1u : 2u); r++) {
+                    size_t k;
+                    sweep_begin(), k = r ? 64 : rnd(1, 100);
+                    sweep_case(amx_m[i], amx_n[j], k, ALL_TIERS);
+                }
     TEST_SECTION("sweep: N = 4096, K = 4096, primes, several row tasks");
     for (i = 0; i < sizeof big / sizeof big[0]; i++)
         if (!quick || i % 3 == 0)
-            for (r = 0; r < (quick ? 1u : 2u); r++) sweep_case(big[i][0], big[i][1], big[i][2], ALL_TIERS);
+            for (r = 0; r < (quick ? 1u : 2u); r++) sweep_begin(), sweep_case(big[i][0], big[i][1], big[i][2], ALL_TIERS);
     printf("  sweep: %u cases, %.1f s\n", case_counter, now_s() - t0);
 }
 
@@ -468,6 +488,7 @@ static void test_ulp_study(void) {
                 c.m = 8, c.n = quick ? 32 : 96, c.k = ks[ki], c.ldx = c.k, c.ldy = c.n, c.ldw = c.k;
                 c.xt = xi ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16, c.wt = AMXK_DTYPE_F32, c.yt = yi ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16;
                 c.bias = (int)(ki % 2), c.scale = 1.0, c.workers = 1;
+                test_case_begin(test_case_id("pack ulp study", ki * 4 + (size_t)(xi * 2 + yi)));
                 run_case(&c, ALL_TIERS);
             }
     for (t = AMXK_TIER_SCALAR; t <= AMXK_TIER_AMX; t++) {
@@ -567,6 +588,7 @@ static void test_threads(void) {
                 c.m = ms[mi], c.n = n, c.k = k, c.ldx = k + 3, c.ldy = n + 1, c.ldw = k;
                 c.xt = di ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16, c.wt = AMXK_DTYPE_F32, c.yt = AMXK_DTYPE_F32, c.bias = 1, c.scale = 1.0;
                 if (quick && t == AMXK_TIER_AMX && mi == 2) continue;
+                test_case_begin(test_case_id("pack threads", mi * 2 + (size_t)di)); /* the same data on every tier */
                 ldata_make(&d, &c);
                 packed = (unsigned char *)test_alloc(bytes);
                 CHECK(amxk_pack_linear(NULL, packed, bytes, c.xt, d.w, c.wt, n, k, c.ldw) == AMXK_OK, "pack");
@@ -630,6 +652,7 @@ static void test_portability(void) {
         memset(&c, 0, sizeof c);
         c.m = m, c.n = n, c.k = k, c.ldx = k, c.ldy = n, c.ldw = k + 1, c.xt = pt, c.wt = AMXK_DTYPE_F32, c.yt = AMXK_DTYPE_F32;
         c.scale = 1.0;
+        test_case_begin(test_case_id("pack portability", (uint64_t)di));
         ldata_make(&d, &c);
         ctx_for(&sctx, AMXK_TIER_SCALAR, 1);
         ps = (unsigned char *)test_alloc(bytes);
@@ -697,6 +720,7 @@ static void test_batched(void) {
             char msg[256];
             amxk_ctx ctx;
             amxk_status s;
+            test_case_begin(test_case_id("pack batched", si * 3 + (size_t)wi));
             for (e = 0; e < ne; e++)
                 for (i = 0; i < n; i++)
                     for (kk = 0; kk < k; kk++) put_random(w, wt, e * estride + i * ldw + kk, 1.0);
@@ -777,6 +801,7 @@ static void test_format(void) {
         memset(&c, 0, sizeof c);
         c.m = m, c.n = n, c.k = k, c.ldx = k, c.ldy = n, c.ldw = k + 2, c.xt = AMXK_DTYPE_BF16, c.wt = AMXK_DTYPE_F32, c.yt = AMXK_DTYPE_F32;
         c.scale = 1;
+        test_case_begin(test_case_id("pack format", 0)); /* the same data on every tier */
         ldata_make(&d, &c);
         p = (unsigned char *)test_alloc(bytes);
         CHECK(amxk_pack_linear(&ctx, p, bytes, c.xt, d.w, c.wt, n, k, c.ldw) == AMXK_OK, "pack");
@@ -892,6 +917,7 @@ static void test_bad_args(void) {
         memset(&bad0, 0, sizeof bad0); /* never initialised: tier 0 */
         bad1 = ctx;
         bad1.n_workers = 0; /* initialised, then made inconsistent */
+        test_case_begin(test_case_id("pack bad args", 0)); /* the same data on every tier */
 
         /* W [N, K] f32 with room to spare (it is also used as an aliasing dst) */
         w = (float *)test_alloc(4 * bytes + n * (k + 1) * 4);
@@ -1103,6 +1129,7 @@ static void test_null_ctx(void) {
         memset(&c, 0, sizeof c);
         c.m = shapes[si][0], c.n = shapes[si][1], c.k = shapes[si][2], c.ldx = c.k, c.ldy = c.n, c.ldw = c.k;
         c.xt = si ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16, c.wt = AMXK_DTYPE_BF16, c.yt = AMXK_DTYPE_BF16, c.bias = 1, c.scale = 1;
+        test_case_begin(test_case_id("pack null ctx", si));
         ldata_make(&d, &c);
         bytes = d.pbytes;
         p = (unsigned char *)test_alloc(bytes);

@@ -37,10 +37,11 @@
    that the extra rounding is real and that the AMX reference is the one that applies).
 
    Sections: quantizer exact ties, clamps and zero blocks; pack_quant round trips and layout;
-   exhaustive fp8 codes; header / info; bad arguments (nothing written, the right status); the
-   format x block x shape x dtype sweep on every usable tier (guard bytes, NaN-poisoned y gaps and
-   workspace, inputs unchanged, workspace-content independence, quantizer checked on every case);
-   thread-count invariance; an accuracy table vs the ORIGINAL f32 weights (printed, not asserted).
+   exhaustive fp8 codes; symmetric int4 / int2 all-zero rows and groups (exactly 0 + bias); header /
+   info; bad arguments (nothing written, the right status); the format x block x shape x dtype sweep
+   on every usable tier (guard bytes, NaN-poisoned y gaps and workspace, inputs unchanged,
+   workspace-content independence, quantizer checked on every case); thread-count invariance; an
+   accuracy table vs the ORIGINAL f32 weights (printed, not asserted).
 
    AMXK_TEST_QUICK=1 runs a smaller sweep.
 
@@ -393,6 +394,7 @@ static void test_quantizer_rules(void) {
             const unsigned maxc = fi ? 0x7bu : 0x7eu;
             float w[64];
             size_t nb;
+            test_case_begin(test_case_id("quant fp8 saturation", (uint64_t)fi));
             for (i = 0; i < 64; i++) w[i] = (float)(test_uniform(-1, 1) * 3.1);
             w[5] = 3.3f, w[9] = -3.3f, w[20] = 3.2999999f, w[33] = 1e-6f, w[34] = -3e-7f;
             p = quantize_row(&q, w, 1, 64, &g);
@@ -427,6 +429,7 @@ static void test_pack_quant_roundtrip(void) {
                 unsigned char *p, *p2;
                 amxk_status s;
                 q.format = all_fmts[fi], q.asym = asym, q.block_n = fmt_fp8(all_fmts[fi]) ? shapes[si][2] : 1, q.block_k = shapes[si][3];
+                test_case_begin(test_case_id("quant pack_quant round trip", (uint64_t)((fi * 2 + asym) * 8) + si));
                 qgeo_make(&g, &q, n, k);
                 s = amxk_pack_quant_size(&q, n, k, &bytes);
                 CHECK(s == AMXK_OK && bytes >= g.min_bytes, "%s n %zu k %zu: size status %d bytes %zu min %zu", fmt_name(q.format, asym), n, k,
@@ -644,6 +647,77 @@ static void test_fp8_linear_codes(void) {
         }
 }
 
+/* Symmetric int4 / int2 packs with an all-zero row (q = 0, scales not 1) and an all-zero group in an
+   otherwise random row: an output that only sees zero weights is exactly 0 + bias, on every tier and
+   path (small-M vector kernels, which read fields as q + 2^(b-1), included). Row ZR is all zero;
+   row ZG's group 1 is zero and x row 0 is zero outside group 1, so y[0][ZG] sees only that group.
+   x spans 2^-30 .. 1, so fp32 sums of it round (a kernel that computes sum x u - 2^(b-1) sum x in
+   two different orders leaves a residue instead of 0). */
+static void test_zero_groups(void) {
+    enum { N = 40, K = 256, BK = 64, ZR = 7, ZG = 20 };
+    static const size_t ms[6] = {1, 2, 3, 4, 5, 12};
+    int fi, bi, ti;
+    size_t mi;
+    TEST_SECTION("int4 / int2 symmetric: all-zero rows and groups give exactly 0 + bias");
+    for (fi = 1; fi < 3; fi++) {
+        size_t bad_t[AMXK_TIER_COUNT] = {0}, runs_t[AMXK_TIER_COUNT] = {0};
+        char first_t[AMXK_TIER_COUNT][200];
+        for (mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+            for (bi = 0; bi < 2; bi++) {
+                const size_t m = ms[mi];
+                amxk_quant q;
+                qgeo g;
+                signed char vals[N * K];
+                float sc[N * (K / BK)], bias[N], y[12 * N];
+                uint16_t x[12 * K];
+                size_t bytes = 0, i, kk, wsb = 0;
+                unsigned char *p;
+                amxk_tier t;
+                amxk_ctx ctx;
+                q.format = all_fmts[fi], q.asym = 0, q.block_n = 1, q.block_k = BK;
+                qgeo_make(&g, &q, N, K);
+                test_case_begin(test_case_mix(test_case_mix(test_case_id("quant zero groups", (uint64_t)fi), mi), (uint64_t)bi));
+                for (i = 0; i < N; i++)
+                    for (kk = 0; kk < K; kk++)
+                        vals[i * K + kk] = (signed char)(i == ZR || (i == ZG && kk / BK == 1) ? 0 : test_randint(qmin_of(&g), qmax_of(&g)));
+                for (i = 0; i < N * (K / BK); i++) sc[i] = (float)(test_uniform(0.05, 2.0) * (i % 3 == 2 ? -1 : 1));
+                for (i = 0; i < N; i++) bias[i] = bi ? test_randf(-1, 1) : 0.0f;
+                for (i = 0; i < m; i++)
+                    for (kk = 0; kk < K; kk++) {
+                        double v = ldexp((test_randint(0, 1) ? -1 : 1) * (1.0 + test_randint(0, 127) / 128.0), -test_randint(0, 30));
+                        x[i * K + kk] = (uint16_t)(i == 0 && kk / BK != 1 ? 0 : test_ref_encode(AMXK_DTYPE_BF16, (float)v));
+                    }
+                CHECK(amxk_pack_quant_size(&q, N, K, &bytes) == AMXK_OK, "size");
+                p = (unsigned char *)test_alloc(bytes);
+                CHECK(amxk_pack_quant(NULL, p, bytes, &q, vals, K, sc, NULL, N, K) == AMXK_OK, "pack_quant");
+                TEST_FOR_EACH_TIER(t, ctx) { /* counted per tier, checked per format and tier below */
+                    size_t *bad = &bad_t[t];
+                    char *first = first_t[t];
+                    void *ws;
+                    amxk_status st;
+                    CHECK(amxk_linear_workspace_size_for(&ctx, m, p, bytes, &wsb) == AMXK_OK, "ws size");
+                    ws = test_alloc(wsb);
+                    st = amxk_linear(&ctx, m, N, K, x, AMXK_DTYPE_BF16, K, p, bytes, bi ? bias : NULL, y, AMXK_DTYPE_F32, N, wsb ? ws : NULL, wsb);
+                    runs_t[t] += m + 1;
+                    if (st != AMXK_OK && (*bad)++ == 0) snprintf(first, 200, "M %zu: status %d", m, (int)st);
+                    for (i = 0; i < m && st == AMXK_OK; i++)
+                        if (y[i * N + ZR] != bias[ZR] && (*bad)++ == 0)
+                            snprintf(first, 200, "M %zu%s: y[%zu][%d] (zero row) = %.9g want %.9g", m, bi ? " bias" : "", i, ZR,
+                                     (double)y[i * N + ZR], (double)bias[ZR]);
+                    if (st == AMXK_OK && y[ZG] != bias[ZG] && (*bad)++ == 0)
+                        snprintf(first, 200, "M %zu%s: y[0][%d] (zero group) = %.9g want %.9g", m, bi ? " bias" : "", ZG, (double)y[ZG],
+                                 (double)bias[ZG]);
+                    test_free(ws);
+                }
+                test_free(p);
+            }
+        for (ti = AMXK_TIER_SCALAR; ti <= AMXK_TIER_AMX; ti++)
+            if (runs_t[ti])
+                CHECK(bad_t[ti] == 0, "[%s] %s: %zu of %zu outputs of zero weights (M 1..12, bias or not) not exactly 0 + bias; first: %s",
+                      amxk_tier_name((amxk_tier)ti), fmt_name(all_fmts[fi], 0), bad_t[ti], runs_t[ti], first_t[ti]);
+    }
+}
+
 /* ---- the linear sweep -------------------------------------------------------------------------------- */
 
 typedef struct tier_stats {
@@ -740,10 +814,26 @@ static void run_qcase(const qcase *c) {
             if (c->wt == AMXK_DTYPE_F32) ((float *)w)[i * c->ldw + kk] = (float)v;
             else ((uint16_t *)w)[i * c->ldw + kk] = (uint16_t)test_ref_encode(AMXK_DTYPE_BF16, (float)v);
         }
+    /* x, bias: all of the case's data is drawn before the first context */
+    xbytes = ((c->m - 1) * c->ldx + c->k) * 2;
+    ybytes = ((c->m - 1) * c->ldy + c->n) * amxk_dtype_size(c->yt);
+    x = test_alloc(xbytes);
+    xd = (double *)malloc(c->m * c->k * sizeof(double));
+    for (i = 0; i < c->m; i++)
+        for (kk = 0; kk < c->k; kk++) {
+            float v = test_randf(-1, 1);
+            if (test_randint(0, 31) == 0) v = 0;
+            ((uint16_t *)x)[i * c->ldx + kk] = (uint16_t)test_ref_encode(c->xt, v);
+            xd[i * c->k + kk] = test_ref_decode(c->xt, ((uint16_t *)x)[i * c->ldx + kk]);
+        }
+    if (c->bias) {
+        bias = (float *)test_alloc(c->n * 4);
+        for (j = 0; j < c->n; j++) bias[j] = test_randf(-1, 1);
+    }
     s = amxk_pack_quant_size(&c->q, c->n, c->k, &bytes);
     CHECK(s == AMXK_OK && bytes >= g.min_bytes, "size status %d bytes %zu min %zu: %s", (int)s, bytes, g.min_bytes, case_str(c));
     if (s != AMXK_OK || bytes < g.min_bytes) {
-        test_free(w);
+        test_free(w), test_free(x), test_free(bias), free(xd);
         return;
     }
     p = (unsigned char *)test_alloc(bytes);
@@ -752,7 +842,7 @@ static void run_qcase(const qcase *c) {
     CHECK(s == AMXK_OK && test_guard_ok(p), "quantize_pack status %d: %s", (int)s, case_str(c));
     if (s != AMXK_OK) {
         test_free(p);
-        test_free(w);
+        test_free(w), test_free(x), test_free(bias), free(xd);
         return;
     }
     nb = check_quantizer(&g, p, w, c->wt, c->ldw, msg, sizeof msg);
@@ -770,22 +860,7 @@ static void run_qcase(const qcase *c) {
     CHECK(s == AMXK_OK && nb == 0 && test_guard_ok(dq), "dequantize status %d: %zu weights differ from the documented decode: %s", (int)s, nb,
           case_str(c));
     test_free(dq);
-    /* x, bias, references */
-    xbytes = ((c->m - 1) * c->ldx + c->k) * 2;
-    ybytes = ((c->m - 1) * c->ldy + c->n) * amxk_dtype_size(c->yt);
-    x = test_alloc(xbytes);
-    xd = (double *)malloc(c->m * c->k * sizeof(double));
-    for (i = 0; i < c->m; i++)
-        for (kk = 0; kk < c->k; kk++) {
-            float v = test_randf(-1, 1);
-            if (test_randint(0, 31) == 0) v = 0;
-            ((uint16_t *)x)[i * c->ldx + kk] = (uint16_t)test_ref_encode(c->xt, v);
-            xd[i * c->k + kk] = test_ref_decode(c->xt, ((uint16_t *)x)[i * c->ldx + kk]);
-        }
-    if (c->bias) {
-        bias = (float *)test_alloc(c->n * 4);
-        for (j = 0; j < c->n; j++) bias[j] = test_randf(-1, 1);
-    }
+    /* references */
     ref32 = (double *)malloc(c->m * c->n * sizeof(double)), mag32 = (double *)malloc(c->m * c->n * sizeof(double));
     ref16 = (double *)malloc(c->m * c->n * sizeof(double)), mag16 = (double *)malloc(c->m * c->n * sizeof(double));
     {
@@ -834,7 +909,7 @@ static void run_qcase(const qcase *c) {
         /* other workspace bytes, zeroed y: bitwise the same outputs, gaps untouched */
         y1 = test_alloc(ybytes);
         memset(y1, 0, ybytes);
-        for (i = 0; i < wsb; i++) ((unsigned char *)ws)[i] = (unsigned char)test_rand();
+        test_noise_fill(ws, wsb); /* the workspace size depends on the tier: noise, not case data */
         s = amxk_linear(&ctx, c->m, c->n, c->k, x, c->xt, c->ldx, p, bytes, bias, y1, c->yt, c->ldy, wsb ? ws : NULL, wsb);
         {
             size_t ysz = amxk_dtype_size(c->yt), diff = 0, gaps = 0, b;
@@ -866,7 +941,8 @@ static void run_qcase(const qcase *c) {
     test_free(w);
 }
 
-#define ALL_TIERS (AMXK_TIER_BIT(AMXK_TIER_SCALAR) | AMXK_TIER_BIT(AMXK_TIER_AVX2) | AMXK_TIER_BIT(AMXK_TIER_AVX512) | AMXK_TIER_BIT(AMXK_TIER_AMX))
+/* every tier from scalar to amx (the tiers between them included, however many there are) */
+#define ALL_TIERS (AMXK_TIER_BIT((int)AMXK_TIER_AMX + 1) - AMXK_TIER_BIT(AMXK_TIER_SCALAR))
 #define NO_AMX (ALL_TIERS & ~AMXK_TIER_BIT(AMXK_TIER_AMX))
 
 static const size_t sweep_m[8] = {1, 2, 3, 4, 5, 12, 13, 33};
@@ -875,6 +951,7 @@ static const size_t sweep_n[5] = {1, 15, 16, 17, 40};
 static void sweep_one(const amxk_quant *q, size_t m, size_t n, size_t k, unsigned j, unsigned cfg) {
     static const amxk_dtype yts[3] = {AMXK_DTYPE_F32, AMXK_DTYPE_BF16, AMXK_DTYPE_F16};
     qcase c;
+    test_case_begin(test_case_mix(test_case_id("quant sweep", cfg), j)); /* strides and data of case (cfg, j) */
     memset(&c, 0, sizeof c);
     c.q = *q;
     c.m = m, c.n = n, c.k = k;
@@ -962,6 +1039,7 @@ static void test_threads(void) {
                 uint16_t *x = (uint16_t *)malloc(40 * k * 2);
                 unsigned char *p;
                 q.format = all_fmts[fi], q.asym = asym, q.block_n = fi < 3 ? 1 : 64, q.block_k = fi < 3 ? 64 : 128;
+                test_case_begin(test_case_id("quant threads", (uint64_t)(fi * 2 + asym))); /* the same data on every tier */
                 for (i = 0; i < n * k; i++) w[i] = (float)randn_ish();
                 for (i = 0; i < 40 * k; i++) x[i] = (uint16_t)test_ref_encode(AMXK_DTYPE_BF16, test_randf(-1, 1));
                 for (i = 0; i < n; i++) bias[i] = test_randf(-1, 1);
@@ -1064,6 +1142,7 @@ static void test_bad_args(void) {
         CHECK(amxk_pack_quant_size(&q, n, k, &b) == AMXK_OK && b == b4, "size: int block_n 0 means 1");
     }
     w = (float *)test_alloc(n * (k + 1) * 4 + 4096);
+    test_case_begin(test_case_id("quant bad args", 0));
     for (i = 0; i < n * (k + 1); i++) w[i] = test_randf(-1, 1);
     vals = (signed char *)test_alloc(n * (k + 2));
     for (i = 0; i < n * (k + 2); i++) vals[i] = (signed char)test_randint(0, 1); /* in range for every format, as both signednesses */
@@ -1241,6 +1320,7 @@ static void test_bad_args(void) {
                 CHECK(amxk_linear_workspace_size_for(&tc, m, p, bq, &wsb) == AMXK_OK && wsb > 0, "[%s] ws_for %zu", amxk_tier_name((amxk_tier)t), wsb);
                 ws = (unsigned char *)test_alloc(wsb + 64);
                 x = (unsigned char *)test_alloc(m * k * 2);
+                test_case_begin(test_case_id("quant bad args linear", (uint64_t)fi)); /* the same x on every tier */
                 for (i = 0; i < m * k; i++) ((uint16_t *)x)[i] = (uint16_t)test_ref_encode(AMXK_DTYPE_BF16, test_randf(-1, 1));
                 y = (unsigned char *)test_alloc(ybytes);
                 for (i = 0; i < ybytes; i++) y[i] = (unsigned char)(0x3c + i);
@@ -1311,6 +1391,7 @@ static void test_portability(void) {
     size_t i;
     int fi, asym, t;
     TEST_SECTION("quantize_pack: NULL ctx, every tier and pool contexts give byte-identical packs");
+    test_case_begin(test_case_id("quant portability", 0));
     for (i = 0; i < n * k; i++) w[i] = (float)randn_ish();
     for (fi = 0; fi < 5; fi++)
         for (asym = 0; asym < (fi < 3 ? 2 : 1); asym++) {
@@ -1355,8 +1436,8 @@ static void accuracy_table(void) {
     uint16_t *x = (uint16_t *)malloc(m * k * 2);
     double *ref = (double *)malloc(m * n * sizeof(double)), rr = 0, wn = 0;
     size_t i, j, kk, ri;
-    uint64_t keep = test_rng_state;
-    test_rng_state = 0x5eed5eedull; /* the same data whatever ran before */
+    test_case_begin(0);
+    test_rng_state = 0x5eed5eedull; /* the same data whatever the seed (a table to compare between runs) */
     TEST_SECTION("accuracy table (informational, not asserted): M 8, N 256, K 1024, W and x normal-ish, x bf16, y f32, NULL ctx");
     printf("  relative RMS vs fp64 on the ORIGINAL f32 weights: output = ||y - y_ref|| / ||y_ref||, weights = ||W - deq|| / ||W||\n");
     for (i = 0; i < n * k; i++) w[i] = (float)(randn_ish() * 0.02);
@@ -1398,7 +1479,6 @@ static void accuracy_table(void) {
         test_free(ws);
         test_free(p);
     }
-    test_rng_state = keep;
     free(w), free(y), free(dq), free(x), free(ref);
 }
 
@@ -1437,6 +1517,7 @@ int main(void) {
     test_quantizer_rules();
     test_pack_quant_roundtrip();
     test_fp8_linear_codes();
+    test_zero_groups();
     test_bad_args();
     test_portability();
     test_threads();
