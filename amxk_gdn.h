@@ -3,7 +3,7 @@
 
    Include after or without amxk.h (this header includes it). Define AMXK_IMPLEMENTATION in exactly one
    file before including it to emit the implementation (the core's and this module's, once each).
-   Conventions (strides in elements, status codes, workspace, threading, tiers): see amxk.h.
+   Conventions (strides in elements, status codes, workspace, threading, ISA levels): see amxk.h.
 
    WHAT IS HERE (the linear-attention layers of Qwen3-Next / Qwen3.5)
        amxk_conv1d_pack_size / amxk_conv1d_pack   depthwise conv weight [dim, W] (+ bias) -> packed f32

@@ -4,7 +4,7 @@
    Include after or without amxk.h (this header includes it, and amxk_pack.h). Define
    AMXK_IMPLEMENTATION in exactly one file before including it to emit the implementation (the core's,
    amxk_pack.h's and this module's, once each). Conventions (strides in elements, status codes,
-   workspace, threading, tiers): see amxk.h.
+   workspace, threading, ISA levels): see amxk.h.
 
    STATUS (honest): complete in API. Decode and prefill share one strategy: every active expert (and
    the shared expert) is a unit with two GEMMs run by amxk_pack.h's block kernels with the plan
@@ -25,8 +25,8 @@
    5.4x); bf16 prefill M=512 1.48x / 1.88x (the AVX2 fp32-FMA kernels of amxk_pack.h, each weight
    block widened once per task while the next one is prefetched into L2).
    Every weight format amxk_linear accepts works (bf16, fp16, int8/int4/int2 sym/asym, fp8 e4m3 /
-   e5m2 block-scaled), on every tier amxk_linear runs (scalar, AVX2, AVX-512 via AVX2, AMX /
-   emulator), with bias, activation parameters and every option honoured by every format.
+   e5m2 block-scaled), at every level amxk_linear runs (scalar, AVX2, the AVX-512 levels through
+   the AVX2 GEMM kernels with this module's SiLU at 16 lanes, AMX / emulator), with bias, activation parameters and every option honoured by every format.
    w8a8 / w4a8 / w2a8 (opts.act_int8, see ACT_INT8): the same phases with int8 activations through
    amxk_linear_q8's kernels (scalar, AVX2 vpmaddubsw, AMX-INT8 TDPBSSD from 5 rows per unit / the
    emulator), for every pack amxk_linear_q8 takes (INT8 symmetric, INT4 / INT2 symmetric or

@@ -3,7 +3,7 @@
 
    Include after or without amxk.h (this header includes it). Define AMXK_IMPLEMENTATION in exactly one
    file before including it to emit the implementation. Conventions (strides in elements, status codes,
-   workspace, threading, tiers): see the top of amxk.h.
+   workspace, threading, ISA levels): see the top of amxk.h.
 
    USE
        size_t bytes;  amxk_pack_linear_size(AMXK_DTYPE_BF16, N, K, &bytes);
@@ -12,7 +12,7 @@
        amxk_linear_workspace_size(ctx, M, N, K, &ws_bytes);                              // per shape
        amxk_linear(ctx, M, N, K, x, AMXK_DTYPE_BF16, K, wp, bytes, bias, y, AMXK_DTYPE_F32, N, ws, ws_bytes);
 
-   PACKED FORMAT (identical on every tier: a buffer packed anywhere runs anywhere)
+   PACKED FORMAT (identical at every level: a buffer packed anywhere runs anywhere)
        A 64-byte header (amxk__pack_hdr: magic "AMXKPACK", format version, element dtype, N, K) followed
        by ceil(N/16) column blocks. Block j holds output rows n = 16j .. 16j+15 of W[N,K] as VNNI pairs:
        element (n, k) sits at block j, pair row k/2, lane n%16, slot k%2, i.e. at element offset
@@ -21,15 +21,15 @@
        (16 rows x 64 bytes); a pair row is 16 lanes of 32 bits for the vector kernels.
 
    PATHS
-       AMX (tier amx; M >= 5): 32x32 output tiles, TDPBF16PS (TDPFP16PS for fp16, which needs AMX-FP16
+       AMX (level amx; M >= 5): 32x32 output tiles, TDPBF16PS (TDPFP16PS for fp16, which needs AMX-FP16
        hardware or the emulator), fp32 accumulation, x rows copied to a zero-padded panel in workspace.
-       AVX2 (tiers avx2 and avx512; also the AMX tier for M <= 4 or without AMX-FP16): fp32 FMA on
+       AVX2 (levels avx2 .. avx512_fp16; also the amx level for M <= 4 or without AMX-FP16): fp32 FMA on
        weights widened from bf16 pairs (a shift and an and per 16 values) or fp16 (vcvtph2ps), x
        converted to fp32 once per 6-row panel. M < 12: panels of one row run against two adjacent
        blocks at once (1x32: two memory streams), of 2-4 rows block by block (4x16), both with software
        prefetch 1 KiB ahead; 5-6 rows and M >= 12 (blocks widened to f32 once per task) the 6x16
-       microkernel. There is no AVX-512-specific linear kernel yet: the AVX-512 tier runs the AVX2
-       kernels. Scalar: portable C, fp32 accumulation.
+       microkernel. There is no AVX-512-specific linear kernel yet: the AVX-512 levels run the AVX2
+       kernels (through their kernel table, amxk__pack_kernels_for). Scalar: portable C, fp32 accumulation.
        Every path accumulates each output in fp32 in increasing k order (the AMX path in 32-wide k steps
        as the hardware does); bias is added after the sum; one rounding to the output dtype.
        Quantized packs (x bf16/fp16, "w*a16": activations are not quantized):
@@ -91,7 +91,7 @@ AMXK_DEF amxk_status amxk_pack_linear_size(amxk_dtype packed_dtype, size_t n, si
    (F32, BF16 or F16) into dst, converting to packed_dtype (BF16 or F16; F32 sources are rounded to
    nearest even, a 16-bit source of the other kind is converted through f32 with one rounding).
    dst: dst_bytes >= amxk_pack_linear_size(...), AMXK_ALIGN aligned, must not overlap w.
-   Serial loop: for (j = 0; j < ceil(N/16); j++) pack_block(j). Tiers: scalar (packing is memory bound).
+   Serial loop: for (j = 0; j < ceil(N/16); j++) pack_block(j). Levels: scalar (packing is memory bound).
    Errors: NULL, SHAPE, STRIDE (ldw < k), DTYPE, ALIGN, WORKSPACE (dst_bytes too small), ALIAS. */
 AMXK_DEF amxk_status amxk_pack_linear(const amxk_ctx *ctx, void *dst, size_t dst_bytes, amxk_dtype packed_dtype,
                                       const void *w, amxk_dtype w_dtype, size_t n, size_t k, size_t ldw);
@@ -152,7 +152,7 @@ AMXK_DEF amxk_status amxk_pack_quant_size(const amxk_quant *q, size_t n, size_t 
    z = clamp(rne(-lo / s), 0, 2^b - 1), q = clamp(rne(w / s) + z, 0, 2^b - 1); fp8 s = amax / max_finite,
    q = fp8_rne_saturating(w / s). A block of zeros gets s = 1 (and z = 0). rne = round half to even.
    NaN or infinite weights are not meaningful input: they give NaN or saturated scales.
-   dst: AMXK_ALIGN aligned, dst_bytes >= amxk_pack_quant_size. Serial. Tiers: scalar. */
+   dst: AMXK_ALIGN aligned, dst_bytes >= amxk_pack_quant_size. Serial. Levels: scalar. */
 AMXK_DEF amxk_status amxk_quantize_pack(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const amxk_quant *q,
                                         const void *w, amxk_dtype w_dtype, size_t n, size_t k, size_t ldw);
 
@@ -211,8 +211,8 @@ AMXK_DEF amxk_status amxk_import_fp8_block(const amxk_ctx *ctx, void *dst, size_
    Scales fp32 in the layout the consumer reads, without a transpose between:
      AMXK_SCALES_ROW_MAJOR    scales[m * ld_s + g], ld_s >= K / group   ([M, K/g])
      AMXK_SCALES_GROUP_MAJOR  scales[g * ld_s + m], ld_s >= M           ([K/g, M])
-   Parallel over rows; serial loop: for (m = 0; m < M; m++) quantize_row(m). Tiers: AVX2 (and the
-   tiers above it) for I8 / U8 with group % 8 == 0: the same values as the scalar loop (IEEE
+   Parallel over rows; serial loop: for (m = 0; m < M; m++) quantize_row(m). Levels: AVX2 (and the
+   levels above it) for I8 / U8 with group % 8 == 0: the same values as the scalar loop (IEEE
    division, RNE via vroundps); groups holding NaN or infinity, E4M3 and other group sizes run the
    scalar loop. Errors: NULL, SHAPE, ARG (group), DTYPE, STRIDE, ALIAS. */
 typedef enum amxk_scale_layout {
@@ -236,7 +236,7 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    columns per activation scale. packed: an INT8 (symmetric), INT4 or INT2 (symmetric or asymmetric)
    pack whose group divides act_group (per-token activations: act_group = K). y as in amxk_linear.
    No workspace.
-   Tiers: AVX2 (and AVX-512/AMX tiers, which run it): int8: vpmaddubsw on |w| and sign(x, w) - exact,
+   Levels: AVX2 (and the AVX-512 / amx levels, which run it): int8: vpmaddubsw on |w| and sign(x, w) - exact,
    no 16-bit saturation since |w| <= 128 and |x| <= 127; int4/int2: vpmaddubsw on the unsigned field
    u (symmetric values offset by 2^(b-1), which the x sum corrects) and x, exact since u <= 15,
    summed in 16-bit lanes over 8 (int4) or 32 (int2) steps, which cannot overflow, then vpmaddwd to
@@ -264,7 +264,7 @@ AMXK_DEF amxk_status amxk_linear_workspace_size_for(const amxk_ctx *ctx, size_t 
    workspace: >= amxk_linear_workspace_size(ctx, M, N, K) bytes for bf16/fp16 packs,
    amxk_linear_workspace_size_for(ctx, M, packed, packed_bytes) for any pack; AMXK_ALIGN aligned
    (NULL if 0).
-   Any M, N, K >= 1. Tiers and the parallel decomposition: see the top of this header.
+   Any M, N, K >= 1. Levels and the parallel decomposition: see the top of this header.
    Errors (nothing written): CONTEXT, NULL, SHAPE, STRIDE, DTYPE, FORMAT, ALIGN, WORKSPACE, ALIAS. */
 AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *x, amxk_dtype x_dtype,
                                  size_t ldx, const void *packed, size_t packed_bytes, const float *bias, void *y,
@@ -531,6 +531,26 @@ AMXK__INLINE float amxk__rne(float x) {
     return x < 0 ? -(float)i : (float)i;
 }
 
+/* ---- w8a8 (amxk_linear_q8): shared by its kernels ---- */
+
+AMXK__INLINE float amxk__q8_xscale(const amxk__q8_args *a, size_t row, size_t kk) {
+    size_t g = kk / a->ag;
+    return a->xs[a->layout == AMXK_SCALES_ROW_MAJOR ? row * a->ld_s + g : g * a->ld_s + row];
+}
+AMXK__INLINE void amxk__q8_store(const amxk__q8_args *a, size_t row, size_t b, const float *acc) {
+    size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0), j;
+    for (j = 0; j < cnt; j++) amxk__st_elem(a->y, a->yt, row * a->ldy + n0 + j, acc[j] + (a->bias ? a->bias[n0 + j] : 0.0f));
+}
+
+/* AMX-INT8 k step of the w*a8 kernel: the largest multiple of 4 (<= 64) dividing the weight group,
+   so that every tile pass stays inside one group; 0 if none (then the vector kernel runs). */
+AMXK__INLINE size_t amxk__q8_kstep(size_t bk) {
+    size_t ks;
+    for (ks = 64; ks >= 4; ks -= 4)
+        if (bk % ks == 0) return ks;
+    return 0;
+}
+
 // >>scalar ---------------------------------------------------------------------------------------
 
 /* Rows [m0, m1) x column blocks [b0, b1): bf16/fp16 weights straight from the packed layout,
@@ -555,8 +575,35 @@ AMXK__PRIV void amxk__linear__1x16__scalar(const amxk__linear_args *a, size_t m0
     }
 }
 
-// >>avx512 ---------------------------------------------------------------------------------------
-/* AVX2 kernels (used by the AVX2 and AVX-512 tiers; there is no AVX-512-specific one yet). */
+/* Scalar: per row and block, per weight group: exact int32 sum, then acc += sx * sw * sum. */
+AMXK__PRIV void amxk__linear_q8__1x16__scalar(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
+    const amxk__qview *v = a->w;
+    size_t i, b, g, kk, r;
+    for (i = m0; i < m1; i++)
+        for (b = b0; b < b1; b++) {
+            float acc[AMXK__LIN_NB];
+            for (r = 0; r < AMXK__LIN_NB; r++) acc[r] = 0.0f;
+            for (g = 0; g < v->nbk; g++)
+                for (r = 0; r < AMXK__LIN_NB && b * AMXK__LIN_NB + r < a->n; r++) {
+                    const size_t nn = b * AMXK__LIN_NB + r;
+                    int32_t sum = 0, xsum = 0;
+                    for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) {
+                        int sh;
+                        size_t pos = b * v->blk_bytes + amxk__q_pos(v, r, kk, &sh);
+                        unsigned f = (unsigned)(v->data[pos] >> sh) & ((1u << v->bits) - 1u);
+                        int32_t qv = v->asym ? (int32_t)f : (int32_t)f - (f >> (v->bits - 1) ? (1 << v->bits) : 0);
+                        sum += (int32_t)a->xq[i * a->ldq + kk] * qv;
+                        xsum += a->xq[i * a->ldq + kk];
+                    }
+                    acc[r] += amxk__q8_xscale(a, i, g * v->bk) * v->scales[amxk__q_gidx(v, nn, g)] *
+                              ((float)sum - (v->asym ? v->zeros[amxk__q_gidx(v, nn, g)] * (float)xsum : 0.0f));
+                }
+            amxk__q8_store(a, i, b, acc);
+        }
+}
+
+// >>avx2 -----------------------------------------------------------------------------------------
+/* AVX2 kernels (the table of the avx2 level and of the AVX-512 levels, which have none of their own yet). */
 
 #if AMXK__HAS_AVX2
 AMXK__TARGET_AVX2_BEGIN
@@ -1208,119 +1255,7 @@ AMXK__PRIV void amxk__linear_block__avx2(const amxk__linear_args *a, size_t m0, 
 AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX2 */
 
-// >>amx ------------------------------------------------------------------------------------------
-
-#if AMXK__HAS_AMX
-AMXK__TARGET_AMX_BEGIN
-
-/* Rows [m0, m1) x blocks [b0, b1) with 32x32 output tiles: C tiles 0-3, A tiles 4-5, B tiles 6-7.
-   ws: a zero-padded 16-bit x panel (32 x Kp) then a 32x32 f32 C scratch. */
-AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
-    uint16_t *xa = (uint16_t *)ws, *wq = (uint16_t *)(ws + a->plan->ws_a); /* wq: dequantized blocks */
-    float *cs = (float *)(ws + a->plan->ws_a + a->plan->ws_w);
-    float *wf = (float *)(wq + 2 * (size_t)AMXK__LIN_NB * a->kp); /* f32 scratch of the vector dequantizer */
-    void (*deq)(const amxk__qview *, size_t, amxk_dtype, float *, uint16_t *) = a->plan->vec->q_block_16;
-    const size_t kp = a->kp, lda = kp * 2, blk = (size_t)AMXK__LIN_NB * kp; /* lda in bytes */
-    const int fp16 = a->dt == AMXK_DTYPE_F16;
-    amxk__tilecfg cfg;
-    size_t i, b, kk;
-    int t;
-    memset(&cfg, 0, sizeof cfg);
-    for (t = 0; t < 8; t++) amxk__tilecfg_set(&cfg, t, 16, 64);
-    AMXK__TILE_LOADCONFIG(&cfg);
-    for (i = m0; i < m1; i += AMXK__LIN_AMX_M) {
-        size_t mr = AMXK__MIN((size_t)AMXK__LIN_AMX_M, m1 - i), r;
-        for (r = 0; r < AMXK__LIN_AMX_M; r++) { /* panel: rows past mr and columns past K are zero */
-            uint16_t *d = xa + r * kp;
-            if (r < mr) {
-                memcpy(d, (const uint16_t *)a->x + (i + r) * a->ldx, a->k * 2);
-                memset(d + a->k, 0, (kp - a->k) * 2);
-            } else {
-                memset(d, 0, kp * 2);
-            }
-        }
-        for (b = b0; b < b1; b += 2) {
-            int two = b + 1 < b1;
-            const uint16_t *w0 = a->w + b * blk, *w1 = two ? w0 + blk : w0;
-            if (a->q) { /* quantized: dequantize to x's 16-bit type in the VNNI pair layout (vector level) */
-                deq(a->q, b, a->dt, wf, wq);
-                if (two) deq(a->q, b + 1, a->dt, wf, wq + blk);
-                w0 = wq, w1 = two ? wq + blk : wq;
-            }
-            AMXK__TILE_ZERO(0);
-            AMXK__TILE_ZERO(1);
-            AMXK__TILE_ZERO(2);
-            AMXK__TILE_ZERO(3);
-            for (kk = 0; kk < kp; kk += AMXK__LIN_KALIGN) {
-                AMXK__TILE_LOADD(4, xa + kk, lda);
-                AMXK__TILE_LOADD(5, xa + 16 * kp + kk, lda);
-                AMXK__TILE_LOADD(6, w0 + kk * AMXK__LIN_NB, 64);
-                AMXK__TILE_LOADD(7, w1 + kk * AMXK__LIN_NB, 64);
-                if (fp16) {
-                    AMXK__TDPFP16PS(0, 4, 6);
-                    AMXK__TDPFP16PS(1, 4, 7);
-                    AMXK__TDPFP16PS(2, 5, 6);
-                    AMXK__TDPFP16PS(3, 5, 7);
-                } else {
-                    AMXK__TDPBF16PS(0, 4, 6);
-                    AMXK__TDPBF16PS(1, 4, 7);
-                    AMXK__TDPBF16PS(2, 5, 6);
-                    AMXK__TDPBF16PS(3, 5, 7);
-                }
-            }
-            AMXK__TILE_STORED(0, cs, 128);
-            AMXK__TILE_STORED(1, cs + 16, 128);
-            AMXK__TILE_STORED(2, cs + 16 * 32, 128);
-            AMXK__TILE_STORED(3, cs + 16 * 32 + 16, 128);
-            for (r = 0; r < mr; r++) {
-                size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)(two ? 32 : 16), a->n - n0);
-                amxk__linear_store_row(a, i + r, n0, cnt, cs + r * 32);
-            }
-        }
-    }
-    AMXK__TILE_RELEASE();
-}
-
-AMXK__TARGET_AMX_END
-#endif /* AMXK__HAS_AMX */
-
 /* ---- w8a8 (amxk_linear_q8) ---- */
-
-AMXK__INLINE float amxk__q8_xscale(const amxk__q8_args *a, size_t row, size_t kk) {
-    size_t g = kk / a->ag;
-    return a->xs[a->layout == AMXK_SCALES_ROW_MAJOR ? row * a->ld_s + g : g * a->ld_s + row];
-}
-AMXK__INLINE void amxk__q8_store(const amxk__q8_args *a, size_t row, size_t b, const float *acc) {
-    size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0), j;
-    for (j = 0; j < cnt; j++) amxk__st_elem(a->y, a->yt, row * a->ldy + n0 + j, acc[j] + (a->bias ? a->bias[n0 + j] : 0.0f));
-}
-
-/* Scalar: per row and block, per weight group: exact int32 sum, then acc += sx * sw * sum. */
-AMXK__PRIV void amxk__linear_q8__1x16__scalar(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
-    const amxk__qview *v = a->w;
-    size_t i, b, g, kk, r;
-    for (i = m0; i < m1; i++)
-        for (b = b0; b < b1; b++) {
-            float acc[AMXK__LIN_NB];
-            for (r = 0; r < AMXK__LIN_NB; r++) acc[r] = 0.0f;
-            for (g = 0; g < v->nbk; g++)
-                for (r = 0; r < AMXK__LIN_NB && b * AMXK__LIN_NB + r < a->n; r++) {
-                    const size_t nn = b * AMXK__LIN_NB + r;
-                    int32_t sum = 0, xsum = 0;
-                    for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) {
-                        int sh;
-                        size_t pos = b * v->blk_bytes + amxk__q_pos(v, r, kk, &sh);
-                        unsigned f = (unsigned)(v->data[pos] >> sh) & ((1u << v->bits) - 1u);
-                        int32_t qv = v->asym ? (int32_t)f : (int32_t)f - (f >> (v->bits - 1) ? (1 << v->bits) : 0);
-                        sum += (int32_t)a->xq[i * a->ldq + kk] * qv;
-                        xsum += a->xq[i * a->ldq + kk];
-                    }
-                    acc[r] += amxk__q8_xscale(a, i, g * v->bk) * v->scales[amxk__q_gidx(v, nn, g)] *
-                              ((float)sum - (v->asym ? v->zeros[amxk__q_gidx(v, nn, g)] * (float)xsum : 0.0f));
-                }
-            amxk__q8_store(a, i, b, acc);
-        }
-}
 
 #if AMXK__HAS_AVX2
 AMXK__TARGET_AVX2_BEGIN
@@ -1467,14 +1402,132 @@ AMXK__PRIV void amxk__linear_q8_block__avx2(const amxk__q8_args *a, size_t m0, s
 AMXK__TARGET_END
 #endif
 
-/* AMX-INT8 k step of the w*a8 kernel: the largest multiple of 4 (<= 64) dividing the weight group,
-   so that every tile pass stays inside one group; 0 if none (then the vector kernel runs). */
-AMXK__INLINE size_t amxk__q8_kstep(size_t bk) {
-    size_t ks;
-    for (ks = 64; ks >= 4; ks -= 4)
-        if (bk % ks == 0) return ks;
-    return 0;
+/* ---- activation quantization ---- */
+
+
+#if AMXK__HAS_AVX2
+AMXK__TARGET_AVX2_BEGIN
+/* int8 / uint8 quantization of one group (group % 8 == 0) with the scalar loop's exact values (IEEE
+   division, round to nearest even, clamp to +-127); returns 0 without writing anything for E4M3, other
+   group sizes and groups holding a NaN or infinity (the scalar loop then defines the result). */
+AMXK__PRIV int amxk__actq_group__avx2(const amxk__actq_args *a, size_t row, size_t k0, float *scale) {
+    const size_t base = row * a->ldx + k0;
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 vmax = _mm256_setzero_ps(), inv_ok;
+    float lanes[8], amax = 0.0f, sc;
+    int8_t *d = (int8_t *)a->q + row * a->ldq + k0;
+    size_t j;
+    int i;
+    if (a->ot == AMXK_DTYPE_FP8_E4M3 || a->group % 8) return 0;
+#define AMXK__LD8(i) (a->xt == AMXK_DTYPE_F32 ? _mm256_loadu_ps((const float *)a->x + base + (i)) \
+                      : a->xt == AMXK_DTYPE_BF16 ? amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)((const uint16_t *)a->x + base + (i)))) \
+                      : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)a->x + base + (i)))))
+    for (j = 0; j < a->group; j += 8) vmax = _mm256_max_ps(vmax, _mm256_and_ps(AMXK__LD8(j), absmask)); /* NaN lanes: ignored */
+    _mm256_storeu_ps(lanes, vmax);
+    for (i = 0; i < 8; i++) amax = AMXK__MAX(amax, lanes[i]);
+    for (j = 0, inv_ok = _mm256_setzero_ps(); j < a->group; j += 8) {
+        __m256 v = _mm256_and_ps(AMXK__LD8(j), absmask);
+        inv_ok = _mm256_or_ps(inv_ok, _mm256_cmp_ps(v, _mm256_set1_ps(3.4028235e38f), _CMP_NLE_UQ)); /* NaN or inf */
+    }
+    if (_mm256_movemask_ps(inv_ok)) return 0;
+    sc = amax / 127.0f;
+    if (!(sc > 0.0f)) sc = 1.0f;
+    for (j = 0; j < a->group; j += 8) {
+        __m256 t = _mm256_div_ps(AMXK__LD8(j), _mm256_set1_ps(sc));
+        __m256i q = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_max_ps(_mm256_min_ps(t, _mm256_set1_ps(127.0f)), _mm256_set1_ps(-127.0f)),
+                                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        q = _mm256_packs_epi16(_mm256_packs_epi32(q, q), q); /* bytes 0-3 of each 128-bit lane */
+        q = _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
+        if (a->ot == AMXK_DTYPE_U8) q = _mm256_xor_si256(q, _mm256_set1_epi8((char)0x80));
+        _mm_storel_epi64((__m128i *)(d + j), _mm256_castsi256_si128(q));
+    }
+#undef AMXK__LD8
+    *scale = sc;
+    return 1;
 }
+AMXK__TARGET_END
+#endif
+
+// >>avx512 ---------------------------------------------------------------------------------------
+/* (none yet: the AVX-512 levels use the AVX2 table, see amxk__pack_kernels_for) */
+
+// >>amx ------------------------------------------------------------------------------------------
+
+#if AMXK__HAS_AMX
+AMXK__TARGET_AMX_BEGIN
+
+/* Rows [m0, m1) x blocks [b0, b1) with 32x32 output tiles: C tiles 0-3, A tiles 4-5, B tiles 6-7.
+   ws: a zero-padded 16-bit x panel (32 x Kp) then a 32x32 f32 C scratch. */
+AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
+    uint16_t *xa = (uint16_t *)ws, *wq = (uint16_t *)(ws + a->plan->ws_a); /* wq: dequantized blocks */
+    float *cs = (float *)(ws + a->plan->ws_a + a->plan->ws_w);
+    float *wf = (float *)(wq + 2 * (size_t)AMXK__LIN_NB * a->kp); /* f32 scratch of the vector dequantizer */
+    void (*deq)(const amxk__qview *, size_t, amxk_dtype, float *, uint16_t *) = a->plan->vec->q_block_16;
+    const size_t kp = a->kp, lda = kp * 2, blk = (size_t)AMXK__LIN_NB * kp; /* lda in bytes */
+    const int fp16 = a->dt == AMXK_DTYPE_F16;
+    amxk__tilecfg cfg;
+    size_t i, b, kk;
+    int t;
+    memset(&cfg, 0, sizeof cfg);
+    for (t = 0; t < 8; t++) amxk__tilecfg_set(&cfg, t, 16, 64);
+    AMXK__TILE_LOADCONFIG(&cfg);
+    for (i = m0; i < m1; i += AMXK__LIN_AMX_M) {
+        size_t mr = AMXK__MIN((size_t)AMXK__LIN_AMX_M, m1 - i), r;
+        for (r = 0; r < AMXK__LIN_AMX_M; r++) { /* panel: rows past mr and columns past K are zero */
+            uint16_t *d = xa + r * kp;
+            if (r < mr) {
+                memcpy(d, (const uint16_t *)a->x + (i + r) * a->ldx, a->k * 2);
+                memset(d + a->k, 0, (kp - a->k) * 2);
+            } else {
+                memset(d, 0, kp * 2);
+            }
+        }
+        for (b = b0; b < b1; b += 2) {
+            int two = b + 1 < b1;
+            const uint16_t *w0 = a->w + b * blk, *w1 = two ? w0 + blk : w0;
+            if (a->q) { /* quantized: dequantize to x's 16-bit type in the VNNI pair layout (vector level) */
+                deq(a->q, b, a->dt, wf, wq);
+                if (two) deq(a->q, b + 1, a->dt, wf, wq + blk);
+                w0 = wq, w1 = two ? wq + blk : wq;
+            }
+            AMXK__TILE_ZERO(0);
+            AMXK__TILE_ZERO(1);
+            AMXK__TILE_ZERO(2);
+            AMXK__TILE_ZERO(3);
+            for (kk = 0; kk < kp; kk += AMXK__LIN_KALIGN) {
+                AMXK__TILE_LOADD(4, xa + kk, lda);
+                AMXK__TILE_LOADD(5, xa + 16 * kp + kk, lda);
+                AMXK__TILE_LOADD(6, w0 + kk * AMXK__LIN_NB, 64);
+                AMXK__TILE_LOADD(7, w1 + kk * AMXK__LIN_NB, 64);
+                if (fp16) {
+                    AMXK__TDPFP16PS(0, 4, 6);
+                    AMXK__TDPFP16PS(1, 4, 7);
+                    AMXK__TDPFP16PS(2, 5, 6);
+                    AMXK__TDPFP16PS(3, 5, 7);
+                } else {
+                    AMXK__TDPBF16PS(0, 4, 6);
+                    AMXK__TDPBF16PS(1, 4, 7);
+                    AMXK__TDPBF16PS(2, 5, 6);
+                    AMXK__TDPBF16PS(3, 5, 7);
+                }
+            }
+            AMXK__TILE_STORED(0, cs, 128);
+            AMXK__TILE_STORED(1, cs + 16, 128);
+            AMXK__TILE_STORED(2, cs + 16 * 32, 128);
+            AMXK__TILE_STORED(3, cs + 16 * 32 + 16, 128);
+            for (r = 0; r < mr; r++) {
+                size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)(two ? 32 : 16), a->n - n0);
+                amxk__linear_store_row(a, i + r, n0, cnt, cs + r * 32);
+            }
+        }
+    }
+    AMXK__TILE_RELEASE();
+}
+
+AMXK__TARGET_AMX_END
+#endif /* AMXK__HAS_AMX */
+
+/* ---- w8a8 (amxk_linear_q8) ---- */
 
 #if AMXK__HAS_AMX
 AMXK__TARGET_AMX_BEGIN
@@ -1557,52 +1610,6 @@ AMXK__PRIV void amxk__linear_q8_block__16x32__amx(const amxk__q8_args *a, size_t
     AMXK__TILE_RELEASE();
 }
 AMXK__TARGET_AMX_END
-#endif
-
-/* ---- activation quantization ---- */
-
-
-#if AMXK__HAS_AVX2
-AMXK__TARGET_AVX2_BEGIN
-/* int8 / uint8 quantization of one group (group % 8 == 0) with the scalar loop's exact values (IEEE
-   division, round to nearest even, clamp to +-127); returns 0 without writing anything for E4M3, other
-   group sizes and groups holding a NaN or infinity (the scalar loop then defines the result). */
-AMXK__PRIV int amxk__actq_group__avx2(const amxk__actq_args *a, size_t row, size_t k0, float *scale) {
-    const size_t base = row * a->ldx + k0;
-    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    __m256 vmax = _mm256_setzero_ps(), inv_ok;
-    float lanes[8], amax = 0.0f, sc;
-    int8_t *d = (int8_t *)a->q + row * a->ldq + k0;
-    size_t j;
-    int i;
-    if (a->ot == AMXK_DTYPE_FP8_E4M3 || a->group % 8) return 0;
-#define AMXK__LD8(i) (a->xt == AMXK_DTYPE_F32 ? _mm256_loadu_ps((const float *)a->x + base + (i)) \
-                      : a->xt == AMXK_DTYPE_BF16 ? amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)((const uint16_t *)a->x + base + (i)))) \
-                      : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)a->x + base + (i)))))
-    for (j = 0; j < a->group; j += 8) vmax = _mm256_max_ps(vmax, _mm256_and_ps(AMXK__LD8(j), absmask)); /* NaN lanes: ignored */
-    _mm256_storeu_ps(lanes, vmax);
-    for (i = 0; i < 8; i++) amax = AMXK__MAX(amax, lanes[i]);
-    for (j = 0, inv_ok = _mm256_setzero_ps(); j < a->group; j += 8) {
-        __m256 v = _mm256_and_ps(AMXK__LD8(j), absmask);
-        inv_ok = _mm256_or_ps(inv_ok, _mm256_cmp_ps(v, _mm256_set1_ps(3.4028235e38f), _CMP_NLE_UQ)); /* NaN or inf */
-    }
-    if (_mm256_movemask_ps(inv_ok)) return 0;
-    sc = amax / 127.0f;
-    if (!(sc > 0.0f)) sc = 1.0f;
-    for (j = 0; j < a->group; j += 8) {
-        __m256 t = _mm256_div_ps(AMXK__LD8(j), _mm256_set1_ps(sc));
-        __m256i q = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_max_ps(_mm256_min_ps(t, _mm256_set1_ps(127.0f)), _mm256_set1_ps(-127.0f)),
-                                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        q = _mm256_packs_epi16(_mm256_packs_epi32(q, q), q); /* bytes 0-3 of each 128-bit lane */
-        q = _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
-        if (a->ot == AMXK_DTYPE_U8) q = _mm256_xor_si256(q, _mm256_set1_epi8((char)0x80));
-        _mm_storel_epi64((__m128i *)(d + j), _mm256_castsi256_si128(q));
-    }
-#undef AMXK__LD8
-    *scale = sc;
-    return 1;
-}
-AMXK__TARGET_END
 #endif
 
 // >>dispatch -------------------------------------------------------------------------------------
