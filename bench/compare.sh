@@ -16,6 +16,7 @@ med() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {if (NR == 0) print
 printf '%-10s %-10s %7s  %s\n' old_us new_us new/old case
 for c in "${cases[@]}"; do
     args=${c#build/amxk_bench }
+    args=$(sed -E 's/ --routing-out [^ ]+//' <<<"$args") # the peer's routing files are run_bench.sh's
     declare -A times=()
     for ((r = 0; r < rounds; r++)); do
         if ((r % 2)); then order=("$new" "$old"); else order=("$old" "$new"); fi
