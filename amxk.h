@@ -560,8 +560,8 @@ AMXK__INLINE void amxk__st_elem(void *p, amxk_dtype t, size_t i, float v) {
     else ((uint16_t *)p)[i] = t == AMXK_DTYPE_BF16 ? amxk__f32_to_bf16(v) : amxk__f32_to_f16(v);
 }
 
-/* The width-generic vector math layer. AMXK__VMATH_DEFINE(isa) defines, for the vector width whose
-   vocabulary (AMXK__V, AMXK__VI, AMXK__V_SET1 ...) is #defined at the point of use:
+/* The width-generic vector math layer. AMXK__VMATH_DEFINE(isa, V) defines, for the vector width whose
+   vocabulary V_T, V_SET1, V_ADD ... (V = AMXK__V8 or AMXK__V16) is #defined before it:
      amxk__vexp__<isa>(x)      exp(x), x clamped to [-87, 87] (NaN stays NaN): 2^k p(r), k = round(x
                                log2 e), r = x - k ln2 in two steps (Cody-Waite), p a degree-6 polynomial;
                                within 2 ulp of the correctly rounded exp over the whole range
@@ -569,27 +569,27 @@ AMXK__INLINE void amxk__st_elem(void *p, amxk_dtype t, size_t i, float v) {
      amxk__vsilu__<isa>(x)     x / (1 + exp(-x))
    Each ISA section instantiates it once (avx2: 8 lanes, avx512: 16 lanes), so every width runs the
    same algorithm and the same constants. */
-#define AMXK__VMATH_DEFINE(isa)                                                                        \
-    AMXK__INLINE AMXK__V amxk__vexp__##isa(AMXK__V x) {                                               \
-        AMXK__V k, r, p;                                                                               \
-        x = AMXK__V_MIN(AMXK__V_SET1(87.0f), AMXK__V_MAX(AMXK__V_SET1(-87.0f), x)); /* NaN stays */  \
-        k = AMXK__V_ROUND(AMXK__V_MUL(x, AMXK__V_SET1(1.44269504088896341f)));                          \
-        r = AMXK__V_FNMADD(k, AMXK__V_SET1(0.693359375f), x);                                          \
-        r = AMXK__V_FNMADD(k, AMXK__V_SET1(-2.12194440e-4f), r);                                       \
-        p = AMXK__V_SET1(1.9875691500e-4f);                                                            \
-        p = AMXK__V_FMADD(p, r, AMXK__V_SET1(1.3981999507e-3f));                                       \
-        p = AMXK__V_FMADD(p, r, AMXK__V_SET1(8.3334519073e-3f));                                       \
-        p = AMXK__V_FMADD(p, r, AMXK__V_SET1(4.1665795894e-2f));                                       \
-        p = AMXK__V_FMADD(p, r, AMXK__V_SET1(1.6666665459e-1f));                                       \
-        p = AMXK__V_FMADD(p, r, AMXK__V_SET1(5.0000001201e-1f));                                       \
-        p = AMXK__V_FMADD(p, AMXK__V_MUL(r, r), AMXK__V_ADD(r, AMXK__V_SET1(1.0f)));                   \
-        return AMXK__V_LDEXP(p, k); /* p in [0.7, 1.5], k in [-126, 126]: a normal result */          \
+#define AMXK__VMATH_DEFINE(isa, V)                                                                     \
+    AMXK__INLINE V##_T amxk__vexp__##isa(V##_T x) {                                                    \
+        V##_T k, r, p;                                                                                 \
+        x = V##_MIN(V##_SET1(87.0f), V##_MAX(V##_SET1(-87.0f), x)); /* NaN stays */                    \
+        k = V##_ROUND(V##_MUL(x, V##_SET1(1.44269504088896341f)));                                     \
+        r = V##_FNMADD(k, V##_SET1(0.693359375f), x);                                                  \
+        r = V##_FNMADD(k, V##_SET1(-2.12194440e-4f), r);                                               \
+        p = V##_SET1(1.9875691500e-4f);                                                                \
+        p = V##_FMADD(p, r, V##_SET1(1.3981999507e-3f));                                               \
+        p = V##_FMADD(p, r, V##_SET1(8.3334519073e-3f));                                               \
+        p = V##_FMADD(p, r, V##_SET1(4.1665795894e-2f));                                               \
+        p = V##_FMADD(p, r, V##_SET1(1.6666665459e-1f));                                               \
+        p = V##_FMADD(p, r, V##_SET1(5.0000001201e-1f));                                               \
+        p = V##_FMADD(p, V##_MUL(r, r), V##_ADD(r, V##_SET1(1.0f)));                                   \
+        return V##_LDEXP(p, k); /* p in [0.7, 1.5], k in [-126, 126]: a normal result */               \
     }                                                                                                  \
-    AMXK__INLINE AMXK__V amxk__vsigmoid__##isa(AMXK__V x) {                                           \
-        return AMXK__V_DIV(AMXK__V_SET1(1.0f), AMXK__V_ADD(AMXK__V_SET1(1.0f), amxk__vexp__##isa(AMXK__V_SUB(AMXK__V_SET1(0.0f), x)))); \
+    AMXK__INLINE V##_T amxk__vsigmoid__##isa(V##_T x) {                                                \
+        return V##_DIV(V##_SET1(1.0f), V##_ADD(V##_SET1(1.0f), amxk__vexp__##isa(V##_SUB(V##_SET1(0.0f), x)))); \
     }                                                                                                  \
-    AMXK__INLINE AMXK__V amxk__vsilu__##isa(AMXK__V x) {                                              \
-        return AMXK__V_DIV(x, AMXK__V_ADD(AMXK__V_SET1(1.0f), amxk__vexp__##isa(AMXK__V_SUB(AMXK__V_SET1(0.0f), x)))); \
+    AMXK__INLINE V##_T amxk__vsilu__##isa(V##_T x) {                                                   \
+        return V##_DIV(x, V##_ADD(V##_SET1(1.0f), amxk__vexp__##isa(V##_SUB(V##_SET1(0.0f), x))));     \
     }
 
 #if defined(AMXK_AVX512_EMULATE) && AMXK__HAS_AVX512
@@ -842,31 +842,19 @@ AMXK__INLINE uint64_t amxk__cvt_f32_fp8__avx2(__m256 x, int e5m2) {
 
 /* The vector math layer at 8 lanes (see AMXK__VMATH_DEFINE), and 8-lane loads / stores of F32, BF16
    and F16 arrays as f32 (stores round to nearest even, bitwise equal to amxk__st_elem). */
-#define AMXK__V __m256
-#define AMXK__V_SET1(f) _mm256_set1_ps(f)
-#define AMXK__V_ADD(a, b) _mm256_add_ps(a, b)
-#define AMXK__V_SUB(a, b) _mm256_sub_ps(a, b)
-#define AMXK__V_MUL(a, b) _mm256_mul_ps(a, b)
-#define AMXK__V_DIV(a, b) _mm256_div_ps(a, b)
-#define AMXK__V_MIN(a, b) _mm256_min_ps(a, b)
-#define AMXK__V_MAX(a, b) _mm256_max_ps(a, b)
-#define AMXK__V_FMADD(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define AMXK__V_FNMADD(a, b, c) _mm256_fnmadd_ps(a, b, c)
-#define AMXK__V_ROUND(a) _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-#define AMXK__V_LDEXP(p, k) _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(k), 23)))
-AMXK__VMATH_DEFINE(avx2)
-#undef AMXK__V
-#undef AMXK__V_SET1
-#undef AMXK__V_ADD
-#undef AMXK__V_SUB
-#undef AMXK__V_MUL
-#undef AMXK__V_DIV
-#undef AMXK__V_MIN
-#undef AMXK__V_MAX
-#undef AMXK__V_FMADD
-#undef AMXK__V_FNMADD
-#undef AMXK__V_ROUND
-#undef AMXK__V_LDEXP
+#define AMXK__V8_T __m256
+#define AMXK__V8_SET1(f) _mm256_set1_ps(f)
+#define AMXK__V8_ADD(a, b) _mm256_add_ps(a, b)
+#define AMXK__V8_SUB(a, b) _mm256_sub_ps(a, b)
+#define AMXK__V8_MUL(a, b) _mm256_mul_ps(a, b)
+#define AMXK__V8_DIV(a, b) _mm256_div_ps(a, b)
+#define AMXK__V8_MIN(a, b) _mm256_min_ps(a, b)
+#define AMXK__V8_MAX(a, b) _mm256_max_ps(a, b)
+#define AMXK__V8_FMADD(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define AMXK__V8_FNMADD(a, b, c) _mm256_fnmadd_ps(a, b, c)
+#define AMXK__V8_ROUND(a) _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define AMXK__V8_LDEXP(p, k) _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(k), 23)))
+AMXK__VMATH_DEFINE(avx2, AMXK__V8)
 AMXK__INLINE __m256 amxk__vload__avx2(const void *p, amxk_dtype t) {
     if (t == AMXK_DTYPE_F32) return _mm256_loadu_ps((const float *)p);
     if (t == AMXK_DTYPE_BF16) return amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)p));
@@ -975,31 +963,19 @@ AMXK__INLINE __m128i amxk__cvt_f32_fp8__avx512(__m512 x, int e5m2) {
 /* The vector math layer at 16 lanes (see AMXK__VMATH_DEFINE), and 16-lane loads / stores of F32,
    BF16 and F16 arrays as f32, with a lane mask for tails (lanes outside k are neither read nor
    written). */
-#define AMXK__V __m512
-#define AMXK__V_SET1(f) _mm512_set1_ps(f)
-#define AMXK__V_ADD(a, b) _mm512_add_ps(a, b)
-#define AMXK__V_SUB(a, b) _mm512_sub_ps(a, b)
-#define AMXK__V_MUL(a, b) _mm512_mul_ps(a, b)
-#define AMXK__V_DIV(a, b) _mm512_div_ps(a, b)
-#define AMXK__V_MIN(a, b) _mm512_min_ps(a, b)
-#define AMXK__V_MAX(a, b) _mm512_max_ps(a, b)
-#define AMXK__V_FMADD(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define AMXK__V_FNMADD(a, b, c) _mm512_fnmadd_ps(a, b, c)
-#define AMXK__V_ROUND(a) _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-#define AMXK__V_LDEXP(p, k) _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), _mm512_slli_epi32(_mm512_cvtps_epi32(k), 23)))
-AMXK__VMATH_DEFINE(avx512)
-#undef AMXK__V
-#undef AMXK__V_SET1
-#undef AMXK__V_ADD
-#undef AMXK__V_SUB
-#undef AMXK__V_MUL
-#undef AMXK__V_DIV
-#undef AMXK__V_MIN
-#undef AMXK__V_MAX
-#undef AMXK__V_FMADD
-#undef AMXK__V_FNMADD
-#undef AMXK__V_ROUND
-#undef AMXK__V_LDEXP
+#define AMXK__V16_T __m512
+#define AMXK__V16_SET1(f) _mm512_set1_ps(f)
+#define AMXK__V16_ADD(a, b) _mm512_add_ps(a, b)
+#define AMXK__V16_SUB(a, b) _mm512_sub_ps(a, b)
+#define AMXK__V16_MUL(a, b) _mm512_mul_ps(a, b)
+#define AMXK__V16_DIV(a, b) _mm512_div_ps(a, b)
+#define AMXK__V16_MIN(a, b) _mm512_min_ps(a, b)
+#define AMXK__V16_MAX(a, b) _mm512_max_ps(a, b)
+#define AMXK__V16_FMADD(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define AMXK__V16_FNMADD(a, b, c) _mm512_fnmadd_ps(a, b, c)
+#define AMXK__V16_ROUND(a) _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define AMXK__V16_LDEXP(p, k) _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), _mm512_slli_epi32(_mm512_cvtps_epi32(k), 23)))
+AMXK__VMATH_DEFINE(avx512, AMXK__V16)
 AMXK__INLINE __m512 amxk__vload__avx512(const void *p, amxk_dtype t, __mmask16 k) {
     if (t == AMXK_DTYPE_F32) return _mm512_maskz_loadu_ps(k, p);
     if (t == AMXK_DTYPE_BF16) return amxk__cvt_bf16_f32__avx512(_mm256_maskz_loadu_epi16(k, p));
