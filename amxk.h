@@ -434,6 +434,7 @@ AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b);
 #  include <simde/x86/avx512.h>
 #  include <simde/x86/fma.h>
 #  include <simde/x86/f16c.h>
+#  include <math.h> /* fmaf (the vdpbf16ps shim) */
 #elif AMXK__HAS_AVX2 || AMXK__HAS_AVX512
 /* g++ 12 warns (maybe-)uninitialized inside its own avx512fintrin.h in C++ mode */
 #  if defined(__GNUC__) && !defined(__clang__)
@@ -752,6 +753,27 @@ AMXK__SIM_CMPU32(mm512_cmple_epu32_mask, <=)
 #  define _mm512_cmplt_epu32_mask(a, b) amxk__sim_mm512_cmplt_epu32_mask((a), (b))
 #  define _mm512_cmpge_epu32_mask(a, b) amxk__sim_mm512_cmpge_epu32_mask((a), (b))
 #  define _mm512_cmple_epu32_mask(a, b) amxk__sim_mm512_cmple_epu32_mask((a), (b))
+/* vdpbf16ps as the SDM describes it: per 32-bit lane, acc += a.odd * b.odd, then acc += a.even * b.even,
+   each a single-rounding fma (RNE) with bf16 subnormal inputs and the accumulator read as zero (DAZ) and
+   subnormal results flushed (FTZ); MXCSR not consulted. (SIMDe sums both products first, without DAZ.) */
+AMXK__INLINE float amxk__sim_daz(float x) { return (amxk__f32_bits(x) & 0x7f800000u) == 0 ? amxk__bits_f32(amxk__f32_bits(x) & 0x80000000u) : x; }
+AMXK__INLINE __m512 amxk__sim_dpbf16(__m512 acc, __m512i a, __m512i b) {
+    float c[16];
+    uint16_t x[32], y[32];
+    int i, h;
+    memcpy(c, &acc, 64);
+    memcpy(x, &a, 64);
+    memcpy(y, &b, 64);
+    for (i = 0; i < 16; i++) {
+        float t = amxk__sim_daz(c[i]);
+        for (h = 1; h >= 0; h--)
+            t = amxk__sim_daz(fmaf(amxk__sim_daz(amxk__bits_f32((uint32_t)x[2 * i + h] << 16)),
+                                   amxk__sim_daz(amxk__bits_f32((uint32_t)y[2 * i + h] << 16)), t));
+        c[i] = t;
+    }
+    memcpy(&acc, c, 64);
+    return acc;
+}
 AMXK__TARGET_END
 #endif /* AMXK_AVX512_EMULATE */
 
@@ -959,6 +981,14 @@ AMXK__INLINE __m128i amxk__cvt_f32_fp8__avx512(__m512 x, int e5m2) {
     r = _mm512_mask_mov_epi32(r, _mm512_cmpgt_epu32_mask(a, _mm512_set1_epi32(0x7f800000)), _mm512_set1_epi32(0x7f));
     return _mm512_cvtepi32_epi8(_mm512_or_si512(r, sign));
 }
+
+/* acc + the pair dot products of 32 bf16 a and b (__m512i each): vdpbf16ps (AVX512_BF16 regions
+   only; the emulated build runs the SDM's description, amxk__sim_dpbf16). */
+#if defined(AMXK_AVX512_EMULATE)
+#  define AMXK__DPBF16(acc, a, b) amxk__sim_dpbf16((acc), (a), (b))
+#else
+#  define AMXK__DPBF16(acc, a, b) _mm512_dpbf16_ps((acc), (__m512bh)(a), (__m512bh)(b))
+#endif
 
 /* The vector math layer at 16 lanes (see AMXK__VMATH_DEFINE), and 16-lane loads / stores of F32,
    BF16 and F16 arrays as f32, with a lane mask for tails (lanes outside k are neither read nor

@@ -291,7 +291,9 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
 #define AMXK__LIN_MC_VEC 48 /* rows per task on the vector paths (a multiple of MR) */
 #define AMXK__LIN_WIDE_M 12 /* vector path: from this M on, weight blocks are widened to f32 once per
                                task and reused by all its row panels */
+#ifndef AMXK__LIN_NC
 #define AMXK__LIN_NC 16     /* column blocks per task outside decode */
+#endif
 #ifndef AMXK__LIN_PREFETCH
 #define AMXK__LIN_PREFETCH 1024 /* small-M bf16/fp16 kernels: software prefetch distance in bytes */
 #endif
@@ -477,6 +479,7 @@ typedef struct amxk__actq_args {
 typedef struct amxk__pack_kernels {
     size_t mc;    /* rows per task: a multiple of the row tiles of the level's linear and w8a8 kernels */
     size_t min_m; /* fewest rows its linear and w8a8 kernels take */
+    size_t nc;    /* column blocks per task outside decode: a multiple of its kernels' column tiles */
     /* amxk_linear: NULL or 0 for x dtypes it does not run */
     int (*lin_takes)(amxk_dtype x_dtype);
     /* the per-worker workspace of a plan (mc set) for m rows, Kp and quant (amxk__pack_layout's
@@ -1449,7 +1452,172 @@ AMXK__TARGET_END
 #endif
 
 // >>avx512 ---------------------------------------------------------------------------------------
-/* (none yet: the AVX-512 levels use the AVX2 table, see amxk__pack_kernels_for) */
+/* AVX-512 kernels. AVX512_BF16 level: the bf16 linear below (vdpbf16ps straight on the packed pairs);
+   its other entries, and the levels without BF16, run the AVX2 kernels (see amxk__pack_kernels_for). */
+
+#ifndef AMXK__LIN_MR16
+#define AMXK__LIN_MR16 8 /* AVX-512 bf16 prefill tile: rows (<= 8) ... */
+#endif
+#ifndef AMXK__LIN_NR16
+#define AMXK__LIN_NR16 3 /* ... x 16-column blocks (<= 4; MR16 * NR16 <= 24 accumulators) */
+#endif
+#ifndef AMXK__LIN_NC16
+#define AMXK__LIN_NC16 24 /* column blocks per task of the AVX-512 bf16 table (a multiple of NR16 and 4) */
+#endif
+#define AMXK__LIN_XS16 8 /* x panel: uint32 per pair row (rows past the panel's are zero, never read) */
+
+#if AMXK__HAS_AVX512
+AMXK__TARGET_AVX512_BEGIN
+/* Epilogue of one 16-column vector: y[row][16b .. 16b+16) (the columns < N) = v + bias, one rounding
+   to y's dtype (the same values as amxk__linear_store_row). */
+AMXK__INLINE void amxk__linear_store16__avx512(const amxk__linear_args *a, size_t row, size_t b, __m512 v) {
+    const size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
+    const __mmask16 k = (__mmask16)(cnt == 16 ? 0xffffu : (1u << cnt) - 1u);
+    if (a->bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, a->bias + n0));
+    amxk__vstore__avx512((char *)a->y + (row * a->ldy + n0) * amxk_dtype_size(a->yt), a->yt, v, k);
+}
+/* x rows [m0, m0+mr) (bf16, mr <= 8) as a pair-major panel: xp[p * 8 + r] = the 32-bit pair
+   (x[r][2p], x[r][2p+1]), zero past K and for rows r >= mr: one broadcast operand per row and pair
+   row, the rows of a pair row adjacent (no cache-set conflicts between rows, whatever ldx). 8 x 8
+   transposes of 32-bit pairs, the ragged end pair by pair. */
+AMXK__PRIV void amxk__linear_xpairs__avx512(const amxk__linear_args *a, size_t m0, int mr, uint32_t *xp) {
+    const size_t np = a->kp / 2, full = a->k / 2;
+    const uint16_t *src[8];
+    size_t p;
+    int r, q;
+    for (r = 0; r < 8; r++) src[r] = r < mr ? (const uint16_t *)a->x + (m0 + (size_t)r) * a->ldx : NULL;
+    for (p = 0; p + 8 <= full; p += 8) {
+        __m256i v[8], t[8], u[8];
+        for (r = 0; r < 8; r++) v[r] = r < mr ? _mm256_loadu_si256((const __m256i *)(src[r] + 2 * p)) : _mm256_setzero_si256();
+        for (r = 0; r < 8; r += 2) t[r] = _mm256_unpacklo_epi32(v[r], v[r + 1]), t[r + 1] = _mm256_unpackhi_epi32(v[r], v[r + 1]);
+        for (r = 0; r < 8; r += 4) {
+            u[r] = _mm256_unpacklo_epi64(t[r], t[r + 2]), u[r + 1] = _mm256_unpackhi_epi64(t[r], t[r + 2]);
+            u[r + 2] = _mm256_unpacklo_epi64(t[r + 1], t[r + 3]), u[r + 3] = _mm256_unpackhi_epi64(t[r + 1], t[r + 3]);
+        }
+        for (q = 0; q < 4; q++) { /* u[q]: pairs q (low lane) and q + 4 of rows 0-3; u[q + 4]: rows 4-7 */
+            _mm256_storeu_si256((__m256i *)(xp + (p + (size_t)q) * 8), _mm256_permute2x128_si256(u[q], u[q + 4], 0x20));
+            _mm256_storeu_si256((__m256i *)(xp + (p + (size_t)q + 4) * 8), _mm256_permute2x128_si256(u[q], u[q + 4], 0x31));
+        }
+    }
+    for (; p < np; p++)
+        for (r = 0; r < 8; r++) {
+            uint32_t v = 0;
+            if (r < mr && p < full) memcpy(&v, src[r] + 2 * p, 4);
+            else if (r < mr && 2 * p < a->k) v = src[r][2 * p];
+            xp[p * 8 + (size_t)r] = v;
+        }
+}
+AMXK__TARGET_END
+
+AMXK__TARGET_AVX512BF16_BEGIN
+/* mr x nr 16-column blocks of y (mr <= 8, nr <= 4; compile-time constants at the call sites) over all
+   np pair rows: per pair row, nr packed 64-byte rows (16 columns x one (k even, k odd) pair each: the
+   vdpbf16ps operand as packed) against mr broadcast x pairs (xp: a pair-major panel). Each output
+   accumulates in fp32 from zero, pair rows in increasing order, each pair as vdpbf16ps does (odd k,
+   then even k, one fma rounding each; bf16 subnormal inputs read as zero, subnormal results flushed).
+   split: even and odd pair rows in separate accumulators, added at the end (decode: more independent
+   chains). pf: bytes to prefetch ahead in each weight stream (0: none). out[r * 4 + j]. */
+static inline __attribute__((always_inline)) void amxk__linear_bf16__8x64__avx512bf16(const uint32_t *xp, size_t np, const uint16_t *w,
+                                                                                     size_t bstride, int mr, int nr, int split, size_t pf,
+                                                                                     __m512 *out) {
+    __m512 acc[2][8][4];
+    size_t p;
+    int r, j, s;
+#pragma GCC unroll 8
+    for (r = 0; r < mr; r++)
+#pragma GCC unroll 4
+        for (j = 0; j < nr; j++) acc[0][r][j] = acc[1][r][j] = _mm512_setzero_ps();
+    for (p = 0; p < np; p += 2) {
+#pragma GCC unroll 2
+        for (s = 0; s < 2; s++) {
+            const size_t q = p + (size_t)s;
+            __m512i wv[4];
+#pragma GCC unroll 4
+            for (j = 0; j < nr; j++) {
+                wv[j] = _mm512_loadu_si512((const void *)(w + (size_t)j * bstride + q * 32));
+                if (pf) _mm_prefetch((const char *)(w + (size_t)j * bstride + q * 32) + pf, _MM_HINT_T0);
+            }
+#pragma GCC unroll 8
+            for (r = 0; r < mr; r++) {
+                const __m512i xb = _mm512_set1_epi32((int)xp[q * AMXK__LIN_XS16 + (size_t)r]);
+#pragma GCC unroll 4
+                for (j = 0; j < nr; j++) acc[split ? s : 0][r][j] = AMXK__DPBF16(acc[split ? s : 0][r][j], wv[j], xb);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (r = 0; r < mr; r++)
+#pragma GCC unroll 4
+        for (j = 0; j < nr; j++) out[r * 4 + j] = split ? _mm512_add_ps(acc[0][r][j], acc[1][r][j]) : acc[0][r][j];
+}
+
+/* One tile through the kernel above with constant shape, then the epilogue: prefill (mr <= MR16 rows,
+   nr <= NR16 blocks) or decode (mr <= 4 rows, up to 4 weight streams, prefetched, split chains for
+   mr <= 2). */
+AMXK__PRIV void amxk__linear_bf16_tile__avx512bf16(const amxk__linear_args *a, const uint32_t *xp, size_t row, int mr, size_t b, int nr,
+                                                   int decode) {
+    const size_t bs = (size_t)AMXK__LIN_NB * a->kp, np = a->kp / 2;
+    const uint16_t *w = a->w + b * bs;
+    __m512 out[8 * 4];
+    int r, j;
+#define AMXK__BF16_NR(MR, SPLIT, PF)                                                                 \
+    switch (nr) {                                                                                    \
+    case 4: amxk__linear_bf16__8x64__avx512bf16(xp, np, w, bs, MR, AMXK__MIN(4, 24 / MR), SPLIT, PF, out); break; \
+    case 3: amxk__linear_bf16__8x64__avx512bf16(xp, np, w, bs, MR, 3, SPLIT, PF, out); break;         \
+    case 2: amxk__linear_bf16__8x64__avx512bf16(xp, np, w, bs, MR, 2, SPLIT, PF, out); break;         \
+    default: amxk__linear_bf16__8x64__avx512bf16(xp, np, w, bs, MR, 1, SPLIT, PF, out); break;        \
+    }
+    if (decode) {
+        switch (mr) {
+        case 4: AMXK__BF16_NR(4, 0, AMXK__LIN_PREFETCH) break;
+        case 3: AMXK__BF16_NR(3, 0, AMXK__LIN_PREFETCH) break;
+        case 2: AMXK__BF16_NR(2, 1, AMXK__LIN_PREFETCH) break;
+        default: AMXK__BF16_NR(1, 1, AMXK__LIN_PREFETCH) break;
+        }
+    } else {
+        switch (mr) {
+#if AMXK__LIN_MR16 >= 8
+        case 8: AMXK__BF16_NR(8, 0, 0) break;
+#endif
+#if AMXK__LIN_MR16 >= 7
+        case 7: AMXK__BF16_NR(7, 0, 0) break;
+#endif
+        case 6: AMXK__BF16_NR(6, 0, 0) break;
+        case 5: AMXK__BF16_NR(5, 0, 0) break;
+        case 4: AMXK__BF16_NR(4, 0, 0) break;
+        case 3: AMXK__BF16_NR(3, 0, 0) break;
+        case 2: AMXK__BF16_NR(2, 0, 0) break;
+        default: AMXK__BF16_NR(1, 0, 0) break;
+        }
+    }
+#undef AMXK__BF16_NR
+    for (r = 0; r < mr; r++)
+        for (j = 0; j < nr; j++) amxk__linear_store16__avx512(a, row + (size_t)r, b + (size_t)j, out[r * 4 + j]);
+}
+
+/* Rows [m0, m1) x blocks [b0, b1): bf16 x against a bf16 pack with vdpbf16ps. ws: the task's x rows as
+   pair-major panels of MR16 rows. Decode (at most 4 rows): 4 blocks (weight streams) at a time.
+   Prefill: per group of NR16 blocks, every panel's tile over all of K (the group's blocks stay in L2
+   across the panels; measured on Zen 4, k-chunking them for L1 was slower). Other x dtypes and
+   quantized packs: the AVX2 kernels. */
+AMXK__PRIV void amxk__linear_block__avx512bf16(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
+    const size_t panel = (size_t)AMXK__LIN_XS16 * (a->kp / 2), mrows = m1 - m0;
+    const int decode = mrows <= 4, nr_max = decode ? 4 : AMXK__LIN_NR16, mr_max = decode ? 4 : AMXK__LIN_MR16;
+    uint32_t *xp = (uint32_t *)ws;
+    size_t i, b;
+    if (a->q || a->dt != AMXK_DTYPE_BF16) {
+        amxk__linear_block__avx2(a, m0, m1, b0, b1, ws);
+        return;
+    }
+    for (i = m0; i < m1; i += (size_t)mr_max)
+        amxk__linear_xpairs__avx512(a, i, (int)AMXK__MIN((size_t)mr_max, m1 - i), xp + (i - m0) / (size_t)mr_max * panel);
+    for (b = b0; b < b1; b += (size_t)nr_max)
+        for (i = m0; i < m1; i += (size_t)mr_max)
+            amxk__linear_bf16_tile__avx512bf16(a, xp + (i - m0) / (size_t)mr_max * panel, i, (int)AMXK__MIN((size_t)mr_max, m1 - i), b,
+                                               (int)AMXK__MIN((size_t)nr_max, b1 - b), decode);
+}
+AMXK__TARGET_END
+#endif /* AMXK__HAS_AVX512 */
 
 // >>amx ------------------------------------------------------------------------------------------
 
@@ -1628,6 +1796,15 @@ AMXK__PRIV void amxk__linear_ws__avx2(amxk__linear_plan *p, size_t m, size_t kp,
     p->ws_w = p->wide ? (size_t)AMXK__LIN_NB * kp * 4 : quant ? (kp / 4 + kp) * AMXK__LIN_MR * 4 : 0;
 }
 #endif
+#if AMXK__HAS_AVX512
+/* The AVX2 workspace (fp16 x and quantized packs run the AVX2 kernels), grown if needed to hold the
+   bf16 kernel's x pair panels (8 x Kp / 2 uint32 per panel). */
+AMXK__PRIV void amxk__linear_ws__avx512bf16(amxk__linear_plan *p, size_t m, size_t kp, int quant) {
+    const size_t need = AMXK__CEIL_DIV(p->mc, (size_t)AMXK__LIN_MR16) * AMXK__LIN_XS16 * (kp / 2) * 4;
+    amxk__linear_ws__avx2(p, m, kp, quant);
+    if (p->ws_a + p->ws_w < need) p->ws_w = AMXK__ROUND_UP(need - p->ws_a, (size_t)AMXK_ALIGN);
+}
+#endif
 #if AMXK__HAS_AMX
 AMXK__PRIV void amxk__linear_ws__amx(amxk__linear_plan *p, size_t m, size_t kp, int quant) {
     (void)m;
@@ -1650,16 +1827,21 @@ AMXK__PRIV int amxk__linear_q8_takes__amx(const amxk__qview *v) {
 /* ---- the tables: one per level with kernels of its own ---- */
 
 static const amxk__pack_kernels amxk__pack_kernels_scalar = {
-    AMXK__LIN_MC_VEC, 1, NULL, amxk__linear_ws__scalar, amxk__linear__1x16__scalar, NULL, amxk__linear_q8__1x16__scalar, NULL,
+    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__scalar, amxk__linear__1x16__scalar, NULL, amxk__linear_q8__1x16__scalar, NULL,
     amxk__q_block_16};
 #if AMXK__HAS_AVX2
 static const amxk__pack_kernels amxk__pack_kernels_avx2 = {
-    AMXK__LIN_MC_VEC, 1, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avx2,
+    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avx2,
+    amxk__actq_group__avx2, amxk__q_block_16__avx2};
+#endif
+#if AMXK__HAS_AVX512
+static const amxk__pack_kernels amxk__pack_kernels_avx512bf16 = {
+    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512bf16, amxk__linear_block__avx512bf16, NULL, amxk__linear_q8_block__avx2,
     amxk__actq_group__avx2, amxk__q_block_16__avx2};
 #endif
 #if AMXK__HAS_AMX
 static const amxk__pack_kernels amxk__pack_kernels_amx = {
-    AMXK__LIN_MC, AMXK__LIN_AMX_MIN_M, amxk__linear_takes__amx, amxk__linear_ws__amx, amxk__linear_block__32x32__amx,
+    AMXK__LIN_MC, AMXK__LIN_AMX_MIN_M, AMXK__LIN_NC, amxk__linear_takes__amx, amxk__linear_ws__amx, amxk__linear_block__32x32__amx,
     amxk__linear_q8_takes__amx, amxk__linear_q8_block__16x32__amx, NULL, NULL};
 #endif
 
@@ -1670,6 +1852,9 @@ static const amxk__pack_kernels amxk__pack_kernels_amx = {
 AMXK__PRIV const amxk__pack_kernels *amxk__pack_kernels_for(amxk_tier level) {
 #if AMXK__HAS_AMX
     if (level == AMXK_TIER_AMX) return &amxk__pack_kernels_amx;
+#endif
+#if AMXK__HAS_AVX512
+    if (level >= AMXK_TIER_AVX512_BF16 && level < AMXK_TIER_AMX) return &amxk__pack_kernels_avx512bf16;
 #endif
 #if AMXK__HAS_AVX2
     if (level >= AMXK_TIER_AVX2 && level < AMXK_TIER_AMX) return &amxk__pack_kernels_avx2;
@@ -1704,7 +1889,7 @@ AMXK__PRIV void amxk__pack_layout(const amxk_ctx *ctx, int op, size_t m, size_t 
     else takes = takes && (!kt->lin_takes || kt->lin_takes(dt));
     p->kt = takes ? kt : p->vec;
     p->mc = AMXK__MIN(m, p->kt->mc);
-    p->nc = m <= 4 ? AMXK__MAX((size_t)1, AMXK__CEIL_DIV(nblk, workers * 4)) : (size_t)AMXK__LIN_NC;
+    p->nc = m <= 4 ? AMXK__MAX((size_t)1, AMXK__CEIL_DIV(nblk, workers * 4)) : p->kt->nc;
     p->nc = AMXK__MIN(p->nc, nblk);
     p->m_tasks = AMXK__CEIL_DIV(m, p->mc);
     p->n_tasks = AMXK__CEIL_DIV(nblk, p->nc);
