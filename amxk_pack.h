@@ -534,6 +534,44 @@ AMXK__INLINE float amxk__rne(float x) {
     return x < 0 ? -(float)i : (float)i;
 }
 
+/* The x rows of the decode kernels (amxk__linear_qi__2x16__*, amxk__linear_fp8__2x16__*), from the f32
+   pair-major panel xf (mr rows; xf[(p * MR + r) * 2 + s] = x[r][2p + s]): row r pre-multiplied by
+   2^s_r (and, per column position j of a 64-byte row, divided by its field's power of two; see the
+   kernels) into xr = xs + (Kp / 4) * MR (rows of Kp floats), asymmetric packs' group sums of x times
+   2^s_r into xs[g * MR + r], post[r] = the power of two that undoes it. fast: 1 for int packs; for
+   fp8 packs 1 when the integer decode may run (no NaN / inf code, MXCSR.DAZ clear: the caller's
+   test); returns 0 when an fp8 row holds |x| >= 2^100 (or NaN), then nothing useful is written and
+   the exact fp16 path must run. */
+AMXK__PRIV int amxk__q_decode_prep(const amxk__linear_args *a, const float *xf, int mr, int fast, float *xs, float *post) {
+    const amxk__qview *v = a->q;
+    const int fp8 = amxk__q_isfp8(v->fmt), span = 32 / v->bits;
+    float fac[16], *xr = xs + (a->kp / 4) * AMXK__LIN_MR;
+    size_t g, kk;
+    int r, j;
+    for (r = 0; r < mr && fast; r++) { /* x rows scaled by powers of two, and the group sums of x */
+        uint32_t umax = 0; /* the largest |x| as bits (NaN: above infinity's) */
+        int sh, e;
+        const float *xp = xf + (size_t)r * 2;
+        for (kk = 0; kk < a->k; kk++) umax = AMXK__MAX(umax, amxk__f32_bits(xp[(kk / 2) * AMXK__LIN_MR * 2 + (kk & 1)]) & 0x7fffffffu);
+        e = (int)(umax >> 23); /* |x| < 2^(e - 126) */
+        if (fp8 && umax >= (uint32_t)(127 + 100) << 23) fast = 0;
+        sh = fp8 ? AMXK__MIN(126, 251 - e) : AMXK__MAX(-28, AMXK__MIN(126, 226 - e)); /* fp8: max |x'| ~ 2^124, ints: ~ 2^100 */
+        post[r] = amxk__bits_f32((uint32_t)((fp8 ? (v->fmt == AMXK_QFMT_FP8_E4M3 ? 120 : 112) : 0) - sh + 127) << 23);
+        for (j = 0; j < span; j++) { /* the pre-scale of column j of every 64-byte row: 2^(sh - its field's bit position) */
+            const int fsh = 8 * (j % 4) + v->bits * (j / 4);
+            fac[j] = amxk__bits_f32((uint32_t)((fp8 ? sh : !v->asym ? sh - (32 - v->bits) : fsh + v->bits == 32 ? sh : sh - fsh) + 127) << 23);
+        }
+        for (kk = 0; kk < a->kp; kk += (size_t)span)
+            for (j = 0; j < span; j++) xr[(size_t)r * a->kp + kk + (size_t)j] = fac[j] * xp[((kk + (size_t)j) / 2) * AMXK__LIN_MR * 2 + (j & 1)];
+        for (g = 0; g < v->nbk && !fp8 && v->asym; g++) { /* group sums of x (k increasing) times 2^sh */
+            float sum = 0.0f;
+            for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) sum += xp[(kk / 2) * AMXK__LIN_MR * 2 + (kk & 1)];
+            xs[g * AMXK__LIN_MR + (size_t)r] = sum * amxk__bits_f32((uint32_t)(sh + 127) << 23);
+        }
+    }
+    return fast;
+}
+
 /* ---- w8a8 (amxk_linear_q8): shared by its kernels ---- */
 
 AMXK__INLINE float amxk__q8_xscale(const amxk__q8_args *a, size_t row, size_t kk) {
@@ -1056,34 +1094,9 @@ static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx2(co
 /* Rows of one x panel (mr rows at `row`) against blocks [b0, b1) with the decode kernel. */
 AMXK__PRIV void amxk__linear_q_panel__avx2(const amxk__linear_args *a, const float *xf, float *xs, size_t row, int mr, size_t b0, size_t b1) {
     const amxk__qview *v = a->q;
-    const int fp8 = amxk__q_isfp8(v->fmt), span = 32 / v->bits;
     float out[2 * AMXK__LIN_NB], post[AMXK__LIN_MR], *xr = xs + (a->kp / 4) * AMXK__LIN_MR; /* x rows, kp floats each */
-    size_t g, kk, b;
-    /* fp8: integer decode for packs without NaN / inf codes, MXCSR.DAZ clear and |x| < 2^100 (see
-       amxk__linear_fp8__2x16__avx2), else the exact fp16 path (amxk__linear_q__2x16__avx2); ints: always */
-    float fac[16];
-    int r, r0, j, fast = !fp8 || (v->no_nan && (_mm_getcsr() & 0x40) == 0);
-    for (r = 0; r < mr && fast; r++) { /* x rows scaled by powers of two, and the group sums of x */
-        uint32_t umax = 0; /* the largest |x| as bits (NaN: above infinity's) */
-        int sh, e;
-        const float *xp = xf + (size_t)r * 2;
-        for (kk = 0; kk < a->k; kk++) umax = AMXK__MAX(umax, amxk__f32_bits(xp[(kk / 2) * AMXK__LIN_MR * 2 + (kk & 1)]) & 0x7fffffffu);
-        e = (int)(umax >> 23); /* |x| < 2^(e - 126) */
-        if (fp8 && umax >= (uint32_t)(127 + 100) << 23) fast = 0;
-        sh = fp8 ? AMXK__MIN(126, 251 - e) : AMXK__MAX(-28, AMXK__MIN(126, 226 - e)); /* fp8: max |x'| ~ 2^124, ints: ~ 2^100 */
-        post[r] = amxk__bits_f32((uint32_t)((fp8 ? (v->fmt == AMXK_QFMT_FP8_E4M3 ? 120 : 112) : 0) - sh + 127) << 23);
-        for (j = 0; j < span; j++) { /* the pre-scale of column j of every 64-byte row: 2^(sh - its field's bit position) */
-            const int fsh = 8 * (j % 4) + v->bits * (j / 4);
-            fac[j] = amxk__bits_f32((uint32_t)((fp8 ? sh : !v->asym ? sh - (32 - v->bits) : fsh + v->bits == 32 ? sh : sh - fsh) + 127) << 23);
-        }
-        for (kk = 0; kk < a->kp; kk += (size_t)span)
-            for (j = 0; j < span; j++) xr[(size_t)r * a->kp + kk + (size_t)j] = fac[j] * xp[((kk + (size_t)j) / 2) * AMXK__LIN_MR * 2 + (j & 1)];
-        for (g = 0; g < v->nbk && !fp8 && v->asym; g++) { /* group sums of x (k increasing) times 2^sh */
-            float sum = 0.0f;
-            for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) sum += xp[(kk / 2) * AMXK__LIN_MR * 2 + (kk & 1)];
-            xs[g * AMXK__LIN_MR + (size_t)r] = sum * amxk__bits_f32((uint32_t)(sh + 127) << 23);
-        }
-    }
+    size_t b;
+    int r, r0, fast = amxk__q_decode_prep(a, xf, mr, !amxk__q_isfp8(v->fmt) || (v->no_nan && (_mm_getcsr() & 0x40) == 0), xs, post);
     for (b = b0; b < b1; b++) {
         size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
         for (r0 = 0; r0 < mr; r0 += 2) {
@@ -1507,6 +1520,168 @@ AMXK__PRIV void amxk__linear_xpairs__avx512(const amxk__linear_args *a, size_t m
             xp[p * 8 + (size_t)r] = v;
         }
 }
+
+/* ---- quantized packs, decode (M < AMXK__LIN_WIDE_M): the AVX2 decode kernels at 16 lanes ---- */
+
+/* Group g's scales (or zeros) of the 16 rows of block b (0 past N) as one vector: amxk__q_grid16. */
+AMXK__INLINE __m512 amxk__q_grid16__avx512(const amxk__qview *v, const float *grid, size_t b, size_t g) {
+    const size_t n0 = b * 16;
+    float t[16];
+    size_t r;
+    if (n0 + 16 <= v->n && v->bn == 1) return _mm512_loadu_ps(grid + amxk__q_gidx(v, n0, g));
+    if (n0 + 16 <= v->n && n0 / v->bn == (n0 + 15) / v->bn) return _mm512_set1_ps(grid[amxk__q_gidx(v, n0 / v->bn, g)]);
+    for (r = 0; r < 16; r++) t[r] = n0 + r < v->n ? grid[amxk__q_gidx(v, (n0 + r) / v->bn, g)] : 0.0f;
+    return _mm512_loadu_ps(t);
+}
+/* Int fields of a whole 64-byte row (16 lanes: every row of the block), as amxk__qi_tops__avx2,
+   amxk__qi_sfield__avx2 and amxk__qi_ufield__avx2 do for 8. */
+static inline __attribute__((always_inline)) __m512i amxk__qi_tops__avx512(__m512i c, int f, int bits) {
+    const int up = 8 - bits - bits * f;
+    if (bits == 8) return c;
+    return _mm512_and_si512(up ? _mm512_slli_epi32(c, up) : c, _mm512_set1_epi8((char)(0xff << (8 - bits))));
+}
+static inline __attribute__((always_inline)) __m512 amxk__qi_sfield__avx512(__m512i tops, int i) {
+    const int lo = (int)0x808080u;
+    if (i == 3) return _mm512_cvtepi32_ps(_mm512_and_si512(tops, _mm512_set1_epi32((int)0xff000000u)));
+    return _mm512_cvtepi32_ps(_mm512_shuffle_epi8(tops, _mm512_broadcast_i32x4(_mm_setr_epi32(lo | i << 24, lo | (4 + i) << 24, lo | (8 + i) << 24,
+                                                                                               lo | (12 + i) << 24))));
+}
+static inline __attribute__((always_inline)) __m512 amxk__qi_ufield__avx512(__m512i v, int sh, int bits) {
+    if (sh + bits == 32) return _mm512_cvtepi32_ps(_mm512_srli_epi32(v, (unsigned)sh));
+    return _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(((1 << bits) - 1) << sh)));
+}
+/* Int decode kernel: amxk__linear_qi__2x16__avx2 (same x rows, same sums per output, lane for lane)
+   with the 16 rows of the block in one vector. res[r] = the outputs of row r. */
+static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx512(const amxk__qview *v, const float *xr, size_t ldr,
+                                                                               const float *xsum, size_t b, int mr, int bits, int sym,
+                                                                               const float *post, __m512 *res) {
+    const int span = 32 / bits;
+    const uint8_t *blk = v->data + b * v->blk_bytes;
+    size_t g, rg;
+    int r, j;
+    res[0] = res[1] = _mm512_setzero_ps();
+    for (g = 0; g < v->nbk; g++) {
+        const __m512 sc = amxk__q_grid16__avx512(v, v->scales, b, g);
+        __m512 acc[2][2]; /* [row, or k pair parity for one row][k parity] */
+        acc[0][0] = acc[0][1] = acc[1][0] = acc[1][1] = _mm512_setzero_ps();
+        for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {
+            const __m512i c = _mm512_loadu_si512((const void *)(blk + rg * 64));
+            __m512i tops = c;
+            _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
+#pragma GCC unroll 16
+            for (j = 0; j < span; j++) {
+                __m512 w;
+                if (sym && j % 4 == 0) tops = amxk__qi_tops__avx512(c, j / 4, bits);
+                w = sym ? amxk__qi_sfield__avx512(tops, j % 4) : amxk__qi_ufield__avx512(c, 8 * (j % 4) + bits * (j / 4), bits);
+#pragma GCC unroll 2
+                for (r = 0; r < mr; r++) {
+                    const __m512 xb = _mm512_set1_ps(xr[(size_t)r * ldr + rg * (size_t)span + (size_t)j]);
+                    const int a = mr == 1 ? ((j >> 1) & 1) : r;
+                    acc[a][j & 1] = _mm512_fmadd_ps(xb, w, acc[a][j & 1]);
+                }
+            }
+        }
+        if (mr == 1) acc[0][0] = _mm512_add_ps(_mm512_add_ps(acc[0][0], acc[0][1]), _mm512_add_ps(acc[1][0], acc[1][1]));
+        else acc[0][0] = _mm512_add_ps(acc[0][0], acc[0][1]), acc[1][0] = _mm512_add_ps(acc[1][0], acc[1][1]);
+#pragma GCC unroll 2
+        for (r = 0; r < mr; r++) {
+            __m512 t = acc[r][0];
+            if (!sym) t = _mm512_fnmadd_ps(amxk__q_grid16__avx512(v, v->zeros, b, g), _mm512_set1_ps(xsum[g * AMXK__LIN_MR + (size_t)r]), t);
+            res[r] = _mm512_fmadd_ps(sc, t, res[r]);
+        }
+    }
+    for (r = 0; r < mr; r++) res[r] = _mm512_mul_ps(res[r], _mm512_set1_ps(post[r]));
+}
+/* fp8 codes -> f32 by integer operations alone (amxk__fp8_k__avx2 at 16 lanes) and the fp8 decode
+   kernel (amxk__linear_fp8__2x16__avx2, the same sums lane for lane). */
+static inline __attribute__((always_inline)) __m512 amxk__fp8_k__avx512(__m512i v, int j, amxk_qformat fmt) {
+    const __m512i t = j < 3 ? _mm512_slli_epi32(v, (unsigned)(24 - 8 * j)) : v;
+    if (fmt == AMXK_QFMT_FP8_E4M3) return _mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(t, 4), _mm512_set1_epi32((int)0x87f00000u)));
+    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(t, 3), _mm512_set1_epi32((int)0x8fe00000u)));
+}
+static inline __attribute__((always_inline)) void amxk__linear_fp8__2x16__avx512(const amxk__qview *v, const float *xr, size_t ldr, size_t b,
+                                                                                int mr, amxk_qformat fmt, const float *post, __m512 *res) {
+    const uint8_t *blk = v->data + b * v->blk_bytes;
+    size_t g, rg;
+    int r, j;
+    res[0] = res[1] = _mm512_setzero_ps();
+    for (g = 0; g < v->nbk; g++) {
+        const size_t q0 = g * v->bk / 4, q1 = AMXK__MIN((g + 1) * v->bk, v->kp) / 4;
+        __m512 acc[2][2], sc; /* [row or k parity][k parity] */
+        acc[0][0] = acc[0][1] = acc[1][0] = acc[1][1] = _mm512_setzero_ps();
+        for (rg = q0; rg < q1; rg++) {
+            const __m512i c = _mm512_loadu_si512((const void *)(blk + rg * 64));
+            _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
+#pragma GCC unroll 4
+            for (j = 0; j < 4; j++) {
+                const __m512 w = amxk__fp8_k__avx512(c, j, fmt);
+#pragma GCC unroll 2
+                for (r = 0; r < mr; r++) {
+                    const __m512 xb = _mm512_set1_ps(xr[(size_t)r * ldr + rg * 4 + (size_t)j]);
+                    const int a = mr == 1 ? (j >> 1) : r;
+                    acc[a][j & 1] = _mm512_fmadd_ps(xb, w, acc[a][j & 1]);
+                }
+            }
+        }
+        sc = amxk__q_grid16__avx512(v, v->scales, b, g);
+        if (mr == 1) res[0] = _mm512_fmadd_ps(sc, _mm512_add_ps(_mm512_add_ps(acc[0][0], acc[0][1]), _mm512_add_ps(acc[1][0], acc[1][1])), res[0]);
+        else
+            for (r = 0; r < 2; r++) res[r] = _mm512_fmadd_ps(sc, _mm512_add_ps(acc[r][0], acc[r][1]), res[r]);
+    }
+    for (r = 0; r < mr; r++) res[r] = _mm512_mul_ps(res[r], _mm512_set1_ps(post[r]));
+}
+/* Rows of one x panel (mr rows at `row`, f32 panel xf) against blocks [b0, b1) with the kernels
+   above; fp8 cases the integer decode excludes run amxk__linear_q_panel__avx2 (the exact fp16 path). */
+AMXK__PRIV void amxk__linear_q_panel__avx512(const amxk__linear_args *a, const float *xf, float *xs, size_t row, int mr, size_t b0, size_t b1) {
+    const amxk__qview *v = a->q;
+    float post[AMXK__LIN_MR], *xr = xs + (a->kp / 4) * AMXK__LIN_MR;
+    __m512 res[2];
+    size_t b;
+    int r, r0;
+    if (!amxk__q_decode_prep(a, xf, mr, !amxk__q_isfp8(v->fmt) || (v->no_nan && (_mm_getcsr() & 0x40) == 0), xs, post)) {
+        amxk__linear_q_panel__avx2(a, xf, xs, row, mr, b0, b1);
+        return;
+    }
+    for (b = b0; b < b1; b++)
+        for (r0 = 0; r0 < mr; r0 += 2) {
+            const int m2 = mr - r0 >= 2 ? 2 : 1;
+            const float *x0 = xr + (size_t)r0 * a->kp, *s0 = xs + r0;
+#define AMXK__LIN_QI(BITS, SYM)                                                                      \
+    (m2 == 2 ? amxk__linear_qi__2x16__avx512(v, x0, a->kp, s0, b, 2, BITS, SYM, post + r0, res)        \
+             : amxk__linear_qi__2x16__avx512(v, x0, a->kp, s0, b, 1, BITS, SYM, post + r0, res))
+#define AMXK__LIN_F8(FMT)                                                                            \
+    (m2 == 2 ? amxk__linear_fp8__2x16__avx512(v, x0, a->kp, b, 2, FMT, post + r0, res)                 \
+             : amxk__linear_fp8__2x16__avx512(v, x0, a->kp, b, 1, FMT, post + r0, res))
+            switch ((int)v->fmt * 2 + v->asym) {
+            case AMXK_QFMT_INT8 * 2: AMXK__LIN_QI(8, 1); break;
+            case AMXK_QFMT_INT8 * 2 + 1: AMXK__LIN_QI(8, 0); break;
+            case AMXK_QFMT_INT4 * 2: AMXK__LIN_QI(4, 1); break;
+            case AMXK_QFMT_INT4 * 2 + 1: AMXK__LIN_QI(4, 0); break;
+            case AMXK_QFMT_INT2 * 2: AMXK__LIN_QI(2, 1); break;
+            case AMXK_QFMT_INT2 * 2 + 1: AMXK__LIN_QI(2, 0); break;
+            case AMXK_QFMT_FP8_E4M3 * 2: AMXK__LIN_F8(AMXK_QFMT_FP8_E4M3); break;
+            default: AMXK__LIN_F8(AMXK_QFMT_FP8_E5M2); break;
+            }
+#undef AMXK__LIN_QI
+#undef AMXK__LIN_F8
+            for (r = 0; r < m2; r++) amxk__linear_store16__avx512(a, row + (size_t)(r0 + r), b, res[r]);
+        }
+}
+/* Rows [m0, m1) x blocks [b0, b1) at the AVX-512 levels (the AVX2 workspace layout): quantized packs
+   on the decode path run the kernels above; everything else the AVX2 kernels. */
+AMXK__PRIV void amxk__linear_block__avx512(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
+    float *xf = (float *)ws, *xs = (float *)(ws + a->plan->ws_a);
+    size_t i;
+    if (!a->q || a->plan->wide) {
+        amxk__linear_block__avx2(a, m0, m1, b0, b1, ws);
+        return;
+    }
+    for (i = m0; i < m1; i += AMXK__LIN_MR) {
+        const int mr = (int)AMXK__MIN((size_t)AMXK__LIN_MR, m1 - i);
+        amxk__linear_panel__avx2(a, i, mr, xf);
+        amxk__linear_q_panel__avx512(a, xf, xs, i, mr, b0, b1);
+    }
+}
 AMXK__TARGET_END
 
 AMXK__TARGET_AVX512BF16_BEGIN
@@ -1606,7 +1781,7 @@ AMXK__PRIV void amxk__linear_block__avx512bf16(const amxk__linear_args *a, size_
     uint32_t *xp = (uint32_t *)ws;
     size_t i, b;
     if (a->q || a->dt != AMXK_DTYPE_BF16) {
-        amxk__linear_block__avx2(a, m0, m1, b0, b1, ws);
+        amxk__linear_block__avx512(a, m0, m1, b0, b1, ws);
         return;
     }
     for (i = m0; i < m1; i += (size_t)mr_max)
@@ -1835,6 +2010,9 @@ static const amxk__pack_kernels amxk__pack_kernels_avx2 = {
     amxk__actq_group__avx2, amxk__q_block_16__avx2};
 #endif
 #if AMXK__HAS_AVX512
+static const amxk__pack_kernels amxk__pack_kernels_avx512 = {
+    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx2,
+    amxk__actq_group__avx2, amxk__q_block_16__avx2};
 static const amxk__pack_kernels amxk__pack_kernels_avx512bf16 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512bf16, amxk__linear_block__avx512bf16, NULL, amxk__linear_q8_block__avx2,
     amxk__actq_group__avx2, amxk__q_block_16__avx2};
@@ -1855,6 +2033,7 @@ AMXK__PRIV const amxk__pack_kernels *amxk__pack_kernels_for(amxk_tier level) {
 #endif
 #if AMXK__HAS_AVX512
     if (level >= AMXK_TIER_AVX512_BF16 && level < AMXK_TIER_AMX) return &amxk__pack_kernels_avx512bf16;
+    if (level >= AMXK_TIER_AVX512 && level < AMXK_TIER_AMX) return &amxk__pack_kernels_avx512;
 #endif
 #if AMXK__HAS_AVX2
     if (level >= AMXK_TIER_AVX2 && level < AMXK_TIER_AMX) return &amxk__pack_kernels_avx2;
