@@ -707,6 +707,7 @@ AMXK__SIM_CVT(mm512_cvtepu16_epi32, __m512i, uint32_t, __m256i, uint16_t, 16, s[
 AMXK__SIM_CVT(mm512_cvtepi16_epi32, __m512i, int32_t, __m256i, int16_t, 16, s[i])
 AMXK__SIM_CVT(mm512_cvtepu8_epi32, __m512i, uint32_t, __m128i, uint8_t, 16, s[i])
 AMXK__SIM_CVT(mm512_cvtepi8_epi32, __m512i, int32_t, __m128i, int8_t, 16, s[i])
+AMXK__SIM_CVT(mm512_cvtepi32_ps, __m512, float, __m512i, int32_t, 16, (float)s[i]) /* RNE, as vcvtdq2ps */
 #  undef _mm512_cvtph_ps
 #  undef _mm512_cvtps_epi32
 #  undef _mm256_cvtph_ps
@@ -719,6 +720,7 @@ AMXK__SIM_CVT(mm512_cvtepi8_epi32, __m512i, int32_t, __m128i, int8_t, 16, s[i])
 #  undef _mm512_cvtepi16_epi32
 #  undef _mm512_cvtepu8_epi32
 #  undef _mm512_cvtepi8_epi32
+#  undef _mm512_cvtepi32_ps
 #  define _mm512_cvtph_ps(a) amxk__sim_mm512_cvtph_ps(a)
 #  define _mm512_cvtps_epi32(a) amxk__sim_mm512_cvtps_epi32(a)
 #  define _mm256_cvtph_ps(a) amxk__sim_mm256_cvtph_ps(a) /* SIMDe's F16C does not quiet NaNs */
@@ -731,6 +733,7 @@ AMXK__SIM_CVT(mm512_cvtepi8_epi32, __m512i, int32_t, __m128i, int8_t, 16, s[i])
 #  define _mm512_cvtepi16_epi32(a) amxk__sim_mm512_cvtepi16_epi32(a)
 #  define _mm512_cvtepu8_epi32(a) amxk__sim_mm512_cvtepu8_epi32(a)
 #  define _mm512_cvtepi8_epi32(a) amxk__sim_mm512_cvtepi8_epi32(a)
+#  define _mm512_cvtepi32_ps(a) amxk__sim_mm512_cvtepi32_ps(a)
 /* unsigned 32-bit compares to a mask */
 #  define AMXK__SIM_CMPU32(name, op)                                                                   \
       AMXK__INLINE __mmask16 amxk__sim_##name(__m512i a, __m512i b) {                               \

@@ -211,10 +211,11 @@ AMXK_DEF amxk_status amxk_import_fp8_block(const amxk_ctx *ctx, void *dst, size_
    Scales fp32 in the layout the consumer reads, without a transpose between:
      AMXK_SCALES_ROW_MAJOR    scales[m * ld_s + g], ld_s >= K / group   ([M, K/g])
      AMXK_SCALES_GROUP_MAJOR  scales[g * ld_s + m], ld_s >= M           ([K/g, M])
-   Parallel over rows; serial loop: for (m = 0; m < M; m++) quantize_row(m). Levels: AVX2 (and the
-   levels above it) for I8 / U8 with group % 8 == 0: the same values as the scalar loop (IEEE
-   division, RNE via vroundps); groups holding NaN or infinity, E4M3 and other group sizes run the
-   scalar loop. Errors: NULL, SHAPE, ARG (group), DTYPE, STRIDE, ALIAS. */
+   Parallel over rows; serial loop: for (m = 0; m < M; m++) quantize_row(m). Levels: AVX-512 (avx512
+   and up) for I8 / U8 with group % 16 == 0, AVX2 (avx2, and the AVX-512 levels for group % 16 == 8)
+   with group % 8 == 0: the same values as the scalar loop (IEEE division, RNE via vroundps /
+   vrndscaleps); groups holding NaN or infinity, E4M3 and other group sizes run the scalar loop.
+   Errors: NULL, SHAPE, ARG (group), DTYPE, STRIDE, ALIAS. */
 typedef enum amxk_scale_layout {
     AMXK_SCALES_INVALID = 0,
     AMXK_SCALES_ROW_MAJOR = 1,
@@ -236,7 +237,12 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    columns per activation scale. packed: an INT8 (symmetric), INT4 or INT2 (symmetric or asymmetric)
    pack whose group divides act_group (per-token activations: act_group = K). y as in amxk_linear.
    No workspace.
-   Levels: AVX2 (and the AVX-512 / amx levels, which run it): int8: vpmaddubsw on |w| and sign(x, w) - exact,
+   Levels: AVX512-VNNI (avx512_vnni and up; also the amx level for M < 5 or without AMX-INT8): 512-bit
+   vpdpbusd on the unsigned weight (int8 w + 128, symmetric int4/int2 q + 2^(b-1), asymmetric q) and
+   4 broadcast x bytes; the wrapped int32 sum less 2^(b-1) sum x (sym) is exact; asymmetric: less
+   z * sum x in f32; 8-row x 2-block tiles accumulated per 24 x 256 panel (prefill), 1-4 rows x 4
+   blocks with software prefetch (decode); packs with more than 256 groups run the AVX2 kernel.
+   AVX2 (avx2, avx512): int8: vpmaddubsw on |w| and sign(x, w) - exact,
    no 16-bit saturation since |w| <= 128 and |x| <= 127; int4/int2: vpmaddubsw on the unsigned field
    u (symmetric values offset by 2^(b-1), which the x sum corrects) and x, exact since u <= 15,
    summed in 16-bit lanes over 8 (int4) or 32 (int2) steps, which cannot overflow, then vpmaddwd to
@@ -1465,8 +1471,9 @@ AMXK__TARGET_END
 #endif
 
 // >>avx512 ---------------------------------------------------------------------------------------
-/* AVX-512 kernels. AVX512_BF16 level: the bf16 linear below (vdpbf16ps straight on the packed pairs);
-   its other entries, and the levels without BF16, run the AVX2 kernels (see amxk__pack_kernels_for). */
+/* AVX-512 kernels (levels avx512 up): quantized decode at 16 lanes, activation quantization; the
+   w8a8 / w4a8 / w2a8 kernel on 512-bit vpdpbusd (avx512_vnni up); the bf16 linear on vdpbf16ps straight
+   on the packed pairs (avx512_bf16 up). Everything else runs the AVX2 kernels (amxk__pack_kernels_for). */
 
 #ifndef AMXK__LIN_MR16
 #define AMXK__LIN_MR16 8 /* AVX-512 bf16 prefill tile: rows (<= 8) ... */
@@ -1794,6 +1801,303 @@ AMXK__PRIV void amxk__linear_block__avx512bf16(const amxk__linear_args *a, size_
 AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX512 */
 
+#if AMXK__HAS_AVX512
+AMXK__TARGET_AVX512_BEGIN
+/* amxk__actq_group__avx2 with 16 lanes (group % 16 == 0; else amxk__actq_group__avx2): the same
+   values (IEEE division, round to nearest even, clamp to +-127); 0 without writing anything for E4M3
+   and for groups holding a NaN or infinity. */
+AMXK__PRIV int amxk__actq_group__avx512(const amxk__actq_args *a, size_t row, size_t k0, float *scale) {
+    const size_t base = row * a->ldx + k0;
+    const __m512i absmask = _mm512_set1_epi32(0x7fffffff);
+    __m512 vmax = _mm512_setzero_ps();
+    __mmask16 bad = 0;
+    float lanes[16], amax = 0.0f, sc;
+    int8_t *d = (int8_t *)a->q + row * a->ldq + k0;
+    size_t j;
+    int i;
+    if (a->group % 16) return amxk__actq_group__avx2(a, row, k0, scale); /* 0 unless group % 8 == 0 */
+    if (a->ot == AMXK_DTYPE_FP8_E4M3) return 0;
+#define AMXK__LD16(i)                                                                                             \
+    (a->xt == AMXK_DTYPE_F32 ? _mm512_loadu_ps((const float *)a->x + base + (i))                                  \
+     : a->xt == AMXK_DTYPE_BF16                                                                                   \
+         ? _mm512_castsi512_ps(_mm512_slli_epi32(                                                                 \
+               _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)a->x + base + (i)))), 16)) \
+         : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)a->x + base + (i)))))
+    for (j = 0; j < a->group; j += 16) {
+        __m512 v = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(AMXK__LD16(j)), absmask));
+        vmax = _mm512_max_ps(vmax, v);
+        bad |= _mm512_cmp_ps_mask(v, _mm512_set1_ps(3.4028235e38f), _CMP_NLE_UQ); /* NaN or inf */
+    }
+    if (bad) return 0;
+    _mm512_storeu_ps(lanes, vmax);
+    for (i = 0; i < 16; i++) amax = AMXK__MAX(amax, lanes[i]);
+    sc = amax / 127.0f;
+    if (!(sc > 0.0f)) sc = 1.0f;
+    for (j = 0; j < a->group; j += 16) {
+        __m512 t = _mm512_div_ps(AMXK__LD16(j), _mm512_set1_ps(sc));
+        __m512i q = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_max_ps(_mm512_min_ps(t, _mm512_set1_ps(127.0f)), _mm512_set1_ps(-127.0f)),
+                                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        __m128i qb = _mm512_cvtepi32_epi8(q); /* |q| <= 127: the low byte */
+        if (a->ot == AMXK_DTYPE_U8) qb = _mm_xor_si128(qb, _mm_set1_epi8((char)0x80));
+        _mm_storeu_si128((__m128i *)(d + j), qb);
+    }
+#undef AMXK__LD16
+    *scale = sc;
+    return 1;
+}
+AMXK__TARGET_END
+#endif /* AMXK__HAS_AVX512 */
+
+/* ---- w8a8 (amxk_linear_q8) on AVX512-VNNI ---- */
+
+#if AMXK__HAS_AVX512
+AMXK__TARGET_AVX512VNNI_BEGIN
+#ifndef AMXK__Q8V_MR
+#define AMXK__Q8V_MR 8 /* prefill tile: rows */
+#endif
+#ifndef AMXK__Q8V_NB
+#define AMXK__Q8V_NB 2 /* prefill tile: 16-column blocks */
+#endif
+#define AMXK__Q8V_DNB 4    /* decode tile (<= 4 rows): blocks streamed at once */
+#define AMXK__Q8V_TAB 2048 /* per-task table of x sums and x scales: (row, group) entries */
+#define AMXK__Q8V_P 24     /* prefill panel: rows (a multiple of MR) ... */
+#define AMXK__Q8V_NC 16    /* ... x blocks, accumulated in f32 on the stack (24 KiB) */
+#ifndef AMXK__Q8V_KC
+#define AMXK__Q8V_KC 256   /* prefill k step (whole weight groups, at least one) */
+#endif
+/* acc = vpdpbusd(acc, u (unsigned bytes), x (signed bytes)). GCC 12 copies the accumulator to
+   another register and back around each intrinsic call in these loops (several moves per
+   vpdpbusd); the asm form keeps it in place. Same instruction either way. */
+#if defined(AMXK_AVX512_EMULATE) || !defined(__GNUC__)
+#  define AMXK__DPBUSD512(acc, u, x) ((acc) = _mm512_dpbusd_epi32((acc), (u), (x)))
+#else
+#  define AMXK__DPBUSD512(acc, u, x) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(x))
+#endif
+
+/* Group g's 16 grid entries (scales or zeros) of block b, 0 past N (int packs: bn == 1, group-major). */
+static inline __attribute__((always_inline)) __m512 amxk__q_grid16__avx512vnni(const amxk__qview *v, const float *grid, size_t b, size_t g) {
+    const size_t n0 = b * AMXK__LIN_NB;
+    const float *p = grid + g * v->nbn + n0;
+    if (n0 + AMXK__LIN_NB <= v->n) return _mm512_loadu_ps(p);
+    return _mm512_maskz_loadu_ps((__mmask16)((1u << (v->n - n0)) - 1u), p);
+}
+
+/* mr rows x nb 16-column blocks (b .. b+nb-1), weight groups [g0, g1). One 64-byte row of a packed
+   block is 16 columns x 4 k (int8), x 8 k (int4: 4 k per nibble) or x 16 k (int2): one zmm.
+   vpdpbusd takes the weights as its unsigned operand, u = w + 128 (int8: XOR 0x80), u = q + 2^(b-1)
+   (symmetric int4 / int2: XOR of each field's top bit) or u = q (asymmetric), a field extracted by a
+   shift and an AND, and the 4 x int8 of x as its signed operand (a 32-bit broadcast). Per weight
+   group the int32 lane sums wrap, so t = sum u x - 2^(b-1) sum x (the sums start from the second
+   term) is exact in int32 (the true sum fits); asymmetric: t = sum u x - z sum x in f32 (fnmadd), as the AVX2 kernel. acc += (sx * sw) * t
+   in f32. macc 0: acc in registers, from 0 over every group, then stored to y (g0 = 0, g1 = nbk);
+   macc 1: acc in memory, accm[r * AMXK__Q8V_LDA + 16 j] (a k-blocked panel, stored by the caller).
+   xsum / sxt: the table rows of `row` (x sums and x scales per group, stride nbk). mr, nb, bits,
+   macc: compile-time constants at the call site (always_inline). Each weight stream is prefetched
+   AMXK__Q_PREFETCH bytes ahead. */
+#define AMXK__Q8V_LDA (AMXK__Q8V_NC * AMXK__LIN_NB)
+static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
+                                                                                   int nb, int bits, const int32_t *xsum,
+                                                                                   const float *sxt, size_t g0, size_t g1, int macc,
+                                                                                   float *accm) {
+    const amxk__qview *v = a->w;
+    const size_t nbk = v->nbk, per = (size_t)(8 / bits), span = 4 * per;
+    const int sym = bits == 8 || !v->asym;
+    const __m512i fmask = _mm512_set1_epi8((char)((1 << bits) - 1));
+    const __m512i flip = _mm512_set1_epi8((char)(bits == 8 ? 0x80 : bits == 4 ? 0x88 : 0xaa)); /* every field's top bit */
+    const uint8_t *wb[AMXK__Q8V_DNB];
+    const int8_t *xr[AMXK__Q8V_MR];
+    __m512 acc[AMXK__Q8V_MR][AMXK__Q8V_DNB];
+    float out[AMXK__LIN_NB];
+    size_t g, rg, f;
+    int r, j;
+#pragma GCC unroll 4
+    for (j = 0; j < nb; j++) wb[j] = v->data + (b + (size_t)j) * v->blk_bytes;
+#pragma GCC unroll 8
+    for (r = 0; r < mr; r++) {
+        xr[r] = a->xq + (row + (size_t)r) * a->ldq;
+#pragma GCC unroll 4
+        for (j = 0; j < nb; j++) acc[r][j] = _mm512_setzero_ps();
+    }
+    for (g = g0; g < g1; g++) {
+        const size_t rg0 = g * v->bk / span, rg1 = (g + 1) * v->bk / span;
+        __m512i s[AMXK__Q8V_MR][AMXK__Q8V_DNB];
+#pragma GCC unroll 8
+        for (r = 0; r < mr; r++) { /* symmetric: start from -2^(b-1) sum x (the offset of u) */
+            const __m512i s0 = sym ? _mm512_slli_epi32(_mm512_set1_epi32(-xsum[(size_t)r * nbk + g]), (unsigned)(bits - 1))
+                                   : _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (j = 0; j < nb; j++) s[r][j] = s0;
+        }
+        for (rg = rg0; rg < rg1; rg++) {
+            __m512i w[AMXK__Q8V_DNB];
+#pragma GCC unroll 4
+            for (j = 0; j < nb; j++) {
+                w[j] = _mm512_loadu_si512((const void *)(wb[j] + rg * 64));
+                _mm_prefetch((const char *)(wb[j] + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
+                if (sym) w[j] = _mm512_xor_si512(w[j], flip);
+            }
+#pragma GCC unroll 4
+            for (f = 0; f < per; f++) { /* field f: columns rg*span + 4f .. +3 */
+                __m512i u[AMXK__Q8V_DNB];
+#pragma GCC unroll 4
+                for (j = 0; j < nb; j++)
+                    u[j] = bits == 8 ? w[j] : f == 0 ? _mm512_and_si512(w[j], fmask)
+                                                     : _mm512_and_si512(_mm512_srli_epi16(w[j], (unsigned)(f * (size_t)bits)), fmask);
+#pragma GCC unroll 8
+                for (r = 0; r < mr; r++) {
+                    int32_t x4;
+                    __m512i xb;
+                    memcpy(&x4, xr[r] + rg * span + 4 * f, 4);
+                    xb = _mm512_set1_epi32(x4);
+#pragma GCC unroll 4
+                    for (j = 0; j < nb; j++) AMXK__DPBUSD512(s[r][j], u[j], xb);
+                }
+            }
+        }
+        {
+            __m512 sw[AMXK__Q8V_DNB], zw[AMXK__Q8V_DNB];
+#pragma GCC unroll 4
+            for (j = 0; j < nb; j++) {
+                sw[j] = amxk__q_grid16__avx512vnni(v, v->scales, b + (size_t)j, g);
+                zw[j] = sym ? _mm512_setzero_ps() : amxk__q_grid16__avx512vnni(v, v->zeros, b + (size_t)j, g);
+            }
+#pragma GCC unroll 8
+            for (r = 0; r < mr; r++) {
+                const __m512 sx = _mm512_set1_ps(sxt[(size_t)r * nbk + g]);
+                const __m512 xf = _mm512_set1_ps((float)xsum[(size_t)r * nbk + g]);
+#pragma GCC unroll 4
+                for (j = 0; j < nb; j++) {
+                    const __m512 t = sym ? _mm512_cvtepi32_ps(s[r][j])
+                                         : _mm512_fnmadd_ps(zw[j], xf, _mm512_cvtepi32_ps(s[r][j]));
+                    float *pm = accm + (size_t)r * AMXK__Q8V_LDA + (size_t)j * AMXK__LIN_NB;
+                    if (macc) _mm512_storeu_ps(pm, _mm512_fmadd_ps(_mm512_mul_ps(sx, sw[j]), t, _mm512_loadu_ps(pm)));
+                    else acc[r][j] = _mm512_fmadd_ps(_mm512_mul_ps(sx, sw[j]), t, acc[r][j]);
+                }
+            }
+        }
+    }
+    if (!macc)
+        for (r = 0; r < mr; r++)
+            for (j = 0; j < nb; j++) {
+                _mm512_storeu_ps(out, acc[r][j]);
+                amxk__q8_store(a, row + (size_t)r, b + (size_t)j, out);
+            }
+}
+
+/* x sums (vpdpbusd on ones) and x scales of rows [r0, r1), every group: tab[(r - r0) * nbk + g]. */
+AMXK__PRIV void amxk__q8_xtab__avx512vnni(const amxk__q8_args *a, size_t r0, size_t r1, int32_t *xsum, float *sxt) {
+    const amxk__qview *v = a->w;
+    const __m512i ones = _mm512_set1_epi8(1);
+    size_t r, g, kk;
+    for (r = r0; r < r1; r++)
+        for (g = 0; g < v->nbk; g++) {
+            const int8_t *p = a->xq + r * a->ldq + g * v->bk;
+            __m512i s = _mm512_setzero_si512();
+            int32_t lanes[16], sum = 0;
+            int i;
+            for (kk = 0; kk < v->bk; kk += 64) {
+                const size_t cnt = AMXK__MIN((size_t)64, v->bk - kk);
+                __m512i x = cnt == 64 ? _mm512_loadu_si512((const void *)(p + kk))
+                                      : _mm512_maskz_loadu_epi8((__mmask64)((1ull << cnt) - 1u), p + kk);
+                s = _mm512_dpbusd_epi32(s, ones, x);
+            }
+            _mm512_storeu_si512((void *)lanes, s);
+            for (i = 0; i < 16; i++) sum += lanes[i];
+            xsum[(r - r0) * v->nbk + g] = sum;
+            sxt[(r - r0) * v->nbk + g] = amxk__q8_xscale(a, r, g * v->bk);
+        }
+}
+
+/* The tiles of one bit width over rows [c0, c1) (the table's rows) x blocks [b0, b1). Panels of up to
+   AMXK__Q8V_P rows (a multiple of MR) x AMXK__Q8V_NC blocks accumulate in accm (f32, k-blocked: weight
+   groups AMXK__Q8V_KC columns at a time, so that the x rows and the weight slices of one k step stay
+   in L1 while MR x NB tiles sweep them), then go to y; the last c1 - c0 < MR rows (and decode) run
+   1-4 row x 4 block tiles with register accumulators (four weight streams at once). */
+#define AMXK__Q8V_TILES(BITS)                                                                                      \
+    AMXK__PRIV void amxk__linear_q8_tiles##BITS##__avx512vnni(const amxk__q8_args *a, size_t c0, size_t c1, size_t b0, size_t b1, \
+                                                             const int32_t *xsum, const float *sxt, float *accm) {   \
+        const size_t nbk = a->w->nbk, bk = a->w->bk, gpc = AMXK__MAX((size_t)1, (size_t)AMXK__Q8V_KC / bk);        \
+        const size_t cm = c0 + (c1 - c0) / AMXK__Q8V_MR * AMXK__Q8V_MR;                                           \
+        size_t i, b, p0, p1, q0, q1, g0, g1;                                                                       \
+        for (q0 = b0; q0 < b1 && cm > c0; q0 = q1) {                                                               \
+            q1 = AMXK__MIN(b1, q0 + AMXK__Q8V_NC);                                                                 \
+            for (p0 = c0; p0 < cm; p0 = p1) {                                                                      \
+                p1 = AMXK__MIN(cm, p0 + AMXK__Q8V_P);                                                              \
+                memset(accm, 0, (p1 - p0) * AMXK__Q8V_LDA * sizeof(float));                                        \
+                for (g0 = 0; g0 < nbk; g0 = g1) {                                                                  \
+                    g1 = AMXK__MIN(nbk, g0 + gpc);                                                                 \
+                    for (b = q0; b < q1; b += AMXK__Q8V_NB)                                                        \
+                        for (i = p0; i < p1; i += AMXK__Q8V_MR) {                                                  \
+                            const int32_t *xt = xsum + (i - c0) * nbk;                                             \
+                            const float *st = sxt + (i - c0) * nbk;                                                \
+                            float *am = accm + (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB;                 \
+                            if (b + AMXK__Q8V_NB <= q1)                                                            \
+                                amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, BITS, xt, st, g0, g1, 1, am); \
+                            else {                                                                                 \
+                                size_t bb;                                                                         \
+                                for (bb = b; bb < q1; bb++)                                                        \
+                                    amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, BITS, xt, st, g0, g1, 1, \
+                                                                      am + (bb - b) * AMXK__LIN_NB);               \
+                            }                                                                                      \
+                        }                                                                                          \
+                }                                                                                                  \
+                for (i = p0; i < p1; i++)                                                                          \
+                    for (b = q0; b < q1; b++) amxk__q8_store(a, i, b, accm + (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB); \
+            }                                                                                                      \
+        }                                                                                                          \
+        for (i = cm; i < c1; i += 4) {                                                                             \
+            const int32_t *xt = xsum + (i - c0) * nbk;                                                             \
+            const float *st = sxt + (i - c0) * nbk;                                                                \
+            for (b = b0; b < b1; b += AMXK__Q8V_DNB) {                                                             \
+                if (b + AMXK__Q8V_DNB <= b1) {                                                                     \
+                    switch (AMXK__MIN((size_t)4, c1 - i)) {                                                        \
+                    case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nbk, 0, NULL); break; \
+                    case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nbk, 0, NULL); break; \
+                    case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nbk, 0, NULL); break; \
+                    default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nbk, 0, NULL); break; \
+                    }                                                                                              \
+                } else {                                                                                           \
+                    size_t bb;                                                                                     \
+                    for (bb = b; bb < b1; bb++) switch (AMXK__MIN((size_t)4, c1 - i)) {                            \
+                        case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, bb, 1, BITS, xt, st, 0, nbk, 0, NULL); break; \
+                        case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, bb, 1, BITS, xt, st, 0, nbk, 0, NULL); break; \
+                        case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, bb, 1, BITS, xt, st, 0, nbk, 0, NULL); break; \
+                        default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, bb, 1, BITS, xt, st, 0, nbk, 0, NULL); break; \
+                        }                                                                                          \
+                }                                                                                                  \
+            }                                                                                                      \
+        }                                                                                                          \
+    }
+AMXK__Q8V_TILES(8)
+AMXK__Q8V_TILES(4)
+AMXK__Q8V_TILES(2)
+#undef AMXK__Q8V_TILES
+
+/* Rows [m0, m1) x blocks [b0, b1): the x sums and scales of up to AMXK__Q8V_TAB (row, group) pairs
+   at a time, then the tiles. Packs with more than AMXK__Q8V_TAB / AMXK__Q8V_MR groups run the AVX2
+   kernel. */
+AMXK__PRIV void amxk__linear_q8_block__avx512vnni(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
+    int32_t xsum[AMXK__Q8V_TAB];
+    float sxt[AMXK__Q8V_TAB], accm[AMXK__Q8V_P * AMXK__Q8V_LDA];
+    const size_t nbk = a->w->nbk;
+    size_t c0, c1, chunk;
+    if (nbk * AMXK__Q8V_MR > AMXK__Q8V_TAB) {
+        amxk__linear_q8_block__avx2(a, m0, m1, b0, b1);
+        return;
+    }
+    chunk = AMXK__Q8V_TAB / nbk / AMXK__Q8V_MR * AMXK__Q8V_MR;
+    for (c0 = m0; c0 < m1; c0 = c1) {
+        c1 = AMXK__MIN(m1, c0 + chunk);
+        amxk__q8_xtab__avx512vnni(a, c0, c1, xsum, sxt);
+        if (a->w->bits == 8) amxk__linear_q8_tiles8__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm);
+        else if (a->w->bits == 4) amxk__linear_q8_tiles4__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm);
+        else amxk__linear_q8_tiles2__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm);
+    }
+}
+AMXK__TARGET_END
+#endif /* AMXK__HAS_AVX512 */
+
+
 // >>amx ------------------------------------------------------------------------------------------
 
 #if AMXK__HAS_AMX
@@ -2012,10 +2316,13 @@ static const amxk__pack_kernels amxk__pack_kernels_avx2 = {
 #if AMXK__HAS_AVX512
 static const amxk__pack_kernels amxk__pack_kernels_avx512 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx2,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2};
+    amxk__actq_group__avx512, amxk__q_block_16__avx2};
+static const amxk__pack_kernels amxk__pack_kernels_avx512vnni = {
+    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx512vnni,
+    amxk__actq_group__avx512, amxk__q_block_16__avx2};
 static const amxk__pack_kernels amxk__pack_kernels_avx512bf16 = {
-    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512bf16, amxk__linear_block__avx512bf16, NULL, amxk__linear_q8_block__avx2,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2};
+    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512bf16, amxk__linear_block__avx512bf16, NULL,
+    amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx2};
 #endif
 #if AMXK__HAS_AMX
 static const amxk__pack_kernels amxk__pack_kernels_amx = {
@@ -2033,7 +2340,8 @@ AMXK__PRIV const amxk__pack_kernels *amxk__pack_kernels_for(amxk_tier level) {
 #endif
 #if AMXK__HAS_AVX512
     if (level >= AMXK_TIER_AVX512_BF16 && level < AMXK_TIER_AMX) return &amxk__pack_kernels_avx512bf16;
-    if (level >= AMXK_TIER_AVX512 && level < AMXK_TIER_AMX) return &amxk__pack_kernels_avx512;
+    if (level == AMXK_TIER_AVX512_VNNI) return &amxk__pack_kernels_avx512vnni;
+    if (level == AMXK_TIER_AVX512) return &amxk__pack_kernels_avx512;
 #endif
 #if AMXK__HAS_AVX2
     if (level >= AMXK_TIER_AVX2 && level < AMXK_TIER_AMX) return &amxk__pack_kernels_avx2;

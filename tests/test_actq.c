@@ -226,6 +226,88 @@ static void test_linear_q8(void) {
     }
 }
 
+/* amxk_linear_q8 on raw full-range values (amxk_pack_quant: int8 -128..127, every int4 / int2 field,
+   x in [-127, 127] with many +-127) against a double loop over those values, on row counts and
+   column counts at every tile edge; f32 output, results bitwise equal for every worker count. */
+static void q8_raw_case(amxk_tier t, amxk_qformat fmt, int asym, size_t m, size_t n, size_t k, size_t wg) {
+    const int bits = fmt == AMXK_QFMT_INT8 ? 8 : fmt == AMXK_QFMT_INT4 ? 4 : 2;
+    const int lo = asym ? 0 : -(1 << (bits - 1)), hi = asym ? (1 << bits) - 1 : (1 << (bits - 1)) - 1;
+    const size_t ng = k / wg, ldq = k + 5, ldy = n + 3;
+    int8_t *vals = (int8_t *)malloc(n * k), *xq = (int8_t *)malloc(m * ldq);
+    float *sw = (float *)malloc(n * ng * 4), *zw = (float *)malloc(n * ng * 4), *xs = (float *)malloc(m * 4);
+    float *y = (float *)test_alloc(m * ldy * 4), *y2 = (float *)test_alloc(m * ldy * 4);
+    amxk_quant q;
+    amxk_ctx ctx;
+    size_t bytes = 0, i, j, kk, bad = 0, diff = 0;
+    void *p;
+    int w;
+    test_case_begin(test_case_mix(test_case_mix(test_case_id("actq linear_q8 raw", (uint64_t)fmt * 2 + (uint64_t)asym), m),
+                                  test_case_mix(n, test_case_mix(k, wg))));
+    for (i = 0; i < n * k; i++) {
+        int r = test_rand() % 5 == 0 ? (test_rand() % 2 ? lo : hi) : lo + (int)(test_rand() % (unsigned)(hi - lo + 1));
+        vals[i] = (int8_t)r;
+    }
+    for (i = 0; i < n * ng; i++) sw[i] = (float)test_uniform(0.5, 2.0), zw[i] = (float)(test_rand() % (unsigned)(hi + 1));
+    for (i = 0; i < m * ldq; i++) xq[i] = (int8_t)(test_rand() % 3 == 0 ? (test_rand() % 2 ? 127 : -127) : (int)(test_rand() % 255) - 127);
+    for (i = 0; i < m; i++) xs[i] = (float)test_uniform(0.5, 2.0);
+    q.format = fmt, q.asym = asym, q.block_n = 1, q.block_k = wg;
+    amxk_pack_quant_size(&q, n, k, &bytes);
+    p = test_alloc(bytes);
+    CHECK(amxk_pack_quant(NULL, p, bytes, &q, vals, k, sw, asym ? zw : NULL, n, k) == AMXK_OK, "[%s] raw pack", amxk_tier_name(t));
+    for (w = 0; w < TEST_N_WORKER_COUNTS; w++) {
+        amxk_status st;
+        test_ctx(&ctx, t, test_worker_counts[w]);
+        memset(w ? y2 : y, 0xff, m * ldy * 4);
+        st = amxk_linear_q8(&ctx, m, n, k, xq, ldq, xs, AMXK_SCALES_ROW_MAJOR, 1, k, p, bytes, NULL, w ? y2 : y, AMXK_DTYPE_F32, ldy);
+        CHECK(st == AMXK_OK, "[%s] raw linear_q8: %s", amxk_tier_name(t), amxk_status_string(st));
+        if (w) diff += memcmp(y, y2, m * ldy * 4) != 0;
+    }
+    for (i = 0; i < m; i++)
+        for (j = 0; j < ldy; j++) {
+            double ref = 0, mag = 0;
+            if (j >= n) { /* gaps untouched */
+                uint32_t bits32;
+                memcpy(&bits32, &y[i * ldy + j], 4);
+                bad += bits32 != 0xffffffffu;
+                continue;
+            }
+            for (kk = 0; kk < k; kk += wg) {
+                double isum = 0, xsum = 0, tg;
+                size_t e;
+                for (e = kk; e < kk + wg; e++) isum += (double)xq[i * ldq + e] * vals[j * k + e], xsum += xq[i * ldq + e];
+                tg = (double)xs[i] * sw[j * ng + kk / wg] * (isum - (asym ? zw[j * ng + kk / wg] * xsum : 0)); /* grids row-major [N][K/wg] */
+                ref += tg, mag += fabs(tg);
+            }
+            if (!(fabs((double)y[i * ldy + j] - ref) <= 1e-5 * mag + 1e-30)) bad++;
+        }
+    CHECK(bad == 0, "[%s] raw fmt=%d asym=%d m=%zu n=%zu k=%zu wg=%zu: %zu outputs off", amxk_tier_name(t), (int)fmt, asym, m, n, k, wg, bad);
+    CHECK(diff == 0, "[%s] raw fmt=%d asym=%d m=%zu n=%zu: results differ between worker counts", amxk_tier_name(t), (int)fmt, asym, m, n);
+    CHECK(test_guard_ok(y) && test_guard_ok(y2), "[%s] raw guards", amxk_tier_name(t));
+    test_free(p), test_free(y), test_free(y2);
+    free(vals), free(xq), free(sw), free(zw), free(xs);
+}
+
+static void test_linear_q8_raw(void) {
+    static const size_t ms[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 50};
+    static const size_t ns[7] = {1, 15, 17, 33, 65, 100, 300};
+    static const struct { amxk_qformat f; int asym; size_t wg; } fmts[5] = {
+        {AMXK_QFMT_INT8, 0, 64}, {AMXK_QFMT_INT4, 0, 32}, {AMXK_QFMT_INT4, 1, 64}, {AMXK_QFMT_INT2, 0, 64}, {AMXK_QFMT_INT2, 1, 32}};
+    amxk_ctx ctx;
+    int t, fi;
+    size_t mi, ni;
+    TEST_SECTION("amxk_linear_q8 on full-range raw values vs a double loop: tile edges in M and N, worker counts");
+    TEST_FOR_EACH_TIER(t, ctx) {
+        for (fi = 0; fi < 5; fi++) {
+            for (mi = 0; mi < 12; mi++) q8_raw_case((amxk_tier)t, fmts[fi].f, fmts[fi].asym, ms[mi], 33, 256, fmts[fi].wg);
+            for (ni = 0; ni < 7; ni++) {
+                q8_raw_case((amxk_tier)t, fmts[fi].f, fmts[fi].asym, 1, ns[ni], 192, fmts[fi].wg);
+                q8_raw_case((amxk_tier)t, fmts[fi].f, fmts[fi].asym, 19, ns[ni], 128, fmts[fi].wg);
+            }
+            q8_raw_case((amxk_tier)t, fmts[fi].f, fmts[fi].asym, 26, 70, 1024, 1024); /* one group, several k steps */
+        }
+    }
+}
+
 static void test_q8_bad_input(void) {
     float w[32 * 64], xs[4], y[2 * 32], y0[2 * 32];
     int8_t xq[2 * 64];
@@ -265,6 +347,7 @@ int main(void) {
     test_relayout();
     test_bad_input();
     test_linear_q8();
+    test_linear_q8_raw();
     test_q8_bad_input();
     return test_finish();
 }
