@@ -734,6 +734,17 @@ AMXK__SIM_CVT(mm512_cvtepi32_ps, __m512, float, __m512i, int32_t, 16, (float)s[i
 #  define _mm512_cvtepu8_epi32(a) amxk__sim_mm512_cvtepu8_epi32(a)
 #  define _mm512_cvtepi8_epi32(a) amxk__sim_mm512_cvtepi8_epi32(a)
 #  define _mm512_cvtepi32_ps(a) amxk__sim_mm512_cvtepi32_ps(a)
+/* vpsrad by an immediate (counts above 31 fill with the sign) */
+AMXK__INLINE __m512i amxk__sim_mm512_srai_epi32(__m512i a, unsigned n) {
+    int32_t v[16];
+    int i;
+    memcpy(v, &a, 64);
+    for (i = 0; i < 16; i++) v[i] = n > 31 ? (v[i] < 0 ? -1 : 0) : (int32_t)(v[i] < 0 ? ~(~(uint32_t)v[i] >> n) : (uint32_t)v[i] >> n);
+    memcpy(&a, v, 64);
+    return a;
+}
+#  undef _mm512_srai_epi32
+#  define _mm512_srai_epi32(a, n) amxk__sim_mm512_srai_epi32((a), (unsigned)(n))
 /* unsigned 32-bit compares to a mask */
 #  define AMXK__SIM_CMPU32(name, op)                                                                   \
       AMXK__INLINE __mmask16 amxk__sim_##name(__m512i a, __m512i b) {                               \

@@ -1484,47 +1484,52 @@ AMXK__TARGET_END
 #ifndef AMXK__LIN_NC16
 #define AMXK__LIN_NC16 24 /* column blocks per task of the AVX-512 bf16 table (a multiple of NR16 and 4) */
 #endif
+#ifndef AMXK__LIN_PREFETCH16
+#define AMXK__LIN_PREFETCH16 0 /* bf16 decode: software prefetch distance (0: none; measured on Zen 4, 4 plain
+                                  streams ran at the `stream` bandwidth, prefetching 512-2048 bytes ahead slowed them) */
+#endif
 #define AMXK__LIN_XS16 8 /* x panel: uint32 per pair row (rows past the panel's are zero, never read) */
 
 #if AMXK__HAS_AVX512
 AMXK__TARGET_AVX512_BEGIN
-/* Epilogue of one 16-column vector: y[row][16b .. 16b+16) (the columns < N) = v + bias, one rounding
-   to y's dtype (the same values as amxk__linear_store_row). */
-AMXK__INLINE void amxk__linear_store16__avx512(const amxk__linear_args *a, size_t row, size_t b, __m512 v) {
-    const size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
+/* Epilogue of one 16-column vector: y[row][16b .. 16b+16) (the columns < n) = v + bias, one rounding
+   to y's dtype yt (the same values as amxk__linear_store_row / amxk__q8_store). */
+AMXK__INLINE void amxk__store16__avx512(void *y, amxk_dtype yt, size_t ldy, size_t n, const float *bias, size_t row, size_t b, __m512 v) {
+    const size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, n - n0);
     const __mmask16 k = (__mmask16)(cnt == 16 ? 0xffffu : (1u << cnt) - 1u);
-    if (a->bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, a->bias + n0));
-    amxk__vstore__avx512((char *)a->y + (row * a->ldy + n0) * amxk_dtype_size(a->yt), a->yt, v, k);
+    if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, bias + n0));
+    amxk__vstore__avx512((char *)y + (row * ldy + n0) * amxk_dtype_size(yt), yt, v, k);
 }
-/* x rows [m0, m0+mr) (bf16, mr <= 8) as a pair-major panel: xp[p * 8 + r] = the 32-bit pair
-   (x[r][2p], x[r][2p+1]), zero past K and for rows r >= mr: one broadcast operand per row and pair
-   row, the rows of a pair row adjacent (no cache-set conflicts between rows, whatever ldx). 8 x 8
-   transposes of 32-bit pairs, the ragged end pair by pair. */
-AMXK__PRIV void amxk__linear_xpairs__avx512(const amxk__linear_args *a, size_t m0, int mr, uint32_t *xp) {
-    const size_t np = a->kp / 2, full = a->k / 2;
-    const uint16_t *src[8];
-    size_t p;
+#define amxk__linear_store16__avx512(a, row, b, v) amxk__store16__avx512((a)->y, (a)->yt, (a)->ldy, (a)->n, (a)->bias, (row), (b), (v))
+/* mr rows (mr <= 8) of x (bytes rows ldx apart, kbytes each) as a panel of 32-bit units, unit-major:
+   xp[u * 8 + r] = bytes [4u, 4u + 4) of row r, zero past kbytes and for rows r >= mr, units u < nu:
+   one broadcast operand per row and unit (a bf16 pair for vdpbf16ps, 4 int8 for vpdpbusd), the rows
+   of one unit adjacent (no cache-set conflicts between rows, whatever ldx). 8 x 8 transposes of
+   units, the ragged end unit by unit. */
+AMXK__PRIV void amxk__xpanel32__avx512(const void *x, size_t ldx, size_t kbytes, size_t nu, int mr, uint32_t *xp) {
+    const size_t full = kbytes / 4;
+    const uint8_t *src[8];
+    size_t u;
     int r, q;
-    for (r = 0; r < 8; r++) src[r] = r < mr ? (const uint16_t *)a->x + (m0 + (size_t)r) * a->ldx : NULL;
-    for (p = 0; p + 8 <= full; p += 8) {
-        __m256i v[8], t[8], u[8];
-        for (r = 0; r < 8; r++) v[r] = r < mr ? _mm256_loadu_si256((const __m256i *)(src[r] + 2 * p)) : _mm256_setzero_si256();
+    for (r = 0; r < 8; r++) src[r] = r < mr ? (const uint8_t *)x + (size_t)r * ldx : NULL;
+    for (u = 0; u + 8 <= full; u += 8) {
+        __m256i v[8], t[8], w[8];
+        for (r = 0; r < 8; r++) v[r] = r < mr ? _mm256_loadu_si256((const __m256i *)(src[r] + 4 * u)) : _mm256_setzero_si256();
         for (r = 0; r < 8; r += 2) t[r] = _mm256_unpacklo_epi32(v[r], v[r + 1]), t[r + 1] = _mm256_unpackhi_epi32(v[r], v[r + 1]);
         for (r = 0; r < 8; r += 4) {
-            u[r] = _mm256_unpacklo_epi64(t[r], t[r + 2]), u[r + 1] = _mm256_unpackhi_epi64(t[r], t[r + 2]);
-            u[r + 2] = _mm256_unpacklo_epi64(t[r + 1], t[r + 3]), u[r + 3] = _mm256_unpackhi_epi64(t[r + 1], t[r + 3]);
+            w[r] = _mm256_unpacklo_epi64(t[r], t[r + 2]), w[r + 1] = _mm256_unpackhi_epi64(t[r], t[r + 2]);
+            w[r + 2] = _mm256_unpacklo_epi64(t[r + 1], t[r + 3]), w[r + 3] = _mm256_unpackhi_epi64(t[r + 1], t[r + 3]);
         }
-        for (q = 0; q < 4; q++) { /* u[q]: pairs q (low lane) and q + 4 of rows 0-3; u[q + 4]: rows 4-7 */
-            _mm256_storeu_si256((__m256i *)(xp + (p + (size_t)q) * 8), _mm256_permute2x128_si256(u[q], u[q + 4], 0x20));
-            _mm256_storeu_si256((__m256i *)(xp + (p + (size_t)q + 4) * 8), _mm256_permute2x128_si256(u[q], u[q + 4], 0x31));
+        for (q = 0; q < 4; q++) { /* w[q]: units q (low lane) and q + 4 of rows 0-3; w[q + 4]: rows 4-7 */
+            _mm256_storeu_si256((__m256i *)(xp + (u + (size_t)q) * 8), _mm256_permute2x128_si256(w[q], w[q + 4], 0x20));
+            _mm256_storeu_si256((__m256i *)(xp + (u + (size_t)q + 4) * 8), _mm256_permute2x128_si256(w[q], w[q + 4], 0x31));
         }
     }
-    for (; p < np; p++)
+    for (; u < nu; u++)
         for (r = 0; r < 8; r++) {
             uint32_t v = 0;
-            if (r < mr && p < full) memcpy(&v, src[r] + 2 * p, 4);
-            else if (r < mr && 2 * p < a->k) v = src[r][2 * p];
-            xp[p * 8 + (size_t)r] = v;
+            if (r < mr && 4 * u < kbytes) memcpy(&v, src[r] + 4 * u, AMXK__MIN((size_t)4, kbytes - 4 * u));
+            xp[u * 8 + (size_t)r] = v;
         }
 }
 
@@ -1734,8 +1739,7 @@ static inline __attribute__((always_inline)) void amxk__linear_bf16__8x64__avx51
 }
 
 /* One tile through the kernel above with constant shape, then the epilogue: prefill (mr <= MR16 rows,
-   nr <= NR16 blocks) or decode (mr <= 4 rows, up to 4 weight streams, prefetched, split chains for
-   mr <= 2). */
+   nr <= NR16 blocks) or decode (mr <= 4 rows, up to 4 weight streams, split chains for mr <= 2). */
 AMXK__PRIV void amxk__linear_bf16_tile__avx512bf16(const amxk__linear_args *a, const uint32_t *xp, size_t row, int mr, size_t b, int nr,
                                                    int decode) {
     const size_t bs = (size_t)AMXK__LIN_NB * a->kp, np = a->kp / 2;
@@ -1751,10 +1755,10 @@ AMXK__PRIV void amxk__linear_bf16_tile__avx512bf16(const amxk__linear_args *a, c
     }
     if (decode) {
         switch (mr) {
-        case 4: AMXK__BF16_NR(4, 0, AMXK__LIN_PREFETCH) break;
-        case 3: AMXK__BF16_NR(3, 0, AMXK__LIN_PREFETCH) break;
-        case 2: AMXK__BF16_NR(2, 1, AMXK__LIN_PREFETCH) break;
-        default: AMXK__BF16_NR(1, 1, AMXK__LIN_PREFETCH) break;
+        case 4: AMXK__BF16_NR(4, 0, AMXK__LIN_PREFETCH16) break;
+        case 3: AMXK__BF16_NR(3, 0, AMXK__LIN_PREFETCH16) break;
+        case 2: AMXK__BF16_NR(2, 1, AMXK__LIN_PREFETCH16) break;
+        default: AMXK__BF16_NR(1, 1, AMXK__LIN_PREFETCH16) break;
         }
     } else {
         switch (mr) {
@@ -1792,7 +1796,8 @@ AMXK__PRIV void amxk__linear_block__avx512bf16(const amxk__linear_args *a, size_
         return;
     }
     for (i = m0; i < m1; i += (size_t)mr_max)
-        amxk__linear_xpairs__avx512(a, i, (int)AMXK__MIN((size_t)mr_max, m1 - i), xp + (i - m0) / (size_t)mr_max * panel);
+        amxk__xpanel32__avx512((const uint16_t *)a->x + i * a->ldx, a->ldx * 2, a->k * 2, a->kp / 2, (int)AMXK__MIN((size_t)mr_max, m1 - i),
+                               xp + (i - m0) / (size_t)mr_max * panel);
     for (b = b0; b < b1; b += (size_t)nr_max)
         for (i = m0; i < m1; i += (size_t)mr_max)
             amxk__linear_bf16_tile__avx512bf16(a, xp + (i - m0) / (size_t)mr_max * panel, i, (int)AMXK__MIN((size_t)mr_max, m1 - i), b,
