@@ -1741,9 +1741,8 @@ static inline __attribute__((always_inline)) void amxk__linear_bf16__8x64__avx51
 /* One tile through the kernel above with constant shape, then the epilogue: prefill (mr <= MR16 rows,
    nr <= NR16 blocks) or decode (mr <= 4 rows, up to 4 weight streams, split chains for mr <= 2). */
 AMXK__PRIV void amxk__linear_bf16_tile__avx512bf16(const amxk__linear_args *a, const uint32_t *xp, size_t row, int mr, size_t b, int nr,
-                                                   int decode) {
+                                                   const uint16_t *w, int decode) {
     const size_t bs = (size_t)AMXK__LIN_NB * a->kp, np = a->kp / 2;
-    const uint16_t *w = a->w + b * bs;
     __m512 out[8 * 4];
     int r, j;
 #define AMXK__BF16_NR(MR, SPLIT, PF)                                                                 \
@@ -1781,27 +1780,145 @@ AMXK__PRIV void amxk__linear_bf16_tile__avx512bf16(const amxk__linear_args *a, c
         for (j = 0; j < nr; j++) amxk__linear_store16__avx512(a, row + (size_t)r, b + (size_t)j, out[r * 4 + j]);
 }
 
-/* Rows [m0, m1) x blocks [b0, b1): bf16 x against a bf16 pack with vdpbf16ps. ws: the task's x rows as
-   pair-major panels of MR16 rows. Decode (at most 4 rows): 4 blocks (weight streams) at a time.
-   Prefill: per group of NR16 blocks, every panel's tile over all of K (the group's blocks stay in L2
-   across the panels; measured on Zen 4, k-chunking them for L1 was slower). Other x dtypes and
-   quantized packs: the AVX2 kernels. */
+/* ---- int4 packs with bf16 x, decode (w4a16): vdpbf16ps on fields turned into bf16 ---- */
+
+/* Rows 0 .. mr-1 (mr <= 2) of xr (bf16 rows, ldr apart, zero past K) against int4 block b. A 64-byte
+   row of the block holds, per column, k = 8q .. 8q+3 in the low nibbles of its 4 bytes and 8q+4 ..
+   8q+7 in the high ones. Each nibble set becomes exact bf16 values through two vpshufb lookups (low
+   and high byte of the bf16 code of q, or of u for asymmetric packs) and one byte interleave, which
+   leaves in every 32-bit lane the pair (k, k+1) of one column: per 128-bit lane, columns 4i and 4i+1
+   (unpacklo) or 4i+2 and 4i+3 (unpackhi), pairs (8q, 8q+1) and (8q+2, 8q+3) - a vdpbf16ps operand
+   against the broadcast 64 bits x[8q .. 8q+3] (x[8q+4 .. 8q+7] for the high nibbles). Products are exact
+   (bf16 x small integers), summed in fp32 per (column, pair position) lane over the group (lo and hi
+   nibbles in separate chains), then the two pair positions of each column are added and the lanes
+   put in column order; asymmetric packs subtract z * sum x; acc += scale * t. No pre-scaling of x
+   (no overflow or underflow beyond fp32's own). vdpbf16ps reads bf16 subnormal x as zero and flushes
+   subnormal partial sums. res[r]: the 16 outputs of row r. */
+static inline __attribute__((always_inline)) void amxk__linear_q4__2x16__avx512bf16(const amxk__qview *v, const uint16_t *xr, size_t ldr,
+                                                                                   const float *xsum, size_t b, int mr, int sym, __m512i tl,
+                                                                                   __m512i th, __m512 *res) {
+    const uint8_t *blk = v->data + b * v->blk_bytes;
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m512i perm = _mm512_setr_epi32(0, 2, 16, 18, 4, 6, 20, 22, 8, 10, 24, 26, 12, 14, 28, 30);
+    size_t g, rg;
+    int r, h;
+    res[0] = res[1] = _mm512_setzero_ps();
+    for (g = 0; g < v->nbk; g++) {
+        __m512 acc[2][4]; /* [row][A lo, B lo, A hi, B hi] */
+        for (r = 0; r < 2; r++) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = _mm512_setzero_ps();
+        for (rg = g * v->bk / 8; rg < (g + 1) * v->bk / 8; rg++) {
+            const __m512i c = _mm512_loadu_si512((const void *)(blk + rg * 64));
+#pragma GCC unroll 2
+            for (h = 0; h < 2; h++) {
+                const __m512i nb = _mm512_and_si512(h ? _mm512_srli_epi16(c, 4) : c, m4);
+                const __m512i lo = _mm512_shuffle_epi8(tl, nb), hi = _mm512_shuffle_epi8(th, nb);
+                const __m512i wa = _mm512_unpacklo_epi8(lo, hi), wb = _mm512_unpackhi_epi8(lo, hi);
+#pragma GCC unroll 2
+                for (r = 0; r < mr; r++) {
+                    int64_t x4;
+                    __m512i xb;
+                    memcpy(&x4, xr + (size_t)r * ldr + rg * 8 + (size_t)h * 4, 8);
+                    xb = _mm512_set1_epi64(x4);
+                    acc[r][2 * h] = AMXK__DPBF16(acc[r][2 * h], wa, xb);
+                    acc[r][2 * h + 1] = AMXK__DPBF16(acc[r][2 * h + 1], wb, xb);
+                }
+            }
+        }
+#pragma GCC unroll 2
+        for (r = 0; r < mr; r++) {
+            __m512 ta = _mm512_add_ps(acc[r][0], acc[r][2]), tb = _mm512_add_ps(acc[r][1], acc[r][3]), t;
+            ta = _mm512_add_ps(ta, _mm512_shuffle_ps(ta, ta, 0xb1)); /* the column's two pair positions */
+            tb = _mm512_add_ps(tb, _mm512_shuffle_ps(tb, tb, 0xb1));
+            t = _mm512_permutex2var_ps(ta, perm, tb);
+            if (!sym) t = _mm512_fnmadd_ps(amxk__q_grid16__avx512(v, v->zeros, b, g), _mm512_set1_ps(xsum[g * 2 + (size_t)r]), t);
+            res[r] = _mm512_fmadd_ps(amxk__q_grid16__avx512(v, v->scales, b, g), t, res[r]);
+        }
+    }
+}
+/* Rows [m0, m1) x blocks [b0, b1) of an int4 pack (groups of whole 64-byte rows) with bf16 x, decode
+   path: per pair of rows, x copied to bf16 rows zero-padded to Kp (ws) and, asymmetric packs, the group
+   sums of x (k increasing, f32), then every block through the kernel above. */
+AMXK__PRIV void amxk__linear_q4_block__avx512bf16(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
+    const amxk__qview *v = a->q;
+    uint16_t *xr = (uint16_t *)ws;
+    float *xs = (float *)(ws + AMXK__ROUND_UP(2 * a->kp * 2, (size_t)AMXK_ALIGN));
+    uint8_t tlo[16], thi[16];
+    __m512i tl, th;
+    __m512 res[2];
+    size_t i, b, g, kk;
+    int r, n;
+    for (n = 0; n < 16; n++) { /* bf16 code of the field value: q (two's complement) or u */
+        const uint16_t code = amxk__f32_to_bf16((float)(v->asym || n < 8 ? n : n - 16));
+        tlo[n] = (uint8_t)(code & 0xff), thi[n] = (uint8_t)(code >> 8);
+    }
+    tl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)tlo));
+    th = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)thi));
+    for (i = m0; i < m1; i += 2) {
+        const int mr = m1 - i >= 2 ? 2 : 1;
+        for (r = 0; r < mr; r++) {
+            const uint16_t *src = (const uint16_t *)a->x + (i + (size_t)r) * a->ldx;
+            memcpy(xr + (size_t)r * a->kp, src, a->k * 2);
+            memset(xr + (size_t)r * a->kp + a->k, 0, (a->kp - a->k) * 2);
+            for (g = 0; g < v->nbk && v->asym; g++) {
+                float sum = 0.0f;
+                for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) sum += amxk__bits_f32((uint32_t)src[kk] << 16);
+                xs[g * 2 + (size_t)r] = sum;
+            }
+        }
+        for (b = b0; b < b1; b++) {
+            if (mr == 2) {
+                if (v->asym) amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 2, 0, tl, th, res);
+                else amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 2, 1, tl, th, res);
+            } else if (v->asym) {
+                amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 1, 0, tl, th, res);
+            } else {
+                amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 1, 1, tl, th, res);
+            }
+            for (r = 0; r < mr; r++) amxk__linear_store16__avx512(a, i + (size_t)r, b, res[r]);
+        }
+    }
+}
+
+/* Rows [m0, m1) x blocks [b0, b1) with bf16 x on vdpbf16ps. ws: the task's x rows as unit-major
+   panels of MR16 rows (amxk__xpanel32__avx512), then (quantized packs) NR16 dequantized blocks and an
+   f32 scratch block. bf16 packs: the packed blocks straight. Decode (at most 4 rows): 4 blocks
+   (weight streams) at a time. Prefill: per group of NR16 blocks, every panel's tile over all of K (the
+   group's blocks stay in L2 across the panels; measured on Zen 4, k-chunking them for L1 was slower).
+   Quantized packs on the wide path (M >= AMXK__LIN_WIDE_M, or groups the decode kernels do not take):
+   each block of the group dequantized once per task to bf16 pairs (amxk__q_block_16__avx2: s * (q - z)
+   rounded to f32, then to bf16: one more rounding than the AVX2 path, as on AMX), then the same tiles.
+   Other x dtypes and the quantized decode path: amxk__linear_block__avx512. */
 AMXK__PRIV void amxk__linear_block__avx512bf16(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
-    const size_t panel = (size_t)AMXK__LIN_XS16 * (a->kp / 2), mrows = m1 - m0;
-    const int decode = mrows <= 4, nr_max = decode ? 4 : AMXK__LIN_NR16, mr_max = decode ? 4 : AMXK__LIN_MR16;
+    const size_t panel = (size_t)AMXK__LIN_XS16 * (a->kp / 2), mrows = m1 - m0, bs = (size_t)AMXK__LIN_NB * a->kp;
+    const int decode = mrows <= 4 && !a->q, nr_max = decode ? 4 : AMXK__LIN_NR16, mr_max = decode ? 4 : AMXK__LIN_MR16;
+    const size_t xbytes = AMXK__ROUND_UP(AMXK__CEIL_DIV(mrows, (size_t)mr_max) * panel * 4, (size_t)AMXK_ALIGN);
     uint32_t *xp = (uint32_t *)ws;
+    uint16_t *wq = (uint16_t *)(ws + xbytes);           /* quantized packs: NR16 bf16 blocks ... */
+    float *wf = (float *)(ws + xbytes + AMXK__LIN_NR16 * bs * 2); /* ... and an f32 block */
     size_t i, b;
-    if (a->q || a->dt != AMXK_DTYPE_BF16) {
+    int j;
+    if (a->q && !a->plan->wide && a->dt == AMXK_DTYPE_BF16 && a->q->bits == 4) {
+        amxk__linear_q4_block__avx512bf16(a, m0, m1, b0, b1, ws);
+        return;
+    }
+    if (a->dt != AMXK_DTYPE_BF16 || (a->q && !a->plan->wide)) {
         amxk__linear_block__avx512(a, m0, m1, b0, b1, ws);
         return;
     }
     for (i = m0; i < m1; i += (size_t)mr_max)
         amxk__xpanel32__avx512((const uint16_t *)a->x + i * a->ldx, a->ldx * 2, a->k * 2, a->kp / 2, (int)AMXK__MIN((size_t)mr_max, m1 - i),
                                xp + (i - m0) / (size_t)mr_max * panel);
-    for (b = b0; b < b1; b += (size_t)nr_max)
+    for (b = b0; b < b1; b += (size_t)nr_max) {
+        const int nr = (int)AMXK__MIN((size_t)nr_max, b1 - b);
+        const uint16_t *w = a->w + b * bs;
+        if (a->q) {
+            for (j = 0; j < nr; j++) amxk__q_block_16__avx2(a->q, b + (size_t)j, AMXK_DTYPE_BF16, wf, wq + (size_t)j * bs);
+            w = wq;
+        }
         for (i = m0; i < m1; i += (size_t)mr_max)
-            amxk__linear_bf16_tile__avx512bf16(a, xp + (i - m0) / (size_t)mr_max * panel, i, (int)AMXK__MIN((size_t)mr_max, m1 - i), b,
-                                               (int)AMXK__MIN((size_t)nr_max, b1 - b), decode);
+            amxk__linear_bf16_tile__avx512bf16(a, xp + (i - m0) / (size_t)mr_max * panel, i, (int)AMXK__MIN((size_t)mr_max, m1 - i), b, nr, w,
+                                               decode);
+    }
 }
 AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX512 */
@@ -2281,11 +2398,13 @@ AMXK__PRIV void amxk__linear_ws__avx2(amxk__linear_plan *p, size_t m, size_t kp,
 }
 #endif
 #if AMXK__HAS_AVX512
-/* The AVX2 workspace (fp16 x and quantized packs run the AVX2 kernels), grown if needed to hold the
-   bf16 kernel's x pair panels (8 x Kp / 2 uint32 per panel). */
+/* The AVX2 workspace (fp16 x and the quantized decode run the AVX2 layout), grown if needed to hold
+   the bf16 kernels' x panels (8 x Kp / 2 uint32 per panel) and, quantized packs on the wide path,
+   NR16 bf16 blocks and an f32 block (amxk__linear_block__avx512bf16). */
 AMXK__PRIV void amxk__linear_ws__avx512bf16(amxk__linear_plan *p, size_t m, size_t kp, int quant) {
-    const size_t need = AMXK__CEIL_DIV(p->mc, (size_t)AMXK__LIN_MR16) * AMXK__LIN_XS16 * (kp / 2) * 4;
+    size_t need = AMXK__ROUND_UP(AMXK__CEIL_DIV(p->mc, (size_t)AMXK__LIN_MR16) * AMXK__LIN_XS16 * (kp / 2) * 4, (size_t)AMXK_ALIGN);
     amxk__linear_ws__avx2(p, m, kp, quant);
+    if (quant && p->wide) need += (size_t)AMXK__LIN_NR16 * AMXK__LIN_NB * kp * 2 + (size_t)AMXK__LIN_NB * kp * 4;
     if (p->ws_a + p->ws_w < need) p->ws_w = AMXK__ROUND_UP(need - p->ws_a, (size_t)AMXK_ALIGN);
 }
 #endif

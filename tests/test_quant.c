@@ -29,8 +29,9 @@
    the output. A sequential fp32 sum of K rounded products plus the bias errs by at most
    (K + 1) * 2^-24 * S (first order); one more step is allowed for the rounding of the dequantized
    weight to f32 and one per scale group for kernels that apply the group scale after a partial sum.
-   AMX path (tier amx, M >= 5): the dequantized weight is rounded once more, to x's dtype (bf16 or
-   fp16), before the (exact) products: the reference for that path rounds the decoded f32 weight to
+   AMX path (tier amx, M >= 5) and the vdpbf16ps prefill (levels avx512_bf16 and up with bf16 x on the
+   wide path: M >= 12, or group sizes the decode kernels do not take; see amx_path()): the dequantized
+   weight is rounded once more, to x's dtype (bf16 or fp16), before the (exact) products: the reference for that path rounds the decoded f32 weight to
    bf16/fp16 (round to nearest even) first, and the bound is the same with those weights. The
    program prints the largest observed ratio (|y - ref| - eps_out|ref| - abs_out) / bound-term per
    tier and output dtype, and how many AMX outputs would FAIL the f32-weight reference (evidence
@@ -749,10 +750,18 @@ static const char *case_str(const qcase *c) {
 /* normal-ish value (sum of 4 uniforms), mean 0, sd ~ 1 */
 static double randn_ish(void) { return (test_uniform(-1, 1) + test_uniform(-1, 1) + test_uniform(-1, 1) + test_uniform(-1, 1)) * 0.8660254; }
 
-/* 1 when amxk_linear takes the AMX tile path (weights rounded to x's dtype) for this tier/shape */
-static int amx_path(amxk_tier t, size_t m, amxk_dtype xt) {
+/* 1 when amxk_linear multiplies weights rounded to x's dtype for this tier / case: the AMX tile path
+   (M >= 5), and the vdpbf16ps path of the AVX512_BF16 level and above (x bf16, on the wide path: M >= 12
+   or a group size that is not a multiple of 32 / bits, which the decode kernels do not take) - which the
+   AMX level also reaches below 5 rows through its vector level (the best usable level below AMX). */
+static int amx_path(amxk_tier t, const qcase *c) {
     const amxk_cpu *cpu = amxk_cpu_init();
-    return t == AMXK_TIER_AMX && m >= 5 && (xt == AMXK_DTYPE_BF16 || cpu->amx_emulated || (cpu->usable & AMXK_CPU_AMX_FP16));
+    const int bits = c->q.format == AMXK_QFMT_INT4 ? 4 : c->q.format == AMXK_QFMT_INT2 ? 2 : 8;
+    int vec = (int)t;
+    if (t == AMXK_TIER_AMX && c->m >= 5 && (c->xt == AMXK_DTYPE_BF16 || cpu->amx_emulated || (cpu->usable & AMXK_CPU_AMX_FP16))) return 1;
+    if (t == AMXK_TIER_AMX)
+        for (vec = AMXK_TIER_AMX - 1; vec > AMXK_TIER_SCALAR && !(cpu->tiers & AMXK_TIER_BIT(vec)); vec--) {}
+    return vec >= AMXK_TIER_AVX512_BF16 && c->xt == AMXK_DTYPE_BF16 && (c->m >= 12 || c->q.block_k % (size_t)(32 / bits) != 0);
 }
 
 /* Checks y against ref (mag = sum |x w| + |bias|) with T rounding steps; counts violations; gaps must
@@ -886,7 +895,7 @@ static void run_qcase(const qcase *c) {
         amxk_ctx ctx;
         size_t wsb = 0;
         void *ws, *y, *y1;
-        const int amx = amx_path((amxk_tier)t, c->m, c->xt);
+        const int amx = amx_path((amxk_tier)t, c);
         double t0 = now_s();
         if (!(c->tiers & AMXK_TIER_BIT(t)) || !tier_usable((amxk_tier)t)) continue;
         ctx_for(&ctx, (amxk_tier)t, c->workers);
