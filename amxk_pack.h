@@ -1484,11 +1484,70 @@ AMXK__TARGET_END
 #ifndef AMXK__LIN_NC16
 #define AMXK__LIN_NC16 24 /* column blocks per task of the AVX-512 bf16 table (a multiple of NR16 and 4) */
 #endif
-#ifndef AMXK__LIN_PREFETCH16
-#define AMXK__LIN_PREFETCH16 0 /* bf16 decode: software prefetch distance (0: none; measured on Zen 4, 4 plain
-                                  streams ran at the `stream` bandwidth, prefetching 512-2048 bytes ahead slowed them) */
-#endif
-#define AMXK__LIN_XS16 8 /* x panel: uint32 per pair row (rows past the panel's are zero, never read) */
+#define AMXK__LIN_XS16 8 /* x panels: 32-bit units per step (rows past the panel's are zero, never read) */
+
+/* The tile kernel of the AVX-512 linear, one body for every level (instantiated inside each level's
+   target region): mr x nr 16-column blocks of y (mr <= 8, nr <= 4; compile-time constants at the call
+   sites) over steps [0, ns) (ns even): per step q, nr weight vectors LOADW(w, j * bstride, q, dt) against
+   mr broadcast x units BCAST(xp + q * 8 + r) (xp: a unit-major panel, amxk__xpanel32__avx512),
+   acc = OP(acc, w, x). A step is a pair row for vdpbf16ps (the packed 64-byte row is its operand) or
+   one k for fp32 FMA. Each output accumulates from zero, steps in increasing order; split: even and
+   odd steps in separate accumulators, added at the end (decode: more independent chains). */
+#define AMXK__LIN16_KERNEL(NAME, W_T, X_T, LOADW, BCAST, OP)                                             \
+    static inline __attribute__((always_inline)) void NAME(const uint32_t *xp, size_t ns, const void *w, size_t bstride,  \
+                                                          amxk_dtype dt, int mr, int nr, int split, __m512 *out) { \
+        __m512 acc[2][8][4];                                                                             \
+        size_t p;                                                                                        \
+        int r, j, s;                                                                                     \
+        (void)dt;                                                                                        \
+        _Pragma("GCC unroll 8") for (r = 0; r < mr; r++)                                                 \
+            _Pragma("GCC unroll 4") for (j = 0; j < nr; j++) acc[0][r][j] = acc[1][r][j] = _mm512_setzero_ps(); \
+        for (p = 0; p < ns; p += 2) {                                                                    \
+            _Pragma("GCC unroll 2") for (s = 0; s < 2; s++) {                                            \
+                const size_t q = p + (size_t)s;                                                          \
+                W_T wv[4];                                                                               \
+                _Pragma("GCC unroll 4") for (j = 0; j < nr; j++) wv[j] = LOADW(w, (size_t)j * bstride, q, dt); \
+                _Pragma("GCC unroll 8") for (r = 0; r < mr; r++) {                                       \
+                    const X_T xb = BCAST(xp + q * AMXK__LIN_XS16 + (size_t)r);                           \
+                    _Pragma("GCC unroll 4") for (j = 0; j < nr; j++)                                     \
+                        acc[split ? s : 0][r][j] = OP(acc[split ? s : 0][r][j], wv[j], xb);              \
+                }                                                                                        \
+            }                                                                                            \
+        }                                                                                                \
+        _Pragma("GCC unroll 8") for (r = 0; r < mr; r++)                                                 \
+            _Pragma("GCC unroll 4") for (j = 0; j < nr; j++)                                             \
+                out[r * 4 + j] = split ? _mm512_add_ps(acc[0][r][j], acc[1][r][j]) : acc[0][r][j];       \
+    }
+/* The kernel with constant shapes: prefill tiles (mr <= MR16, nr <= NR16: the accumulators stay in
+   registers) and decode (mr <= 4 rows, 4 weight streams; split chains for mr <= 2). */
+#define AMXK__LIN16_NR(KERNEL, DT, MR, SPLIT)                                                            \
+    switch (nr) {                                                                                        \
+    case 4: KERNEL(xp, ns, w, bs, DT, MR, AMXK__MIN(4, 24 / MR), SPLIT, out); break;                     \
+    case 3: KERNEL(xp, ns, w, bs, DT, MR, 3, SPLIT, out); break;                                         \
+    case 2: KERNEL(xp, ns, w, bs, DT, MR, 2, SPLIT, out); break;                                         \
+    default: KERNEL(xp, ns, w, bs, DT, MR, 1, SPLIT, out); break;                                        \
+    }
+#define AMXK__LIN16_DECODE(KERNEL, DT)                                                                   \
+    switch (mr) {                                                                                        \
+    case 4: AMXK__LIN16_NR(KERNEL, DT, 4, 0) break;                                                      \
+    case 3: AMXK__LIN16_NR(KERNEL, DT, 3, 0) break;                                                      \
+    case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 1) break;                                                      \
+    default: AMXK__LIN16_NR(KERNEL, DT, 1, 1) break;                                                     \
+    }
+#define AMXK__LIN16_PREFILL(KERNEL, DT)                                                                  \
+    switch (mr) {                                                                                        \
+    case 8: AMXK__LIN16_NR(KERNEL, DT, 8, 0) break;                                                      \
+    case 7: AMXK__LIN16_NR(KERNEL, DT, 7, 0) break;                                                      \
+    case 6: AMXK__LIN16_NR(KERNEL, DT, 6, 0) break;                                                      \
+    case 5: AMXK__LIN16_NR(KERNEL, DT, 5, 0) break;                                                      \
+    case 4: AMXK__LIN16_NR(KERNEL, DT, 4, 0) break;                                                      \
+    case 3: AMXK__LIN16_NR(KERNEL, DT, 3, 0) break;                                                      \
+    case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 0) break;                                                      \
+    default: AMXK__LIN16_NR(KERNEL, DT, 1, 0) break;                                                     \
+    }
+/* tiles16's run function: the kernel of one level for a tile (decode or prefill), into out[r * 4 + j] */
+typedef void (*amxk__lin16_run_fn)(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, int decode,
+                                   __m512 *out);
 
 #if AMXK__HAS_AVX512
 AMXK__TARGET_AVX512_BEGIN
@@ -1679,13 +1738,103 @@ AMXK__PRIV void amxk__linear_q_panel__avx512(const amxk__linear_args *a, const f
             for (r = 0; r < m2; r++) amxk__linear_store16__avx512(a, row + (size_t)(r0 + r), b, res[r]);
         }
 }
-/* Rows [m0, m1) x blocks [b0, b1) at the AVX-512 levels (the AVX2 workspace layout): quantized packs
-   on the decode path run the kernels above; everything else the AVX2 kernels. */
+/* ---- the tiles of amxk_linear at 16 lanes: fp32 FMA (every AVX-512 level), vdpbf16ps (AVX512_BF16) ---- */
+
+/* Weight k of the 16 columns of packed block wb (bf16 / fp16 pairs) as f32: one load of pair row k / 2,
+   then a shift or AND (bf16) or the halves of that parity narrowed (vpmovdw) and widened (vcvtph2ps). */
+static inline __attribute__((always_inline)) __m512 amxk__lin_w16__avx512(const uint16_t *wb, amxk_dtype dt, size_t k) {
+    const __m512i v = _mm512_loadu_si512((const void *)(wb + (k / 2) * 32));
+    if (dt == AMXK_DTYPE_BF16) return _mm512_castsi512_ps((k & 1) ? _mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)) : _mm512_slli_epi32(v, 16));
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16((k & 1) ? _mm512_srli_epi32(v, 16) : v));
+}
+#define AMXK__LIN16_LD_F32(w, off, q, dt) _mm512_loadu_ps((const float *)(w) + (off) + (q) * 16)
+#define AMXK__LIN16_LD_PACKED(w, off, q, dt) amxk__lin_w16__avx512((const uint16_t *)(w) + (off), (dt), (q))
+#define AMXK__LIN16_BC_F32(p) _mm512_set1_ps(amxk__bits_f32(*(p)))
+#define AMXK__LIN16_FMA(acc, w, x) _mm512_fmadd_ps((x), (w), (acc))
+/* fp32 FMA tiles: on blocks widened to f32 (wf[k * 16 + lane], prefill) or straight on packed blocks
+   (decode); each output sums x[k] * w[k] in fp32, k increasing (decode with 1-2 rows: even and odd k
+   in two chains, added at the end). */
+AMXK__LIN16_KERNEL(amxk__linear_f32__8x64__avx512, __m512, __m512, AMXK__LIN16_LD_F32, AMXK__LIN16_BC_F32, AMXK__LIN16_FMA)
+AMXK__LIN16_KERNEL(amxk__linear_w16__4x64__avx512, __m512, __m512, AMXK__LIN16_LD_PACKED, AMXK__LIN16_BC_F32, AMXK__LIN16_FMA)
+AMXK__PRIV void amxk__linear_run16__avx512(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, int decode,
+                                           __m512 *out) {
+    (void)dt; /* decode: bf16 packs only (fp16 packs run the AVX2 kernels, amxk__linear_block__avx512) */
+    if (!decode) {
+        AMXK__LIN16_PREFILL(amxk__linear_f32__8x64__avx512, AMXK_DTYPE_F32)
+    } else {
+        AMXK__LIN16_DECODE(amxk__linear_w16__4x64__avx512, AMXK_DTYPE_BF16)
+    }
+}
+
+/* The tiles of rows [m0, m1) x blocks [b0, b1) with a level's run function: x rows as unit-major panels
+   of MR16 rows (pairs: bf16 pairs for vdpbf16ps, x bf16; else f32 units, x converted once per task).
+   Decode (at most 4 rows, 16-bit packs): 4 blocks (weight streams) at a time straight from the pack.
+   Prefill: per group of NR16 blocks, the group's weights (the packed blocks for vdpbf16ps on a bf16
+   pack; else blocks dequantized (quantized packs) or widened once per task: to bf16 pairs for
+   vdpbf16ps - amxk__q_block_16__avx2, one more rounding, as on AMX - or to f32), then every panel's
+   tile over all of K (the group stays in L2 across the panels; on Zen 4, k-chunking it for L1 measured
+   slower). ws: amxk__linear_ws__avx512's layout. */
+AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws, int pairs,
+                                             amxk__lin16_run_fn run) {
+    const size_t units = pairs ? a->kp / 2 : a->kp, panel = (size_t)AMXK__LIN_XS16 * units, bs = (size_t)AMXK__LIN_NB * a->kp;
+    const size_t wbs = pairs ? bs : 2 * bs; /* 16-bit elements per staged block */
+    const int decode = m1 - m0 <= 4 && !a->q, nr_max = decode ? 4 : AMXK__LIN_NR16, mr_max = decode ? 4 : AMXK__LIN_MR16;
+    const size_t n_panels = AMXK__CEIL_DIV(m1 - m0, (size_t)mr_max);
+    uint32_t *xp = (uint32_t *)ws;
+    float *xrow = (float *)(ws + AMXK__ROUND_UP(AMXK__CEIL_DIV(a->plan->mc, (size_t)AMXK__LIN_MR16) * panel * 4, (size_t)AMXK_ALIGN));
+    uint16_t *wq = (uint16_t *)(xrow + (size_t)AMXK__LIN_MR16 * a->kp); /* NR16 staged blocks, then an f32 scratch block */
+    float *wf = (float *)(wq + (size_t)AMXK__LIN_NR16 * 2 * bs);
+    __m512 out[8 * 4];
+    size_t i, b, pi, kk;
+    int r, j;
+    for (pi = 0; pi < n_panels; pi++) {
+        const size_t row = m0 + pi * (size_t)mr_max;
+        const int mr = (int)AMXK__MIN((size_t)mr_max, m1 - row);
+        if (pairs) {
+            amxk__xpanel32__avx512((const uint16_t *)a->x + row * a->ldx, a->ldx * 2, a->k * 2, units, mr, xp + pi * panel);
+            continue;
+        }
+        for (r = 0; r < mr; r++) /* f32 rows, zero past K */
+            for (kk = 0; kk < a->kp; kk += 16) {
+                const __mmask16 km = (__mmask16)(kk >= a->k ? 0u : a->k - kk >= 16 ? 0xffffu : (1u << (a->k - kk)) - 1u);
+                _mm512_storeu_ps(xrow + (size_t)r * a->kp + kk, amxk__vload__avx512((const uint16_t *)a->x + (row + (size_t)r) * a->ldx + kk, a->dt, km));
+            }
+        amxk__xpanel32__avx512(xrow, a->kp * 4, a->k * 4, units, mr, xp + pi * panel);
+    }
+    for (b = b0; b < b1; b += (size_t)nr_max) {
+        const int nr = (int)AMXK__MIN((size_t)nr_max, b1 - b);
+        const void *w = a->w + b * bs;
+        if (!decode && (a->q || !pairs)) { /* stage the group's blocks */
+            for (j = 0; j < nr; j++) {
+                if (pairs) amxk__q_block_16__avx2(a->q, b + (size_t)j, AMXK_DTYPE_BF16, wf, wq + (size_t)j * wbs);
+                else if (a->q) amxk__q_block_f32__avx2(a->q, b + (size_t)j, (float *)(wq + (size_t)j * wbs));
+                else amxk__linear_widen__avx2(a->w + (b + (size_t)j) * bs, a->dt, a->kp, (float *)(wq + (size_t)j * wbs));
+            }
+            w = wq;
+        }
+        for (pi = 0, i = m0; i < m1; pi++, i += (size_t)mr_max) {
+            const int mr = (int)AMXK__MIN((size_t)mr_max, m1 - i);
+            run(xp + pi * panel, units, w, w == (const void *)wq ? (pairs ? wbs : wbs / 2) : bs, a->dt, mr, nr, decode, out);
+            for (r = 0; r < mr; r++)
+                for (j = 0; j < nr; j++) amxk__linear_store16__avx512(a, i + (size_t)r, b + (size_t)j, out[r * 4 + j]);
+        }
+    }
+}
+
+/* Rows [m0, m1) x blocks [b0, b1) at the AVX-512 levels: quantized packs on the decode path (M <
+   AMXK__LIN_WIDE_M, whole-row groups) run the decode kernels above (the AVX2 workspace layout:
+   f32 panel, then group sums and x rows); fp16 packs the AVX2 kernels (on Zen 4 the 16-lane fp16
+   tiles measured slower at M <= 16: 12.7 vs 16.4 GB/s at M = 1, 65 vs 79 GFLOP/s at M = 16; +10% at
+   M = 256); everything else the fp32 FMA tiles. */
 AMXK__PRIV void amxk__linear_block__avx512(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     float *xf = (float *)ws, *xs = (float *)(ws + a->plan->ws_a);
     size_t i;
-    if (!a->q || a->plan->wide) {
+    if (!a->q && a->dt == AMXK_DTYPE_F16) {
         amxk__linear_block__avx2(a, m0, m1, b0, b1, ws);
+        return;
+    }
+    if (!a->q || a->plan->wide) {
+        amxk__linear_tiles16__avx512(a, m0, m1, b0, b1, ws, 0, amxk__linear_run16__avx512);
         return;
     }
     for (i = m0; i < m1; i += AMXK__LIN_MR) {
@@ -1697,87 +1846,22 @@ AMXK__PRIV void amxk__linear_block__avx512(const amxk__linear_args *a, size_t m0
 AMXK__TARGET_END
 
 AMXK__TARGET_AVX512BF16_BEGIN
-/* mr x nr 16-column blocks of y (mr <= 8, nr <= 4; compile-time constants at the call sites) over all
-   np pair rows: per pair row, nr packed 64-byte rows (16 columns x one (k even, k odd) pair each: the
-   vdpbf16ps operand as packed) against mr broadcast x pairs (xp: a pair-major panel). Each output
-   accumulates in fp32 from zero, pair rows in increasing order, each pair as vdpbf16ps does (odd k,
-   then even k, one fma rounding each; bf16 subnormal inputs read as zero, subnormal results flushed).
-   split: even and odd pair rows in separate accumulators, added at the end (decode: more independent
-   chains). pf: bytes to prefetch ahead in each weight stream (0: none). out[r * 4 + j]. */
-static inline __attribute__((always_inline)) void amxk__linear_bf16__8x64__avx512bf16(const uint32_t *xp, size_t np, const uint16_t *w,
-                                                                                     size_t bstride, int mr, int nr, int split, size_t pf,
-                                                                                     __m512 *out) {
-    __m512 acc[2][8][4];
-    size_t p;
-    int r, j, s;
-#pragma GCC unroll 8
-    for (r = 0; r < mr; r++)
-#pragma GCC unroll 4
-        for (j = 0; j < nr; j++) acc[0][r][j] = acc[1][r][j] = _mm512_setzero_ps();
-    for (p = 0; p < np; p += 2) {
-#pragma GCC unroll 2
-        for (s = 0; s < 2; s++) {
-            const size_t q = p + (size_t)s;
-            __m512i wv[4];
-#pragma GCC unroll 4
-            for (j = 0; j < nr; j++) {
-                wv[j] = _mm512_loadu_si512((const void *)(w + (size_t)j * bstride + q * 32));
-                if (pf) _mm_prefetch((const char *)(w + (size_t)j * bstride + q * 32) + pf, _MM_HINT_T0);
-            }
-#pragma GCC unroll 8
-            for (r = 0; r < mr; r++) {
-                const __m512i xb = _mm512_set1_epi32((int)xp[q * AMXK__LIN_XS16 + (size_t)r]);
-#pragma GCC unroll 4
-                for (j = 0; j < nr; j++) acc[split ? s : 0][r][j] = AMXK__DPBF16(acc[split ? s : 0][r][j], wv[j], xb);
-            }
-        }
-    }
-#pragma GCC unroll 8
-    for (r = 0; r < mr; r++)
-#pragma GCC unroll 4
-        for (j = 0; j < nr; j++) out[r * 4 + j] = split ? _mm512_add_ps(acc[0][r][j], acc[1][r][j]) : acc[0][r][j];
-}
-
-/* One tile through the kernel above with constant shape, then the epilogue: prefill (mr <= MR16 rows,
-   nr <= NR16 blocks) or decode (mr <= 4 rows, up to 4 weight streams, split chains for mr <= 2). */
-AMXK__PRIV void amxk__linear_bf16_tile__avx512bf16(const amxk__linear_args *a, const uint32_t *xp, size_t row, int mr, size_t b, int nr,
-                                                   const uint16_t *w, int decode) {
-    const size_t bs = (size_t)AMXK__LIN_NB * a->kp, np = a->kp / 2;
-    __m512 out[8 * 4];
-    int r, j;
-#define AMXK__BF16_NR(MR, SPLIT, PF)                                                                 \
-    switch (nr) {                                                                                    \
-    case 4: amxk__linear_bf16__8x64__avx512bf16(xp, np, w, bs, MR, AMXK__MIN(4, 24 / MR), SPLIT, PF, out); break; \
-    case 3: amxk__linear_bf16__8x64__avx512bf16(xp, np, w, bs, MR, 3, SPLIT, PF, out); break;         \
-    case 2: amxk__linear_bf16__8x64__avx512bf16(xp, np, w, bs, MR, 2, SPLIT, PF, out); break;         \
-    default: amxk__linear_bf16__8x64__avx512bf16(xp, np, w, bs, MR, 1, SPLIT, PF, out); break;        \
-    }
+/* vdpbf16ps tiles straight on the packed pairs (or bf16-dequantized blocks): each output accumulates in
+   fp32, pair rows in increasing order, each pair as vdpbf16ps does (odd k, then even k, one fma
+   rounding each; bf16 subnormal inputs read as zero, subnormal results flushed). Decode: no software
+   prefetch (measured on Zen 4: 4 plain streams ran at the `stream` bandwidth; prefetching 512-2048
+   bytes ahead slowed them). */
+#define AMXK__LIN16_LD_PAIRS(w, off, q, dt) _mm512_loadu_si512((const void *)((const uint16_t *)(w) + (off) + (q) * 32))
+#define AMXK__LIN16_BC_U32(p) _mm512_set1_epi32((int)*(p))
+AMXK__LIN16_KERNEL(amxk__linear_bf16__8x64__avx512bf16, __m512i, __m512i, AMXK__LIN16_LD_PAIRS, AMXK__LIN16_BC_U32, AMXK__DPBF16)
+AMXK__PRIV void amxk__linear_run16__avx512bf16(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr,
+                                               int decode, __m512 *out) {
+    (void)dt;
     if (decode) {
-        switch (mr) {
-        case 4: AMXK__BF16_NR(4, 0, AMXK__LIN_PREFETCH16) break;
-        case 3: AMXK__BF16_NR(3, 0, AMXK__LIN_PREFETCH16) break;
-        case 2: AMXK__BF16_NR(2, 1, AMXK__LIN_PREFETCH16) break;
-        default: AMXK__BF16_NR(1, 1, AMXK__LIN_PREFETCH16) break;
-        }
+        AMXK__LIN16_DECODE(amxk__linear_bf16__8x64__avx512bf16, AMXK_DTYPE_BF16)
     } else {
-        switch (mr) {
-#if AMXK__LIN_MR16 >= 8
-        case 8: AMXK__BF16_NR(8, 0, 0) break;
-#endif
-#if AMXK__LIN_MR16 >= 7
-        case 7: AMXK__BF16_NR(7, 0, 0) break;
-#endif
-        case 6: AMXK__BF16_NR(6, 0, 0) break;
-        case 5: AMXK__BF16_NR(5, 0, 0) break;
-        case 4: AMXK__BF16_NR(4, 0, 0) break;
-        case 3: AMXK__BF16_NR(3, 0, 0) break;
-        case 2: AMXK__BF16_NR(2, 0, 0) break;
-        default: AMXK__BF16_NR(1, 0, 0) break;
-        }
+        AMXK__LIN16_PREFILL(amxk__linear_bf16__8x64__avx512bf16, AMXK_DTYPE_BF16)
     }
-#undef AMXK__BF16_NR
-    for (r = 0; r < mr; r++)
-        for (j = 0; j < nr; j++) amxk__linear_store16__avx512(a, row + (size_t)r, b + (size_t)j, out[r * 4 + j]);
 }
 
 /* ---- int4 packs with bf16 x, decode (w4a16): vdpbf16ps on fields turned into bf16 ---- */
@@ -1879,46 +1963,14 @@ AMXK__PRIV void amxk__linear_q4_block__avx512bf16(const amxk__linear_args *a, si
     }
 }
 
-/* Rows [m0, m1) x blocks [b0, b1) with bf16 x on vdpbf16ps. ws: the task's x rows as unit-major
-   panels of MR16 rows (amxk__xpanel32__avx512), then (quantized packs) NR16 dequantized blocks and an
-   f32 scratch block. bf16 packs: the packed blocks straight. Decode (at most 4 rows): 4 blocks
-   (weight streams) at a time. Prefill: per group of NR16 blocks, every panel's tile over all of K (the
-   group's blocks stay in L2 across the panels; measured on Zen 4, k-chunking them for L1 was slower).
-   Quantized packs on the wide path (M >= AMXK__LIN_WIDE_M, or groups the decode kernels do not take):
-   each block of the group dequantized once per task to bf16 pairs (amxk__q_block_16__avx2: s * (q - z)
-   rounded to f32, then to bf16: one more rounding than the AVX2 path, as on AMX), then the same tiles.
-   Other x dtypes and the quantized decode path: amxk__linear_block__avx512. */
+/* Rows [m0, m1) x blocks [b0, b1) at the AVX512_BF16 level: bf16 x on the vdpbf16ps tiles (bf16 packs
+   straight; quantized packs on the wide path dequantized to bf16 once per task), int4 packs with bf16
+   x on the decode path through amxk__linear_q4_block__avx512bf16; fp16 x and the other quantized
+   decode cases: amxk__linear_block__avx512. */
 AMXK__PRIV void amxk__linear_block__avx512bf16(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
-    const size_t panel = (size_t)AMXK__LIN_XS16 * (a->kp / 2), mrows = m1 - m0, bs = (size_t)AMXK__LIN_NB * a->kp;
-    const int decode = mrows <= 4 && !a->q, nr_max = decode ? 4 : AMXK__LIN_NR16, mr_max = decode ? 4 : AMXK__LIN_MR16;
-    const size_t xbytes = AMXK__ROUND_UP(AMXK__CEIL_DIV(mrows, (size_t)mr_max) * panel * 4, (size_t)AMXK_ALIGN);
-    uint32_t *xp = (uint32_t *)ws;
-    uint16_t *wq = (uint16_t *)(ws + xbytes);           /* quantized packs: NR16 bf16 blocks ... */
-    float *wf = (float *)(ws + xbytes + AMXK__LIN_NR16 * bs * 2); /* ... and an f32 block */
-    size_t i, b;
-    int j;
-    if (a->q && !a->plan->wide && a->dt == AMXK_DTYPE_BF16 && a->q->bits == 4) {
-        amxk__linear_q4_block__avx512bf16(a, m0, m1, b0, b1, ws);
-        return;
-    }
-    if (a->dt != AMXK_DTYPE_BF16 || (a->q && !a->plan->wide)) {
-        amxk__linear_block__avx512(a, m0, m1, b0, b1, ws);
-        return;
-    }
-    for (i = m0; i < m1; i += (size_t)mr_max)
-        amxk__xpanel32__avx512((const uint16_t *)a->x + i * a->ldx, a->ldx * 2, a->k * 2, a->kp / 2, (int)AMXK__MIN((size_t)mr_max, m1 - i),
-                               xp + (i - m0) / (size_t)mr_max * panel);
-    for (b = b0; b < b1; b += (size_t)nr_max) {
-        const int nr = (int)AMXK__MIN((size_t)nr_max, b1 - b);
-        const uint16_t *w = a->w + b * bs;
-        if (a->q) {
-            for (j = 0; j < nr; j++) amxk__q_block_16__avx2(a->q, b + (size_t)j, AMXK_DTYPE_BF16, wf, wq + (size_t)j * bs);
-            w = wq;
-        }
-        for (i = m0; i < m1; i += (size_t)mr_max)
-            amxk__linear_bf16_tile__avx512bf16(a, xp + (i - m0) / (size_t)mr_max * panel, i, (int)AMXK__MIN((size_t)mr_max, m1 - i), b, nr, w,
-                                               decode);
-    }
+    if (a->q && !a->plan->wide && a->dt == AMXK_DTYPE_BF16 && a->q->bits == 4) amxk__linear_q4_block__avx512bf16(a, m0, m1, b0, b1, ws);
+    else if (a->dt != AMXK_DTYPE_BF16 || (a->q && !a->plan->wide)) amxk__linear_block__avx512(a, m0, m1, b0, b1, ws);
+    else amxk__linear_tiles16__avx512(a, m0, m1, b0, b1, ws, 1, amxk__linear_run16__avx512bf16);
 }
 AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX512 */
@@ -2398,13 +2450,13 @@ AMXK__PRIV void amxk__linear_ws__avx2(amxk__linear_plan *p, size_t m, size_t kp,
 }
 #endif
 #if AMXK__HAS_AVX512
-/* The AVX2 workspace (fp16 x and the quantized decode run the AVX2 layout), grown if needed to hold
-   the bf16 kernels' x panels (8 x Kp / 2 uint32 per panel) and, quantized packs on the wide path,
-   NR16 bf16 blocks and an f32 block (amxk__linear_block__avx512bf16). */
-AMXK__PRIV void amxk__linear_ws__avx512bf16(amxk__linear_plan *p, size_t m, size_t kp, int quant) {
-    size_t need = AMXK__ROUND_UP(AMXK__CEIL_DIV(p->mc, (size_t)AMXK__LIN_MR16) * AMXK__LIN_XS16 * (kp / 2) * 4, (size_t)AMXK_ALIGN);
+/* The AVX-512 levels: the AVX2 layout (the quantized decode path uses it), grown if needed to hold
+   amxk__linear_tiles16__avx512's: x panels (ceil(mc / MR16) x 8 x Kp 32-bit units), MR16 f32 x rows,
+   NR16 staged blocks (f32, or bf16 pairs) and an f32 scratch block. */
+AMXK__PRIV void amxk__linear_ws__avx512(amxk__linear_plan *p, size_t m, size_t kp, int quant) {
+    const size_t need = AMXK__ROUND_UP(AMXK__CEIL_DIV(p->mc, (size_t)AMXK__LIN_MR16) * AMXK__LIN_XS16 * kp * 4, (size_t)AMXK_ALIGN) +
+                        (size_t)AMXK__LIN_MR16 * kp * 4 + (size_t)AMXK__LIN_NR16 * AMXK__LIN_NB * kp * 4 + (size_t)AMXK__LIN_NB * kp * 4;
     amxk__linear_ws__avx2(p, m, kp, quant);
-    if (quant && p->wide) need += (size_t)AMXK__LIN_NR16 * AMXK__LIN_NB * kp * 2 + (size_t)AMXK__LIN_NB * kp * 4;
     if (p->ws_a + p->ws_w < need) p->ws_w = AMXK__ROUND_UP(need - p->ws_a, (size_t)AMXK_ALIGN);
 }
 #endif
@@ -2439,13 +2491,13 @@ static const amxk__pack_kernels amxk__pack_kernels_avx2 = {
 #endif
 #if AMXK__HAS_AVX512
 static const amxk__pack_kernels amxk__pack_kernels_avx512 = {
-    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx2,
+    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx2,
     amxk__actq_group__avx512, amxk__q_block_16__avx2};
 static const amxk__pack_kernels amxk__pack_kernels_avx512vnni = {
-    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx512vnni,
+    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx512vnni,
     amxk__actq_group__avx512, amxk__q_block_16__avx2};
 static const amxk__pack_kernels amxk__pack_kernels_avx512bf16 = {
-    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512bf16, amxk__linear_block__avx512bf16, NULL,
+    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512bf16, NULL,
     amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx2};
 #endif
 #if AMXK__HAS_AMX
