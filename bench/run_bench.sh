@@ -49,6 +49,10 @@ for t in 1 "$threads"; do
         cases+=("$bin linear --m 256 --n 4096 --k 4096 --dtype int8 --group 128 --act int8 --out bf16 --threads $t --reps 3")
     fi
 done
+# oneDNN's best dtype for the bf16 cases: bf16 where the CPU has AVX512_BF16 (brgemm on vdpbf16ps; it
+# has no bf16 path on AVX2), else f32
+pdt=f32
+grep -qw avx512_bf16 /proc/cpuinfo 2>/dev/null && pdt=bf16
 if [ -x "$peer" ]; then
     for t in 1 "$threads"; do
         for d in f32 bf16 s8; do
@@ -56,11 +60,12 @@ if [ -x "$peer" ]; then
         done
         for m in 16 64 256 1024; do
             r=$((m >= 256 ? 3 : 10))
-            cases+=("$peer linear --m $m --n 4096 --k 4096 --dtype f32 --threads $t --reps $r")
+            cases+=("$peer linear --m $m --n 4096 --k 4096 --dtype $pdt --threads $t --reps $r")
         done
         cases+=("$peer linear --m 256 --n 4096 --k 4096 --dtype s8 --threads $t --reps 3")
         cases+=("$peer linear --m 256 --n 4096 --k 4096 --dtype s8 --threads $t --reps 3 --s8-range 8")
-        cases+=("$peer linear --m 1 --n 151936 --k 2048 --dtype f32 --threads $t --reps 5")
+        cases+=("$peer linear --m 1 --n 151936 --k 2048 --dtype $pdt --threads $t --reps 5")
+        cases+=("$peer linear --m 1 --n 4096 --k 4096 --dtype s8 --threads $t --rotate-mb $rot --s8-range 8")
     done
 else
     echo "note: $peer not built (install libdnnl-dev for the oneDNN comparison)"
