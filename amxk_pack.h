@@ -2034,18 +2034,29 @@ AMXK__TARGET_AVX512VNNI_BEGIN
 #endif
 #define AMXK__Q8V_DNB 4    /* decode tile (<= 4 rows): blocks streamed at once */
 #define AMXK__Q8V_TAB 2048 /* per-task table of x sums and x scales: (row, group) entries */
+#ifndef AMXK__Q8V_P
 #define AMXK__Q8V_P 24     /* prefill panel: rows (a multiple of MR) ... */
+#endif
 #define AMXK__Q8V_NC 16    /* ... x blocks, accumulated in f32 on the stack (24 KiB) */
 #ifndef AMXK__Q8V_KC
-#define AMXK__Q8V_KC 256   /* prefill k step (whole weight groups, at least one) */
+#define AMXK__Q8V_KC 1024  /* prefill k step in columns (a multiple of 64; x panels: P x KC bytes on the stack) */
+#endif
+#ifndef AMXK__Q8V_PFN
+#define AMXK__Q8V_PFN 1 /* prefill: the first row tile of a k step prefetches the next blocks' weights of that step */
+#endif
+#ifndef AMXK__Q8V_PF
+#define AMXK__Q8V_PF(bits) ((size_t)AMXK__Q_PREFETCH) /* decode: software prefetch distance in packed bytes (0: none) */
 #endif
 /* acc = vpdpbusd(acc, u (unsigned bytes), x (signed bytes)). GCC 12 copies the accumulator to
    another register and back around each intrinsic call in these loops (several moves per
    vpdpbusd); the asm form keeps it in place. Same instruction either way. */
 #if defined(AMXK_AVX512_EMULATE) || !defined(__GNUC__)
 #  define AMXK__DPBUSD512(acc, u, x) ((acc) = _mm512_dpbusd_epi32((acc), (u), (x)))
+#  define AMXK__DPBUSD512B(acc, u, p) ((acc) = _mm512_dpbusd_epi32((acc), (u), _mm512_set1_epi32(*(const int32_t *)(const void *)(p))))
 #else
 #  define AMXK__DPBUSD512(acc, u, x) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(x))
+/* the same with x a 32-bit unit in memory, broadcast by the load (embedded broadcast: no shuffle uop) */
+#  define AMXK__DPBUSD512B(acc, u, p) __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*(const uint32_t *)(p)))
 #endif
 
 /* Group g's 16 grid entries (scales or zeros) of block b, 0 past N (int packs: bn == 1, group-major). */
@@ -2056,32 +2067,37 @@ static inline __attribute__((always_inline)) __m512 amxk__q_grid16__avx512vnni(c
     return _mm512_maskz_loadu_ps((__mmask16)((1u << (v->n - n0)) - 1u), p);
 }
 
-/* mr rows x nb 16-column blocks (b .. b+nb-1), weight groups [g0, g1). One 64-byte row of a packed
-   block is 16 columns x 4 k (int8), x 8 k (int4: 4 k per nibble) or x 16 k (int2): one zmm.
+/* mr rows x nb 16-column blocks (b .. b+nb-1), the 64-byte rows [q0, q1) of the packed blocks (k
+   [q0 * span, q1 * span)). One 64-byte row of a packed block is 16 columns x 4 k (int8), x 8 k (int4:
+   4 k per nibble) or x 16 k (int2): one zmm, span k.
    vpdpbusd takes the weights as its unsigned operand, u = w + 128 (int8: XOR 0x80), u = q + 2^(b-1)
    (symmetric int4 / int2: XOR of each field's top bit) or u = q (asymmetric), a field extracted by a
    shift and an AND, and the 4 x int8 of x as its signed operand (a 32-bit broadcast). Per weight
    group the int32 lane sums wrap, so t = sum u x - 2^(b-1) sum x (the sums start from the second
-   term) is exact in int32 (the true sum fits); asymmetric: t = sum u x - z sum x in f32 (fnmadd), as the AVX2 kernel. acc += (sx * sw) * t
-   in f32. macc 0: acc in registers, from 0 over every group, then stored to y (g0 = 0, g1 = nbk);
+   term) is exact in int32 (the true sum fits); asymmetric: t = sum u x - z sum x in f32 (fnmadd), as
+   the AVX2 kernel. acc += (sx * sw) * t in f32, once per group. A group that [q0, q1) cuts keeps its
+   int32 sums in accs (same layout as accm) between calls, so every group's t is the same whatever the
+   k steps. macc 0: acc in registers, from 0 over every group, then stored to y (q0 = 0, q1 = K / span);
    macc 1: acc in memory, accm[r * AMXK__Q8V_LDA + 16 j] (a k-blocked panel, stored by the caller).
+   x: xp NULL: the rows of x (a->xq); else a unit-major panel of 8 rows from k = q0 * span
+   (amxk__xpanel32__avx512), read by embedded-broadcast vpdpbusd.
    xsum / sxt: the table rows of `row` (x sums and x scales per group, stride nbk). mr, nb, bits,
-   macc: compile-time constants at the call site (always_inline). Each weight stream is prefetched
-   AMXK__Q_PREFETCH bytes ahead. */
+   macc: compile-time constants at the call site (always_inline). pf: each weight stream is
+   prefetched pf bytes ahead (0: none). */
 #define AMXK__Q8V_LDA (AMXK__Q8V_NC * AMXK__LIN_NB)
 static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
                                                                                    int nb, int bits, const int32_t *xsum,
-                                                                                   const float *sxt, size_t g0, size_t g1, int macc,
-                                                                                   float *accm) {
+                                                                                   const float *sxt, size_t q0, size_t q1, int macc,
+                                                                                   float *accm, int32_t *accs, const uint32_t *xp,
+                                                                                   size_t pf) {
     const amxk__qview *v = a->w;
-    const size_t nbk = v->nbk, per = (size_t)(8 / bits), span = 4 * per;
+    const size_t nbk = v->nbk, per = (size_t)(8 / bits), span = 4 * per, gq = v->bk / span;
     const int sym = bits == 8 || !v->asym;
     const __m512i fmask = _mm512_set1_epi8((char)((1 << bits) - 1));
     const __m512i flip = _mm512_set1_epi8((char)(bits == 8 ? 0x80 : bits == 4 ? 0x88 : 0xaa)); /* every field's top bit */
     const uint8_t *wb[AMXK__Q8V_DNB];
     const int8_t *xr[AMXK__Q8V_MR];
     __m512 acc[AMXK__Q8V_MR][AMXK__Q8V_DNB];
-    float out[AMXK__LIN_NB];
     size_t g, rg, f;
     int r, j;
 #pragma GCC unroll 4
@@ -2092,22 +2108,29 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512v
 #pragma GCC unroll 4
         for (j = 0; j < nb; j++) acc[r][j] = _mm512_setzero_ps();
     }
-    for (g = g0; g < g1; g++) {
-        const size_t rg0 = g * v->bk / span, rg1 = (g + 1) * v->bk / span;
+    for (g = q0 / gq; g * gq < q1; g++) {
+        const size_t ra = AMXK__MAX(q0, g * gq), rb = AMXK__MIN(q1, (g + 1) * gq);
         __m512i s[AMXK__Q8V_MR][AMXK__Q8V_DNB];
+        if (!macc || ra == g * gq) { /* macc 0: every group whole */
 #pragma GCC unroll 8
-        for (r = 0; r < mr; r++) { /* symmetric: start from -2^(b-1) sum x (the offset of u) */
-            const __m512i s0 = sym ? _mm512_slli_epi32(_mm512_set1_epi32(-xsum[(size_t)r * nbk + g]), (unsigned)(bits - 1))
-                                   : _mm512_setzero_si512();
+            for (r = 0; r < mr; r++) { /* symmetric: start from -2^(b-1) sum x (the offset of u) */
+                const __m512i s0 = sym ? _mm512_slli_epi32(_mm512_set1_epi32(-xsum[(size_t)r * nbk + g]), (unsigned)(bits - 1))
+                                       : _mm512_setzero_si512();
 #pragma GCC unroll 4
-            for (j = 0; j < nb; j++) s[r][j] = s0;
+                for (j = 0; j < nb; j++) s[r][j] = s0;
+            }
+        } else {
+#pragma GCC unroll 8
+            for (r = 0; r < mr; r++)
+#pragma GCC unroll 4
+                for (j = 0; j < nb; j++) s[r][j] = _mm512_loadu_si512((const void *)(accs + (size_t)r * AMXK__Q8V_LDA + (size_t)j * AMXK__LIN_NB));
         }
-        for (rg = rg0; rg < rg1; rg++) {
+        for (rg = ra; rg < rb; rg++) {
             __m512i w[AMXK__Q8V_DNB];
 #pragma GCC unroll 4
             for (j = 0; j < nb; j++) {
                 w[j] = _mm512_loadu_si512((const void *)(wb[j] + rg * 64));
-                _mm_prefetch((const char *)(wb[j] + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
+                if (pf) _mm_prefetch((const char *)(wb[j] + rg * 64 + pf), _MM_HINT_T0);
                 if (sym) w[j] = _mm512_xor_si512(w[j], flip);
             }
 #pragma GCC unroll 4
@@ -2117,16 +2140,31 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512v
                 for (j = 0; j < nb; j++)
                     u[j] = bits == 8 ? w[j] : f == 0 ? _mm512_and_si512(w[j], fmask)
                                                      : _mm512_and_si512(_mm512_srli_epi16(w[j], (unsigned)(f * (size_t)bits)), fmask);
+                if (xp) {
+                    const uint32_t *xu = xp + ((rg - q0) * per + f) * 8;
 #pragma GCC unroll 8
-                for (r = 0; r < mr; r++) {
-                    int32_t x4;
-                    __m512i xb;
-                    memcpy(&x4, xr[r] + rg * span + 4 * f, 4);
-                    xb = _mm512_set1_epi32(x4);
+                    for (r = 0; r < mr; r++)
 #pragma GCC unroll 4
-                    for (j = 0; j < nb; j++) AMXK__DPBUSD512(s[r][j], u[j], xb);
+                        for (j = 0; j < nb; j++) AMXK__DPBUSD512B(s[r][j], u[j], xu + r);
+                } else {
+#pragma GCC unroll 8
+                    for (r = 0; r < mr; r++) {
+                        int32_t x4;
+                        __m512i xb;
+                        memcpy(&x4, xr[r] + rg * span + 4 * f, 4);
+                        xb = _mm512_set1_epi32(x4);
+#pragma GCC unroll 4
+                        for (j = 0; j < nb; j++) AMXK__DPBUSD512(s[r][j], u[j], xb);
+                    }
                 }
             }
+        }
+        if (macc && rb < (g + 1) * gq) { /* the group goes on in the next k step */
+#pragma GCC unroll 8
+            for (r = 0; r < mr; r++)
+#pragma GCC unroll 4
+                for (j = 0; j < nb; j++) _mm512_storeu_si512((void *)(accs + (size_t)r * AMXK__Q8V_LDA + (size_t)j * AMXK__LIN_NB), s[r][j]);
+            continue;
         }
         {
             __m512 sw[AMXK__Q8V_DNB], zw[AMXK__Q8V_DNB];
@@ -2152,10 +2190,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512v
     }
     if (!macc)
         for (r = 0; r < mr; r++)
-            for (j = 0; j < nb; j++) {
-                _mm512_storeu_ps(out, acc[r][j]);
-                amxk__q8_store(a, row + (size_t)r, b + (size_t)j, out);
-            }
+            for (j = 0; j < nb; j++) amxk__linear_store16__avx512(a, row + (size_t)r, b + (size_t)j, acc[r][j]);
 }
 
 /* x sums (vpdpbusd on ones) and x scales of rows [r0, r1), every group: tab[(r - r0) * nbk + g]. */
@@ -2183,40 +2218,51 @@ AMXK__PRIV void amxk__q8_xtab__avx512vnni(const amxk__q8_args *a, size_t r0, siz
 }
 
 /* The tiles of one bit width over rows [c0, c1) (the table's rows) x blocks [b0, b1). Panels of up to
-   AMXK__Q8V_P rows (a multiple of MR) x AMXK__Q8V_NC blocks accumulate in accm (f32, k-blocked: weight
-   groups AMXK__Q8V_KC columns at a time, so that the x rows and the weight slices of one k step stay
-   in L1 while MR x NB tiles sweep them), then go to y; the last c1 - c0 < MR rows (and decode) run
-   1-4 row x 4 block tiles with register accumulators (four weight streams at once). */
+   AMXK__Q8V_P rows (a multiple of MR) x AMXK__Q8V_NC blocks accumulate in accm (f32, k-blocked:
+   AMXK__Q8V_KC columns at a time; the x rows of one k step go to unit-major panels in xpb, 8 rows per
+   tile, which stay in L1 while MR x NB tiles sweep them; groups cut by a k step keep their int32 sums
+   in accs), then go to y; the last c1 - c0 < MR rows (and decode) run 1-4 row x 4 block tiles with
+   register accumulators (four weight streams at once). */
 #define AMXK__Q8V_TILES(BITS)                                                                                      \
     AMXK__PRIV void amxk__linear_q8_tiles##BITS##__avx512vnni(const amxk__q8_args *a, size_t c0, size_t c1, size_t b0, size_t b1, \
-                                                             const int32_t *xsum, const float *sxt, float *accm) {   \
-        const size_t nbk = a->w->nbk, bk = a->w->bk, gpc = AMXK__MAX((size_t)1, (size_t)AMXK__Q8V_KC / bk);        \
+                                                             const int32_t *xsum, const float *sxt, float *accm,     \
+                                                             int32_t *accs, uint32_t *xpb) {                         \
+        const size_t nbk = a->w->nbk, span = (size_t)(32 / (BITS)), nq = a->w->k / span;                          \
+        const size_t kq = AMXK__MAX((size_t)1, (size_t)AMXK__Q8V_KC / span);                                      \
         const size_t cm = c0 + (c1 - c0) / AMXK__Q8V_MR * AMXK__Q8V_MR;                                           \
-        size_t i, b, p0, p1, q0, q1, g0, g1;                                                                       \
+        size_t i, b, p0, p1, q0, q1, k0, k1;                                                                       \
         for (q0 = b0; q0 < b1 && cm > c0; q0 = q1) {                                                               \
             q1 = AMXK__MIN(b1, q0 + AMXK__Q8V_NC);                                                                 \
             for (p0 = c0; p0 < cm; p0 = p1) {                                                                      \
                 p1 = AMXK__MIN(cm, p0 + AMXK__Q8V_P);                                                              \
                 memset(accm, 0, (p1 - p0) * AMXK__Q8V_LDA * sizeof(float));                                        \
-                for (g0 = 0; g0 < nbk; g0 = g1) {                                                                  \
-                    g1 = AMXK__MIN(nbk, g0 + gpc);                                                                 \
+                for (k0 = 0; k0 < nq; k0 = k1) {                                                                   \
+                    const size_t nu = ((k1 = AMXK__MIN(nq, k0 + kq)) - k0) * span / 4; /* x units per row */       \
+                    for (i = p0; i < p1; i += AMXK__Q8V_MR)                                                        \
+                        amxk__xpanel32__avx512(a->xq + i * a->ldq + k0 * span, a->ldq, nu * 4, nu, AMXK__Q8V_MR,   \
+                                               xpb + (i - p0) * nu);                                               \
                     for (b = q0; b < q1; b += AMXK__Q8V_NB)                                                        \
                         for (i = p0; i < p1; i += AMXK__Q8V_MR) {                                                  \
                             const int32_t *xt = xsum + (i - c0) * nbk;                                             \
                             const float *st = sxt + (i - c0) * nbk;                                                \
-                            float *am = accm + (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB;                 \
+                            const size_t o = (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB;                   \
+                            const uint32_t *xp = xpb + (i - p0) * nu;                                              \
                             if (b + AMXK__Q8V_NB <= q1)                                                            \
-                                amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, BITS, xt, st, g0, g1, 1, am); \
+                                amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, BITS, xt, st, k0, k1, 1, \
+                                                                  accm + o, accs + o, xp,                          \
+                                                                  i == p0 && AMXK__Q8V_PFN ? AMXK__Q8V_NB * a->w->blk_bytes : 0); \
                             else {                                                                                 \
                                 size_t bb;                                                                         \
                                 for (bb = b; bb < q1; bb++)                                                        \
-                                    amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, BITS, xt, st, g0, g1, 1, \
-                                                                      am + (bb - b) * AMXK__LIN_NB);               \
+                                    amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, BITS, xt, st, k0, k1, 1, \
+                                                                      accm + o + (bb - b) * AMXK__LIN_NB,          \
+                                                                      accs + o + (bb - b) * AMXK__LIN_NB, xp, 0);  \
                             }                                                                                      \
                         }                                                                                          \
                 }                                                                                                  \
                 for (i = p0; i < p1; i++)                                                                          \
-                    for (b = q0; b < q1; b++) amxk__q8_store(a, i, b, accm + (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB); \
+                    for (b = q0; b < q1; b++)                                                                      \
+                        amxk__linear_store16__avx512(a, i, b, _mm512_loadu_ps(accm + (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB)); \
             }                                                                                                      \
         }                                                                                                          \
         for (i = cm; i < c1; i += 4) {                                                                             \
@@ -2225,18 +2271,18 @@ AMXK__PRIV void amxk__q8_xtab__avx512vnni(const amxk__q8_args *a, size_t r0, siz
             for (b = b0; b < b1; b += AMXK__Q8V_DNB) {                                                             \
                 if (b + AMXK__Q8V_DNB <= b1) {                                                                     \
                     switch (AMXK__MIN((size_t)4, c1 - i)) {                                                        \
-                    case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nbk, 0, NULL); break; \
-                    case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nbk, 0, NULL); break; \
-                    case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nbk, 0, NULL); break; \
-                    default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nbk, 0, NULL); break; \
+                    case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, AMXK__Q8V_PF(BITS)); break; \
+                    case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, AMXK__Q8V_PF(BITS)); break; \
+                    case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, AMXK__Q8V_PF(BITS)); break; \
+                    default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, AMXK__Q8V_PF(BITS)); break; \
                     }                                                                                              \
                 } else {                                                                                           \
                     size_t bb;                                                                                     \
                     for (bb = b; bb < b1; bb++) switch (AMXK__MIN((size_t)4, c1 - i)) {                            \
-                        case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, bb, 1, BITS, xt, st, 0, nbk, 0, NULL); break; \
-                        case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, bb, 1, BITS, xt, st, 0, nbk, 0, NULL); break; \
-                        case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, bb, 1, BITS, xt, st, 0, nbk, 0, NULL); break; \
-                        default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, bb, 1, BITS, xt, st, 0, nbk, 0, NULL); break; \
+                        case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, bb, 1, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, AMXK__Q8V_PF(BITS)); break; \
+                        case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, bb, 1, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, AMXK__Q8V_PF(BITS)); break; \
+                        case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, bb, 1, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, AMXK__Q8V_PF(BITS)); break; \
+                        default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, bb, 1, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, AMXK__Q8V_PF(BITS)); break; \
                         }                                                                                          \
                 }                                                                                                  \
             }                                                                                                      \
@@ -2251,8 +2297,9 @@ AMXK__Q8V_TILES(2)
    at a time, then the tiles. Packs with more than AMXK__Q8V_TAB / AMXK__Q8V_MR groups run the AVX2
    kernel. */
 AMXK__PRIV void amxk__linear_q8_block__avx512vnni(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
-    int32_t xsum[AMXK__Q8V_TAB];
+    int32_t xsum[AMXK__Q8V_TAB], accs[AMXK__Q8V_P * AMXK__Q8V_LDA];
     float sxt[AMXK__Q8V_TAB], accm[AMXK__Q8V_P * AMXK__Q8V_LDA];
+    uint32_t xpb[AMXK__Q8V_P * AMXK__Q8V_KC / 4];
     const size_t nbk = a->w->nbk;
     size_t c0, c1, chunk;
     if (nbk * AMXK__Q8V_MR > AMXK__Q8V_TAB) {
@@ -2263,9 +2310,9 @@ AMXK__PRIV void amxk__linear_q8_block__avx512vnni(const amxk__q8_args *a, size_t
     for (c0 = m0; c0 < m1; c0 = c1) {
         c1 = AMXK__MIN(m1, c0 + chunk);
         amxk__q8_xtab__avx512vnni(a, c0, c1, xsum, sxt);
-        if (a->w->bits == 8) amxk__linear_q8_tiles8__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm);
-        else if (a->w->bits == 4) amxk__linear_q8_tiles4__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm);
-        else amxk__linear_q8_tiles2__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm);
+        if (a->w->bits == 8) amxk__linear_q8_tiles8__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb);
+        else if (a->w->bits == 4) amxk__linear_q8_tiles4__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb);
+        else amxk__linear_q8_tiles2__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb);
     }
 }
 AMXK__TARGET_END
