@@ -336,6 +336,16 @@ static void test_q8_bad_input(void) {
     xq[5] = -128;
     CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_ARG, "x = -128");
     xq[5] = 5;
+    { /* -128 anywhere: every position of both rows (the scan reads 8 bytes at a time) */
+        size_t pos, bad = 0;
+        int8_t keep;
+        for (pos = 0; pos < 128; pos++) {
+            keep = xq[pos], xq[pos] = -128;
+            bad += amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) != AMXK_ERR_ARG;
+            xq[pos] = keep;
+        }
+        CHECK(bad == 0, "x = -128 at %zu of 128 positions not refused", bad);
+    }
     CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, p, bytes, NULL, y, AMXK_DTYPE_I8, 32) == AMXK_ERR_DTYPE, "y dtype");
     CHECK(memcmp(y, y0, sizeof y) == 0, "y untouched");
     test_free(p), test_free(pa);
