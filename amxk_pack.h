@@ -23,15 +23,27 @@
    PATHS
        AMX (level amx; M >= 5): 32x32 output tiles, TDPBF16PS (TDPFP16PS for fp16, which needs AMX-FP16
        hardware or the emulator), fp32 accumulation, x rows copied to a zero-padded panel in workspace.
-       AVX2 (levels avx2 .. avx512_fp16; also the amx level for M <= 4 or without AMX-FP16): fp32 FMA on
-       weights widened from bf16 pairs (a shift and an and per 16 values) or fp16 (vcvtph2ps), x
-       converted to fp32 once per 6-row panel. M < 12: panels of one row run against two adjacent
-       blocks at once (1x32: two memory streams), of 2-4 rows block by block (4x16), both with software
-       prefetch 1 KiB ahead; 5-6 rows and M >= 12 (blocks widened to f32 once per task) the 6x16
-       microkernel. There is no AVX-512-specific linear kernel yet: the AVX-512 levels run the AVX2
-       kernels (through their kernel table, amxk__pack_kernels_for). Scalar: portable C, fp32 accumulation.
-       Every path accumulates each output in fp32 in increasing k order (the AMX path in 32-wide k steps
-       as the hardware does); bias is added after the sum; one rounding to the output dtype.
+       Below 5 rows (or fp16 without AMX-FP16) the amx level runs its vector level's kernels.
+       AVX512_BF16 (levels avx512_bf16, avx512_fp16), bf16 x: vdpbf16ps straight on the packed pairs (a
+       64-byte pair row of a block is its operand) against x pairs broadcast from a unit-major panel
+       (the 8 rows of one pair row adjacent: amxk__xpanel32__avx512). Prefill: 8 rows x 3 blocks
+       (24 accumulators), every row panel of the task sweeping the 3 blocks over all of K; decode
+       (M <= 4): 4 blocks (weight streams) at a time, even and odd pair rows in two chains for 1-2 rows.
+       Each output: fp32, pair rows in increasing order, each pair as vdpbf16ps does (odd k then even k,
+       one fma rounding each; bf16 subnormal inputs read as zero, subnormal results flushed, as on AMX).
+       AVX-512 without BF16 (avx512, avx512_vnni), bf16 packs: the same tiles on fp32 FMA, decode on the
+       packed pairs widened in registers (shift / AND), prefill on blocks widened to f32 once per task;
+       each output k increasing (decode with 1-2 rows: even and odd k in two chains).
+       fp16 packs run the AVX2 kernels at every level below amx (16-lane fp16 tiles measured slower on
+       Zen 4 at M <= 16).
+       AVX2 (level avx2; fp16 packs at the AVX-512 levels): fp32 FMA on weights widened from bf16 pairs (a
+       shift and an and per 16 values) or fp16 (vcvtph2ps), x converted to fp32 once per 6-row panel.
+       M < 12: panels of one row run against two adjacent blocks at once (1x32: two memory streams), of
+       2-4 rows block by block (4x16), both with software prefetch 1 KiB ahead; 5-6 rows and M >= 12
+       (blocks widened to f32 once per task) the 6x16 microkernel. Scalar: portable C, fp32 accumulation.
+       Every path accumulates each output in fp32 in a fixed order: k increasing, except the two-chain
+       (even / odd) forms stated above, vdpbf16ps's pair order and the AMX path's 32-wide k steps (as
+       the hardware does); bias is added after the sum; one rounding to the output dtype.
        Quantized packs (x bf16/fp16, "w*a16": activations are not quantized):
          M < 12 on AVX2 (decode): fields unpacked in registers, per group t = sum x*q in fp32 (k split
            over 2-4 interleaved partial sums), then acc += s * (t - z * sum x) (scale applied once per
@@ -47,10 +59,15 @@
            the subnormal range, undone exactly at the end) when the pack holds no NaN / inf code
            (a header flag the packers set), MXCSR.DAZ is clear (subnormal codes become f32
            subnormals) and |x| < 2^100; otherwise through fp16 and vcvtph2ps (slower, also exact);
+         the AVX-512 levels run the same decode kernels at 16 lanes (one vector holds the 16 rows of a
+           block); at AVX512_BF16 with bf16 x, int4 packs instead turn their nibbles into exact bf16 by two
+           vpshufb lookups and sum x * q on vdpbf16ps (no pre-scale of x; group scale applied once per group);
          M >= 12 on AVX2 (prefill): each block dequantized to f32 (s * (q - z), one rounding) once per
            task, then the f32 6x16 kernel; fp8 decoded exactly through fp16 (bf16/fp16 packs take the
            same route: widened once per block per task; the next block is prefetched into L2 during
-           the first panel's sweep);
+           the first panel's sweep); the AVX-512 levels: the same f32 blocks on the 16-lane FMA tiles,
+           or, AVX512_BF16 with bf16 x, blocks dequantized to bf16 (one more rounding: the weight is
+           rounded to bf16, as on AMX) on the vdpbf16ps tiles;
          scalar: dequantized blocks; AMX: blocks dequantized to x's 16-bit type (one more rounding:
            the weight is rounded to bf16/fp16; through the AVX2 f32 dequantizer when the CPU has AVX2)
            and the bf16/fp16 tile kernel.
@@ -1304,7 +1321,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx2(co
     for (g = 0; g < v->nbk; g++) {
         const size_t rg0 = g * v->bk / (size_t)span, rg1 = (g + 1) * v->bk / (size_t)span;
         __m256i s[4][2], xsum[4];
-        __m256 sw0, sw1, zw0, zw1;
+        __m256 sw0, sw1, zw0 = _mm256_setzero_ps(), zw1 = _mm256_setzero_ps();
         for (r = 0; r < 4; r++) s[r][0] = s[r][1] = xsum[r] = _mm256_setzero_si256();
         for (rc = rg0; rc < rg1; rc += (size_t)flush) {
             __m256i h[4][2];
