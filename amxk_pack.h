@@ -1498,6 +1498,9 @@ AMXK__TARGET_END
 #ifndef AMXK__LIN_NR16
 #define AMXK__LIN_NR16 3 /* ... x 16-column blocks (<= 4; MR16 * NR16 <= 24 accumulators) */
 #endif
+#ifndef AMXK__LIN_DNR16
+#define AMXK__LIN_DNR16 4 /* decode (M <= 4): blocks (weight streams) per tile (<= 4) */
+#endif
 #ifndef AMXK__LIN_NC16
 #define AMXK__LIN_NC16 24 /* column blocks per task of the AVX-512 bf16 table (a multiple of NR16 and 4) */
 #endif
@@ -1795,7 +1798,7 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
                                              amxk__lin16_run_fn run) {
     const size_t units = pairs ? a->kp / 2 : a->kp, panel = (size_t)AMXK__LIN_XS16 * units, bs = (size_t)AMXK__LIN_NB * a->kp;
     const size_t wbs = pairs ? bs : 2 * bs; /* 16-bit elements per staged block */
-    const int decode = m1 - m0 <= 4 && !a->q, nr_max = decode ? 4 : AMXK__LIN_NR16, mr_max = decode ? 4 : AMXK__LIN_MR16;
+    const int decode = m1 - m0 <= 4 && !a->q, nr_max = decode ? AMXK__LIN_DNR16 : AMXK__LIN_NR16, mr_max = decode ? 4 : AMXK__LIN_MR16;
     const size_t n_panels = AMXK__CEIL_DIV(m1 - m0, (size_t)mr_max);
     uint32_t *xp = (uint32_t *)ws;
     float *xrow = (float *)(ws + AMXK__ROUND_UP(AMXK__CEIL_DIV(a->plan->mc, (size_t)AMXK__LIN_MR16) * panel * 4, (size_t)AMXK_ALIGN));
@@ -2062,7 +2065,7 @@ AMXK__TARGET_AVX512VNNI_BEGIN
 #define AMXK__Q8V_PFN 1 /* prefill: the first row tile of a k step prefetches the next blocks' weights of that step */
 #endif
 #ifndef AMXK__Q8V_PF
-#define AMXK__Q8V_PF(bits) ((size_t)AMXK__Q_PREFETCH) /* decode: software prefetch distance in packed bytes (0: none) */
+#define AMXK__Q8V_PF(bits) ((size_t)0) /* decode: software prefetch distance in packed bytes (0: none; on Zen 4 prefetching 2 KiB ahead made M = 1 int8 / int4 730 / 470 us instead of 600 / 340) */
 #endif
 /* acc = vpdpbusd(acc, u (unsigned bytes), x (signed bytes)). GCC 12 copies the accumulator to
    another register and back around each intrinsic call in these loops (several moves per
