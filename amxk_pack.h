@@ -1538,32 +1538,31 @@ AMXK__TARGET_END
             _Pragma("GCC unroll 4") for (j = 0; j < nr; j++)                                             \
                 out[r * 4 + j] = split ? _mm512_add_ps(acc[0][r][j], acc[1][r][j]) : acc[0][r][j];       \
     }
-/* The kernel with constant shapes: prefill tiles (mr <= MR16, nr <= NR16: the accumulators stay in
-   registers) and decode (mr <= 4 rows, 4 weight streams; split chains for mr <= 2). */
-#define AMXK__LIN16_NR(KERNEL, DT, MR, SPLIT)                                                            \
-    switch (nr) {                                                                                        \
-    case 4: KERNEL(xp, ns, w, bs, DT, MR, AMXK__MIN(4, 24 / MR), SPLIT, out); break;                     \
-    case 3: KERNEL(xp, ns, w, bs, DT, MR, 3, SPLIT, out); break;                                         \
-    case 2: KERNEL(xp, ns, w, bs, DT, MR, 2, SPLIT, out); break;                                         \
-    default: KERNEL(xp, ns, w, bs, DT, MR, 1, SPLIT, out); break;                                        \
-    }
+/* The kernel with constant shapes: prefill tiles (mr <= MR16 rows, NR16 or 1 blocks: the accumulators
+   stay in registers) and decode (mr <= 4 rows, 4 or 1 weight streams; split chains for mr <= 2). Only
+   full-width tiles and single blocks are instantiated (callers run a ragged end block by block): each
+   instance is a fully unrolled kernel, and compile time (clang with sanitizers most) grows with their
+   number. */
+#define AMXK__LIN16_NR(KERNEL, DT, MR, SPLIT, NRMAX)                                                     \
+    if (nr == (NRMAX)) KERNEL(xp, ns, w, bs, DT, MR, NRMAX, SPLIT, out);                                 \
+    else KERNEL(xp, ns, w, bs, DT, MR, 1, SPLIT, out);
 #define AMXK__LIN16_DECODE(KERNEL, DT)                                                                   \
     switch (mr) {                                                                                        \
-    case 4: AMXK__LIN16_NR(KERNEL, DT, 4, 0) break;                                                      \
-    case 3: AMXK__LIN16_NR(KERNEL, DT, 3, 0) break;                                                      \
-    case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 1) break;                                                      \
-    default: AMXK__LIN16_NR(KERNEL, DT, 1, 1) break;                                                     \
+    case 4: AMXK__LIN16_NR(KERNEL, DT, 4, 0, AMXK__LIN_DNR16) break;                                                   \
+    case 3: AMXK__LIN16_NR(KERNEL, DT, 3, 0, AMXK__LIN_DNR16) break;                                                   \
+    case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 1, AMXK__LIN_DNR16) break;                                                   \
+    default: AMXK__LIN16_NR(KERNEL, DT, 1, 1, AMXK__LIN_DNR16) break;                                                  \
     }
 #define AMXK__LIN16_PREFILL(KERNEL, DT)                                                                  \
     switch (mr) {                                                                                        \
-    case 8: AMXK__LIN16_NR(KERNEL, DT, 8, 0) break;                                                      \
-    case 7: AMXK__LIN16_NR(KERNEL, DT, 7, 0) break;                                                      \
-    case 6: AMXK__LIN16_NR(KERNEL, DT, 6, 0) break;                                                      \
-    case 5: AMXK__LIN16_NR(KERNEL, DT, 5, 0) break;                                                      \
-    case 4: AMXK__LIN16_NR(KERNEL, DT, 4, 0) break;                                                      \
-    case 3: AMXK__LIN16_NR(KERNEL, DT, 3, 0) break;                                                      \
-    case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 0) break;                                                      \
-    default: AMXK__LIN16_NR(KERNEL, DT, 1, 0) break;                                                     \
+    case 8: AMXK__LIN16_NR(KERNEL, DT, 8, 0, AMXK__LIN_NR16) break;                                      \
+    case 7: AMXK__LIN16_NR(KERNEL, DT, 7, 0, AMXK__LIN_NR16) break;                                      \
+    case 6: AMXK__LIN16_NR(KERNEL, DT, 6, 0, AMXK__LIN_NR16) break;                                      \
+    case 5: AMXK__LIN16_NR(KERNEL, DT, 5, 0, AMXK__LIN_NR16) break;                                      \
+    case 4: AMXK__LIN16_NR(KERNEL, DT, 4, 0, AMXK__LIN_NR16) break;                                      \
+    case 3: AMXK__LIN16_NR(KERNEL, DT, 3, 0, AMXK__LIN_NR16) break;                                      \
+    case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 0, AMXK__LIN_NR16) break;                                      \
+    default: AMXK__LIN16_NR(KERNEL, DT, 1, 0, AMXK__LIN_NR16) break;                                     \
     }
 /* tiles16's run function: the kernel of one level for a tile (decode or prefill), into out[r * 4 + j] */
 typedef void (*amxk__lin16_run_fn)(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, int decode,
@@ -1821,8 +1820,8 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
             }
         amxk__xpanel32__avx512(xrow, a->kp * 4, a->k * 4, units, mr, xp + pi * panel);
     }
-    for (b = b0; b < b1; b += (size_t)nr_max) {
-        const int nr = (int)AMXK__MIN((size_t)nr_max, b1 - b);
+    for (b = b0; b < b1;) {
+        const int nr = b + (size_t)nr_max <= b1 ? nr_max : 1; /* full-width tiles, then block by block */
         const void *w = a->w + b * bs;
         if (!decode && (a->q || !pairs)) { /* stage the group's blocks */
             for (j = 0; j < nr; j++) {
@@ -1838,6 +1837,7 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
             for (r = 0; r < mr; r++)
                 for (j = 0; j < nr; j++) amxk__linear_store16__avx512(a, i + (size_t)r, b + (size_t)j, out[r * 4 + j]);
         }
+        b += (size_t)nr;
     }
 }
 
