@@ -257,8 +257,9 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    Levels: AVX512-VNNI (avx512_vnni and up; also the amx level for M < 5 or without AMX-INT8): 512-bit
    vpdpbusd on the unsigned weight (int8 w + 128, symmetric int4/int2 q + 2^(b-1), asymmetric q) and
    4 broadcast x bytes; the wrapped int32 sum less 2^(b-1) sum x (sym) is exact; asymmetric: less
-   z * sum x in f32; 8-row x 2-block tiles accumulated per 24 x 256 panel (prefill), 1-4 rows x 4
-   blocks with software prefetch (decode); packs with more than 256 groups run the AVX2 kernel.
+   z * sum x in f32; 8-row x 2-block tiles on unit-major x panels of 24 rows, k steps of 1024 columns,
+   f32 accumulators per 24 x 256 panel (prefill), 1-4 rows x 4 blocks (decode; no software prefetch);
+   packs with more than 256 groups run the AVX2 kernel. Uses ~88 KiB of stack (no workspace).
    AVX2 (avx2, avx512): int8: vpmaddubsw on |w| and sign(x, w) - exact,
    no 16-bit saturation since |w| <= 128 and |x| <= 127; int4/int2: vpmaddubsw on the unsigned field
    u (symmetric values offset by 2^(b-1), which the x sum corrects) and x, exact since u <= 15,
