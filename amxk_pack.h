@@ -2202,9 +2202,12 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512v
                 for (j = 0; j < nb; j++) {
                     const __m512 t = sym ? _mm512_cvtepi32_ps(s[r][j])
                                          : _mm512_fnmadd_ps(zw[j], xf, _mm512_cvtepi32_ps(s[r][j]));
-                    float *pm = accm + (size_t)r * AMXK__Q8V_LDA + (size_t)j * AMXK__LIN_NB;
-                    if (macc) _mm512_storeu_ps(pm, _mm512_fmadd_ps(_mm512_mul_ps(sx, sw[j]), t, _mm512_loadu_ps(pm)));
-                    else acc[r][j] = _mm512_fmadd_ps(_mm512_mul_ps(sx, sw[j]), t, acc[r][j]);
+                    if (macc) { /* accm is NULL otherwise: no pointer arithmetic on it */
+                        float *pm = accm + (size_t)r * AMXK__Q8V_LDA + (size_t)j * AMXK__LIN_NB;
+                        _mm512_storeu_ps(pm, _mm512_fmadd_ps(_mm512_mul_ps(sx, sw[j]), t, _mm512_loadu_ps(pm)));
+                    } else {
+                        acc[r][j] = _mm512_fmadd_ps(_mm512_mul_ps(sx, sw[j]), t, acc[r][j]);
+                    }
                 }
             }
         }
