@@ -1565,9 +1565,11 @@ AMXK__TARGET_END
     case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 0, AMXK__LIN_NR16) break;                                      \
     default: AMXK__LIN16_NR(KERNEL, DT, 1, 0, AMXK__LIN_NR16) break;                                     \
     }
+#if AMXK__HAS_AVX512
 /* tiles16's run function: the kernel of one level for a tile (decode or prefill), into out[r * 4 + j] */
 typedef void (*amxk__lin16_run_fn)(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, int decode,
                                    __m512 *out);
+#endif
 
 #if AMXK__HAS_AVX512
 AMXK__TARGET_AVX512_BEGIN
