@@ -68,15 +68,37 @@ all: tests examples bench-bin
 
 tests: $(TEST_BINS)
 
-$(BUILD)/%_emu512: tests/%.c $(HEADERS)
-	@mkdir -p $(@D)
-	$(CC512) $(ALL_CFLAGS) $(EMU512_OPT) -Wno-psabi $(if $(filter-out /usr/include,$(SIMDE_INC)),-isystem $(SIMDE_INC)) -DAMXK_AVX512_EMULATE -DAMXK_AMX_EMULATE $< -o $@ $(EXTRA_LDFLAGS) $(LDLIBS)
+# Each configuration compiles the implementation once (tests/amxk_impl.c -> amxk_impl{,_emu,_emu512}.o) and
+# links it into its test programs, compiled with -DAMXK_TEST_LINKED; the programs in SELF_IMPL (they test
+# private helpers) define the implementation themselves.
+SELF_IMPL := test_vmath
+LINKED_NAMES := $(filter-out $(SELF_IMPL),$(TEST_NAMES))
+CFLAGS_EMU512 = $(EMU512_OPT) -Wno-psabi $(if $(filter-out /usr/include,$(SIMDE_INC)),-isystem $(SIMDE_INC)) -DAMXK_AVX512_EMULATE -DAMXK_AMX_EMULATE
 
-$(BUILD)/%_emu: tests/%.c $(HEADERS)
+$(BUILD)/amxk_impl.o: tests/amxk_impl.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+$(BUILD)/amxk_impl_emu.o: tests/amxk_impl.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -DAMXK_AMX_EMULATE -c $< -o $@
+$(BUILD)/amxk_impl_emu512.o: tests/amxk_impl.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC512) $(ALL_CFLAGS) $(CFLAGS_EMU512) -c $< -o $@
+
+$(patsubst %,$(BUILD)/%_emu512,$(LINKED_NAMES)): $(BUILD)/%_emu512: tests/%.c $(BUILD)/amxk_impl_emu512.o $(HEADERS)
+	$(CC512) $(ALL_CFLAGS) $(CFLAGS_EMU512) -DAMXK_TEST_LINKED $< $(BUILD)/amxk_impl_emu512.o -o $@ $(EXTRA_LDFLAGS) $(LDLIBS)
+$(patsubst %,$(BUILD)/%_emu,$(LINKED_NAMES)): $(BUILD)/%_emu: tests/%.c $(BUILD)/amxk_impl_emu.o $(HEADERS)
+	$(CC) $(ALL_CFLAGS) -DAMXK_AMX_EMULATE -DAMXK_TEST_LINKED $< $(BUILD)/amxk_impl_emu.o -o $@ $(EXTRA_LDFLAGS) $(LDLIBS)
+$(patsubst %,$(BUILD)/%,$(LINKED_NAMES)): $(BUILD)/%: tests/%.c $(BUILD)/amxk_impl.o $(HEADERS)
+	$(CC) $(ALL_CFLAGS) -DAMXK_TEST_LINKED $< $(BUILD)/amxk_impl.o -o $@ $(EXTRA_LDFLAGS) $(LDLIBS)
+
+$(patsubst %,$(BUILD)/%_emu512,$(SELF_IMPL)): $(BUILD)/%_emu512: tests/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC512) $(ALL_CFLAGS) $(CFLAGS_EMU512) $< -o $@ $(EXTRA_LDFLAGS) $(LDLIBS)
+$(patsubst %,$(BUILD)/%_emu,$(SELF_IMPL)): $(BUILD)/%_emu: tests/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DAMXK_AMX_EMULATE $< -o $@ $(EXTRA_LDFLAGS) $(LDLIBS)
-
-$(BUILD)/test_%: tests/test_%.c $(HEADERS)
+$(patsubst %,$(BUILD)/%,$(SELF_IMPL)): $(BUILD)/%: tests/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $< -o $@ $(EXTRA_LDFLAGS) $(LDLIBS)
 

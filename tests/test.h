@@ -12,6 +12,10 @@
        }
 
    Build: cc -std=c99 -O2 -I. tests/test_x.c -o build/test_x -pthread -lm (from the repo root).
+   The Makefile instead compiles the implementation once per configuration (tests/amxk_impl.c) and
+   builds each program with -DAMXK_TEST_LINKED, which its `#ifndef AMXK_TEST_LINKED` around the
+   AMXK_IMPLEMENTATION define turns into declarations only (programs that test private helpers,
+   SELF_IMPL in the Makefile, keep their own implementation).
 
    What is here:
      CHECK(cond, fmt, ...)   counts a pass or a failure; a failure prints file:line, the condition and

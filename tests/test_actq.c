@@ -6,7 +6,9 @@
    the same numbers ([M, K/g] row-major and [K/g, M] group-major), and relayout must be a true
    transpose: row -> group -> row gives back the original, which a reshape of the same buffer would
    not (checked on a non-square table). */
+#ifndef AMXK_TEST_LINKED /* else the Makefile links the implementation: build/.../amxk_impl.o */
 #define AMXK_IMPLEMENTATION
+#endif
 #include "test.h"
 #include "../amxk_pack.h"
 

@@ -3,7 +3,9 @@
 
    cc -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror [-DAMXK_AMX_EMULATE] -I. tests/test_core.c \
       -o build/test_core -pthread -lm && ./build/test_core */
+#ifndef AMXK_TEST_LINKED /* else the Makefile links the implementation: build/.../amxk_impl.o */
 #define AMXK_IMPLEMENTATION
+#endif
 #include "test.h"
 
 #include <setjmp.h>

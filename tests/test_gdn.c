@@ -17,7 +17,9 @@
 
    cc -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror [-DAMXK_AMX_EMULATE] -I. tests/test_gdn.c \
       -o build/test_gdn -pthread -lm && ./build/test_gdn */
+#ifndef AMXK_TEST_LINKED /* else the Makefile links the implementation: build/.../amxk_impl.o */
 #define AMXK_IMPLEMENTATION
+#endif
 #include "test.h"
 #include "../amxk_gdn.h"
 

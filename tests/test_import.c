@@ -10,7 +10,9 @@
 
    The test builds the checkpoint tensors from random q, z, scales (so the expected weights are known
    exactly), imports, and compares amxk_dequantize and amxk_linear (on every tier) with them. */
+#ifndef AMXK_TEST_LINKED /* else the Makefile links the implementation: build/.../amxk_impl.o */
 #define AMXK_IMPLEMENTATION
+#endif
 #include "test.h"
 #include "../amxk_pack.h"
 

@@ -31,7 +31,9 @@
    equal), in place, shard ranges, all tokens to one expert, experts with no tokens, M = 1, ids -1,
    duplicate ids, strided x and out (gaps untouched), bad input -> status with out and workspace
    untouched. */
+#ifndef AMXK_TEST_LINKED /* else the Makefile links the implementation: build/.../amxk_impl.o */
 #define AMXK_IMPLEMENTATION
+#endif
 #include "test.h"
 #include "../amxk_moe.h"
 

@@ -27,7 +27,9 @@
 
    cc -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror [-DAMXK_AMX_EMULATE] -I. tests/test_pack.c \
       -o build/test_pack -pthread -lm && ./build/test_pack */
+#ifndef AMXK_TEST_LINKED /* else the Makefile links the implementation: build/.../amxk_impl.o */
 #define AMXK_IMPLEMENTATION
+#endif
 #include "test.h"
 #include "../amxk_pack.h"
 
