@@ -34,9 +34,11 @@
        AVX-512 without BF16 (avx512, avx512_vnni), bf16 packs: the same tiles on fp32 FMA, decode on the
        packed pairs widened in registers (shift / AND), prefill on blocks widened to f32 once per task;
        each output k increasing (decode with 1-2 rows: even and odd k in two chains).
-       fp16 packs run the AVX2 kernels at every level below amx (16-lane fp16 tiles measured slower on
-       Zen 4 at M <= 16).
-       AVX2 (level avx2; fp16 packs at the AVX-512 levels): fp32 FMA on weights widened from bf16 pairs (a
+       fp16 packs at every AVX-512 level: fp32 FMA straight on the packed pairs, vcvtph2ps widening a
+       32-byte half pair row (8 columns x (k even, k odd)) from memory against x's pair (x[2q], x[2q+1])
+       in f32 broadcast as a 64-bit unit (x converted once per task): each output as two chains, even k
+       and odd k (each k increasing), added at the end. Tiles of 1-2 rows x 4 blocks, 3-4 x 2, 5-8 x 1.
+       AVX2 (level avx2): fp32 FMA on weights widened from bf16 pairs (a
        shift and an and per 16 values) or fp16 (vcvtph2ps), x converted to fp32 once per 6-row panel.
        M < 12: panels of one row run against two adjacent blocks at once (1x32: two memory streams), of
        2-4 rows block by block (4x16), both with software prefetch 1 KiB ahead; 5-6 rows and M >= 12
@@ -1788,8 +1790,93 @@ AMXK__PRIV void amxk__linear_run16__avx512(const uint32_t *xp, size_t ns, const 
     }
 }
 
+/* fp16 packs at 16 lanes, straight on the packed pairs: vcvtph2ps widens one 32-byte half of a pair row
+   (8 columns x (k even, k odd)) per instruction, from memory; x's pair (x[2q], x[2q+1]) in f32, broadcast
+   as a 64-bit unit from the f32 pair panel (xp[2 (8 q + r)], tiles16's mode 2), multiplies it lane by lane, so each
+   accumulator lane sums one column's even or odd k (two chains per output, added at the end: even
+   chain + odd chain, each k increasing). mr rows x nb blocks, 2 * mr * nb <= 16 accumulators;
+   compile-time shapes at the call site. */
+static inline __attribute__((always_inline)) void amxk__linear_f16__4x64__avx512(const uint32_t *xp, size_t ns, const uint16_t *w,
+                                                                               size_t bs, int mr, int nb, __m512 *out) {
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i od = _mm512_add_epi32(ev, _mm512_set1_epi32(1));
+    __m512 acc[8][4][2];
+    size_t q;
+    int r, j;
+#pragma GCC unroll 8
+    for (r = 0; r < mr; r++)
+#pragma GCC unroll 4
+        for (j = 0; j < nb; j++) acc[r][j][0] = acc[r][j][1] = _mm512_setzero_ps();
+    for (q = 0; q < ns; q++) {
+        __m512 wv[4][2];
+#pragma GCC unroll 4
+        for (j = 0; j < nb; j++) {
+            const uint16_t *p = w + (size_t)j * bs + q * 32;
+            wv[j][0] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
+            wv[j][1] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p + 16)));
+        }
+#pragma GCC unroll 8
+        for (r = 0; r < mr; r++) {
+            double x2;
+            __m512 xb;
+            memcpy(&x2, xp + 2 * (q * AMXK__LIN_XS16 + (size_t)r), 8);
+            xb = _mm512_castpd_ps(_mm512_set1_pd(x2));
+#pragma GCC unroll 4
+            for (j = 0; j < nb; j++) {
+                acc[r][j][0] = _mm512_fmadd_ps(xb, wv[j][0], acc[r][j][0]);
+                acc[r][j][1] = _mm512_fmadd_ps(xb, wv[j][1], acc[r][j][1]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (r = 0; r < mr; r++)
+#pragma GCC unroll 4
+        for (j = 0; j < nb; j++)
+            out[r * 4 + j] = _mm512_add_ps(_mm512_permutex2var_ps(acc[r][j][0], ev, acc[r][j][1]),
+                                           _mm512_permutex2var_ps(acc[r][j][0], od, acc[r][j][1]));
+}
+/* tiles16's run function for fp16 packs (x fp16, f32 pair panels: mode 2): nr blocks in kernels of 2 * mr * nb <= 16
+   accumulators (4 blocks for 1-2 rows, 2 for 3-4, 1 for 5-8). */
+AMXK__PRIV void amxk__linear_run16f16__avx512(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr,
+                                              int decode, __m512 *out) {
+    const uint16_t *wb = (const uint16_t *)w;
+    int j;
+    (void)dt, (void)decode;
+    if (nr == 4 && mr <= 2) {
+        if (mr == 2) amxk__linear_f16__4x64__avx512(xp, ns, wb, bs, 2, 4, out);
+        else amxk__linear_f16__4x64__avx512(xp, ns, wb, bs, 1, 4, out);
+        return;
+    }
+    for (j = 0; j < nr;) {
+        const int two = j + 2 <= nr && mr <= 4;
+        __m512 part[8 * 4];
+        int r;
+        switch (mr * 2 + two) { /* (rows, 2 blocks) or (rows, 1 block) */
+        case 9: amxk__linear_f16__4x64__avx512(xp, ns, wb, bs, 4, 2, part); break;
+        case 7: amxk__linear_f16__4x64__avx512(xp, ns, wb, bs, 3, 2, part); break;
+        case 5: amxk__linear_f16__4x64__avx512(xp, ns, wb, bs, 2, 2, part); break;
+        case 3: amxk__linear_f16__4x64__avx512(xp, ns, wb, bs, 1, 2, part); break;
+        case 16: amxk__linear_f16__4x64__avx512(xp, ns, wb, bs, 8, 1, part); break;
+        case 14: amxk__linear_f16__4x64__avx512(xp, ns, wb, bs, 7, 1, part); break;
+        case 12: amxk__linear_f16__4x64__avx512(xp, ns, wb, bs, 6, 1, part); break;
+        case 10: amxk__linear_f16__4x64__avx512(xp, ns, wb, bs, 5, 1, part); break;
+        case 8: amxk__linear_f16__4x64__avx512(xp, ns, wb, bs, 4, 1, part); break;
+        case 6: amxk__linear_f16__4x64__avx512(xp, ns, wb, bs, 3, 1, part); break;
+        case 4: amxk__linear_f16__4x64__avx512(xp, ns, wb, bs, 2, 1, part); break;
+        default: amxk__linear_f16__4x64__avx512(xp, ns, wb, bs, 1, 1, part); break;
+        }
+        for (r = 0; r < mr; r++) {
+            out[r * 4 + j] = part[r * 4];
+            if (two) out[r * 4 + j + 1] = part[r * 4 + 1];
+        }
+        wb += (size_t)(1 + two) * bs;
+        j += 1 + two;
+    }
+}
+
 /* The tiles of rows [m0, m1) x blocks [b0, b1) with a level's run function: x rows as unit-major panels
-   of MR16 rows (pairs: bf16 pairs for vdpbf16ps, x bf16; else f32 units, x converted once per task).
+   of MR16 rows (pairs 1: bf16 pairs for vdpbf16ps, x bf16; 0: f32 units, x converted once per task;
+   2: 64-bit units of f32 pairs, x fp16 converted once per task, for the fp16 pair kernel).
    Decode (at most 4 rows, 16-bit packs): 4 blocks (weight streams) at a time straight from the pack.
    Prefill: per group of NR16 blocks, the group's weights (the packed blocks for vdpbf16ps on a bf16
    pack; else blocks dequantized (quantized packs) or widened once per task: to bf16 pairs for
@@ -1798,8 +1885,8 @@ AMXK__PRIV void amxk__linear_run16__avx512(const uint32_t *xp, size_t ns, const 
    slower). ws: amxk__linear_ws__avx512's layout. */
 AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws, int pairs,
                                              amxk__lin16_run_fn run) {
-    const size_t units = pairs ? a->kp / 2 : a->kp, panel = (size_t)AMXK__LIN_XS16 * units, bs = (size_t)AMXK__LIN_NB * a->kp;
-    const size_t wbs = pairs ? bs : 2 * bs; /* 16-bit elements per staged block */
+    const size_t units = pairs == 1 ? a->kp / 2 : a->kp, panel = (size_t)AMXK__LIN_XS16 * units, bs = (size_t)AMXK__LIN_NB * a->kp;
+    const size_t steps = pairs ? a->kp / 2 : a->kp, wbs = pairs == 1 ? bs : 2 * bs; /* 16-bit elements per staged block */
     const int decode = m1 - m0 <= 4 && !a->q, nr_max = decode ? AMXK__LIN_DNR16 : AMXK__LIN_NR16, mr_max = decode ? 4 : AMXK__LIN_MR16;
     const size_t n_panels = AMXK__CEIL_DIV(m1 - m0, (size_t)mr_max);
     uint32_t *xp = (uint32_t *)ws;
@@ -1812,7 +1899,7 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
     for (pi = 0; pi < n_panels; pi++) {
         const size_t row = m0 + pi * (size_t)mr_max;
         const int mr = (int)AMXK__MIN((size_t)mr_max, m1 - row);
-        if (pairs) {
+        if (pairs == 1) {
             amxk__xpanel32__avx512((const uint16_t *)a->x + row * a->ldx, a->ldx * 2, a->k * 2, units, mr, xp + pi * panel);
             continue;
         }
@@ -1821,6 +1908,14 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
                 const __mmask16 km = (__mmask16)(kk >= a->k ? 0u : a->k - kk >= 16 ? 0xffffu : (1u << (a->k - kk)) - 1u);
                 _mm512_storeu_ps(xrow + (size_t)r * a->kp + kk, amxk__vload__avx512((const uint16_t *)a->x + (row + (size_t)r) * a->ldx + kk, a->dt, km));
             }
+        if (pairs == 2) { /* 64-bit units (f32 pairs): xp[2 (8 q + r)] = x[r][2q], x[r][2q + 1] */
+            uint64_t *x64 = (uint64_t *)(void *)(xp + pi * panel);
+            const uint64_t *src = (const uint64_t *)(const void *)xrow;
+            size_t q;
+            for (q = 0; q < steps; q++)
+                for (r = 0; r < mr; r++) x64[q * AMXK__LIN_XS16 + (size_t)r] = src[(size_t)r * steps + q];
+            continue;
+        }
         amxk__xpanel32__avx512(xrow, a->kp * 4, a->k * 4, units, mr, xp + pi * panel);
     }
     for (b = b0; b < b1;) {
@@ -1828,7 +1923,7 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
         const void *w = a->w + b * bs;
         if (!decode && (a->q || !pairs)) { /* stage the group's blocks */
             for (j = 0; j < nr; j++) {
-                if (pairs) amxk__q_block_16__avx2(a->q, b + (size_t)j, AMXK_DTYPE_BF16, wf, wq + (size_t)j * wbs);
+                if (pairs == 1) amxk__q_block_16__avx2(a->q, b + (size_t)j, AMXK_DTYPE_BF16, wf, wq + (size_t)j * wbs);
                 else if (a->q) amxk__q_block_f32__avx2(a->q, b + (size_t)j, (float *)(wq + (size_t)j * wbs));
                 else amxk__linear_widen__avx2(a->w + (b + (size_t)j) * bs, a->dt, a->kp, (float *)(wq + (size_t)j * wbs));
             }
@@ -1836,7 +1931,7 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
         }
         for (pi = 0, i = m0; i < m1; pi++, i += (size_t)mr_max) {
             const int mr = (int)AMXK__MIN((size_t)mr_max, m1 - i);
-            run(xp + pi * panel, units, w, w == (const void *)wq ? (pairs ? wbs : wbs / 2) : bs, a->dt, mr, nr, decode, out);
+            run(xp + pi * panel, steps, w, w == (const void *)wq ? (pairs ? wbs : wbs / 2) : bs, a->dt, mr, nr, decode, out);
             for (r = 0; r < mr; r++)
                 for (j = 0; j < nr; j++) amxk__linear_store16__avx512(a, i + (size_t)r, b + (size_t)j, out[r * 4 + j]);
         }
@@ -1846,14 +1941,15 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
 
 /* Rows [m0, m1) x blocks [b0, b1) at the AVX-512 levels: quantized packs on the decode path (M <
    AMXK__LIN_WIDE_M, whole-row groups) run the decode kernels above (the AVX2 workspace layout:
-   f32 panel, then group sums and x rows); fp16 packs the AVX2 kernels (on Zen 4 the 16-lane fp16
-   tiles measured slower at M <= 16: 12.7 vs 16.4 GB/s at M = 1, 65 vs 79 GFLOP/s at M = 16; +10% at
-   M = 256); everything else the fp32 FMA tiles. */
+   f32 panel, then group sums and x rows); fp16 packs the fp16 pair kernel (measured on Zen 4 against
+   the AVX2 kernel: M = 1 from DRAM 27.3 vs 19.0 GB/s; M = 16 on par; M = 64-256 3-5% slower, Zen 4's
+   zmm FMA having the ymm rate; the f32-widened FMA tiles measured slower still at M = 16 - 256);
+   everything else the fp32 FMA tiles. */
 AMXK__PRIV void amxk__linear_block__avx512(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     float *xf = (float *)ws, *xs = (float *)(ws + a->plan->ws_a);
     size_t i;
     if (!a->q && a->dt == AMXK_DTYPE_F16) {
-        amxk__linear_block__avx2(a, m0, m1, b0, b1, ws);
+        amxk__linear_tiles16__avx512(a, m0, m1, b0, b1, ws, 2, amxk__linear_run16f16__avx512);
         return;
     }
     if (!a->q || a->plan->wide) {
@@ -2266,13 +2362,13 @@ AMXK__PRIV void amxk__q8_xtab__avx512vnni(const amxk__q8_args *a, size_t r0, siz
                     const size_t nu = ((k1 = AMXK__MIN(nq, k0 + kq)) - k0) * span / 4; /* x units per row */       \
                     for (i = p0; i < p1; i += AMXK__Q8V_MR)                                                        \
                         amxk__xpanel32__avx512(a->xq + i * a->ldq + k0 * span, a->ldq, nu * 4, nu, AMXK__Q8V_MR,   \
-                                               xpb + (i - p0) * nu);                                               \
+                                               xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu);                                            \
                     for (b = q0; b < q1; b += AMXK__Q8V_NB)                                                        \
                         for (i = p0; i < p1; i += AMXK__Q8V_MR) {                                                  \
                             const int32_t *xt = xsum + (i - c0) * nbk;                                             \
                             const float *st = sxt + (i - c0) * nbk;                                                \
                             const size_t o = (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB;                   \
-                            const uint32_t *xp = xpb + (i - p0) * nu;                                              \
+                            const uint32_t *xp = xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu;                                           \
                             if (b + AMXK__Q8V_NB <= q1)                                                            \
                                 amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, BITS, xt, st, k0, k1, 1, \
                                                                   accm + o, accs + o, xp,                          \
@@ -2325,7 +2421,7 @@ AMXK__Q8V_TILES(2)
 AMXK__PRIV void amxk__linear_q8_block__avx512vnni(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
     int32_t xsum[AMXK__Q8V_TAB], accs[AMXK__Q8V_P * AMXK__Q8V_LDA];
     float sxt[AMXK__Q8V_TAB], accm[AMXK__Q8V_P * AMXK__Q8V_LDA];
-    uint32_t xpb[AMXK__Q8V_P * AMXK__Q8V_KC / 4];
+    uint32_t xpb[AMXK__Q8V_P / AMXK__Q8V_MR * 8 * AMXK__Q8V_KC / 4]; /* 8-row unit-major panels of MR rows */
     const size_t nbk = a->w->nbk;
     size_t c0, c1, chunk;
     if (nbk * AMXK__Q8V_MR > AMXK__Q8V_TAB) {
