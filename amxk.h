@@ -356,6 +356,20 @@ AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b);
 #else
 #  define AMXK__HAS_AVX512FP16 0
 #endif
+/* AVX-VNNI (VEX vpdpbusd, the AVX2 level's w8a8 kernel where the CPU has it) needs gcc >= 11 / clang
+   >= 12; the emulated-AVX-512 test build runs that kernel on any AVX2 CPU through an exact AVX2 shim. */
+#if defined(__clang__)
+#  define AMXK__CC_AVXVNNI (__clang_major__ >= 12)
+#elif defined(__GNUC__)
+#  define AMXK__CC_AVXVNNI (__GNUC__ >= 11)
+#else
+#  define AMXK__CC_AVXVNNI 0
+#endif
+#if AMXK__HAS_AVX2 && (AMXK__CC_AVXVNNI || defined(AMXK_AVX512_EMULATE))
+#  define AMXK__HAS_AVXVNNI 1
+#else
+#  define AMXK__HAS_AVXVNNI 0
+#endif
 /* AMX kernels are compiled when emulated (any CPU) or when the compiler can target real AMX
    (gcc >= 11, clang >= 12: the amx-* targets and intrinsics). AMXK_AVX512_EMULATE turns hardware AMX
    off (its region would enable real AVX-512). */
@@ -380,6 +394,7 @@ AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b);
    AVX-512 regions are empty and their intrinsics come from SIMDe. */
 #if defined(__clang__)
 #  define AMXK__TARGET_AVX2_BEGIN _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c\"))), apply_to = function)")
+#  define AMXK__TARGET_AVXVNNI_BEGIN _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,avxvnni\"))), apply_to = function)")
 #  define AMXK__TARGET_AVX512_BEGIN                                                                  \
       _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq\"))), apply_to = function)")
 #  define AMXK__TARGET_AVX512VNNI_BEGIN                                                              \
@@ -393,6 +408,7 @@ AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b);
 #  define AMXK__TARGET_END _Pragma("clang attribute pop")
 #elif defined(__GNUC__)
 #  define AMXK__TARGET_AVX2_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c\")")
+#  define AMXK__TARGET_AVXVNNI_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c,avxvnni\")")
 #  define AMXK__TARGET_AVX512_BEGIN                                                                  \
       _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq\")")
 #  define AMXK__TARGET_AVX512VNNI_BEGIN                                                              \
@@ -416,6 +432,8 @@ AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b);
 #endif
 #if defined(AMXK_AVX512_EMULATE)
 /* The AVX-512 levels' SIMDe code is compiled for AVX2 (256-bit vectors; never a zmm register). */
+#  undef AMXK__TARGET_AVXVNNI_BEGIN
+#  define AMXK__TARGET_AVXVNNI_BEGIN AMXK__TARGET_AVX2_BEGIN
 #  undef AMXK__TARGET_AVX512_BEGIN
 #  undef AMXK__TARGET_AVX512VNNI_BEGIN
 #  undef AMXK__TARGET_AVX512BF16_BEGIN
@@ -940,6 +958,33 @@ AMXK__PRIV void amxk__convert__avx2(void *dst, amxk_dtype dt, const void *src, a
 
 AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX2 */
+
+/* acc + the 4-byte dot products of u (unsigned bytes) and x (signed bytes) per 32-bit lane, wrapping:
+   AVX-VNNI's VEX vpdpbusd (AVXVNNI regions only). The emulated-AVX-512 build runs an exact AVX2
+   equivalent (even and odd bytes widened to 16 bits, vpmaddwd: no saturation), so the AVX-VNNI
+   kernel is tested on any AVX2 CPU. */
+#if AMXK__HAS_AVXVNNI && defined(AMXK_AVX512_EMULATE)
+AMXK__TARGET_AVX2_BEGIN
+AMXK__INLINE __m256i amxk__sim_dpbusd256(__m256i acc, __m256i u, __m256i x) {
+    const __m256i lo = _mm256_set1_epi16(0x00ff);
+    const __m256i ue = _mm256_and_si256(u, lo), uo = _mm256_srli_epi16(u, 8);
+    const __m256i xe = _mm256_srai_epi16(_mm256_slli_epi16(x, 8), 8), xo = _mm256_srai_epi16(x, 8);
+    return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(ue, xe), _mm256_madd_epi16(uo, xo)));
+}
+AMXK__TARGET_END
+#  define AMXK__DPBUSD256(acc, u, x) amxk__sim_dpbusd256((acc), (u), (x))
+#elif AMXK__HAS_AVXVNNI
+#  define AMXK__DPBUSD256(acc, u, x) _mm256_dpbusd_avx_epi32((acc), (u), (x))
+#endif
+/* 1 when the AVX2 level's kernels may use AVX-VNNI: the CPU has it usable (always in the emulated
+   build, which runs the shim above). */
+AMXK__INLINE int amxk__avxvnni_usable(void) {
+#if defined(AMXK_AVX512_EMULATE)
+    return AMXK__HAS_AVXVNNI;
+#else
+    return AMXK__HAS_AVXVNNI && (amxk_cpu_init()->usable & AMXK_CPU_AVXVNNI) != 0;
+#endif
+}
 
 // >>avx512 -----------------------------------------------------------------------------------------
 

@@ -262,7 +262,9 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    z * sum x in f32; 8-row x 2-block tiles on unit-major x panels of 24 rows, k steps of 1024 columns,
    f32 accumulators per 24 x 256 panel (prefill), 1-4 rows x 4 blocks (decode; no software prefetch);
    packs with more than 256 groups run the AVX2 kernel. Uses ~88 KiB of stack (no workspace).
-   AVX2 (avx2, avx512): int8: vpmaddubsw on |w| and sign(x, w) - exact,
+   AVX-VNNI (the avx2 level on CPUs that have it: Alder Lake and later, Sapphire Rapids and later,
+   Sierra Forest, Zen 5): the AVX2 kernel's loops with one VEX vpdpbusd per vpmaddubsw + vpmaddwd
+   pair (exact int32). AVX2 (avx2, avx512): int8: vpmaddubsw on |w| and sign(x, w) - exact,
    no 16-bit saturation since |w| <= 128 and |x| <= 127; int4/int2: vpmaddubsw on the unsigned field
    u (symmetric values offset by 2^(b-1), which the x sum corrects) and x, exact since u <= 15,
    summed in 16-bit lanes over 8 (int4) or 32 (int2) steps, which cannot overflow, then vpmaddwd to
@@ -1301,146 +1303,170 @@ AMXK__TARGET_END
 
 #if AMXK__HAS_AVX2
 AMXK__TARGET_AVX2_BEGIN
-/* MR rows (<= 4) x 16 columns of block b; per weight group, int32 lanes (one per column) summed over
+/* The w8a8 kernel of the AVX2 level, in two instantiations: AVX2 (vpmaddubsw / vpmaddwd) and, on CPUs
+   with AVX-VNNI (Alder Lake and later client cores, Sapphire Rapids and later, Sierra Forest, Zen 5),
+   the same loops with each vpmaddubsw + vpmaddwd pair replaced by one VEX vpdpbusd (exact int32: no
+   16-bit step at all, so the int4 / int2 16-bit runs flush nothing). DOT8(s, u, x): s += 4-byte dot
+   products into int32 lanes; DOTU(h, s, u, x): the same for fields (AVX2: into the 16-bit run h);
+   FLUSH(s, h): the run into s.
+   MR rows (<= 4) x 16 columns of block b; per weight group, int32 lanes (one per column) summed over
    4 k per vpmaddubsw step. bits 8: signed weights (sign trick), vpmaddwd after every vpmaddubsw.
    bits 4 / 2: unsigned fields u = q (asym) or q + 2^(b-1) (sym, by an XOR of each field's top bit);
    the vpmaddubsw pairs (|u0 x0 + u1 x1| <= 2 * (2^b - 1) * 127) are summed in 16-bit lanes for 8
    (int4) or 32 (int2) steps, which cannot overflow, before one vpmaddwd widens them; then corrected
    with the x sums: t = sum u x - z sum x (sym: exactly, in int32). acc += sx * sw * t in f32. */
-static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx2(const amxk__q8_args *a, size_t row, int mr, size_t b,
-                                                                             int bits, int pre, const int32_t *xsum_tab, const float *sx_tab,
-                                                                             size_t m0) {
-    const amxk__qview *v = a->w;
-    const uint8_t *blk = v->data + b * v->blk_bytes;
-    const __m256i ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);
-    const int per = 8 / bits, span = 4 * per, flush = bits == 4 ? 4 : 8; /* 64-byte rows per 16-bit run */
-    const __m256i fmask = _mm256_set1_epi8((char)((1 << bits) - 1));
-    const __m256i flip = _mm256_set1_epi8((char)(bits == 4 ? 0x88 : 0xaa)); /* top bit of every field */
-    __m256 acc[4][2];
-    float out[AMXK__LIN_NB];
-    size_t g, rg, rc;
-    int r, f;
-    for (r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    for (g = 0; g < v->nbk; g++) {
-        const size_t rg0 = g * v->bk / (size_t)span, rg1 = (g + 1) * v->bk / (size_t)span;
-        __m256i s[4][2], xsum[4];
-        __m256 sw0, sw1, zw0 = _mm256_setzero_ps(), zw1 = _mm256_setzero_ps();
-        for (r = 0; r < 4; r++) s[r][0] = s[r][1] = xsum[r] = _mm256_setzero_si256();
-        for (rc = rg0; rc < rg1; rc += (size_t)flush) {
-            __m256i h[4][2];
-            for (r = 0; r < 4; r++) h[r][0] = h[r][1] = _mm256_setzero_si256();
-            for (rg = rc; rg < AMXK__MIN(rg1, rc + (size_t)flush); rg++) {
-                __m256i w0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), w1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));
-                _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
-                if (bits == 8) {
-                    __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);
-#pragma GCC unroll 4
-                    for (r = 0; r < mr; r++) {
-                        int32_t x4;
-                        __m256i xb;
-                        memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * 4, 4);
-                        xb = _mm256_set1_epi32(x4);
-                        s[r][0] = _mm256_add_epi32(s[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(a0, _mm256_sign_epi8(xb, w0)), ones));
-                        s[r][1] = _mm256_add_epi32(s[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(a1, _mm256_sign_epi8(xb, w1)), ones));
-                    }
-                    continue;
-                }
-                if (!v->asym) w0 = _mm256_xor_si256(w0, flip), w1 = _mm256_xor_si256(w1, flip);
-#pragma GCC unroll 4
-                for (f = 0; f < per; f++) { /* field f holds columns rg*span + 4f .. +3 of every row */
-                    __m256i u0 = _mm256_and_si256(_mm256_srli_epi16(w0, f * bits), fmask), u1 = _mm256_and_si256(_mm256_srli_epi16(w1, f * bits), fmask);
-#pragma GCC unroll 4
-                    for (r = 0; r < mr; r++) {
-                        int32_t x4;
-                        __m256i xb;
-                        memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * (size_t)span + 4 * (size_t)f, 4);
-                        xb = _mm256_set1_epi32(x4);
-                        h[r][0] = _mm256_add_epi16(h[r][0], _mm256_maddubs_epi16(u0, xb));
-                        h[r][1] = _mm256_add_epi16(h[r][1], _mm256_maddubs_epi16(u1, xb));
-                        if (!pre) xsum[r] = _mm256_add_epi32(xsum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, xb), ones));
-                    }
-                }
-            }
-            if (bits != 8)
-#pragma GCC unroll 4
-                for (r = 0; r < mr; r++) {
-                    s[r][0] = _mm256_add_epi32(s[r][0], _mm256_madd_epi16(h[r][0], ones));
-                    s[r][1] = _mm256_add_epi32(s[r][1], _mm256_madd_epi16(h[r][1], ones));
-                }
-        }
-        amxk__q_grid16(v, v->scales, b, g, &sw0, &sw1);
-        if (v->asym) amxk__q_grid16(v, v->zeros, b, g, &zw0, &zw1);
-#pragma GCC unroll 4
-        for (r = 0; r < mr; r++) {
-            __m256 sx = _mm256_set1_ps(sx_tab ? sx_tab[(row + (size_t)r - m0) * v->nbk + g] : amxk__q8_xscale(a, row + (size_t)r, g * v->bk)), t0, t1;
-            if (bits != 8 && !v->asym) { /* sym: t = sum u x - 2^(b-1) sum x, exact in int32 */
-                __m256i xs = pre ? _mm256_set1_epi32(xsum_tab[(row + (size_t)r - m0) * v->nbk + g]) : xsum[r];
-                xs = _mm256_slli_epi32(xs, bits - 1);
-                t0 = _mm256_cvtepi32_ps(_mm256_sub_epi32(s[r][0], xs));
-                t1 = _mm256_cvtepi32_ps(_mm256_sub_epi32(s[r][1], xs));
-            } else if (bits != 8) {
-                __m256 xs = pre ? _mm256_set1_ps((float)xsum_tab[(row + (size_t)r - m0) * v->nbk + g]) : _mm256_cvtepi32_ps(xsum[r]);
-                t0 = _mm256_fnmadd_ps(zw0, xs, _mm256_cvtepi32_ps(s[r][0]));
-                t1 = _mm256_fnmadd_ps(zw1, xs, _mm256_cvtepi32_ps(s[r][1]));
-            } else {
-                t0 = _mm256_cvtepi32_ps(s[r][0]);
-                t1 = _mm256_cvtepi32_ps(s[r][1]);
-            }
-            acc[r][0] = _mm256_fmadd_ps(_mm256_mul_ps(sx, sw0), t0, acc[r][0]);
-            acc[r][1] = _mm256_fmadd_ps(_mm256_mul_ps(sx, sw1), t1, acc[r][1]);
-        }
-    }
-    for (r = 0; r < mr; r++) {
-        _mm256_storeu_ps(out, acc[r][0]);
-        _mm256_storeu_ps(out + 8, acc[r][1]);
-        amxk__q8_store(a, row + (size_t)r, b, out);
-    }
-}
-AMXK__PRIV void amxk__linear_q8_block__avx2(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
-    /* the x scale and (int4/int2) the x sum per (row, weight group) once per task when they fit a
-       small table (decode), instead of once per block inside the kernel */
-    int32_t tab[1024];
-    float sxt[1024];
-    const int32_t *xt = NULL;
-    const float *st = NULL;
-    size_t i, b;
-    if ((m1 - m0) * a->w->nbk <= 1024) {
-        size_t r, g, kk;
-        for (r = m0; r < m1; r++)
-            for (g = 0; g < a->w->nbk; g++) {
-                int32_t sum = 0;
-                if (a->w->bits < 8)
-                    for (kk = g * a->w->bk; kk < (g + 1) * a->w->bk; kk++) sum += a->xq[r * a->ldq + kk];
-                tab[(r - m0) * a->w->nbk + g] = sum;
-                sxt[(r - m0) * a->w->nbk + g] = amxk__q8_xscale(a, r, g * a->w->bk);
-            }
-        xt = a->w->bits < 8 ? tab : NULL, st = sxt;
-    }
-    for (b = b0; b < b1; b++)
-        for (i = m0; i < m1; i += 4) {
-#define AMXK__Q8_ROWS(BITS, PRE)                                                                     \
+#define AMXK__Q8_ROWS(KNAME, BITS, PRE)                                                                     \
     switch (AMXK__MIN((size_t)4, m1 - i)) {                                                          \
-    case 4: amxk__linear_q8__4x16__avx2(a, i, 4, b, BITS, PRE, xt, st, m0); break;                   \
-    case 3: amxk__linear_q8__4x16__avx2(a, i, 3, b, BITS, PRE, xt, st, m0); break;                   \
-    case 2: amxk__linear_q8__4x16__avx2(a, i, 2, b, BITS, PRE, xt, st, m0); break;                   \
-    default: amxk__linear_q8__4x16__avx2(a, i, 1, b, BITS, PRE, xt, st, m0); break;                  \
+    case 4: KNAME(a, i, 4, b, BITS, PRE, xt, st, m0); break;                   \
+    case 3: KNAME(a, i, 3, b, BITS, PRE, xt, st, m0); break;                   \
+    case 2: KNAME(a, i, 2, b, BITS, PRE, xt, st, m0); break;                   \
+    default: KNAME(a, i, 1, b, BITS, PRE, xt, st, m0); break;                  \
     }
-            if (a->w->bits == 8) {
-                AMXK__Q8_ROWS(8, 0)
-            } else if (a->w->bits == 4) {
-                if (xt) {
-                    AMXK__Q8_ROWS(4, 1)
-                } else {
-                    AMXK__Q8_ROWS(4, 0)
-                }
-            } else if (xt) {
-                AMXK__Q8_ROWS(2, 1)
-            } else {
-                AMXK__Q8_ROWS(2, 0)
-            }
-#undef AMXK__Q8_ROWS
-        }
+
+#define AMXK__Q8_AVX2_KERNEL(KNAME, DOT8, DOTU, FLUSH) \
+static inline __attribute__((always_inline)) void KNAME(const amxk__q8_args *a, size_t row, int mr, size_t b,                                             \
+                                                                             int bits, int pre, const int32_t *xsum_tab, const float *sx_tab,             \
+                                                                             size_t m0) {                                                                 \
+    const amxk__qview *v = a->w;                                                                                                                          \
+    const uint8_t *blk = v->data + b * v->blk_bytes;                                                                                                      \
+    const __m256i ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);                                                                               \
+    const int per = 8 / bits, span = 4 * per, flush = bits == 4 ? 4 : 8; /* 64-byte rows per 16-bit run */                                                \
+    const __m256i fmask = _mm256_set1_epi8((char)((1 << bits) - 1));                                                                                      \
+    const __m256i flip = _mm256_set1_epi8((char)(bits == 4 ? 0x88 : 0xaa)); /* top bit of every field */                                                  \
+    __m256 acc[4][2];                                                                                                                                     \
+    float out[AMXK__LIN_NB];                                                                                                                              \
+    size_t g, rg, rc;                                                                                                                                     \
+    int r, f;                                                                                                                                             \
+    for (r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();                                                                                  \
+    for (g = 0; g < v->nbk; g++) {                                                                                                                        \
+        const size_t rg0 = g * v->bk / (size_t)span, rg1 = (g + 1) * v->bk / (size_t)span;                                                                \
+        __m256i s[4][2], xsum[4];                                                                                                                         \
+        __m256 sw0, sw1, zw0 = _mm256_setzero_ps(), zw1 = _mm256_setzero_ps();                                                                            \
+        for (r = 0; r < 4; r++) s[r][0] = s[r][1] = xsum[r] = _mm256_setzero_si256();                                                                     \
+        for (rc = rg0; rc < rg1; rc += (size_t)flush) {                                                                                                   \
+            __m256i h[4][2];                                                                                                                              \
+            for (r = 0; r < 4; r++) h[r][0] = h[r][1] = _mm256_setzero_si256();                                                                           \
+            for (rg = rc; rg < AMXK__MIN(rg1, rc + (size_t)flush); rg++) {                                                                                \
+                __m256i w0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), w1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));        \
+                _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);                                                              \
+                if (bits == 8) {                                                                                                                          \
+                    __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);                                                                           \
+_Pragma("GCC unroll 4")                                                                                                                                   \
+                    for (r = 0; r < mr; r++) {                                                                                                            \
+                        int32_t x4;                                                                                                                       \
+                        __m256i xb;                                                                                                                       \
+                        memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * 4, 4);                                                                      \
+                        xb = _mm256_set1_epi32(x4);                                                                                                       \
+                        DOT8(s[r][0], a0, _mm256_sign_epi8(xb, w0));                                                                                      \
+                        DOT8(s[r][1], a1, _mm256_sign_epi8(xb, w1));                                                                                      \
+                    }                                                                                                                                     \
+                    continue;                                                                                                                             \
+                }                                                                                                                                         \
+                if (!v->asym) w0 = _mm256_xor_si256(w0, flip), w1 = _mm256_xor_si256(w1, flip);                                                           \
+_Pragma("GCC unroll 4")                                                                                                                                   \
+                for (f = 0; f < per; f++) { /* field f holds columns rg*span + 4f .. +3 of every row */                                                   \
+                    __m256i u0 = _mm256_and_si256(_mm256_srli_epi16(w0, f * bits), fmask), u1 = _mm256_and_si256(_mm256_srli_epi16(w1, f * bits), fmask); \
+_Pragma("GCC unroll 4")                                                                                                                                   \
+                    for (r = 0; r < mr; r++) {                                                                                                            \
+                        int32_t x4;                                                                                                                       \
+                        __m256i xb;                                                                                                                       \
+                        memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * (size_t)span + 4 * (size_t)f, 4);                                           \
+                        xb = _mm256_set1_epi32(x4);                                                                                                       \
+                        DOTU(h[r][0], s[r][0], u0, xb);                                                                                                   \
+                        DOTU(h[r][1], s[r][1], u1, xb);                                                                                                   \
+                        if (!pre) DOT8(xsum[r], ones8, xb);                                                                                               \
+                    }                                                                                                                                     \
+                }                                                                                                                                         \
+            }                                                                                                                                             \
+            if (bits != 8)                                                                                                                                \
+_Pragma("GCC unroll 4")                                                                                                                                   \
+                for (r = 0; r < mr; r++) {                                                                                                                \
+                    FLUSH(s[r][0], h[r][0]);                                                                                                              \
+                    FLUSH(s[r][1], h[r][1]);                                                                                                              \
+                }                                                                                                                                         \
+        }                                                                                                                                                 \
+        amxk__q_grid16(v, v->scales, b, g, &sw0, &sw1);                                                                                                   \
+        if (v->asym) amxk__q_grid16(v, v->zeros, b, g, &zw0, &zw1);                                                                                       \
+_Pragma("GCC unroll 4")                                                                                                                                   \
+        for (r = 0; r < mr; r++) {                                                                                                                        \
+            __m256 sx = _mm256_set1_ps(sx_tab ? sx_tab[(row + (size_t)r - m0) * v->nbk + g] : amxk__q8_xscale(a, row + (size_t)r, g * v->bk)), t0, t1;    \
+            if (bits != 8 && !v->asym) { /* sym: t = sum u x - 2^(b-1) sum x, exact in int32 */                                                           \
+                __m256i xs = pre ? _mm256_set1_epi32(xsum_tab[(row + (size_t)r - m0) * v->nbk + g]) : xsum[r];                                            \
+                xs = _mm256_slli_epi32(xs, bits - 1);                                                                                                     \
+                t0 = _mm256_cvtepi32_ps(_mm256_sub_epi32(s[r][0], xs));                                                                                   \
+                t1 = _mm256_cvtepi32_ps(_mm256_sub_epi32(s[r][1], xs));                                                                                   \
+            } else if (bits != 8) {                                                                                                                       \
+                __m256 xs = pre ? _mm256_set1_ps((float)xsum_tab[(row + (size_t)r - m0) * v->nbk + g]) : _mm256_cvtepi32_ps(xsum[r]);                     \
+                t0 = _mm256_fnmadd_ps(zw0, xs, _mm256_cvtepi32_ps(s[r][0]));                                                                              \
+                t1 = _mm256_fnmadd_ps(zw1, xs, _mm256_cvtepi32_ps(s[r][1]));                                                                              \
+            } else {                                                                                                                                      \
+                t0 = _mm256_cvtepi32_ps(s[r][0]);                                                                                                         \
+                t1 = _mm256_cvtepi32_ps(s[r][1]);                                                                                                         \
+            }                                                                                                                                             \
+            acc[r][0] = _mm256_fmadd_ps(_mm256_mul_ps(sx, sw0), t0, acc[r][0]);                                                                           \
+            acc[r][1] = _mm256_fmadd_ps(_mm256_mul_ps(sx, sw1), t1, acc[r][1]);                                                                           \
+        }                                                                                                                                                 \
+    }                                                                                                                                                     \
+    for (r = 0; r < mr; r++) {                                                                                                                            \
+        _mm256_storeu_ps(out, acc[r][0]);                                                                                                                 \
+        _mm256_storeu_ps(out + 8, acc[r][1]);                                                                                                             \
+        amxk__q8_store(a, row + (size_t)r, b, out);                                                                                                       \
+    }                                                                                                                                                     \
 }
+#define AMXK__Q8_AVX2_BLOCK(BNAME, KNAME) \
+AMXK__PRIV void BNAME(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {               \
+    /* the x scale and (int4/int2) the x sum per (row, weight group) once per task when they fit a        \
+       small table (decode), instead of once per block inside the kernel */                               \
+    int32_t tab[1024];                                                                                    \
+    float sxt[1024];                                                                                      \
+    const int32_t *xt = NULL;                                                                             \
+    const float *st = NULL;                                                                               \
+    size_t i, b;                                                                                          \
+    if ((m1 - m0) * a->w->nbk <= 1024) {                                                                  \
+        size_t r, g, kk;                                                                                  \
+        for (r = m0; r < m1; r++)                                                                         \
+            for (g = 0; g < a->w->nbk; g++) {                                                             \
+                int32_t sum = 0;                                                                          \
+                if (a->w->bits < 8)                                                                       \
+                    for (kk = g * a->w->bk; kk < (g + 1) * a->w->bk; kk++) sum += a->xq[r * a->ldq + kk]; \
+                tab[(r - m0) * a->w->nbk + g] = sum;                                                      \
+                sxt[(r - m0) * a->w->nbk + g] = amxk__q8_xscale(a, r, g * a->w->bk);                      \
+            }                                                                                             \
+        xt = a->w->bits < 8 ? tab : NULL, st = sxt;                                                       \
+    }                                                                                                     \
+    for (b = b0; b < b1; b++)                                                                             \
+        for (i = m0; i < m1; i += 4) {                                                                    \
+            if (a->w->bits == 8) {                                                                        \
+                AMXK__Q8_ROWS(KNAME, 8, 0)                                                                \
+            } else if (a->w->bits == 4) {                                                                 \
+                if (xt) {                                                                                 \
+                    AMXK__Q8_ROWS(KNAME, 4, 1)                                                            \
+                } else {                                                                                  \
+                    AMXK__Q8_ROWS(KNAME, 4, 0)                                                            \
+                }                                                                                         \
+            } else if (xt) {                                                                              \
+                AMXK__Q8_ROWS(KNAME, 2, 1)                                                                \
+            } else {                                                                                      \
+                AMXK__Q8_ROWS(KNAME, 2, 0)                                                                \
+            }                                                                                             \
+        }                                                                                                 \
+}
+
+#define AMXK__Q8_DOT8__AVX2(s, u, x) ((s) = _mm256_add_epi32((s), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (x)), ones)))
+#define AMXK__Q8_DOTU__AVX2(h, s, u, x) ((h) = _mm256_add_epi16((h), _mm256_maddubs_epi16((u), (x))))
+#define AMXK__Q8_FLUSH__AVX2(s, h) ((s) = _mm256_add_epi32((s), _mm256_madd_epi16((h), ones)))
+AMXK__Q8_AVX2_KERNEL(amxk__linear_q8__4x16__avx2, AMXK__Q8_DOT8__AVX2, AMXK__Q8_DOTU__AVX2, AMXK__Q8_FLUSH__AVX2)
+AMXK__Q8_AVX2_BLOCK(amxk__linear_q8_block__avx2, amxk__linear_q8__4x16__avx2)
+AMXK__TARGET_END
+#endif
+
+#if AMXK__HAS_AVXVNNI
+AMXK__TARGET_AVXVNNI_BEGIN
+#define AMXK__Q8_DOT8__AVXVNNI(s, u, x) ((s) = AMXK__DPBUSD256((s), (u), (x)))
+#define AMXK__Q8_DOTU__AVXVNNI(h, s, u, x) ((void)(h), (s) = AMXK__DPBUSD256((s), (u), (x)))
+#define AMXK__Q8_FLUSH__AVXVNNI(s, h) ((void)(s), (void)(h), (void)ones)
+AMXK__Q8_AVX2_KERNEL(amxk__linear_q8__4x16__avxvnni, AMXK__Q8_DOT8__AVXVNNI, AMXK__Q8_DOTU__AVXVNNI, AMXK__Q8_FLUSH__AVXVNNI)
+AMXK__Q8_AVX2_BLOCK(amxk__linear_q8_block__avxvnni, amxk__linear_q8__4x16__avxvnni)
 AMXK__TARGET_END
 #endif
 
@@ -2156,7 +2182,9 @@ AMXK__TARGET_AVX512VNNI_BEGIN
 #ifndef AMXK__Q8V_P
 #define AMXK__Q8V_P 24     /* prefill panel: rows (a multiple of MR) ... */
 #endif
+#ifndef AMXK__Q8V_NC
 #define AMXK__Q8V_NC 16    /* ... x blocks, accumulated in f32 on the stack (24 KiB) */
+#endif
 #ifndef AMXK__Q8V_KC
 #define AMXK__Q8V_KC 1024  /* prefill k step in columns (a multiple of 64; x panels: P x KC bytes on the stack) */
 #endif
@@ -2658,6 +2686,12 @@ static const amxk__pack_kernels amxk__pack_kernels_avx2 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avx2,
     amxk__actq_group__avx2, amxk__q_block_16__avx2};
 #endif
+#if AMXK__HAS_AVXVNNI
+/* the AVX2 level on a CPU with AVX-VNNI: w8a8 on VEX vpdpbusd */
+static const amxk__pack_kernels amxk__pack_kernels_avx2vnni = {
+    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avxvnni,
+    amxk__actq_group__avx2, amxk__q_block_16__avx2};
+#endif
 #if AMXK__HAS_AVX512
 static const amxk__pack_kernels amxk__pack_kernels_avx512 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx2,
@@ -2676,9 +2710,9 @@ static const amxk__pack_kernels amxk__pack_kernels_amx = {
 #endif
 
 /* The table of ISA level `level` (a context's tier, or a vector level): the one place that maps levels
-   to kernels. Every vector level from AVX2 up to the last below AMX runs the AVX2 kernels (there are
-   no AVX-512 kernels yet); the AMX table runs its own kernels and hands the rest to the vector level
-   below it (amxk__pack_layout). */
+   to kernels. Each AVX-512 level has its table; the AVX2 level's w8a8 kernel uses AVX-VNNI where the
+   CPU has it (the AVX2 level's only CPU-feature variant); the AMX table runs its own kernels and hands
+   the rest to the vector level below it (amxk__pack_layout). */
 AMXK__PRIV const amxk__pack_kernels *amxk__pack_kernels_for(amxk_tier level) {
 #if AMXK__HAS_AMX
     if (level == AMXK_TIER_AMX) return &amxk__pack_kernels_amx;
@@ -2687,6 +2721,9 @@ AMXK__PRIV const amxk__pack_kernels *amxk__pack_kernels_for(amxk_tier level) {
     if (level >= AMXK_TIER_AVX512_BF16 && level < AMXK_TIER_AMX) return &amxk__pack_kernels_avx512bf16;
     if (level == AMXK_TIER_AVX512_VNNI) return &amxk__pack_kernels_avx512vnni;
     if (level == AMXK_TIER_AVX512) return &amxk__pack_kernels_avx512;
+#endif
+#if AMXK__HAS_AVXVNNI
+    if (level == AMXK_TIER_AVX2 && amxk__avxvnni_usable()) return &amxk__pack_kernels_avx2vnni;
 #endif
 #if AMXK__HAS_AVX2
     if (level >= AMXK_TIER_AVX2 && level < AMXK_TIER_AMX) return &amxk__pack_kernels_avx2;
