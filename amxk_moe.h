@@ -44,19 +44,32 @@
                                 optional shared expert, expert-parallel shard range, in place
 
    ROUTING (amxk_moe_topk), per token row l[0..E) of fp32 logits:
-       score_e  = softmax: exp(l_e - max_j l_j) / sum_j exp(l_j - max) (fp32, expf, sum in expert order)
-                  sigmoid: 1 / (1 + exp(-l_e))                        (fp32, expf)
-       choice_e = score_e + bias_e (correction_bias given, fp32 add) or score_e.
-       Grouping (num_expert_group G >= 2): experts [g*E/G, (g+1)*E/G) form group g; a group's score is
-       the largest choice in it (group_score_top2 = 0: DeepSeek-V2 grouped top-k) or the sum (fp32,
-       larger first) of its two largest (group_score_top2 = 1: DeepSeek-V3 / Kimi); the topk_group best
-       groups are kept, only their experts can be chosen.
-       Selection: the topk largest choices among the eligible experts, written in descending order.
-       TIES: every ordering (experts and groups) is by value descending, then id ascending: of equal
-       values the LOWER expert (group) id wins and comes first. Deterministic on every tier.
+       l'_e     = softcap c > 0: c * tanh(l_e / c) (fp32, tanhf; Grok-style router softcap), else l_e
+       score_e  = softmax: exp(l'_e - max_j l'_j) / sum_j exp(l'_j - max) (fp32, expf, sum in expert order)
+                  sigmoid: 1 / (1 + exp(-l'_e))                        (fp32, expf)
+       choice_e = score_e + bias_e (correction_bias given, fp32 add).
+       ORDER of experts ("e ranks before f"), used by every selection below:
+         no bias:   l_e > l_f, or l_e == l_f and e < f. The RAW logit decides: softcap, softmax and sigmoid
+                    are non-decreasing in l, so this is the order of the exact scores, and of the fp32
+                    scores wherever those differ; where fp32 scores tie although the logits differ
+                    (sigmoid(l) is exactly 1.0f for l > ~16.6, exp underflows far below the max, tanh
+                    saturates) the larger logit still wins, as upstream (sglang / vLLM) select.
+         with bias: choice_e > choice_f; on equal fp32 choices the larger raw logit; then the lower id.
+       Grouping (num_expert_group G >= 2): experts [g*E/G, (g+1)*E/G) form group g. group_score_top2 = 0
+       (DeepSeek-V2 grouped top-k): a group ranks by its best expert (the order above), then lower group
+       id. group_score_top2 = 1 (DeepSeek-V3 / Kimi): a group's score is the fp32 sum, larger first, of
+       choice (with bias) or score (without) of its two best experts; larger sum first, then lower group
+       id. The topk_group best groups are kept, only their experts can be chosen.
+       Selection: the topk first experts in the order above among the eligible ones, written in that
+       order. Every ordering is total and the same on every tier (deterministic).
        Weights: w_j = score of the chosen expert (never the biased choice); renormalize: w_j /= sum of
        the topk weights (fp32, slot order; skipped when that sum is 0); then w_j *= routed_scaling_factor
        (skipped when it is 1; 0 in the struct means 1).
+       ROUTED SCALING FACTOR, TWO PLACES, ONE PRODUCT: amxk_moe_router.routed_scaling_factor scales the
+       weights this function returns; amxk_moe_opts.routed_scaling_factor scales the routed sum inside
+       amxk_moe_experts. Both are applied when both are set (the output is scaled by their product):
+       set the one your framework's convention puts the factor in (sglang's biased_grouped_topk: the
+       router's; sglang's shared_expert_cpu, vLLM's fused MoE: the experts'), and leave the other 0.
        Logits and bias must be finite (AMXK_ERR_ARG otherwise: no -inf masking).
 
    FUSED EXPERTS (amxk_moe_experts), for each token t (x row t, K values) and slot j < topk with
@@ -173,7 +186,9 @@ typedef struct amxk_moe_router {
     size_t topk_group;            /* with G >= 2: groups kept, 1..G, topk <= topk_group * E/G */
     int group_score_top2;         /* with G >= 2: 0 group max, 1 sum of the two best (E/G >= 2) */
     const float *correction_bias; /* NULL or E floats: added to the scores for the selection only */
-    float routed_scaling_factor;  /* final multiplier of the weights; 0 means 1 */
+    float routed_scaling_factor;  /* final multiplier of the returned weights; 0 means 1. NOT the experts'
+                                     factor (amxk_moe_opts): if both are set, both apply (ROUTING) */
+    float softcap;                /* 0: none; c > 0: logits -> c * tanh(l / c) before scoring */
 } amxk_moe_router;
 
 /* Top-k routing of M tokens over E experts (see ROUTING). logits: element (t, e) at
@@ -181,7 +196,7 @@ typedef struct amxk_moe_router {
    topk_ids (int32), slot order = descending choice. Tasks: chunks of tokens.
    Errors (nothing written): CONTEXT, NULL, SHAPE (M, E or topk 0, topk > E), STRIDE, ARG (score kind,
    grouping: G does not divide E, topk_group 0 or > G, topk > topk_group * E/G, top2 with E/G < 2;
-   renormalize not 0/1; non-finite logit, bias or scaling factor), ALIAS (outputs overlap each other
+   renormalize not 0/1; non-finite logit, bias or scaling factor; softcap < 0 or not finite), ALIAS (outputs overlap each other
    or the inputs). */
 AMXK_DEF amxk_status amxk_moe_topk(const amxk_ctx *ctx, const amxk_moe_router *router, size_t m, size_t n_experts,
                                    const float *logits, size_t ld_logits, size_t topk, float *topk_weights,
@@ -308,23 +323,34 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
 AMXK__INLINE int amxk__moe_finite(float f) { return f == f && f - f == 0.0f; }
 
 
-/* Routing: the choice value of expert e of a row (score + bias). */
+/* Routing: one token row. Experts are ranked by a key (v, l): v = score + bias with a correction bias,
+   else the raw logit; l = the raw logit (see ROUTING: ORDER). */
 typedef struct amxk__moe_row {
     const float *l, *bias;
     int sigmoid;
-    float mx, sum; /* softmax */
+    float cap;     /* softcap, 0: none */
+    float mx, sum; /* softmax over the capped logits */
 } amxk__moe_row;
 
+typedef struct amxk__moe_key {
+    float v, l;
+} amxk__moe_key;
+
+AMXK__INLINE float amxk__moe_capped(const amxk__moe_row *r, size_t e) { return r->cap > 0.0f ? r->cap * tanhf(r->l[e] / r->cap) : r->l[e]; }
 AMXK__INLINE float amxk__moe_score(const amxk__moe_row *r, size_t e) {
-    if (r->sigmoid) return 1.0f / (1.0f + expf(-r->l[e]));
-    return expf(r->l[e] - r->mx) / r->sum;
+    if (r->sigmoid) return 1.0f / (1.0f + expf(-amxk__moe_capped(r, e)));
+    return expf(amxk__moe_capped(r, e) - r->mx) / r->sum;
 }
-AMXK__INLINE float amxk__moe_choice(const amxk__moe_row *r, size_t e) {
-    float s = amxk__moe_score(r, e);
-    return r->bias ? s + r->bias[e] : s;
+AMXK__INLINE amxk__moe_key amxk__moe_key_of(const amxk__moe_row *r, size_t e) {
+    amxk__moe_key k;
+    k.l = r->l[e];
+    k.v = r->bias ? amxk__moe_score(r, e) + r->bias[e] : k.l;
+    return k;
 }
-/* 1 when (va, a) ranks before (vb, b): larger value first, then lower id. */
-AMXK__INLINE int amxk__moe_before(float va, size_t a, float vb, size_t b) { return va > vb || (va == vb && a < b); }
+/* 1 when (ka, a) ranks before (kb, b): larger v, then larger l, then lower id. */
+AMXK__INLINE int amxk__moe_before(amxk__moe_key ka, size_t a, amxk__moe_key kb, size_t b) {
+    return ka.v > kb.v || (ka.v == kb.v && (ka.l > kb.l || (ka.l == kb.l && a < b)));
+}
 
 typedef struct amxk__moe_topk_args {
     const amxk_moe_router *r;
@@ -334,16 +360,21 @@ typedef struct amxk__moe_topk_args {
     int32_t *ids;
 } amxk__moe_topk_args;
 
-/* Group score of group g. */
-AMXK__PRIV float amxk__moe_group_score(const amxk__moe_topk_args *a, const amxk__moe_row *row, size_t g) {
-    size_t i, e0 = g * a->gsize;
-    float b1 = amxk__moe_choice(row, e0), b2 = -INFINITY;
-    for (i = 1; i < a->gsize; i++) {
-        float c = amxk__moe_choice(row, e0 + i);
-        if (c > b1) b2 = b1, b1 = c;
-        else if (c > b2) b2 = c;
+/* Key of group g: its best expert's key (max), or {sum of the choices (scores without bias) of its two
+   best experts, 0} (top2: on equal sums the lower group id). */
+AMXK__PRIV amxk__moe_key amxk__moe_group_key(const amxk__moe_topk_args *a, const amxk__moe_row *row, size_t g) {
+    size_t i, e0 = g * a->gsize, i1 = e0, i2 = e0;
+    amxk__moe_key b1 = amxk__moe_key_of(row, e0), b2 = b1, k;
+    int have2 = 0;
+    for (i = e0 + 1; i < e0 + a->gsize; i++) {
+        k = amxk__moe_key_of(row, i);
+        if (amxk__moe_before(k, i, b1, i1)) b2 = b1, i2 = i1, b1 = k, i1 = i, have2 = 1;
+        else if (!have2 || amxk__moe_before(k, i, b2, i2)) b2 = k, i2 = i, have2 = 1;
     }
-    return a->r->group_score_top2 ? b1 + b2 : b1;
+    if (!a->r->group_score_top2) return b1;
+    k.l = 0.0f;
+    k.v = row->bias ? b1.v + b2.v : amxk__moe_score(row, i1) + amxk__moe_score(row, i2);
+    return k;
 }
 
 AMXK__PRIV void amxk__moe_topk_task(void *task_ctx, size_t task, int worker) {
@@ -353,22 +384,29 @@ AMXK__PRIV void amxk__moe_topk_task(void *task_ctx, size_t task, int worker) {
     for (t = t0; t < t1; t++) {
         amxk__moe_row row;
         size_t e, j, g, gl = 0, el = 0;
-        float gvl = 0.0f, vl = 0.0f, sum = 0.0f;
+        amxk__moe_key gvl, vl;
+        float sum = 0.0f;
         float *w = a->w + t * a->topk;
         int32_t *ids = a->ids + t * a->topk;
+        gvl.v = gvl.l = vl.v = vl.l = 0.0f;
         row.l = a->logits + t * a->ld, row.bias = a->r->correction_bias, row.sigmoid = a->r->score == AMXK_MOE_SCORE_SIGMOID;
-        row.mx = row.l[0], row.sum = 0.0f;
+        row.cap = a->r->softcap, row.mx = 0.0f, row.sum = 0.0f;
         if (!row.sigmoid) {
-            for (e = 1; e < a->e; e++) row.mx = row.l[e] > row.mx ? row.l[e] : row.mx;
-            for (e = 0; e < a->e; e++) row.sum += expf(row.l[e] - row.mx);
+            row.mx = amxk__moe_capped(&row, 0);
+            for (e = 1; e < a->e; e++) {
+                float c = amxk__moe_capped(&row, e);
+                row.mx = c > row.mx ? c : row.mx;
+            }
+            for (e = 0; e < a->e; e++) row.sum += expf(amxk__moe_capped(&row, e) - row.mx);
         }
         if (a->groups >= 2) { /* the topk_group-th best group (gvl, gl): groups ranking at or before it are kept */
             for (j = 0; j < a->topk_group; j++) {
                 int have = 0;
-                float bv = 0.0f;
+                amxk__moe_key bv;
                 size_t bg = 0;
+                bv.v = bv.l = 0.0f;
                 for (g = 0; g < a->groups; g++) {
-                    float v = amxk__moe_group_score(a, &row, g);
+                    amxk__moe_key v = amxk__moe_group_key(a, &row, g);
                     if (j > 0 && !amxk__moe_before(gvl, gl, v, g)) continue; /* already taken */
                     if (!have || amxk__moe_before(v, g, bv, bg)) bv = v, bg = g, have = 1;
                 }
@@ -377,13 +415,14 @@ AMXK__PRIV void amxk__moe_topk_task(void *task_ctx, size_t task, int worker) {
         }
         for (j = 0; j < a->topk; j++) {
             int have = 0;
-            float bv = 0.0f;
+            amxk__moe_key bv;
             size_t be = 0;
+            bv.v = bv.l = 0.0f;
             for (g = 0; g < (a->groups >= 2 ? a->groups : 1); g++) {
                 size_t e0 = a->groups >= 2 ? g * a->gsize : 0, e1 = a->groups >= 2 ? e0 + a->gsize : a->e;
-                if (a->groups >= 2 && !amxk__moe_before(amxk__moe_group_score(a, &row, g), g, gvl, gl) && g != gl) continue;
+                if (a->groups >= 2 && g != gl && !amxk__moe_before(amxk__moe_group_key(a, &row, g), g, gvl, gl)) continue;
                 for (e = e0; e < e1; e++) {
-                    float v = amxk__moe_choice(&row, e);
+                    amxk__moe_key v = amxk__moe_key_of(&row, e);
                     if (j > 0 && !amxk__moe_before(vl, el, v, e)) continue;
                     if (!have || amxk__moe_before(v, e, bv, be)) bv = v, be = e, have = 1;
                 }
@@ -874,7 +913,8 @@ AMXK_DEF amxk_status amxk_moe_topk(const amxk_ctx *ctx, const amxk_moe_router *r
     if (m == 0 || ne == 0 || topk == 0 || topk > ne || ne > 0x7fffffff || m > ((size_t)1 << 40) / topk) return AMXK_ERR_SHAPE;
     if (ld < ne) return AMXK_ERR_STRIDE;
     if ((r->score != AMXK_MOE_SCORE_SOFTMAX && r->score != AMXK_MOE_SCORE_SIGMOID) || (r->renormalize != 0 && r->renormalize != 1) ||
-        (r->group_score_top2 != 0 && r->group_score_top2 != 1) || !amxk__moe_finite(r->routed_scaling_factor))
+        (r->group_score_top2 != 0 && r->group_score_top2 != 1) || !amxk__moe_finite(r->routed_scaling_factor) ||
+        !amxk__moe_finite(r->softcap) || r->softcap < 0.0f)
         return AMXK_ERR_ARG;
     G = r->num_expert_group;
     if (G >= 2) {

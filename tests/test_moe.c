@@ -42,6 +42,7 @@ typedef struct rref {
     size_t G, tg;
     const float *bias;
     float rsf;
+    double cap; /* softcap, 0: none */
 } rref;
 
 static double ref_choice(const double *sc, const float *bias, size_t e) { return sc[e] + (bias ? (double)bias[e] : 0.0); }
@@ -54,9 +55,12 @@ static int ref_route_row(const rref *r, const float *l, size_t E, size_t topk, i
     int near = 0;
     double gsc[1024];
     int gsel[1024];
-    for (e = 0; e < E; e++) mx = l[e] > mx ? l[e] : mx;
-    for (e = 0; e < E; e++) sum += exp((double)l[e] - mx);
-    for (e = 0; e < E; e++) sc[e] = r->sigmoid ? 1.0 / (1.0 + exp(-(double)l[e])) : exp((double)l[e] - mx) / sum;
+    double lc[1024];
+    for (e = 0; e < E; e++) lc[e] = r->cap > 0 ? r->cap * tanh((double)l[e] / r->cap) : (double)l[e];
+    mx = lc[0];
+    for (e = 0; e < E; e++) mx = lc[e] > mx ? lc[e] : mx;
+    for (e = 0; e < E; e++) sum += exp(lc[e] - mx);
+    for (e = 0; e < E; e++) sc[e] = r->sigmoid ? 1.0 / (1.0 + exp(-lc[e])) : exp(lc[e] - mx) / sum;
     for (e = 0; e < E; e++) ch[e] = ref_choice(sc, r->bias, e), maxabs = fabs(ch[e]) > maxabs ? fabs(ch[e]) : maxabs;
     tol = 1e-4 * (maxabs > 1e-30 ? maxabs : 1e-30);
     for (g = 0; g < ng; g++) {
@@ -113,6 +117,7 @@ static int ref_route_row(const rref *r, const float *l, size_t E, size_t topk, i
 }
 
 static long route_near_rows;
+static float route_softcap; /* softcap of the next route_case calls (0: none) */
 
 /* Runs amxk_moe_topk and checks it against the reference. fill: 0 random, 1 small integers (ties),
    2 all equal. */
@@ -122,7 +127,7 @@ static void route_case(const amxk_ctx *ctx, int sigmoid, int renorm, size_t E, s
     size_t ld = (test_case_begin(test_case_mix(
                      test_case_mix(test_case_mix(test_case_id("moe route", (uint64_t)(sigmoid * 2 + renorm)), E), topk),
                      test_case_mix(test_case_mix(test_case_mix(G, tg), (uint64_t)(top2 * 2 + with_bias)),
-                                   test_case_mix(test_case_mix(test_f32_bits(rsf), M), (uint64_t)fill)))),
+                                   test_case_mix(test_case_mix(test_f32_bits(rsf), M), (uint64_t)fill + 16u * test_f32_bits(route_softcap))))),
                  E + (size_t)test_randint(0, 3)),
            t, e, j;
     float *l = (float *)test_alloc(M * ld * 4), *bias = with_bias ? (float *)test_alloc(E * 4) : NULL;
@@ -136,14 +141,14 @@ static void route_case(const amxk_ctx *ctx, int sigmoid, int renorm, size_t E, s
     long bad_ids = 0, bad_w = 0, bad_valid = 0;
     for (t = 0; t < M; t++)
         for (e = 0; e < E; e++)
-            l[t * ld + e] = fill == 0 ? test_randf(-4, 4) : fill == 1 ? (float)test_randint(0, 2) : 0.5f;
+            l[t * ld + e] = fill == 0 ? test_randf(-4, 4) : fill == 1 ? (float)test_randint(0, 2) : fill == 3 ? test_randf(-40, 40) : 0.5f;
     if (bias)
         for (e = 0; e < E; e++) bias[e] = fill == 0 ? test_randf(-0.5f, 0.5f) : (float)test_randint(0, 1) * 0.25f;
     memset(&r, 0, sizeof r);
     r.score = sigmoid ? AMXK_MOE_SCORE_SIGMOID : AMXK_MOE_SCORE_SOFTMAX;
     r.renormalize = renorm, r.num_expert_group = G, r.topk_group = tg, r.group_score_top2 = top2, r.correction_bias = bias;
-    r.routed_scaling_factor = rsf;
-    rr.sigmoid = sigmoid, rr.renorm = renorm, rr.top2 = top2, rr.G = G, rr.tg = tg, rr.bias = bias, rr.rsf = rsf;
+    r.routed_scaling_factor = rsf, r.softcap = route_softcap;
+    rr.sigmoid = sigmoid, rr.renorm = renorm, rr.top2 = top2, rr.G = G, rr.tg = tg, rr.bias = bias, rr.rsf = rsf, rr.cap = route_softcap;
     s = amxk_moe_topk(ctx, &r, M, E, l, ld, topk, w, ids);
     CHECK(s == AMXK_OK, "topk E=%zu k=%zu: %s", E, topk, amxk_status_string(s));
     for (t = 0; t < M && s == AMXK_OK; t++) {
@@ -210,6 +215,11 @@ static void test_routing(void) {
         route_case(&ctx, 0, 1, 64, 6, 16, 2, 0, 1, 0.5f, 29, 1);
         route_case(&ctx, 1, 1, 12, 6, 3, 3, 1, 0, 0.0f, 13, 1);  /* topk = topk_group * E/G - 2 */
         route_case(&ctx, 1, 1, 12, 12, 3, 3, 1, 0, 0.0f, 13, 0); /* every expert */
+        /* router softcap c tanh(l / c) before scoring */
+        route_softcap = 2.5f;
+        route_case(&ctx, 0, 1, 64, 6, 0, 0, 0, 0, 0.0f, 19, 0);
+        route_case(&ctx, 1, 0, 16, 3, 4, 2, 1, 1, 1.5f, 19, 0);
+        route_softcap = 0.0f;
     }
     printf("  near-tie rows checked for validity only: %ld\n", route_near_rows);
 
@@ -234,6 +244,76 @@ static void test_routing(void) {
             CHECK(amxk_moe_topk(NULL, &r, 1, 8, l, 8, 2, w, ids) == AMXK_OK, "bias");
             CHECK(ids[0] == 3 && ids[1] == 1 && fabs(w[0] - 0.5) < 1e-7 && fabs(w[1] - 1.0 / (1.0 + exp(-3.0))) < 1e-7,
                   "bias ids %d %d w %g %g", ids[0], ids[1], w[0], w[1]);
+        }
+    }
+
+    TEST_SECTION("routing: saturated scores follow the logit order (issue 16 item 1), bias tie rule, softcap");
+    {
+        amxk_moe_router r;
+        float w[4], l2[2] = {30.0f, 40.0f}, l3[3] = {-200.0f, -150.0f, 0.0f};
+        int32_t ids[4];
+        memset(&r, 0, sizeof r);
+        r.score = AMXK_MOE_SCORE_SIGMOID; /* sigmoid(30) == sigmoid(40) == 1.0f in fp32 */
+        CHECK(amxk_moe_topk(NULL, &r, 1, 2, l2, 2, 1, w, ids) == AMXK_OK && ids[0] == 1 && w[0] == 1.0f, "sigmoid {30, 40} top-1: id %d", ids[0]);
+        r.score = AMXK_MOE_SCORE_SOFTMAX; /* exp(-150) and exp(-200) both underflow to 0 in fp32 */
+        CHECK(amxk_moe_topk(NULL, &r, 1, 3, l3, 3, 3, w, ids) == AMXK_OK && ids[0] == 2 && ids[1] == 1 && ids[2] == 0,
+              "softmax underflow order %d %d %d", ids[0], ids[1], ids[2]);
+        /* with a bias: equal fp32 choices (1.0f + 0.25f) -> the larger logit; equal logits -> the lower id */
+        {
+            float b2[2] = {0.25f, 0.25f}, l4[4] = {40.0f, 40.0f, 30.0f, 35.0f}, b4[4] = {0.5f, 0.5f, 0.5f, 0.5f};
+            r.score = AMXK_MOE_SCORE_SIGMOID, r.correction_bias = b2;
+            CHECK(amxk_moe_topk(NULL, &r, 1, 2, l2, 2, 1, w, ids) == AMXK_OK && ids[0] == 1, "bias tie: id %d", ids[0]);
+            b2[0] = 0.5f; /* a real bias difference wins */
+            CHECK(amxk_moe_topk(NULL, &r, 1, 2, l2, 2, 1, w, ids) == AMXK_OK && ids[0] == 0 && w[0] == 1.0f, "bias: id %d", ids[0]);
+            r.correction_bias = b4;
+            CHECK(amxk_moe_topk(NULL, &r, 1, 4, l4, 4, 4, w, ids) == AMXK_OK && ids[0] == 0 && ids[1] == 1 && ids[2] == 3 && ids[3] == 2,
+                  "bias ties %d %d %d %d", ids[0], ids[1], ids[2], ids[3]);
+            /* grouped (V3 top-2 sum): groups {0,1} sum 3.0, {2,3} sum 3.0 -> lower group id; then logit order */
+            r.num_expert_group = 2, r.topk_group = 1, r.group_score_top2 = 1;
+            CHECK(amxk_moe_topk(NULL, &r, 1, 4, l4, 4, 2, w, ids) == AMXK_OK && ids[0] == 0 && ids[1] == 1, "grouped bias ties %d %d", ids[0], ids[1]);
+            l4[3] = 45.0f, r.group_score_top2 = 0; /* max: group {2,3}'s best (45) ranks first */
+            CHECK(amxk_moe_topk(NULL, &r, 1, 4, l4, 4, 2, w, ids) == AMXK_OK && ids[0] == 3 && ids[1] == 2, "grouped max ties %d %d", ids[0], ids[1]);
+        }
+        /* softcap: weights are the scores of the capped logits */
+        memset(&r, 0, sizeof r);
+        r.score = AMXK_MOE_SCORE_SIGMOID, r.softcap = 30.0f;
+        CHECK(amxk_moe_topk(NULL, &r, 1, 2, l2, 2, 2, w, ids) == AMXK_OK && ids[0] == 1 && ids[1] == 0 &&
+                  fabs(w[0] - 1.0 / (1.0 + exp(-30.0 * tanh(40.0 / 30.0)))) < 1e-7 && fabs(w[1] - 1.0 / (1.0 + exp(-30.0 * tanh(1.0)))) < 1e-7,
+              "softcap ids %d %d w %.9g %.9g", ids[0], ids[1], w[0], w[1]);
+    }
+    TEST_SECTION("routing: sglang topk_sigmoid-like rows (|logits| up to 40, E 8 / 16 / 32, top-1 and top-4): the largest logits win");
+    {
+        static const size_t Es2[3] = {8, 16, 32};
+        size_t i2, t, e;
+        TEST_FOR_EACH_TIER(tier, ctx) {
+            for (i2 = 0; i2 < 3; i2++) {
+                size_t M = 123, E = Es2[i2], k = i2 == 2 ? 4 : 1;
+                float *l = (float *)malloc(M * E * 4), *tw = (float *)malloc(M * k * 4);
+                int32_t *ids = (int32_t *)malloc(M * k * 4);
+                long bad = 0, sat = 0;
+                amxk_moe_router r;
+                memset(&r, 0, sizeof r);
+                r.score = AMXK_MOE_SCORE_SIGMOID, r.renormalize = k > 1;
+                test_case_begin(test_case_mix(test_case_id("moe route sglang sigmoid", 0), E));
+                for (t = 0; t < M * E; t++) l[t] = test_randf(-40, 40);
+                CHECK(amxk_moe_topk(&ctx, &r, M, E, l, E, k, tw, ids) == AMXK_OK, "topk");
+                for (t = 0; t < M; t++) {
+                    int taken[32] = {0};
+                    size_t j;
+                    for (j = 0; j < k; j++) { /* j-th largest logit, lower id on equal logits */
+                        size_t b = 0;
+                        int have = 0;
+                        for (e = 0; e < E; e++)
+                            if (!taken[e] && (!have || l[t * E + e] > l[t * E + b])) b = e, have = 1;
+                        taken[b] = 1;
+                        bad += ids[t * k + j] != (int32_t)b;
+                        sat += j == 0 && l[t * E + b] > 17.0f;
+                    }
+                }
+                CHECK(bad == 0 && sat > 0, "tier %s E=%zu top-%zu: %ld ids differ from the logit order (%ld rows saturated)", amxk_tier_name(tier), E, k,
+                      bad, sat);
+                free(l), free(tw), free(ids);
+            }
         }
     }
 
