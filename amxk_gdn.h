@@ -145,7 +145,8 @@ AMXK_DEF amxk_status amxk_conv1d_pack(const amxk_ctx *ctx, void *dst, size_t dst
    has_initial_state: NULL (all 1) or n_seqs bytes; 0 => zero history (the slot's content is ignored).
    Per sequence with slot s:
      s == -1    (pad) its output rows are written as zeros; no state is read or written.
-     len == 0   nothing happens (the slot is left bit for bit unchanged).
+     len == 0   no output; with has_initial_state[n] == 0 the slot is set to zeros (the state after zero
+                tokens from a zero history), else it is left bit for bit unchanged.
      otherwise  out = silu?(conv(history ++ x)), history = the slot's last W-1 positions or zeros; then
                 the slot holds the last state_len inputs of (history' ++ x), where history' is the old
                 state (or zeros): for len < state_len the old tail shifts in front of x.
@@ -242,7 +243,8 @@ AMXK_DEF amxk_status amxk_gdn_workspace_size(const amxk_ctx *ctx, const amxk_gdn
    must be distinct. has_initial_state: NULL (all 1) or n_seqs bytes; 0 => the sequence starts from a
    zero state (the slot's content is ignored). Per sequence with slot s:
      s == -1    its output rows are zeros; no state is read or written.
-     len == 0   nothing happens (the slot is left bit for bit unchanged).
+     len == 0   no output; with has_initial_state[n] == 0 the slot is set to zeros (the state after zero
+                tokens from a zero state), else it is left bit for bit unchanged.
      otherwise  the recurrence runs from the slot's state (or zeros) over its tokens; the slot then holds
                 the final state.
    Decode is a call with one token per sequence; speculative verification, several. A prefill split
@@ -1305,6 +1307,8 @@ static void amxk__conv_task(void *task_ctx, size_t task, int worker) {
     (void)worker;
     amxk__conv_seq(a, n, &q.t0, &q.len);
     tb0 = task % a->n_tb * a->tb;
+    if (q.len == 0 && tb0 == 0 && s >= 0 && a->st && a->has_init && !a->has_init[n]) /* zero tokens from a zero state */
+        amxk__conv_store_state(a, a->st + (size_t)s * a->s_slot * a->esz, 0, -1, q.t0, 0, 0, dim);
     if (tb0 >= q.len) return;
     tb1 = AMXK__MIN(q.len, tb0 + a->tb);
     if (s < 0) { /* +0.0 is all zero bits in f32 and bf16 */
@@ -1476,14 +1480,14 @@ AMXK__PRIV void amxk__gdn_unit(const amxk__gdn_args *a, size_t unit, int worker,
     int32_t s = a->slot ? a->slot[n] : (int32_t)n;
     int init = a->has_init ? a->has_init[n] != 0 : 1;
     float *ws = (float *)(a->ws + (size_t)worker * a->ws_worker);
-    if (len == 0) return;
     if (s < 0) {
         for (t = t0; t < t0 + len; t++)
             for (j = 0; j < a->vg * dv; j++) amxk__st_elem(a->o, a->ot, t * a->ldo + hv0 * dv + j, 0.0f);
         return;
     }
-    if (!init) /* validated: the call will succeed */
+    if (!init) /* validated: the call will succeed (an empty sequence too: zero tokens from a zero state) */
         for (hv = hv0; hv < hv0 + a->vg; hv++) memset(amxk__gdn_head(a, s, hv), 0, dk * dv * sizeof(float));
+    if (len == 0) return;
     if (amxk__gdn_seq_mode(a, len) == AMXK_GDN_CHUNKED) {
         amxk__gdn_chunk_ws L;
         amxk__gdn_chunk_layout(dk, dv, &L);

@@ -179,7 +179,12 @@ static void conv_ref(const conv_case *c, const conv_data *d, const int32_t *qsl,
     for (n = 0; n < n_seqs; n++) {
         size_t t0 = (size_t)qsl[n], len = (size_t)(qsl[n + 1] - qsl[n]);
         int32_t s = slots[n];
-        if (len == 0) continue; /* empty sequence: nothing happens (not even a zero-history reset) */
+        if (len == 0) { /* empty sequence: the slot is left alone, or zeroed when it has no initial state */
+            if (s >= 0 && init && !init[n] && !cache)
+                for (ch = 0; ch < c->dim; ch++)
+                    for (i = 0; i < L; i++) memset(pool + ((size_t)s * d->st.slot_stride + ch * d->st.dim_stride + i * d->st.tok_stride) * d->esz, 0, d->esz);
+            continue;
+        }
         for (ch = 0; ch < c->dim; ch++) {
             /* window of raw codes (as uint32 for either size) and values */
             uint32_t win[600];
@@ -552,7 +557,11 @@ static void gdn_ref(const gcase *c, const gdata *d, size_t n_seqs, const int32_t
         for (hv = 0; hv < c->HV; hv++) {
             size_t h = hv / G;
             double *P = slots[n] >= 0 ? pool + ((size_t)slots[n] * c->HV + hv) * hs : NULL;
-            if (t1 == t0) continue;
+            if (t1 == t0) { /* empty: the slot is left alone, or zeroed when it has no initial state */
+                if (P && init && !init[n])
+                    for (i = 0; i < hs; i++) P[i] = 0.0;
+                continue;
+            }
             if (!P) {
                 for (t = t0; t < t1; t++)
                     for (j = 0; j < dv; j++) out[t * c->HV * dv + hv * dv + j] = 0.0;
@@ -699,7 +708,7 @@ static void gdn_case(const gcase *c, int modes, int threads) {
                 size_t sl, n, okp = 1;
                 for (sl = 0; sl < c->n_slots; sl++) {
                     int used = 0;
-                    for (n = 0; n < c->n_seqs; n++) used |= c->slots[n] == (int32_t)sl && c->lens[n] > 0;
+                    for (n = 0; n < c->n_seqs; n++) used |= c->slots[n] == (int32_t)sl && (c->lens[n] > 0 || (c->use_init && !c->init[n]));
                     if (!used) okp &= memcmp(pool + sl * d.slot_stride, d.pool0 + sl * d.slot_stride, d.slot_stride * 4) == 0;
                     else if (c->slot_pad) okp &= memcmp(pool + sl * d.slot_stride + c->HV * hs, d.pool0 + sl * d.slot_stride + c->HV * hs, c->slot_pad * 4) == 0;
                 }
