@@ -86,10 +86,11 @@
                no bias unless given) or 0; r = routed_scaling_factor (0 in opts means 1). One rounding.
        Tokens where nothing contributes get S_t (0 without a shared expert): per-shard outputs can be
        summed by the caller (expert parallelism).
-       Activations (fp32, expf/tanhf; sigmoid(v) = 1 / (1 + exp(-v)) for v >= 0, exp(v) / (1 + exp(v))
+       Activations (fp32, expf/tanhf/erff; sigmoid(v) = 1 / (1 + exp(-v)) for v >= 0, exp(v) / (1 + exp(v))
                     otherwise):
                            SILU       act = gate * sigmoid(gate) * up
                            GELU_TANH  act = 0.5 gate (1 + tanh(sqrt(2/pi) (gate + 0.044715 gate^3))) * up
+                           GELU_ERF   act = 0.5 gate (1 + erf(gate / sqrt(2))) * up       (erff)
                            SWIGLU_OAI (gpt-oss) g = min(gate, limit), u = clamp(up, -limit, limit),
                                       act = g * sigmoid(alpha g) * (u + 1)    (alpha finite, limit > 0)
        Duplicate ids within a token are allowed (each slot counts).
@@ -229,6 +230,7 @@ typedef enum amxk_moe_act {
     AMXK_MOE_ACT_SILU = 0,      /* silu(gate) * up */
     AMXK_MOE_ACT_GELU_TANH = 1, /* gelu_tanh(gate) * up */
     AMXK_MOE_ACT_SWIGLU_OAI = 2, /* gpt-oss clamped SwiGLU (alpha, limit) */
+    AMXK_MOE_ACT_GELU_ERF = 3,   /* gelu(gate) * up, exact erf form (torch / sglang / vLLM "gelu") */
     AMXK_MOE_ACT_FORCE_I32 = 0x7fffffff
 } amxk_moe_act;
 
@@ -523,7 +525,7 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
     if (p->e_begin >= p->e_end || p->e_end > w->n_experts) return AMXK_ERR_ARG;
     p->rscale = o && o->routed_scaling_factor != 0.0f ? o->routed_scaling_factor : 1.0f;
     if (o) {
-        if ((int)o->act < AMXK_MOE_ACT_SILU || (int)o->act > AMXK_MOE_ACT_SWIGLU_OAI) return AMXK_ERR_ARG;
+        if ((int)o->act < AMXK_MOE_ACT_SILU || (int)o->act > AMXK_MOE_ACT_GELU_ERF) return AMXK_ERR_ARG;
         if (o->act == AMXK_MOE_ACT_SWIGLU_OAI && (!amxk__moe_finite(o->alpha) || !(o->limit > 0.0f))) return AMXK_ERR_ARG;
         if (o->apply_router_weight_on_input != 0 && o->apply_router_weight_on_input != 1) return AMXK_ERR_ARG;
         if (o->act_int8 != 0 && o->act_int8 != 1) return AMXK_ERR_ARG;
@@ -775,6 +777,7 @@ AMXK__PRIV void amxk__moe_act_rows(const amxk__moe_args *a, const amxk__moe_unit
             case AMXK_MOE_ACT_GELU_TANH:
                 v = 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g))) * up;
                 break;
+            case AMXK_MOE_ACT_GELU_ERF: v = 0.5f * g * (1.0f + erff(0.70710678118654752f * g)) * up; break;
             case AMXK_MOE_ACT_SWIGLU_OAI:
                 g = g < a->limit ? g : a->limit;
                 up = up < -a->limit ? -a->limit : up > a->limit ? a->limit : up;
