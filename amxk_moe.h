@@ -86,6 +86,22 @@
                no bias unless given) or 0; r = routed_scaling_factor (0 in opts means 1). One rounding.
        Tokens where nothing contributes get S_t (0 without a shared expert): per-shard outputs can be
        summed by the caller (expert parallelism).
+       EXPERT MAP (opts.expert_map, expert parallelism with any placement; vLLM's expert_map): topk_ids
+       hold GLOBAL ids in [-1, n_global_experts); pair (t, j) uses local expert e = expert_map[id] (an
+       index into w, so w->n_experts is the number of local experts), -1 = not on this rank: the pair
+       adds nothing. Entries must be in [-1, E). The shard range [e_begin, e_end) applies to the local
+       ids. Without a map (NULL), ids are local (the contiguous-shard case: ids outside the shard add
+       nothing).
+       ROUTED INPUT (opts.routed_in, sglang's shared_expert_cpu): R_t, a routed output computed
+       elsewhere, enters the routed sum first: out_t = round_out(S_t + r * (R_t + sum_j w_tj y_tj)),
+       R_t read as f32, the slots added to it in order. topk = 0 (topk_weights and topk_ids may then
+       be NULL; of w only w->hidden is read, no expert pack) makes the call a shared expert plus
+       r * R: sglang's shared_expert_cpu(x, ..., fused_experts_out = R, routed_scaling_factor = r) is
+       amxk_moe_experts with topk = 0, the shared expert and routed_in = R, opts.routed_scaling_factor
+       = r. routed_in may be out itself (same pointer, dtype and stride: read before written), else
+       must not overlap out or the workspace.
+       PAD ROWS: every token row t < M of out is written (a token whose ids are all -1 gets S_t + r R_t,
+       i.e. zeros without shared expert and routed input); vLLM leaves such rows untouched.
        Activations (fp32, expf/tanhf/erff; sigmoid(v) = 1 / (1 + exp(-v)) for v >= 0, exp(v) / (1 + exp(v))
                     otherwise):
                            SILU       act = gate * sigmoid(gate) * up
@@ -278,6 +294,15 @@ typedef struct amxk_moe_opts {
                                          per token (see ACT_INT8 above); every pack of the shard and
                                          the shared expert must be one amxk_linear_q8 takes, else
                                          AMXK_ERR_UNSUPPORTED */
+    /* Non-contiguous expert placement (EXPERT MAP above): NULL, or n_global_experts int32, expert_map[g]
+       = the local expert (index into w) of global id g, or -1 (not on this rank) */
+    const int32_t *expert_map;
+    size_t n_global_experts;
+    /* A routed output computed elsewhere (ROUTED INPUT above): NULL, or [M, K] of routed_dtype (F32, BF16
+       or F16), row stride ld_routed >= K: out = S + r * (R + routed sum) */
+    const void *routed_in;
+    amxk_dtype routed_dtype;
+    size_t ld_routed;
 } amxk_moe_opts;
 
 /* Workspace bytes of amxk_moe_experts for this context, weights (every pack in the shard is read:
@@ -287,12 +312,15 @@ AMXK_DEF amxk_status amxk_moe_workspace_size(const amxk_ctx *ctx, const amxk_moe
                                              const amxk_moe_opts *opts, size_t m, size_t topk, size_t *bytes);
 
 /* Fused experts (see FUSED EXPERTS). x: [M, K] BF16 or F16, row stride ldx >= K. topk_weights f32 and
-   topk_ids int32, contiguous [M, topk] (weights of pairs that add nothing are not read). out: [M, K]
+   topk_ids int32, contiguous [M, topk] (weights of pairs that add nothing are not read); topk may be 0
+   (no routed pairs: see ROUTED INPUT). out: [M, K]
    F32, BF16 or F16, row stride ldo >= K; may alias x. shared: NULL or the shared expert. workspace:
    >= amxk_moe_workspace_size bytes, AMXK_ALIGN aligned.
-   Errors (nothing written): CONTEXT, NULL, SHAPE (M, topk, E, K, N 0), STRIDE, DTYPE, FORMAT (a pack
+   Errors (nothing written): CONTEXT, NULL, SHAPE (M or K 0; with topk > 0: E or N 0), STRIDE (ldx, ldo,
+   ld_routed), DTYPE (x, out, routed_dtype), FORMAT (a pack
    in the shard is not a pack, or not [2N, K] / [K, N], or a 16-bit pack of another dtype than x),
-   ARG (ids < -1 or >= E, bad shard, act, alpha, limit, flags), WORKSPACE, ALIGN, ALIAS, UNSUPPORTED
+   ARG (ids < -1 or >= E, or >= n_global_experts with a map; map entries < -1 or >= E; n_global_experts
+   0 with a map; bad shard, act, alpha, limit, flags), WORKSPACE, ALIGN, ALIAS, UNSUPPORTED
    (act_int8 and a pack amxk_linear_q8 does not take, see ACT_INT8). */
 AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *shared,
                                       const amxk_moe_opts *opts, size_t m, const void *x, amxk_dtype x_dtype, size_t ldx,
@@ -445,6 +473,9 @@ AMXK__PRIV void amxk__moe_topk_task(void *task_ctx, size_t task, int worker) {
 
 /* ---- fused experts: weights access, plan ---------------------------------------------------------- */
 
+/* The local expert of a pair's id (EXPERT MAP): the id itself without a map; -1 stays -1. */
+AMXK__INLINE int32_t amxk__moe_local(const int32_t *map, int32_t id) { return map && id >= 0 ? map[id] : id; }
+
 AMXK__INLINE void amxk__moe_w(const amxk_moe_weights *w, size_t e, int down, const void **p, size_t *bytes) {
     if (!down) {
         if (w->w13) *p = w->w13[e], *bytes = w->w13_bytes[e];
@@ -513,16 +544,18 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
     amxk_status s;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!w) return AMXK_ERR_NULL;
-    if (m == 0 || topk == 0 || w->n_experts == 0 || w->hidden == 0 || w->inter == 0) return AMXK_ERR_SHAPE;
-    if (w->n_experts > 0x7fffffff || m > ((size_t)1 << 31) / topk || w->hidden > ((size_t)1 << 32) || w->inter > ((size_t)1 << 32))
+    if (m == 0 || w->hidden == 0 || (topk && (w->n_experts == 0 || w->inter == 0))) return AMXK_ERR_SHAPE;
+    if (m > ((size_t)1 << 31) / (topk ? topk : 1) || w->hidden > ((size_t)1 << 32) ||
+        (topk && (w->n_experts > 0x7fffffff || w->inter > ((size_t)1 << 32))))
         return AMXK_ERR_SHAPE;
-    if ((w->w13 && !w->w13_bytes) || (w->w2 && !w->w2_bytes)) return AMXK_ERR_NULL;
-    if (w->w13_interleaved != 0 && w->w13_interleaved != 1) return AMXK_ERR_ARG;
+    if (topk && ((w->w13 && !w->w13_bytes) || (w->w2 && !w->w2_bytes))) return AMXK_ERR_NULL;
+    if (topk && w->w13_interleaved != 0 && w->w13_interleaved != 1) return AMXK_ERR_ARG;
     memset(p, 0, sizeof *p);
-    K = w->hidden, N = w->inter, R = m * topk;
+    K = w->hidden, N = topk ? w->inter : 0, R = m * topk;
     p->e_begin = o ? o->e_begin : 0, p->e_end = o ? o->e_end : 0;
     if (p->e_begin == 0 && p->e_end == 0) p->e_end = w->n_experts;
-    if (p->e_begin >= p->e_end || p->e_end > w->n_experts) return AMXK_ERR_ARG;
+    if (topk && (p->e_begin >= p->e_end || p->e_end > w->n_experts)) return AMXK_ERR_ARG;
+    if (!topk) p->e_begin = p->e_end = 0; /* no routed pairs: no expert pack is read */
     p->rscale = o && o->routed_scaling_factor != 0.0f ? o->routed_scaling_factor : 1.0f;
     if (o) {
         if ((int)o->act < AMXK_MOE_ACT_SILU || (int)o->act > AMXK_MOE_ACT_GELU_ERF) return AMXK_ERR_ARG;
@@ -530,6 +563,7 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
         if (o->apply_router_weight_on_input != 0 && o->apply_router_weight_on_input != 1) return AMXK_ERR_ARG;
         if (o->act_int8 != 0 && o->act_int8 != 1) return AMXK_ERR_ARG;
         if (!amxk__moe_finite(p->rscale)) return AMXK_ERR_ARG;
+        if (o->expert_map && (o->n_global_experts == 0 || o->n_global_experts > 0x7fffffff)) return AMXK_ERR_ARG;
         p->q8 = o->act_int8;
     }
     /* every pack of the shard. A pack whose size and 64-byte header equal the previous pack's
@@ -549,7 +583,7 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
         }
     }
 #define AMXK__MOE_TAKE(field, bytes) (p->field = off, off += AMXK__ROUND_UP((size_t)(bytes), (size_t)AMXK_ALIGN))
-    AMXK__MOE_TAKE(off_cnt, (w->n_experts + 1) * 4);
+    AMXK__MOE_TAKE(off_cnt, ((topk ? w->n_experts : 0) + 1) * 4);
     AMXK__MOE_TAKE(off_order, R * 4);
     AMXK__MOE_TAKE(off_pos, R * 4);
     p->max_units = AMXK__MIN(p->e_end - p->e_begin, R) + 1; /* active experts + the shared expert */
@@ -688,6 +722,9 @@ typedef struct amxk__moe_args {
     char *lin;              /* GEMM scratch, lin_worker bytes per worker */
     size_t lin_worker;
     const float *y, *sy;    /* routed rows (compact, [routed, K]), shared rows ([M, K]) or NULL */
+    const void *rin;        /* ROUTED INPUT or NULL, its dtype and row stride */
+    amxk_dtype rt;
+    size_t ldr;
     void *out;
 } amxk__moe_args;
 
@@ -862,7 +899,7 @@ AMXK__PRIV void amxk__moe_down_task(void *task_ctx, size_t task, int worker) {
     k0 = b0 * AMXK__LINOP_NB, k1 = AMXK__MIN(a->K, b1 * AMXK__LINOP_NB);
     for (t = 0; t < a->m; t++)
         for (k = k0; k < k1; k++) {
-            float acc = 0.0f, v;
+            float acc = a->rin ? amxk__ld_elem(a->rin, a->rt, t * a->ldr + k) : 0.0f, v;
             for (j = 0; j < a->topk; j++) {
                 int32_t r = a->pos[t * a->topk + j];
                 if (r >= 0) acc += (a->on_input ? 1.0f : a->tw[t * a->topk + j]) * a->y[(size_t)r * a->K + k];
@@ -1014,31 +1051,43 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     amxk__moe_plan p;
     amxk__moe_args a;
     amxk_status s;
-    size_t K, N, R, e, t, i, obytes, gathered;
+    size_t K, N, R, NE, e, t, i, obytes, gathered;
     char *W = (char *)ws;
     int32_t *cnt, *order, *pos;
+    const int32_t *map = o ? o->expert_map : NULL;
+    const void *rin = o ? o->routed_in : NULL;
+    amxk_dtype rt = o ? o->routed_dtype : AMXK_DTYPE_INVALID;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
-    if (!w || !x || !tw || !ids || !out) return AMXK_ERR_NULL;
+    if (!w || !x || !out || (topk && (!tw || !ids))) return AMXK_ERR_NULL;
     if (xt != AMXK_DTYPE_BF16 && xt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
     if (ot != AMXK_DTYPE_F32 && ot != AMXK_DTYPE_BF16 && ot != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
     if ((s = amxk__moe_layout(ctx, w, sh, o, m, topk, xt, &p)) != AMXK_OK) return s;
-    K = w->hidden, N = w->inter, R = p.rows;
-    if (ldx < K || ldo < K) return AMXK_ERR_STRIDE;
+    K = w->hidden, N = w->inter, R = p.rows, NE = topk ? w->n_experts : 0;
+    if (rin && rt != AMXK_DTYPE_F32 && rt != AMXK_DTYPE_BF16 && rt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
+    if (ldx < K || ldo < K || (rin && o->ld_routed < K)) return AMXK_ERR_STRIDE;
+    if (map && topk)
+        for (e = 0; e < o->n_global_experts; e++)
+            if (map[e] < -1 || map[e] >= (int32_t)w->n_experts) return AMXK_ERR_ARG;
     for (t = 0; t < R; t++)
-        if (ids[t] < -1 || ids[t] >= (int32_t)w->n_experts) return AMXK_ERR_ARG;
+        if (ids[t] < -1 || ids[t] >= (int32_t)(map ? o->n_global_experts : w->n_experts)) return AMXK_ERR_ARG;
     if (!ws || ws_bytes < p.total) return AMXK_ERR_WORKSPACE;
     if ((uintptr_t)ws % AMXK_ALIGN) return AMXK_ERR_ALIGN;
     obytes = ((m - 1) * ldo + K) * amxk_dtype_size(ot);
     if (amxk__overlap(out, obytes, ws, p.total) || amxk__overlap(x, ((m - 1) * ldx + K) * 2, ws, p.total) ||
         amxk__overlap(out, obytes, tw, R * 4) || amxk__overlap(out, obytes, ids, R * 4) || amxk__overlap(ws, p.total, tw, R * 4) ||
         amxk__overlap(ws, p.total, ids, R * 4) ||
-        (w->b13 && amxk__overlap(out, obytes, w->b13, w->n_experts * 2 * N * 4)) ||
-        (w->b2 && amxk__overlap(out, obytes, w->b2, w->n_experts * K * 4)) ||
-        (w->w13 && amxk__overlap(out, obytes, w->w13, w->n_experts * sizeof(void *))) ||
-        (w->w2 && amxk__overlap(out, obytes, w->w2, w->n_experts * sizeof(void *))) ||
-        (w->w13_bytes && amxk__overlap(out, obytes, w->w13_bytes, w->n_experts * sizeof(size_t))) ||
-        (w->w2_bytes && amxk__overlap(out, obytes, w->w2_bytes, w->n_experts * sizeof(size_t))))
+        (w->b13 && amxk__overlap(out, obytes, w->b13, NE * 2 * N * 4)) || (w->b2 && amxk__overlap(out, obytes, w->b2, NE * K * 4)) ||
+        (w->w13 && amxk__overlap(out, obytes, w->w13, NE * sizeof(void *))) ||
+        (w->w2 && amxk__overlap(out, obytes, w->w2, NE * sizeof(void *))) ||
+        (w->w13_bytes && amxk__overlap(out, obytes, w->w13_bytes, NE * sizeof(size_t))) ||
+        (w->w2_bytes && amxk__overlap(out, obytes, w->w2_bytes, NE * sizeof(size_t))) ||
+        (map && topk && amxk__overlap(out, obytes, map, o->n_global_experts * 4)))
         return AMXK_ERR_ALIAS;
+    if (rin) {
+        size_t rb = ((m - 1) * o->ld_routed + K) * amxk_dtype_size(rt);
+        if ((amxk__overlap(out, obytes, rin, rb) && !(rin == out && rt == ot && o->ld_routed == ldo)) || amxk__overlap(ws, p.total, rin, rb))
+            return AMXK_ERR_ALIAS;
+    }
     for (e = p.e_begin; e < p.e_end; e++) {
         const void *pw;
         size_t pb;
@@ -1062,23 +1111,23 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     a.tw = tw, a.order = order, a.pos = pos, a.xg = (uint16_t *)(W + p.off_xg), a.u = (amxk__moe_unit *)(W + p.off_units);
     a.lin = W + p.off_lin, a.lin_worker = p.lin_worker;
     a.y = (const float *)(W + p.off_y), a.sy = sh ? (const float *)(W + p.off_sy) : NULL, a.out = out;
-    a.q8 = p.q8;
+    a.q8 = p.q8, a.rin = rin, a.rt = rt, a.ldr = rin ? o->ld_routed : 0;
     if (a.q8) {
         a.xq = (int8_t *)(W + p.off_xq), a.xs = (float *)(W + p.off_xs);
         if (sh) a.sxq = (int8_t *)(W + p.off_sxq), a.sxs = (float *)(W + p.off_sxs);
     }
     /* group the pairs by expert (stable): counts, offsets, compact order, position of every pair */
-    for (e = 0; e <= w->n_experts; e++) cnt[e] = 0;
+    for (e = 0; e <= NE; e++) cnt[e] = 0;
     for (t = 0; t < R; t++) {
-        int32_t id = ids[t];
+        int32_t id = amxk__moe_local(map, ids[t]);
         if (id >= (int32_t)p.e_begin && id < (int32_t)p.e_end) cnt[id + 1]++;
     }
-    for (e = 0; e < w->n_experts; e++) cnt[e + 1] += cnt[e];
+    for (e = 0; e < NE; e++) cnt[e + 1] += cnt[e];
     {
         /* cnt[e] is now the first compact row of expert e; fill with a running cursor kept in pos */
         for (t = 0; t < R; t++) pos[t] = -1;
         for (t = 0; t < R; t++) {
-            int32_t id = ids[t];
+            int32_t id = amxk__moe_local(map, ids[t]);
             if (id >= (int32_t)p.e_begin && id < (int32_t)p.e_end) {
                 pos[t] = cnt[id];
                 order[cnt[id]] = (int32_t)t;
@@ -1086,10 +1135,10 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
             }
         }
         /* cnt[e] now holds the end of expert e = the start of expert e + 1; shift back */
-        for (e = w->n_experts; e > 0; e--) cnt[e] = cnt[e - 1];
+        for (e = NE; e > 0; e--) cnt[e] = cnt[e - 1];
         cnt[0] = 0;
     }
-    a.routed = (size_t)cnt[w->n_experts];
+    a.routed = (size_t)cnt[NE];
     /* units: the active experts in increasing id, then the shared expert */
     a.fused = N % AMXK__LINOP_NB == 0 && (!sh || sh->inter % AMXK__LINOP_NB == 0);
     gathered = 0;

@@ -542,6 +542,8 @@ typedef struct mcase {
     float alpha, limit, rsf;
     int routing; /* 0 random distinct, 1 all to expert 1, 2 random with -1 and duplicates, 3 only even experts */
     int q8;      /* opts.act_int8 */
+    int map;     /* opts.expert_map: global ids 0..2E, local expert E-1-(g-1)/2 at odd g, -1 at even g */
+    int rin;     /* opts.routed_in: 0 none, 1 f32 [M, K+2], 2 bf16 [M, K], 3 out itself (pre-filled) */
     uint64_t id; /* the case id: moe_case draws x, ids and weights from test_case_begin(id) */
 } mcase;
 
@@ -655,8 +657,13 @@ static double dec_out(const void *p, amxk_dtype t, size_t i) {
     return t == AMXK_DTYPE_F32 ? ((const float *)p)[i] : test_ref_decode(t, ((const uint16_t *)p)[i]);
 }
 
+static int32_t gmap(const mcase *c, size_t E, size_t g) { /* the test's expert map */
+    (void)c;
+    return g % 2 && (g - 1) / 2 < E ? (int32_t)(E - 1 - (g - 1) / 2) : -1;
+}
 static void fill_ids(const mcase *c, size_t E, int32_t *ids, float *tw) {
     size_t t, j;
+    if (c->map) E = 2 * E + 1; /* global ids */
     for (t = 0; t < c->M; t++)
         for (j = 0; j < c->topk; j++) {
             int32_t id;
@@ -683,8 +690,12 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
     size_t M = c->M, K = ms->K, N = ms->N, topk = c->topk, t, j, k, ws_bytes = 0, xbytes, obytes, ldo = c->inplace ? c->ldx : c->ldo;
     amxk_dtype ot = c->inplace ? ms->xt : c->ot;
     void *x = test_alloc((xbytes = ((M - 1) * c->ldx + K) * 2)), *out, *ws;
-    float *tw = (float *)test_alloc(M * topk * 4);
-    int32_t *ids = (int32_t *)test_alloc(M * topk * 4);
+    float *tw = topk ? (float *)test_alloc(M * topk * 4) : NULL;
+    int32_t *ids = topk ? (int32_t *)test_alloc(M * topk * 4) : NULL, *map = NULL;
+    size_t ldr = c->rin == 1 ? K + 2 : c->rin == 3 ? (c->inplace ? c->ldx : c->ldo) : K;
+    amxk_dtype rt = c->rin == 1 ? AMXK_DTYPE_F32 : c->rin == 2 ? AMXK_DTYPE_BF16 : c->inplace ? ms->xt : c->ot;
+    double *rabs = (double *)malloc(K * sizeof(double)), *Rv = c->rin ? (double *)malloc(M * K * sizeof(double)) : NULL;
+    void *rin = NULL;
     double *xd = (double *)malloc(K * sizeof(double)), *y = (double *)malloc(K * sizeof(double));
     double *B = (double *)malloc(K * sizeof(double)), *S = (double *)malloc(K * sizeof(double)), *ysh = (double *)malloc(K * sizeof(double));
     double *Bs = (double *)malloc(K * sizeof(double)), *Ss = (double *)malloc(K * sizeof(double)), *xw = (double *)malloc(K * sizeof(double));
@@ -710,6 +721,21 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
     xcopy = (unsigned char *)malloc(xbytes);
     memcpy(xcopy, x, xbytes);
     fill_ids(c, ms->E, ids, tw);
+    if (c->map) {
+        map = (int32_t *)test_alloc((2 * ms->E + 1) * 4);
+        for (t = 0; t < 2 * ms->E + 1; t++) map[t] = gmap(c, ms->E, t);
+    }
+    if (c->rin) { /* R: values exact in its dtype */
+        for (t = 0; t < M * K; t++) Rv[t] = rt == AMXK_DTYPE_F32 ? (double)test_randf(-1, 1) : test_ref_decode(rt, test_ref_encode(rt, test_randf(-1, 1)));
+        if (c->rin != 3) {
+            rin = test_alloc(((M - 1) * ldr + K) * amxk_dtype_size(rt));
+            for (t = 0; t < M; t++)
+                for (k = 0; k < K; k++) {
+                    if (rt == AMXK_DTYPE_F32) ((float *)rin)[t * ldr + k] = (float)Rv[t * K + k];
+                    else ((uint16_t *)rin)[t * ldr + k] = (uint16_t)test_ref_encode(rt, Rv[t * K + k]);
+                }
+        }
+    }
     memset(&w, 0, sizeof w);
     w.n_experts = ms->E, w.hidden = K, w.inter = N, w.w13_interleaved = c->interleaved;
     if (c->arrays) w.w13 = ms->p13, w.w13_bytes = ms->pb13, w.w2 = ms->p2, w.w2_bytes = ms->pb2;
@@ -722,11 +748,21 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
     memset(&o, 0, sizeof o);
     o.act = (amxk_moe_act)c->act, o.alpha = c->alpha, o.limit = c->limit, o.apply_router_weight_on_input = c->on_input;
     o.e_begin = c->e0, o.e_end = c->e1, o.routed_scaling_factor = c->rsf, o.act_int8 = c->q8;
+    o.expert_map = map, o.n_global_experts = c->map ? 2 * ms->E + 1 : 0;
     s = amxk_moe_workspace_size(ctx, &w, c->shared ? &sh : NULL, &o, M, topk, &ws_bytes);
     CHECK(s == AMXK_OK, "ws size: %s", amxk_status_string(s));
     ws = test_alloc(ws_bytes);
     obytes = ((M - 1) * ldo + K) * amxk_dtype_size(ot);
     out = c->inplace ? x : test_alloc(obytes);
+    if (c->rin == 3) { /* routed_in = out: R written into out first */
+        for (t = 0; t < M; t++)
+            for (k = 0; k < K; k++) {
+                if (rt == AMXK_DTYPE_F32) ((float *)out)[t * ldo + k] = (float)Rv[t * K + k];
+                else ((uint16_t *)out)[t * ldo + k] = (uint16_t)test_ref_encode(rt, Rv[t * K + k]);
+            }
+        rin = out;
+    }
+    o.routed_in = rin, o.routed_dtype = rin ? rt : AMXK_DTYPE_INVALID, o.ld_routed = rin ? ldr : 0;
     s = amxk_moe_experts(ctx, &w, c->shared ? &sh : NULL, &o, M, x, ms->xt, c->ldx, topk, tw, ids, out, ot, ldo, ws, ws_bytes);
     CHECK(s == AMXK_OK, "moe %s tier %s: %s", fname, amxk_tier_name(ctx ? ctx->tier : AMXK_TIER_NONE), amxk_status_string(s));
     for (t = 0; t < M && s == AMXK_OK; t++) {
@@ -735,6 +771,7 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
         for (j = 0; j < topk; j++) {
             int32_t e = ids[t * topk + j];
             double wt = tw[t * topk + j];
+            if (c->map && e >= 0) e = gmap(c, ms->E, (size_t)e);
             if (e < 0 || (size_t)e < e0 || (size_t)e >= e1) continue;
             if (c->q8) { /* x row, or round16(fp32(w x)) with apply-on-input */
                 for (k = 0; k < K; k++)
@@ -756,6 +793,8 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
         }
         for (k = 0; k < K; k++) {
             double r = c->rsf != 0 ? c->rsf : 1.0;
+            rabs[k] = c->rin ? ldexp(1, -22) * fabs(r) * (fabs(Rv[t * K + k]) + yabs[k] + fabs(y[k])) : 0; /* fp32 adds to R */
+            if (c->rin) y[k] += Rv[t * K + k];
             y[k] *= r, B[k] *= fabs(r), S[k] *= fabs(r), ysh[k] = Bs[k] = Ss[k] = 0;
         }
         if (c->shared && c->q8) {
@@ -773,6 +812,7 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
                |terms|) */
             double tol = c->q8 ? eps_out * fabs(ref) + S[k] + Ss[k] + B[k] + Bs[k] + ldexp(1, -22) * (yabs[k] * fabs(c->rsf != 0 ? c->rsf : 1.0) + fabs(ysh[k])) + 1e-30
                                : eps_out * fabs(ref) + ca * (S[k] + Ss[k]) + cg * (B[k] + Bs[k]) + 1e-30;
+            tol += rabs[k];
             double err = fabs(got - ref);
             if (!(err <= tol)) {
                 if (bad++ == 0)
@@ -796,7 +836,9 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
         memcpy(*out_copy, out, obytes);
     }
     if (!c->inplace) test_free(out);
-    test_free(x), test_free(ws), test_free(tw), test_free(ids);
+    test_free(x), test_free(ws), test_free(tw), test_free(ids), test_free(map);
+    if (c->rin != 3) test_free(rin);
+    free(rabs), free(Rv);
     free(xd), free(y), free(B), free(S), free(ysh), free(Bs), free(Ss), free(xw), free(xcopy), free(yabs), free(ylast), free(xf);
 }
 
@@ -939,6 +981,29 @@ static void test_experts(void) {
             c.M = 1, c.topk = 4, c.on_input = 1, c.act = AMXK_MOE_ACT_GELU_TANH;
             c.id = test_case_id("moe fp16 q8", 1);
             moe_case(&ctx, &ms, &c, "fp16 x, int4 act_int8 M=1", NULL);
+        }
+        mset_free(&ms);
+    }
+
+    TEST_SECTION("fused experts: expert map (global -> local), routed input (+ shared expert: sglang shared_expert_cpu), topk = 0");
+    for (fi = 0; fi < 3; fi++) { /* bf16, int4 (w*a16) and int4-sym-g32 with act_int8 */
+        mset ms;
+        test_case_begin(test_case_id("moe map weights", fi));
+        if (fi < 2) mset_make(&ms, &formats[fi], AMXK_DTYPE_BF16, E, K, fi ? 48 : 40, 32);
+        else mset_make(&ms, &q8_formats[3].f, AMXK_DTYPE_BF16, E, K, 64, 32);
+        TEST_FOR_EACH_TIER(tier, ctx) {
+            int ci;
+            for (ci = 0; ci < 6; ci++) {
+                mcase c;
+                memset(&c, 0, sizeof c);
+                c.q8 = fi == 2, c.M = ci % 2 ? 9 : 1, c.topk = ci < 3 ? 3 : ci == 5 ? 2 : 0, c.ldx = K, c.ldo = K + 3, c.bias = ci % 2;
+                c.ot = ci % 3 == 0 ? AMXK_DTYPE_F32 : ci % 3 == 1 ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F16;
+                c.map = ci < 3 || ci == 5, c.routing = ci == 1 ? 2 : 0, c.shared = ci >= 2, c.rsf = ci >= 3 ? 16.0f : ci == 2 ? 2.5f : 0.0f;
+                c.rin = ci == 2 ? 1 : ci == 3 ? 2 : ci >= 4 ? 3 : 0, c.act = ci == 4 ? AMXK_MOE_ACT_GELU_ERF : AMXK_MOE_ACT_SILU;
+                if (ci == 1) c.e0 = 1, c.e1 = 5; /* a shard of the local experts */
+                c.id = test_case_mix(test_case_id("moe map", fi), (uint64_t)ci);
+                moe_case(&ctx, &ms, &c, fi == 2 ? "map/routed_in q8" : "map/routed_in", NULL);
+            }
         }
         mset_free(&ms);
     }
@@ -1096,7 +1161,22 @@ static void test_bad(void) {
     BAD_MOE(AMXK_ERR_NULL, out_ = NULL);
     BAD_MOE(AMXK_ERR_NULL, w2_.w2_base = NULL);
     BAD_MOE(AMXK_ERR_SHAPE, m_ = 0);
-    BAD_MOE(AMXK_ERR_SHAPE, tk_ = 0);
+    BAD_MOE(AMXK_ERR_SHAPE, w2_.hidden = 0);
+    {
+        int32_t map_[9] = {3, -1, 2, 1, 0, -1, -1, -1, -1}, bmap[9] = {3, -1, 2, 4, 0, -1, -1, -1, -1};
+        float rin_[3 * 32];
+        BAD_MOE(AMXK_ERR_ARG, o2_.expert_map = bmap, o2_.n_global_experts = 9);           /* entry >= E */
+        BAD_MOE(AMXK_ERR_ARG, o2_.expert_map = map_, o2_.n_global_experts = 0);
+        BAD_MOE(AMXK_ERR_ARG, o2_.expert_map = map_, o2_.n_global_experts = 3);           /* id 3 >= 3 */
+        BAD_MOE(AMXK_ERR_ALIAS, o2_.expert_map = map_, o2_.n_global_experts = 9, out_ = (void *)map_);
+        BAD_MOE(AMXK_ERR_DTYPE, o2_.routed_in = rin_, o2_.routed_dtype = AMXK_DTYPE_I8, o2_.ld_routed = K);
+        BAD_MOE(AMXK_ERR_STRIDE, o2_.routed_in = rin_, o2_.routed_dtype = AMXK_DTYPE_F32, o2_.ld_routed = K - 1);
+        BAD_MOE(AMXK_ERR_ALIAS, o2_.routed_in = (const char *)out + 4, o2_.routed_dtype = AMXK_DTYPE_F32, o2_.ld_routed = K);
+        BAD_MOE(AMXK_ERR_ALIAS, o2_.routed_in = out, o2_.routed_dtype = AMXK_DTYPE_BF16, o2_.ld_routed = K); /* out is f32 */
+        BAD_MOE(AMXK_ERR_ALIAS, o2_.routed_in = ws, o2_.routed_dtype = AMXK_DTYPE_F32, o2_.ld_routed = K);
+        BAD_MOE(AMXK_ERR_NULL, tw_ = NULL, tk_ = 2);
+        (void)rin_;
+    }
     BAD_MOE(AMXK_ERR_SHAPE, w2_.inter = 0);
     BAD_MOE(AMXK_ERR_FORMAT, w2_.inter = 8);   /* packs are [32, 32] / [32, 16] */
     BAD_MOE(AMXK_ERR_FORMAT, w2_.hidden = 16); /* K mismatch */
