@@ -122,6 +122,10 @@ typedef struct amxk_conv_state {
     size_t n_slots;
     size_t state_len;
     size_t slot_stride, dim_stride, tok_stride;
+    /* Speculative decoding, per call (SPECULATIVE in amxk_conv1d_prefill's contract): NULL, or one int32
+       per sequence of the call, a_n in [1, state_len - W + 2]: the number of tokens of the sequence's
+       previous step that were accepted. */
+    const int32_t *num_accepted_tokens;
 } amxk_conv_state;
 
 /* Bytes of a packed conv weight for `dim` channels of width W (multiple of 64). Errors: NULL, SHAPE
@@ -150,9 +154,22 @@ AMXK_DEF amxk_status amxk_conv1d_pack(const amxk_ctx *ctx, void *dst, size_t dst
      otherwise  out = silu?(conv(history ++ x)), history = the slot's last W-1 positions or zeros; then
                 the slot holds the last state_len inputs of (history' ++ x), where history' is the old
                 state (or zeros): for len < state_len the old tail shifts in front of x.
+   SPECULATIVE (state->num_accepted_tokens given, vLLM's spec-decode conv update): the slot holds
+   state_len = W - 1 + num_spec positions, the last inputs of the previous step including its draft
+   tokens, of which a_n were accepted. The valid history then ends at position he = a_n - 1 + W - 1:
+   the W-1 positions [a_n - 1, he) are the history, positions >= he (rejected drafts) are never read,
+   and the slot then holds the last state_len inputs of (zeros ++ positions [0, he) ++ x). Without it, he =
+   state_len. With num_spec + 1 tokens per sequence this is vLLM's causal_conv1d_update with
+   num_accepted_tokens. Not with cache_seqlens (AMXK_ERR_ARG).
+   WIDER STATES: without num_accepted_tokens the history is the LAST W-1 of state_len positions (vLLM's
+   non-speculative kernels read the FIRST W-1 of a wider buffer and shift it by the number of new
+   tokens): to get vLLM's reading pass the same buffer with state_len = W - 1 (its first W-1 positions,
+   same data and strides); to keep the last W-1 of a wider buffer as the only state, point data at
+   position state_len - (W - 1).
    Fp32 accumulation from the bias in tap order j = 0..W-1, silu in fp32, one rounding to out's dtype.
    Bitwise identical to feeding the same tokens through amxk_conv1d_update in any grouping.
-   Errors (nothing written): CONTEXT, NULL, SHAPE, STRIDE, DTYPE, FORMAT, ARG, ALIAS. */
+   Errors (nothing written): CONTEXT, NULL, SHAPE, STRIDE, DTYPE, FORMAT, ARG (also: a num_accepted_tokens
+   entry out of range, or given with cache_seqlens), ALIAS. */
 AMXK_DEF amxk_status amxk_conv1d_prefill(const amxk_ctx *ctx, const void *packed, size_t packed_bytes, int silu,
                                          size_t n_seqs, const int32_t *query_start_loc, const int32_t *slot_idx,
                                          const uint8_t *has_initial_state, const void *x, amxk_dtype x_dtype, size_t ldx,
@@ -316,7 +333,7 @@ typedef struct amxk__conv_args {
     size_t dim, dimp, width;
     int silu;
     size_t n_seqs;
-    const int32_t *qsl, *slot, *cache_seqlens;
+    const int32_t *qsl, *slot, *cache_seqlens, *acc; /* acc: num_accepted_tokens or NULL */
     const uint8_t *has_init;
     const void *x;
     amxk_dtype xt, ot;
@@ -329,14 +346,15 @@ typedef struct amxk__conv_args {
 } amxk__conv_args;
 
 /* One sequence of a conv task: rows [t0, t0 + len) of x and out; its state slot's base (NULL: no state
-   pool), whether it has an initial state, and the circular-buffer start (-1: shift mode). Kernels take
+   pool), whether it has an initial state, the circular-buffer start (-1: shift mode) and, in shift mode,
+   the history end he (state_len, or a - 1 + W - 1 with num_accepted_tokens a: SPECULATIVE). Kernels take
    it by value: a local copy stays in registers (through a pointer, every output store could alias it
    and force reloads: conv decode ran 4% slower that way). */
 typedef struct amxk__conv_sq {
     size_t t0, len;
     char *sb;
     int init;
-    long cs;
+    long cs, he;
 } amxk__conv_sq;
 
 AMXK__INLINE void amxk__conv_seq(const amxk__conv_args *a, size_t n, size_t *t0, size_t *len) {
@@ -345,60 +363,56 @@ AMXK__INLINE void amxk__conv_seq(const amxk__conv_args *a, size_t n, size_t *t0,
 }
 AMXK__INLINE int32_t amxk__conv_slot(const amxk__conv_args *a, size_t n) { return a->slot ? a->slot[n] : (int32_t)n; }
 
-/* History position p < 0 (relative to the sequence start) of channel c as f32: zeros without state,
-   without initial state; shift mode: state position state_len + p; circular: (c0 + p) mod L. */
-AMXK__INLINE float amxk__conv_hist(const amxk__conv_args *a, const char *slot_base, int init, long cs, long p, size_t c) {
-    size_t pos;
-    if (!slot_base || !init) return 0.0f;
-    if (cs >= 0) {
-        long L = (long)a->slen, r = (cs + p) % L;
-        pos = (size_t)(r < 0 ? r + L : r);
-    } else {
-        pos = (size_t)((long)a->slen + p);
-    }
-    return amxk__ld_elem(slot_base, a->xt, c * a->s_dim + pos * a->s_tok);
+/* The state position of history position p < 0 (relative to the sequence start): shift mode he + p;
+   circular (c0 + p) mod L. */
+AMXK__INLINE size_t amxk__conv_hpos(const amxk__conv_args *a, amxk__conv_sq q, long p) {
+    long L = (long)a->slen, r;
+    if (q.cs < 0) return (size_t)(q.he + p);
+    r = (q.cs + p) % L;
+    return (size_t)(r < 0 ? r + L : r);
+}
+/* History position p < 0 of channel c as f32: zeros without state, without initial state. */
+AMXK__INLINE float amxk__conv_hist(const amxk__conv_args *a, amxk__conv_sq q, long p, size_t c) {
+    if (!q.sb || !q.init) return 0.0f;
+    return amxk__ld_elem(q.sb, a->xt, c * a->s_dim + amxk__conv_hpos(a, q, p) * a->s_tok);
 }
 
-/* The state write after a sequence's outputs, channels [c0, c1): raw element copies. */
-AMXK__PRIV void amxk__conv_store_state(const amxk__conv_args *a, char *sb, int init, long cs, size_t t0, size_t len,
-                                       size_t c0, size_t c1) {
-    size_t c, q, L = a->slen, es = a->esz;
+/* The state write after a sequence's outputs, channels [c0, c1): raw element copies. Shift mode: new
+   position i takes input p = len - L + i (relative to the sequence start); for p < 0 the old position
+   he + p, or zero without initial state (or when he + p < 0: a short speculative step). Old positions move by d = he + len - L: positions are written
+   in increasing order when d >= 0 (sources ahead), else in decreasing order, so no source is
+   overwritten before it is read. */
+AMXK__PRIV void amxk__conv_store_state(const amxk__conv_args *a, amxk__conv_sq q, size_t c0, size_t c1) {
+    size_t c, i, L = a->slen, es = a->esz, len = q.len, t0 = q.t0;
+    const long d = q.he + (long)len - (long)L;
+    char *sb = q.sb;
     const char *x = (const char *)a->x;
     if (!sb || L == 0) return;
-    if (a->s_dim == 1) { /* channel-contiguous (SD) state: whole-row copies, same values */
-        const size_t nbytes = (c1 - c0) * es;
-        if (cs >= 0) {
-            size_t i;
-            for (i = 0; i < len; i++)
-                memcpy(sb + ((((size_t)cs + i) % L) * a->s_tok + c0) * es, x + ((t0 + i) * a->ldx + c0) * es, nbytes);
-            return;
-        }
-        for (q = 0; q < L; q++) {
-            long p = (long)len - (long)L + (long)q;
-            char *d = sb + (q * a->s_tok + c0) * es;
-            if (p >= 0) memcpy(d, x + ((t0 + (size_t)p) * a->ldx + c0) * es, nbytes);
-            else if (init) memmove(d, sb + ((q + len) * a->s_tok + c0) * es, nbytes);
-            else memset(d, 0, nbytes);
+    if (q.cs >= 0) { /* circular: the new tokens at (c0 + i) mod L */
+        for (i = 0; i < len; i++) {
+            size_t pos = (size_t)(((size_t)q.cs + i) % L);
+            if (a->s_dim == 1) memcpy(sb + (pos * a->s_tok + c0) * es, x + ((t0 + i) * a->ldx + c0) * es, (c1 - c0) * es);
+            else
+                for (c = c0; c < c1; c++) memcpy(sb + (c * a->s_dim + pos * a->s_tok) * es, x + ((t0 + i) * a->ldx + c) * es, es);
         }
         return;
     }
-    for (c = c0; c < c1; c++) {
-        if (cs >= 0) {
-            size_t i;
-            for (i = 0; i < len; i++) {
-                size_t pos = (size_t)(((size_t)cs + i) % L);
-                memcpy(sb + (c * a->s_dim + pos * a->s_tok) * es, x + ((t0 + i) * a->ldx + c) * es, es);
-            }
+    for (i = 0; i < L; i++) {
+        const size_t pos = d >= 0 ? i : L - 1 - i;
+        const long p = (long)len - (long)L + (long)pos;
+        if (a->s_dim == 1) { /* channel-contiguous (SD) state: whole-row copies, same values */
+            const size_t nbytes = (c1 - c0) * es;
+            char *dst = sb + (pos * a->s_tok + c0) * es;
+            if (p >= 0) memcpy(dst, x + ((t0 + (size_t)p) * a->ldx + c0) * es, nbytes);
+            else if (q.init && q.he + p >= 0) memmove(dst, sb + ((size_t)(q.he + p) * a->s_tok + c0) * es, nbytes);
+            else memset(dst, 0, nbytes);
             continue;
         }
-        /* new position q takes input p = len - L + q (relative to the sequence start); for p < 0 the
-           old position q + len (> q: not yet overwritten in increasing q order), or zero */
-        for (q = 0; q < L; q++) {
-            long p = (long)len - (long)L + (long)q;
-            char *d = sb + (c * a->s_dim + q * a->s_tok) * es;
-            if (p >= 0) memcpy(d, x + ((t0 + (size_t)p) * a->ldx + c) * es, es);
-            else if (init) memcpy(d, sb + (c * a->s_dim + (q + len) * a->s_tok) * es, es);
-            else memset(d, 0, es);
+        for (c = c0; c < c1; c++) {
+            char *dst = sb + (c * a->s_dim + pos * a->s_tok) * es;
+            if (p >= 0) memcpy(dst, x + ((t0 + (size_t)p) * a->ldx + c) * es, es);
+            else if (q.init && q.he + p >= 0) memmove(dst, sb + (c * a->s_dim + (size_t)(q.he + p) * a->s_tok) * es, es);
+            else memset(dst, 0, es);
         }
     }
 }
@@ -566,7 +580,7 @@ AMXK__PRIV void amxk__conv_edge_f32__1x1__scalar(const amxk__conv_args *a, amxk_
         for (j = 0; j < W; j++) {
             long p = (long)t - (long)(W - 1) + (long)j;
             float v = p >= 0 ? amxk__ld_elem(a->x, a->xt, (q.t0 + (size_t)p) * a->ldx + c)
-                             : amxk__conv_hist(a, q.sb, q.init, q.cs, p, c);
+                             : amxk__conv_hist(a, q, p, c);
             acc += a->w[j * a->dimp + c] * v;
         }
         if (a->silu) acc = acc / (1.0f + expf(-acc));
@@ -886,11 +900,10 @@ AMXK__PRIV void amxk__conv_edge_f32__1x8__avx2(const amxk__conv_args *a, amxk__c
             } else if (!q.sb || !q.init) {
                 v = _mm256_setzero_ps();
             } else if (a->s_dim == 1 && cnt >= 8) { /* SD layout: 8 channels of one position are contiguous */
-                long pos = q.cs >= 0 ? ((q.cs + p) % (long)a->slen + (long)a->slen) % (long)a->slen : (long)a->slen + p;
-                v = amxk__gdn_ld8__avx2(q.sb, a->xt, (size_t)pos * a->s_tok + c, 8);
+                v = amxk__gdn_ld8__avx2(q.sb, a->xt, amxk__conv_hpos(a, q, p) * a->s_tok + c, 8);
             } else {
                 float tmp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-                for (k = 0; k < cnt && k < 8; k++) tmp[k] = amxk__conv_hist(a, q.sb, q.init, q.cs, p, c + k);
+                for (k = 0; k < cnt && k < 8; k++) tmp[k] = amxk__conv_hist(a, q, p, c + k);
                 v = _mm256_loadu_ps(tmp);
             }
             acc = _mm256_fmadd_ps(_mm256_loadu_ps(a->w + j * a->dimp + c), v, acc);
@@ -1307,8 +1320,11 @@ static void amxk__conv_task(void *task_ctx, size_t task, int worker) {
     (void)worker;
     amxk__conv_seq(a, n, &q.t0, &q.len);
     tb0 = task % a->n_tb * a->tb;
-    if (q.len == 0 && tb0 == 0 && s >= 0 && a->st && a->has_init && !a->has_init[n]) /* zero tokens from a zero state */
-        amxk__conv_store_state(a, a->st + (size_t)s * a->s_slot * a->esz, 0, -1, q.t0, 0, 0, dim);
+    q.init = a->has_init ? a->has_init[n] != 0 : 1;
+    q.cs = a->cache_seqlens ? (long)a->cache_seqlens[n] : -1;
+    q.he = a->acc ? (long)a->acc[n] - 1 + (long)W - 1 : (long)a->slen;
+    q.sb = a->st && s >= 0 ? a->st + (size_t)s * a->s_slot * a->esz : NULL;
+    if (q.len == 0 && tb0 == 0 && !q.init) amxk__conv_store_state(a, q, 0, dim); /* zero tokens from a zero state */
     if (tb0 >= q.len) return;
     tb1 = AMXK__MIN(q.len, tb0 + a->tb);
     if (s < 0) { /* +0.0 is all zero bits in f32 and bf16 */
@@ -1316,16 +1332,13 @@ static void amxk__conv_task(void *task_ctx, size_t task, int worker) {
         for (t = tb0; t < tb1; t++) memset((char *)a->out + (q.t0 + t) * a->ldo * os, 0, dim * os);
         return;
     }
-    q.init = a->has_init ? a->has_init[n] != 0 : 1;
-    q.cs = a->cache_seqlens ? (long)a->cache_seqlens[n] : -1;
-    q.sb = a->st ? a->st + (size_t)s * a->s_slot * a->esz : NULL;
     td = AMXK__MAX(tb0, W - 1); /* tokens [td, tb1) have all their taps in x */
     if (td < tb1 && nrow) k->conv_rows(a, q, td, tb1, nrow);
     for (t = tb0; t < tb1; t++) {
         const size_t c0 = t >= td ? nrow : 0;
         if (c0 < dim) k->conv_edge(a, q, t, c0, dim);
     }
-    if (tb0 == 0) amxk__conv_store_state(a, q.sb, q.init, q.cs, q.t0, q.len, 0, dim);
+    if (tb0 == 0) amxk__conv_store_state(a, q, 0, dim);
 }
 
 /* Transposes a rows x cols block: dst[c*ldd + r] = src[r*lds + c]. */
@@ -1658,6 +1671,11 @@ AMXK__PRIV amxk_status amxk__conv_run(const amxk_ctx *ctx, const void *packed, s
     if (cache_seqlens)
         for (n = 0; n < n_seqs; n++)
             if (cache_seqlens[n] < 0) return AMXK_ERR_ARG;
+    if (st && st->num_accepted_tokens) {
+        if (cache_seqlens) return AMXK_ERR_ARG;
+        for (n = 0; n < n_seqs; n++)
+            if (st->num_accepted_tokens[n] < 1 || (size_t)st->num_accepted_tokens[n] + width > st->state_len + 2) return AMXK_ERR_ARG;
+    }
     if (t_end == 0) return AMXK_OK;
     xb = ((t_end - 1) * ldx + dim) * xs;
     ob = ((t_end - 1) * ldo + dim) * os;
@@ -1666,6 +1684,7 @@ AMXK__PRIV amxk_status amxk__conv_run(const amxk_ctx *ctx, const void *packed, s
         return AMXK_ERR_ALIAS;
     a->w = w, a->bias = bias, a->dim = dim, a->dimp = amxk__conv_dimp(dim), a->width = width, a->silu = silu != 0;
     a->n_seqs = n_seqs, a->qsl = qsl, a->slot = slot, a->cache_seqlens = cache_seqlens, a->has_init = has_init;
+    a->acc = st ? st->num_accepted_tokens : NULL;
     a->x = x, a->xt = xt, a->ot = ot, a->ldx = ldx, a->ldo = ldo, a->out = out, a->esz = xs;
     { /* time blocks: >= W-1 tokens (so only block 0 reads history), at most AMXK__CONV_MAXTB per sequence */
         size_t maxlen = 0, ln, t0;

@@ -171,11 +171,32 @@ static void conv_free(conv_data *d) {
     test_free(d->w), test_free(d->bias), test_free(d->x), test_free(d->xb), test_free(d->packed), test_free(d->pool0);
 }
 
+/* The oracle's outputs of one channel: win = W-1 history codes then the len x codes (raw codes of x's
+   dtype); out / S rows t0.. (S: sum of |terms|). */
+static void conv_win_out(const conv_case *c, const conv_data *d, size_t ch, const uint32_t *win, size_t len, size_t t0, double *out,
+                         double *S) {
+    size_t i, j;
+    for (i = 0; i < len; i++) {
+        double y = c->bias ? d->bias[ch] : 0.0, sabs = fabs(y);
+        for (j = 0; j < c->W; j++) {
+            float f;
+            double v;
+            if (c->xt == AMXK_DTYPE_F32) memcpy(&f, &win[i + j], 4);
+            else f = (float)test_ref_decode(AMXK_DTYPE_BF16, win[i + j]);
+            v = (double)f * (double)d->w[ch * c->W + j];
+            y += v, sabs += fabs(v);
+        }
+        if (c->silu) y = y / (1.0 + exp(-y));
+        out[(t0 + i) * c->dim + ch] = y;
+        S[(t0 + i) * c->dim + ch] = sabs;
+    }
+}
+
 /* Reference: shift mode (cache == NULL) or circular. pool: raw codes, updated in place. out: doubles
    (NAN where not written). */
 static void conv_ref(const conv_case *c, const conv_data *d, const int32_t *qsl, size_t n_seqs, const int32_t *slots,
                      const uint8_t *init, const int32_t *cache, size_t row0, unsigned char *pool, double *out, double *S) {
-    size_t n, ch, i, j, L = c->slen;
+    size_t n, ch, i, L = c->slen;
     for (n = 0; n < n_seqs; n++) {
         size_t t0 = (size_t)qsl[n], len = (size_t)(qsl[n + 1] - qsl[n]);
         int32_t s = slots[n];
@@ -188,7 +209,6 @@ static void conv_ref(const conv_case *c, const conv_data *d, const int32_t *qsl,
         for (ch = 0; ch < c->dim; ch++) {
             /* window of raw codes (as uint32 for either size) and values */
             uint32_t win[600];
-            double val[600];
             unsigned char *sb = s >= 0 ? pool + (size_t)s * d->st.slot_stride * d->esz : NULL;
             if (s < 0) {
                 for (i = 0; i < len; i++) out[(t0 + i) * c->dim + ch] = 0.0, S[(t0 + i) * c->dim + ch] = 0.0;
@@ -217,22 +237,7 @@ static void conv_ref(const conv_case *c, const conv_data *d, const int32_t *qsl,
                 memcpy(&code, (const unsigned char *)d->xb + ((row0 + t0 + i) * d->ldx + ch) * d->esz, d->esz);
                 win[L + i] = code;
             }
-            for (i = 0; i < L + len; i++) {
-                float f;
-                if (c->xt == AMXK_DTYPE_F32) memcpy(&f, &win[i], 4);
-                else f = (float)test_ref_decode(AMXK_DTYPE_BF16, win[i]);
-                val[i] = f;
-            }
-            for (i = 0; i < len; i++) {
-                double y = c->bias ? d->bias[ch] : 0.0, sabs = fabs(y);
-                for (j = 0; j < c->W; j++) {
-                    double v = val[L + i - (c->W - 1) + j] * (double)d->w[ch * c->W + j];
-                    y += v, sabs += fabs(v);
-                }
-                if (c->silu) y = y / (1.0 + exp(-y));
-                out[(t0 + i) * c->dim + ch] = y;
-                S[(t0 + i) * c->dim + ch] = sabs;
-            }
+            conv_win_out(c, d, ch, win + L - (c->W - 1), len, t0, out, S);
             if (!cache) {
                 for (i = 0; i < L; i++) memcpy(sb + (ch * d->st.dim_stride + i * d->st.tok_stride) * d->esz, &win[len + i], d->esz);
             } else {
@@ -454,6 +459,89 @@ static void test_conv_update(void) {
                 }
                 test_free(pref), test_free(pool), test_free(ref), test_free(S), test_free(out);
             }
+        }
+        conv_free(&d);
+    }
+}
+
+/* Speculative conv update (num_accepted_tokens a_n), oracle written two ways: sequences of
+   state_len - W + 2 tokens (vLLM's spec decode: num_spec + 1 tokens) literally as vLLM's
+   causal_conv1d_update does it (history = state[a-1 .. a-1+W-2], new state[i] = old[a + i] for
+   i < state_len - len, then x); other lengths from the contract (history ends at he = a - 1 + W - 1,
+   new state = the last state_len of zeros ++ state[0..he) ++ x). pool: raw codes, updated in place. */
+static void conv_spec_ref(const conv_case *c, const conv_data *d, const int32_t *qsl, const int32_t *slots, const int32_t *acc,
+                          unsigned char *pool, double *out, double *S) {
+    size_t n, ch, i, L = c->slen, W = c->W;
+    for (n = 0; n < c->n_seqs; n++) {
+        size_t t0 = (size_t)qsl[n], len = (size_t)(qsl[n + 1] - qsl[n]), a = (size_t)acc[n], he = a - 1 + W - 1;
+        for (ch = 0; ch < c->dim && slots[n] >= 0; ch++) {
+            unsigned char *sb = pool + (size_t)slots[n] * d->st.slot_stride * d->esz;
+            uint32_t old[64], xs[64], full[200], nw[64];
+            size_t nf = 0;
+            for (i = 0; i < L; i++) old[i] = 0, memcpy(&old[i], sb + (ch * d->st.dim_stride + i * d->st.tok_stride) * d->esz, d->esz);
+            for (i = 0; i < len; i++) xs[i] = 0, memcpy(&xs[i], (const unsigned char *)d->xb + ((t0 + i) * d->ldx + ch) * d->esz, d->esz);
+            for (i = 0; i < W - 1; i++) full[i] = old[a - 1 + i]; /* the history, then x */
+            for (i = 0; i < len; i++) full[W - 1 + i] = xs[i];
+            conv_win_out(c, d, ch, full, len, t0, out, S);
+            if (len + W - 2 == L) { /* vLLM */
+                for (i = 0; i < L; i++) nw[i] = i < L - len ? old[a + i] : xs[i - (L - len)];
+            } else { /* zeros ++ old[0..he) ++ x, last L */
+                for (i = 0; i < L; i++) full[nf++] = 0;
+                for (i = 0; i < he; i++) full[nf++] = old[i];
+                for (i = 0; i < len; i++) full[nf++] = xs[i];
+                for (i = 0; i < L; i++) nw[i] = full[nf - L + i];
+            }
+            for (i = 0; i < L; i++) memcpy(sb + (ch * d->st.dim_stride + i * d->st.tok_stride) * d->esz, &nw[i], d->esz);
+        }
+        for (i = 0; i < len && slots[n] < 0; i++)
+            for (ch = 0; ch < c->dim; ch++) out[(t0 + i) * c->dim + ch] = 0.0, S[(t0 + i) * c->dim + ch] = 0.0;
+    }
+}
+
+static void test_conv_spec(void) {
+    amxk_tier tier;
+    amxk_ctx ctx;
+    int v;
+    TEST_SECTION("conv1d update: speculative decoding (num_accepted_tokens) vs vLLM's rule, both layouts");
+    for (v = 0; v < 2; v++) {
+        conv_case c;
+        conv_data d;
+        static const int32_t slots[5] = {2, -1, 0, 4, 1}, acc[5] = {1, 2, 4, 3, 2};
+        size_t n, osz;
+        memset(&c, 0, sizeof c);
+        c.dim = 40, c.W = 4, c.slen = 6, c.n_slots = 6, c.bias = v, c.silu = 1, c.ds = v; /* num_spec = 3 */
+        c.xt = v ? AMXK_DTYPE_F32 : AMXK_DTYPE_BF16, c.ot = AMXK_DTYPE_BF16, c.n_seqs = 5;
+        for (n = 0; n < 5; n++) c.lens[n] = v && n == 3 ? 2 : 4, c.slots[n] = slots[n], c.init[n] = 1; /* v = 1: one short step */
+        conv_gen(&c, &d);
+        osz = 2;
+        TEST_FOR_EACH_TIER(tier, ctx) {
+            unsigned char *pref = (unsigned char *)test_alloc(d.pool_elems * d.esz), *pool = (unsigned char *)test_alloc(d.pool_elems * d.esz);
+            double *ref = (double *)test_alloc(d.T * c.dim * 8), *S = (double *)test_alloc(d.T * c.dim * 8);
+            void *out = test_alloc(d.T * d.ldo * osz);
+            amxk_conv_state cs = d.st;
+            int32_t bad_acc[5] = {1, 2, 5, 3, 2}, cache[5] = {0, 0, 0, 0, 0};
+            amxk_status st;
+            size_t bad;
+            memcpy(pref, d.pool0, d.pool_elems * d.esz), memcpy(pool, d.pool0, d.pool_elems * d.esz);
+            conv_spec_ref(&c, &d, d.qsl, slots, acc, pref, ref, S);
+            cs.data = pool, cs.num_accepted_tokens = acc;
+            st = amxk_conv1d_update(&ctx, d.packed, d.packed_bytes, 1, 5, d.qsl, slots, NULL, d.xb, c.xt, d.ldx, out, c.ot, d.ldo, &cs);
+            CHECK(st == AMXK_OK, "spec update status %d", (int)st);
+            bad = conv_cmp(&c, &d, out, d.ldo, d.qsl, 5, ref, S, "spec");
+            CHECK(bad == 0 && memcmp(pool, pref, d.pool_elems * d.esz) == 0, "tier %s %s: %lu outputs off / state differs (bitwise)",
+                  amxk_tier_name(tier), v ? "DS" : "SD", (unsigned long)bad);
+            memcpy(pref, pool, d.pool_elems * d.esz);
+            cs.num_accepted_tokens = bad_acc; /* 5 > state_len - W + 2 */
+            CHECK(amxk_conv1d_update(&ctx, d.packed, d.packed_bytes, 1, 5, d.qsl, slots, NULL, d.xb, c.xt, d.ldx, out, c.ot, d.ldo, &cs) ==
+                      AMXK_ERR_ARG, "acc out of range");
+            bad_acc[2] = 0;
+            CHECK(amxk_conv1d_update(&ctx, d.packed, d.packed_bytes, 1, 5, d.qsl, slots, NULL, d.xb, c.xt, d.ldx, out, c.ot, d.ldo, &cs) ==
+                      AMXK_ERR_ARG, "acc 0");
+            cs.num_accepted_tokens = acc;
+            CHECK(amxk_conv1d_update(&ctx, d.packed, d.packed_bytes, 1, 5, d.qsl, slots, cache, d.xb, c.xt, d.ldx, out, c.ot, d.ldo, &cs) ==
+                      AMXK_ERR_ARG, "acc with cache_seqlens");
+            CHECK(memcmp(pool, pref, d.pool_elems * d.esz) == 0, "error paths wrote the state");
+            test_free(pref), test_free(pool), test_free(ref), test_free(S), test_free(out);
         }
         conv_free(&d);
     }
@@ -969,6 +1057,7 @@ int main(void) {
     test_gating();
     test_conv();
     test_conv_update();
+    test_conv_spec();
     test_gdn_errors();
     test_gdn_lengths();
     test_gdn_varlen();
