@@ -226,8 +226,11 @@ AMXK_DEF amxk_gdn_params amxk_gdn_params_default(size_t n_k_heads, size_t n_v_he
 /* Per-token inputs. Token t: q head h at q[t*ldq + h*Dk + i] (the heads of a token are contiguous,
    tokens ldq apart: views into a packed qkv buffer work), k alike (ldk), v head hv at v[t*ldv + hv*Dv + j];
    dtype F32 or BF16 for all three. Gates: either g and beta (fp32, [t*ldg + hv], [t*ldbeta + hv]) or,
-   when g == NULL, the fused form: a, b (ab_dtype F32 or BF16, [t*lda + hv], [t*ldb + hv]) with fp32
-   A_log[HV] and dt_bias[HV] (see amxk_gdn_gating; params give softplus beta and threshold). */
+   when g == NULL, the fused form: a, b (ab_dtype F32 or BF16, [t*lda + hv], [t*ldb + hv]) with A_log[HV]
+   and dt_bias[HV] of A_log_dtype / dt_bias_dtype (0 means F32; or BF16: vLLM keeps dt_bias in the model
+   dtype, sglang A_log too), read as f32 (see amxk_gdn_gating; params give softplus beta and threshold).
+   Speculative decoding: num_accepted_tokens and spec_cols (SPECULATIVE in amxk_gdn's contract); NULL
+   and 0 otherwise. */
 typedef struct amxk_gdn_inputs {
     amxk_dtype dtype;
     const void *q, *k, *v;
@@ -237,7 +240,10 @@ typedef struct amxk_gdn_inputs {
     amxk_dtype ab_dtype;
     const void *a, *b;
     size_t lda, ldb;
-    const float *A_log, *dt_bias;
+    const void *A_log, *dt_bias;          /* (const float * before: assignments of float pointers still compile) */
+    amxk_dtype A_log_dtype, dt_bias_dtype; /* 0 or F32, or BF16 */
+    const int32_t *num_accepted_tokens;   /* NULL, or n_seqs values in [1, spec_cols] */
+    size_t spec_cols;                     /* with num_accepted_tokens: slot_idx is [n_seqs][spec_cols] */
 } amxk_gdn_inputs;
 
 /* Recurrent-state pool: slot s at data + s*slot_stride floats (slot_stride >= HV*Dk*Dv; ignored when
@@ -266,12 +272,21 @@ AMXK_DEF amxk_status amxk_gdn_workspace_size(const amxk_ctx *ctx, const amxk_gdn
                 the final state.
    Decode is a call with one token per sequence; speculative verification, several. A prefill split
    into several calls (the state carried in the slot) equals one call up to rounding.
+   SPECULATIVE (in->num_accepted_tokens given; vLLM's spec-decode recurrent GDN with 2-D
+   ssm_state_indices): slot_idx (required) is [n_seqs][spec_cols], row r_n; a_n = the number of tokens of
+   the sequence's previous step that were accepted, len_n <= spec_cols. The sequence starts from slot
+   r_n[a_n - 1] (or zeros with has_initial_state 0) and the state after its token t is stored in slot
+   r_n[t], t < len_n (every intermediate state is kept: the next step, knowing how many were accepted,
+   starts from the right one). r_n[a_n - 1] == -1: a pad (zero output rows, no state read or written);
+   else r_n[t] for t < len_n must be valid slots, distinct over the whole call, and no sequence may
+   start from a slot another sequence writes (AMXK_ERR_ARG). len_n == 0: nothing happens. Each token
+   costs one extra copy of the state (a head at a time) when r_n[t] differs from the slot it starts from.
    workspace: >= amxk_gdn_workspace_size(ctx, params, mode) bytes, AMXK_ALIGN aligned.
    Accuracy (tests/test_gdn.c, fp64 reference on the same inputs): state max error <= 1e-4 * max|S|
    over 1000 tokens; outputs within 1e-2*|ref| + 1e-3*rms(ref) (bf16 output rounding included).
    Errors (nothing written, state untouched): CONTEXT, NULL, SHAPE (dims out of range, HV % H != 0),
-   STRIDE, DTYPE, ARG (mode, slots, query_start_loc, eps < 0, softplus_beta <= 0), WORKSPACE, ALIGN,
-   ALIAS. */
+   STRIDE, DTYPE, ARG (mode, slots, query_start_loc, eps < 0, softplus_beta <= 0, num_accepted_tokens,
+   spec_cols 0 with it), WORKSPACE, ALIGN, ALIAS. */
 AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *params, amxk_gdn_mode mode,
                               const amxk_gdn_inputs *in, size_t n_seqs, const int32_t *query_start_loc,
                               const int32_t *slot_idx, const uint8_t *has_initial_state, const amxk_gdn_state *state,
@@ -425,6 +440,8 @@ typedef struct amxk__gdn_args {
     size_t n_seqs;
     const int32_t *qsl, *slot;
     const uint8_t *has_init;
+    const int32_t *acc; /* SPECULATIVE: num_accepted_tokens (slot is then [n_seqs][spec_cols]) or NULL */
+    size_t spec_cols;
     float *st;
     size_t s_slot, hsz;
     void *o;
@@ -451,14 +468,18 @@ typedef struct amxk__gating_args {
     size_t ldg, ldbeta;
 } amxk__gating_args;
 
+/* The dtype of A_log / dt_bias (0 means F32). */
+AMXK__INLINE amxk_dtype amxk__gdn_pdt(amxk_dtype t) { return t == AMXK_DTYPE_INVALID ? AMXK_DTYPE_F32 : t; }
+
 AMXK__INLINE void amxk__gdn_gate(const amxk__gdn_args *a, size_t t, size_t hv, float *g, float *beta) {
     const amxk_gdn_inputs *in = a->in;
     if (in->g) {
         *g = in->g[t * in->ldg + hv];
         *beta = in->beta[t * in->ldbeta + hv];
     } else {
-        float x = amxk__ld_elem(in->a, in->ab_dtype, t * in->lda + hv) + in->dt_bias[hv];
-        *g = -expf(in->A_log[hv]) * amxk__gdn_softplus(x, a->p->softplus_beta, a->p->softplus_threshold);
+        float x = amxk__ld_elem(in->a, in->ab_dtype, t * in->lda + hv) + amxk__ld_elem(in->dt_bias, amxk__gdn_pdt(in->dt_bias_dtype), hv);
+        *g = -expf(amxk__ld_elem(in->A_log, amxk__gdn_pdt(in->A_log_dtype), hv)) *
+             amxk__gdn_softplus(x, a->p->softplus_beta, a->p->softplus_threshold);
         *beta = amxk__gdn_sigmoid(amxk__ld_elem(in->b, in->ab_dtype, t * in->ldb + hv));
     }
 }
@@ -1484,37 +1505,56 @@ AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, int32_t slot, size_
     }
 }
 
+/* Tokens [t0, t0 + len) of one unit (value heads [hv0, hv0 + vg)) on the state of slot s: the mode's
+   form; next: see amxk__gdn_recurrent. */
+AMXK__PRIV void amxk__gdn_run(const amxk__gdn_args *a, int32_t s, size_t t0, size_t len, size_t hv0, float *ws, const float *next) {
+    size_t hv;
+    if (amxk__gdn_seq_mode(a, len) == AMXK_GDN_CHUNKED) {
+        amxk__gdn_chunk_ws L;
+        amxk__gdn_chunk_layout(a->dk, a->dv, &L);
+        for (hv = hv0; hv < hv0 + a->vg; hv++) {
+            float *head = amxk__gdn_head(a, s, hv), *S = head;
+            if (a->p->state_v_first) {
+                S = ws + L.sx;
+                amxk__gdn_transpose(head, a->dk, a->dv, a->dk, S, a->dv);
+            }
+            amxk__gdn_chunked(a, S, t0, len, hv, ws);
+            if (a->p->state_v_first) amxk__gdn_transpose(S, a->dv, a->dk, a->dv, head, a->dk);
+        }
+        return;
+    }
+    amxk__gdn_recurrent(a, s, t0, len, hv0, ws, next);
+}
+
 /* One unit (see THREADING): value heads [hv0, hv0 + vg) of sequence unit / (HV / vg); last: no unit of
    this task follows (nothing to prefetch). */
 AMXK__PRIV void amxk__gdn_unit(const amxk__gdn_args *a, size_t unit, int worker, int last) {
     const size_t ups = a->hv / a->vg; /* units per sequence */
     size_t n = unit / ups, hv0 = (unit % ups) * a->vg, hv;
-    size_t t0 = (size_t)a->qsl[n], len = (size_t)(a->qsl[n + 1] - a->qsl[n]), dk = a->dk, dv = a->dv, t, j;
-    int32_t s = a->slot ? a->slot[n] : (int32_t)n;
+    size_t t0 = (size_t)a->qsl[n], len = (size_t)(a->qsl[n + 1] - a->qsl[n]), hb = a->hsz * sizeof(float), t, j;
+    const int32_t *row = a->acc ? a->slot + n * a->spec_cols : NULL; /* SPECULATIVE: the sequence's slots */
+    int32_t s = row ? row[a->acc[n] - 1] : a->slot ? a->slot[n] : (int32_t)n;
     int init = a->has_init ? a->has_init[n] != 0 : 1;
     float *ws = (float *)(a->ws + (size_t)worker * a->ws_worker);
     if (s < 0) {
         for (t = t0; t < t0 + len; t++)
-            for (j = 0; j < a->vg * dv; j++) amxk__st_elem(a->o, a->ot, t * a->ldo + hv0 * dv + j, 0.0f);
+            for (j = 0; j < a->vg * a->dv; j++) amxk__st_elem(a->o, a->ot, t * a->ldo + hv0 * a->dv + j, 0.0f);
         return;
     }
-    if (!init) /* validated: the call will succeed (an empty sequence too: zero tokens from a zero state) */
-        for (hv = hv0; hv < hv0 + a->vg; hv++) memset(amxk__gdn_head(a, s, hv), 0, dk * dv * sizeof(float));
-    if (len == 0) return;
-    if (amxk__gdn_seq_mode(a, len) == AMXK_GDN_CHUNKED) {
-        amxk__gdn_chunk_ws L;
-        amxk__gdn_chunk_layout(dk, dv, &L);
-        for (hv = hv0; hv < hv0 + a->vg; hv++) {
-            float *head = amxk__gdn_head(a, s, hv), *S = head;
-            if (a->p->state_v_first) {
-                S = ws + L.sx;
-                amxk__gdn_transpose(head, dk, dv, dk, S, dv);
+    if (row) { /* token t from the state of r[t-1] (t = 0: the start slot) into r[t] */
+        for (t = 0; t < len; t++) {
+            int32_t src = t ? row[t - 1] : s, dst = row[t];
+            for (hv = hv0; hv < hv0 + a->vg; hv++) {
+                if (t == 0 && !init) memset(amxk__gdn_head(a, dst, hv), 0, hb);
+                else if (src != dst) memcpy(amxk__gdn_head(a, dst, hv), amxk__gdn_head(a, src, hv), hb);
             }
-            amxk__gdn_chunked(a, S, t0, len, hv, ws);
-            if (a->p->state_v_first) amxk__gdn_transpose(S, dv, dk, dv, head, dk);
+            amxk__gdn_run(a, dst, t0 + t, 1, hv0, ws, NULL);
         }
         return;
     }
+    if (!init) /* validated: the call will succeed (an empty sequence too: zero tokens from a zero state) */
+        for (hv = hv0; hv < hv0 + a->vg; hv++) memset(amxk__gdn_head(a, s, hv), 0, hb);
+    if (len == 0) return;
     { /* the first state head of the task's next unit (units run in order within a task) */
         const float *next = NULL;
         size_t nn = (unit + 1) / ups, nh = ((unit + 1) % ups) * a->vg;
@@ -1522,7 +1562,7 @@ AMXK__PRIV void amxk__gdn_unit(const amxk__gdn_args *a, size_t unit, int worker,
             int32_t ns = a->slot ? a->slot[nn] : (int32_t)nn;
             if (ns >= 0) next = amxk__gdn_head(a, ns, nh);
         }
-        amxk__gdn_recurrent(a, s, t0, len, hv0, ws, next);
+        amxk__gdn_run(a, s, t0, len, hv0, ws, next);
     }
 }
 
@@ -1551,6 +1591,35 @@ AMXK__PRIV amxk_status amxk__gdn_check_seqs(size_t n_seqs, const int32_t *qsl, c
         if (slot && have_state)
             for (m = 0; m < n; m++)
                 if (slot[m] == s) return AMXK_ERR_ARG;
+    }
+    return AMXK_OK;
+}
+
+/* SPECULATIVE validation (query_start_loc already checked): a_n in [1, cols], len_n <= cols, start
+   slots -1 or in range; the written slots of non-pad sequences in range, distinct over the call, and no
+   other sequence's start slot. 0 or a status. */
+AMXK__PRIV amxk_status amxk__gdn_check_spec(size_t n_seqs, const int32_t *qsl, const int32_t *slot, size_t cols, const int32_t *acc,
+                                            size_t n_slots) {
+    size_t n, m, t, u;
+    for (n = 0; n < n_seqs; n++) {
+        const int32_t *r = slot + n * cols;
+        size_t len = (size_t)(qsl[n + 1] - qsl[n]);
+        if (acc[n] < 1 || (size_t)acc[n] > cols || len > cols) return AMXK_ERR_ARG;
+        if (r[acc[n] - 1] < -1 || r[acc[n] - 1] >= (int32_t)n_slots) return AMXK_ERR_ARG;
+        if (r[acc[n] - 1] == -1) continue;
+        for (t = 0; t < len; t++) {
+            if (r[t] < 0 || r[t] >= (int32_t)n_slots) return AMXK_ERR_ARG;
+            for (m = 0; m <= n; m++) { /* r[t] vs every earlier write, and vs the other sequences' start slots */
+                const int32_t *q = slot + m * cols;
+                size_t lm = (size_t)(qsl[m + 1] - qsl[m]);
+                if (m != n && q[acc[m] - 1] == r[t]) return AMXK_ERR_ARG;
+                if (q[acc[m] - 1] == -1) continue;
+                for (u = 0; u < (m == n ? t : lm); u++)
+                    if (q[u] == r[t]) return AMXK_ERR_ARG;
+            }
+            for (m = n + 1; m < n_seqs; m++) /* later sequences' start slots */
+                if (slot[m * cols + (size_t)acc[m] - 1] == r[t]) return AMXK_ERR_ARG;
+        }
     }
     return AMXK_OK;
 }
@@ -1787,7 +1856,17 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *p, amx
     if (!in->g && !(p->softplus_beta > 0.0f)) return AMXK_ERR_ARG;
     if (st->n_slots == 0) return AMXK_ERR_SHAPE;
     if (st->n_slots > 1 && st->slot_stride < HV * hsz) return AMXK_ERR_STRIDE;
-    if ((s = amxk__gdn_check_seqs(n_seqs, qsl, slot, st->n_slots, 1, &t_end)) != AMXK_OK) return s;
+    if (!in->g && ((in->A_log_dtype != AMXK_DTYPE_INVALID && in->A_log_dtype != AMXK_DTYPE_F32 && in->A_log_dtype != AMXK_DTYPE_BF16) ||
+                   (in->dt_bias_dtype != AMXK_DTYPE_INVALID && in->dt_bias_dtype != AMXK_DTYPE_F32 && in->dt_bias_dtype != AMXK_DTYPE_BF16)))
+        return AMXK_ERR_DTYPE;
+    if (in->num_accepted_tokens) { /* SPECULATIVE: slot_idx is [n_seqs][spec_cols] */
+        if (n_seqs && !slot) return AMXK_ERR_NULL;
+        if (in->spec_cols == 0) return AMXK_ERR_ARG;
+        if ((s = amxk__gdn_check_seqs(n_seqs, qsl, NULL, st->n_slots, 0, &t_end)) != AMXK_OK) return s;
+        if ((s = amxk__gdn_check_spec(n_seqs, qsl, slot, in->spec_cols, in->num_accepted_tokens, st->n_slots)) != AMXK_OK) return s;
+    } else if ((s = amxk__gdn_check_seqs(n_seqs, qsl, slot, st->n_slots, 1, &t_end)) != AMXK_OK) {
+        return s;
+    }
     if (t_end == 0) return AMXK_OK;
     if (!in->q || !in->k || !in->v || !o || !st->data) return AMXK_ERR_NULL;
     if (in->g ? !in->beta : (!in->a || !in->b || !in->A_log || !in->dt_bias)) return AMXK_ERR_NULL;
@@ -1807,6 +1886,7 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *p, amx
     memset(&a, 0, sizeof a);
     a.p = p, a.in = in, a.G = HV / H, a.dk = dk, a.dv = dv, a.hv = HV;
     a.n_seqs = n_seqs, a.qsl = qsl, a.slot = slot, a.has_init = has_init;
+    a.acc = in->num_accepted_tokens, a.spec_cols = in->spec_cols;
     a.st = st->data, a.s_slot = st->n_slots > 1 ? st->slot_stride : 0, a.hsz = hsz;
     a.o = o, a.ot = ot, a.ldo = ldo, a.ws = (char *)ws, a.ws_worker = pl.ws_worker, a.n_cb = pl.n_cb, a.mode = mode;
     a.k = pl.k;

@@ -561,13 +561,14 @@ typedef struct gcase {
     amxk_dtype dt, ot;
     int fused, vfirst, l2norm;
     int extreme; /* 0 none, 1 strong decay, 2 no decay, 3 beta 0, 4 beta 1, 5 zero k rows + |v| 1e3 */
+    int pbf;     /* fused gating with bf16 A_log and dt_bias */
 } gcase;
 
 typedef struct gdata {
     size_t T, ldq, ldk, ldv, ldo, slot_stride, pool_floats;
     int32_t qsl[13];
     float *q, *k, *v, *g, *beta, *a, *b, *Al, *dt; /* values */
-    void *qb, *kb, *vb, *ab, *bb;
+    void *qb, *kb, *vb, *ab, *bb, *Alb, *dtb;
     float *pool0;
     amxk_gdn_params p;
     amxk_gdn_inputs in;
@@ -596,6 +597,8 @@ static void gdn_gen(const gcase *c, gdata *d) {
     if (c->extreme == 5)
         for (t = 0; t < d->T; t += 3) memset(d->k + t * d->ldk, 0, HK * 4); /* zero k rows (every head) */
     for (i = 0; i < c->HV; i++) d->Al[i] = c->extreme == 1 ? logf(16.0f) : logf((float)test_uniform(1, 16)), d->dt[i] = (float)test_uniform(-0.5, 0.5);
+    if (c->pbf) /* bf16 parameters: the oracle uses the same (rounded) values */
+        for (i = 0; i < c->HV; i++) d->Al[i] = rbf(d->Al[i]), d->dt[i] = rbf(d->dt[i]);
     for (i = 0; i < (d->T + 1) * c->HV; i++) {
         float x = (float)test_uniform(-3, 3);
         d->a[i] = rbf(c->extreme == 1 ? 40.0f : c->extreme == 2 ? -40.0f : x);
@@ -624,6 +627,10 @@ static void gdn_gen(const gcase *c, gdata *d) {
     d->in.q = d->qb, d->in.k = d->kb, d->in.v = d->vb, d->in.ldq = d->ldq, d->in.ldk = d->ldk, d->in.ldv = d->ldv;
     if (c->fused) {
         d->in.ab_dtype = c->dt, d->in.a = d->ab, d->in.b = d->bb, d->in.lda = d->in.ldb = c->HV, d->in.A_log = d->Al, d->in.dt_bias = d->dt;
+        if (c->pbf) {
+            d->Alb = to_dt(d->Al, c->HV, AMXK_DTYPE_BF16), d->dtb = to_dt(d->dt, c->HV, AMXK_DTYPE_BF16);
+            d->in.A_log = d->Alb, d->in.dt_bias = d->dtb, d->in.A_log_dtype = d->in.dt_bias_dtype = AMXK_DTYPE_BF16;
+        }
     } else {
         d->in.g = d->g, d->in.beta = d->beta, d->in.ldg = d->in.ldbeta = c->HV;
     }
@@ -631,7 +638,7 @@ static void gdn_gen(const gcase *c, gdata *d) {
 static void gdn_free(gdata *d) {
     test_free(d->q), test_free(d->k), test_free(d->v), test_free(d->g), test_free(d->beta), test_free(d->a), test_free(d->b);
     test_free(d->Al), test_free(d->dt), test_free(d->qb), test_free(d->kb), test_free(d->vb), test_free(d->ab), test_free(d->bb);
-    test_free(d->pool0);
+    test_free(d->pool0), test_free(d->Alb), test_free(d->dtb);
 }
 
 /* Oracle: tokens [qsl[n], qsl[n+1]) of sequences n < n_seqs, token row offset row0 into the inputs;
@@ -861,7 +868,7 @@ static void test_gdn_varlen(void) {
         c.H = 2, c.HV = 4, c.dk = 16 + (size_t)v * 8, c.dv = 40 - (size_t)v * 8, c.n_seqs = 8, c.n_slots = 12, c.slot_pad = (size_t)v * 5,
         c.ld_pad = (size_t)v * 3;
         for (n = 0; n < 8; n++) c.lens[n] = lens[n], c.slots[n] = slots[n], c.init[n] = (uint8_t)((n + v) % 2);
-        c.use_init = 1, c.l2norm = v != 3, c.fused = v % 2, c.vfirst = v >= 2, c.dt = AMXK_DTYPE_BF16, c.ot = v % 2 ? AMXK_DTYPE_F32 : AMXK_DTYPE_BF16;
+        c.use_init = 1, c.l2norm = v != 3, c.fused = v % 2, c.pbf = v == 3, c.vfirst = v >= 2, c.dt = AMXK_DTYPE_BF16, c.ot = v % 2 ? AMXK_DTYPE_F32 : AMXK_DTYPE_BF16;
         gdn_case(&c, 6, v == 1);
     }
 }
@@ -986,6 +993,97 @@ static void test_gdn_handoff(void) {
     }
 }
 
+/* SPECULATIVE (num_accepted_tokens, 2-D slot table): the oracle applies the contract token by token
+   (the state starts from r[a-1] or zeros, the state after token t goes to r[t]) with the fp64 delta rule. */
+static void test_gdn_spec(void) {
+    static const int32_t tab[4][4] = {{5, 1, 7, 3}, {-1, 9, 10, 11}, {0, 2, 4, -1}, {8, 12, 13, 6}}, acc[4] = {2, 1, 3, 4};
+    static const int lens[4] = {4, 3, 2, 4};
+    static const uint8_t init[4] = {1, 1, 1, 0};
+    amxk_tier tier;
+    amxk_ctx ctx;
+    int v;
+    TEST_SECTION("gdn: speculative decoding (num_accepted_tokens, a slot per token) vs fp64 oracle; bf16 A_log / dt_bias");
+    for (v = 0; v < 2; v++) {
+        gcase c;
+        gdata d;
+        size_t hs, n, t, i, W;
+        double *rpool, *ro;
+        int32_t slots[16];
+        memset(&c, 0, sizeof c);
+        c.H = 2, c.HV = 4, c.dk = 32, c.dv = 24, c.n_seqs = 4, c.n_slots = 14, c.l2norm = 1, c.fused = 1, c.pbf = v, c.vfirst = v;
+        c.dt = AMXK_DTYPE_BF16, c.ot = v ? AMXK_DTYPE_F32 : AMXK_DTYPE_BF16, c.use_init = 1;
+        for (n = 0; n < 4; n++) c.lens[n] = lens[n], c.slots[n] = -1, c.init[n] = init[n];
+        for (n = 0; n < 16; n++) slots[n] = tab[n / 4][n % 4];
+        gdn_gen(&c, &d);
+        d.in.num_accepted_tokens = acc, d.in.spec_cols = 4;
+        hs = c.dk * c.dv, W = c.HV * c.dv;
+        rpool = (double *)test_alloc(c.n_slots * c.HV * hs * 8), ro = (double *)test_alloc((d.T + 1) * W * 8);
+        {
+            size_t sl, hv, j;
+            for (sl = 0; sl < c.n_slots; sl++)
+                for (hv = 0; hv < c.HV; hv++)
+                    for (i = 0; i < c.dk; i++)
+                        for (j = 0; j < c.dv; j++) rpool[(sl * c.HV + hv) * hs + i * c.dv + j] = lib_state(&c, &d, d.pool0, sl, hv, i, j);
+        }
+        for (n = 0; n < 4; n++) {
+            int32_t start = tab[n][acc[n] - 1];
+            for (t = 0; t < (size_t)lens[n]; t++) {
+                int32_t q1[2], src = t ? tab[n][t - 1] : start, dst = start < 0 ? -1 : tab[n][t];
+                q1[0] = d.qsl[n] + (int32_t)t, q1[1] = q1[0] + 1;
+                if (dst >= 0)
+                    for (i = 0; i < c.HV * hs; i++)
+                        rpool[(size_t)dst * c.HV * hs + i] = t == 0 && !init[n] ? 0.0 : rpool[(size_t)src * c.HV * hs + i];
+                gdn_ref(&c, &d, 1, q1, &dst, NULL, rpool, ro);
+            }
+        }
+        TEST_FOR_EACH_TIER(tier, ctx) {
+            int m;
+            for (m = 1; m <= 2; m++) {
+                size_t wsb;
+                void *ws, *o = test_alloc((d.T + 1) * d.ldo * 4);
+                float *pool = (float *)test_alloc(d.pool_floats * 4);
+                amxk_gdn_state st;
+                amxk_status s;
+                gstats gs;
+                amxk_gdn_workspace_size(&ctx, &d.p, (amxk_gdn_mode)m, &wsb);
+                ws = test_alloc(wsb);
+                memcpy(pool, d.pool0, d.pool_floats * 4);
+                st.data = pool, st.n_slots = c.n_slots, st.slot_stride = d.slot_stride;
+                s = amxk_gdn(&ctx, &d.p, (amxk_gdn_mode)m, &d.in, 4, d.qsl, slots, init, &st, o, c.ot, d.ldo, ws, wsb);
+                CHECK(s == AMXK_OK, "spec status %d", (int)s);
+                gdn_compare(&c, &d, pool, rpool, o, ro, 4, d.qsl, &gs);
+                CHECK(gs.nonfinite == 0 && gs.st_err <= 1e-4 * gs.st_max + 1e-6 && gs.out_bad == 0,
+                      "spec v=%d tier %s mode %d: state err %.3g (max %.3g), %lu outputs off", v, amxk_tier_name(tier), m, gs.st_err, gs.st_max,
+                      (unsigned long)gs.out_bad);
+                { /* bad tables: nothing written */
+                    int32_t b1[16], b2[16], bacc[4] = {2, 1, 3, 5};
+                    amxk_gdn_inputs in = d.in;
+                    memcpy(pool, d.pool0, d.pool_floats * 4);
+                    memcpy(b1, slots, sizeof b1), memcpy(b2, slots, sizeof b2);
+                    b1[13] = 7; /* seq 3 writes slot 7, which seq 0 writes too */
+                    b2[2] = 12; /* seq 0 writes slot 12 (t = 2), seq 3 writes it too (t = 1) */
+                    CHECK(amxk_gdn(&ctx, &d.p, (amxk_gdn_mode)m, &d.in, 4, d.qsl, b1, init, &st, o, c.ot, d.ldo, ws, wsb) == AMXK_ERR_ARG, "dup write");
+                    CHECK(amxk_gdn(&ctx, &d.p, (amxk_gdn_mode)m, &d.in, 4, d.qsl, b2, init, &st, o, c.ot, d.ldo, ws, wsb) == AMXK_ERR_ARG, "dup write 2");
+                    b1[13] = 1; /* seq 3 writes slot 1, seq 0's start */
+                    CHECK(amxk_gdn(&ctx, &d.p, (amxk_gdn_mode)m, &d.in, 4, d.qsl, b1, init, &st, o, c.ot, d.ldo, ws, wsb) == AMXK_ERR_ARG, "start written");
+                    in.num_accepted_tokens = bacc;
+                    CHECK(amxk_gdn(&ctx, &d.p, (amxk_gdn_mode)m, &in, 4, d.qsl, slots, init, &st, o, c.ot, d.ldo, ws, wsb) == AMXK_ERR_ARG, "acc > cols");
+                    in.num_accepted_tokens = acc, in.spec_cols = 0;
+                    CHECK(amxk_gdn(&ctx, &d.p, (amxk_gdn_mode)m, &in, 4, d.qsl, slots, init, &st, o, c.ot, d.ldo, ws, wsb) == AMXK_ERR_ARG, "cols 0");
+                    in.spec_cols = 4, in.A_log_dtype = AMXK_DTYPE_F16;
+                    CHECK(amxk_gdn(&ctx, &d.p, (amxk_gdn_mode)m, &in, 4, d.qsl, slots, init, &st, o, c.ot, d.ldo, ws, wsb) == AMXK_ERR_DTYPE, "A_log f16");
+                    in.A_log_dtype = AMXK_DTYPE_INVALID;
+                    CHECK(amxk_gdn(&ctx, &d.p, (amxk_gdn_mode)m, &in, 4, d.qsl, NULL, init, &st, o, c.ot, d.ldo, ws, wsb) == AMXK_ERR_NULL, "no table");
+                    CHECK(memcmp(pool, d.pool0, d.pool_floats * 4) == 0, "spec error paths wrote the state");
+                }
+                test_free(ws), test_free(o), test_free(pool);
+            }
+        }
+        test_free(rpool), test_free(ro);
+        gdn_free(&d);
+    }
+}
+
 static void test_gdn_errors(void) {
     gcase c = gc_single(2, 4, 16, 16, 10);
     gdata d;
@@ -1064,6 +1162,7 @@ int main(void) {
     test_gdn_gva();
     test_gdn_extremes();
     test_gdn_handoff();
+    test_gdn_spec();
     test_gdn_qwen();
     printf("delta rule: worst state error %.3f of its bound (1e-4 max|S|), worst output error %.3f of its bound\n", worst_state_ratio,
            worst_out_ratio);
