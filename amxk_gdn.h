@@ -8,11 +8,12 @@
    WHAT IS HERE (the linear-attention layers of Qwen3-Next / Qwen3.5)
        amxk_conv1d_pack_size / amxk_conv1d_pack   depthwise conv weight [dim, W] (+ bias) -> packed f32
        amxk_conv1d_prefill    causal conv1d over packed variable-length sequences, conv-state pool
-       amxk_conv1d_update     decode: one or more new tokens per sequence (shift or circular state)
+       amxk_conv1d_update     decode: one or more new tokens per sequence (shift or circular state;
+                              speculative decoding: num_accepted_tokens)
        amxk_gdn_gating        g = -exp(A_log) * softplus(a + dt_bias), beta = sigmoid(b)
        amxk_gdn               the gated delta rule: recurrent (decode, short sequences) or chunked
                               (prefill, chunk 64), varlen, fp32 state pool, optional fused gating and
-                              in-kernel q/k l2norm, GVA
+                              in-kernel q/k l2norm, GVA, speculative decoding (a slot per token)
        amxk_gdn_workspace_size
 
    USE (one GDN layer; see examples/gdn_layer.c)
@@ -148,7 +149,8 @@ AMXK_DEF amxk_status amxk_conv1d_pack(const amxk_ctx *ctx, void *dst, size_t dst
    n_seqs int32 slots in [0, n_slots) or -1. Slots other than -1 must be distinct (AMXK_ERR_ARG).
    has_initial_state: NULL (all 1) or n_seqs bytes; 0 => zero history (the slot's content is ignored).
    Per sequence with slot s:
-     s == -1    (pad) its output rows are written as zeros; no state is read or written.
+     s == -1    (pad) its output rows are written as zeros (vLLM leaves them untouched); no state is read
+                or written.
      len == 0   no output; with has_initial_state[n] == 0 the slot is set to zeros (the state after zero
                 tokens from a zero history), else it is left bit for bit unchanged.
      otherwise  out = silu?(conv(history ++ x)), history = the slot's last W-1 positions or zeros; then

@@ -36,12 +36,14 @@
 
    WHAT IS HERE
        amxk_moe_topk            routing: softmax / sigmoid scores, optional grouped top-k (DeepSeek),
-                                correction bias (selection only), renormalize, routed scaling factor
+                                correction bias (selection only), softcap, renormalize, routed scaling
+                                factor; ranked by the raw logit without a bias
        amxk_moe_align_size      bound on the blocks of amxk_moe_align
        amxk_moe_align           (token, slot) pairs grouped by expert into padded blocks of block_m rows
        amxk_moe_workspace_size  workspace of amxk_moe_experts
        amxk_moe_experts         fused experts: gather, gate+up, activation, down, weighted top-k sum,
-                                optional shared expert, expert-parallel shard range, in place
+                                optional shared expert, expert-parallel shard range or expert map,
+                                an external routed output (sglang shared_expert_cpu), in place
 
    ROUTING (amxk_moe_topk), per token row l[0..E) of fp32 logits:
        l'_e     = softcap c > 0: c * tanh(l_e / c) (fp32, tanhf; Grok-style router softcap), else l_e
@@ -114,7 +116,8 @@
    ACT_INT8 (opts.act_int8 = 1: w8a8 / w4a8 / w2a8). The same formula with both GEMMs on int8
    activations; q8(v[0..n)) is amxk_quantize_act's AMXK_DTYPE_I8 with one group per row:
        s = amax_i |v_i| / 127 (fp32; 1 when amax is 0), q_i = clamp(rne(v_i / s), -127, 127)
-   (fp32 division, ties to even; the same values on every tier).
+   (fp32 division, ties to even; the same values on every tier). sglang's reference rounds v * (127 /
+   amax) instead: a code may differ by 1 where the two fp32 quotients straddle a half.
        xq, sx = q8(xin)                       xin as above (16-bit, apply-on-input rounding included):
                                               the row is quantized per token AND slot only with
                                               apply_router_weight_on_input, else once per token
