@@ -86,6 +86,9 @@
        out_t = round_out( S_t + r * sum_j w_tj * y_tj )   sum in fp32 in slot order j = 0..topk-1,
                S_t = shared expert output (f32, same formula with its own weights, no routing weight,
                no bias unless given) or 0; r = routed_scaling_factor (0 in opts means 1). One rounding.
+       SHARED GATE (shared->gate given): S_t = sigmoid(sum_k x_tk gate_k + gate_bias) * (the shared
+       MLP's output row), the dot in fp32 in k order over the 16-bit x (also with act_int8; the same
+       bits on every tier), once per token before any output is written. gate_bias must be finite.
        Tokens where nothing contributes get S_t (0 without a shared expert): per-shard outputs can be
        summed by the caller (expert parallelism).
        EXPERT MAP (opts.expert_map, expert parallelism with any placement; vLLM's expert_map): topk_ids
@@ -281,6 +284,10 @@ typedef struct amxk_moe_shared {
     int w13_interleaved;
     const float *b13; /* NULL or [2Ns] */
     const float *b2;  /* NULL or [K] */
+    /* Sigmoid gate (Qwen3-Next shared_expert_gate, sglang fused_linear_sigmoid_mul): NULL, or K fp32
+       weights: the shared output of token t is multiplied by sigmoid(x_t . gate + gate_bias) */
+    const float *gate;
+    float gate_bias;
 } amxk_moe_shared;
 
 /* Options. A zero-initialised struct (or NULL) means: SiLU, no apply-on-input, all experts, r = 1,
@@ -523,7 +530,7 @@ typedef struct amxk__moe_plan {
     size_t e_begin, e_end, rows; /* rows = M * topk */
     float rscale;
     int q8;                      /* act_int8 */
-    size_t off_cnt, off_order, off_pos, off_units, max_units, off_xg, off_h, off_a, off_y, off_sh, off_sa, off_sy, off_lin;
+    size_t off_cnt, off_order, off_pos, off_units, max_units, off_xg, off_h, off_a, off_y, off_sh, off_sa, off_sy, off_sg, off_lin;
     size_t off_xq, off_xs, off_aq, off_as, off_sxq, off_sxs, off_saq, off_sas; /* act_int8 only */
     size_t lin_worker, total; /* per-worker slice of the GEMM scratch */
 } amxk__moe_plan;
@@ -606,12 +613,13 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
     if (sh) {
         size_t Ns = sh->inter;
         if (Ns == 0 || Ns > ((size_t)1 << 32)) return AMXK_ERR_SHAPE;
-        if (sh->w13_interleaved != 0 && sh->w13_interleaved != 1) return AMXK_ERR_ARG;
+        if ((sh->w13_interleaved != 0 && sh->w13_interleaved != 1) || (sh->gate && !amxk__moe_finite(sh->gate_bias))) return AMXK_ERR_ARG;
         if ((s = amxk__moe_use_pack(ctx, sh->w13, sh->w13_bytes, 2 * Ns, K, xt, p->q8, m, &lin)) != AMXK_OK) return s;
         if ((s = amxk__moe_use_pack(ctx, sh->w2, sh->w2_bytes, K, Ns, xt, p->q8, m, &lin)) != AMXK_OK) return s;
         AMXK__MOE_TAKE(off_sh, m * 2 * Ns * 4);
         AMXK__MOE_TAKE(off_sa, m * Ns * (p->q8 ? 4 : 2));
         AMXK__MOE_TAKE(off_sy, m * K * 4);
+        AMXK__MOE_TAKE(off_sg, sh->gate ? m * 4 : 0);
         if (p->q8) {
             AMXK__MOE_TAKE(off_sxq, m * K);
             AMXK__MOE_TAKE(off_sxs, m * 4);
@@ -725,6 +733,9 @@ typedef struct amxk__moe_args {
     char *lin;              /* GEMM scratch, lin_worker bytes per worker */
     size_t lin_worker;
     const float *y, *sy;    /* routed rows (compact, [routed, K]), shared rows ([M, K]) or NULL */
+    const float *sgw;       /* SHARED GATE weights [K] and bias, or NULL; sg: the gate of every token [M] */
+    float sgb;
+    float *sg;
     const void *rin;        /* ROUTED INPUT or NULL, its dtype and row stride */
     amxk_dtype rt;
     size_t ldr;
@@ -799,6 +810,18 @@ AMXK__PRIV void amxk__moe_quant_task(void *task_ctx, size_t task, int worker) {
     size_t t0 = task * AMXK__MOE_QUANT_TOKENS;
     (void)worker;
     amxk__moe_quant_tokens(a, t0, AMXK__MIN(a->m, t0 + AMXK__MOE_QUANT_TOKENS));
+}
+
+/* SHARED GATE of tokens [AMXK__MOE_ROWS_PER_TASK * task, + AMXK__MOE_ROWS_PER_TASK). */
+AMXK__PRIV void amxk__moe_sgate_task(void *task_ctx, size_t task, int worker) {
+    const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
+    size_t t, k, t0 = task * AMXK__MOE_ROWS_PER_TASK, t1 = AMXK__MIN(a->m, t0 + AMXK__MOE_ROWS_PER_TASK);
+    (void)worker;
+    for (t = t0; t < t1; t++) {
+        float acc = 0.0f;
+        for (k = 0; k < a->K; k++) acc += amxk__ld_elem(a->x, a->xt, t * a->ldx + k) * a->sgw[k];
+        a->sg[t] = amxk__moe_sigmoid(acc + a->sgb);
+    }
 }
 
 /* Activation of rows [i0, i1), intermediate columns [n0, n1) of unit u: act[i][n] from h[i] (x's
@@ -908,7 +931,7 @@ AMXK__PRIV void amxk__moe_down_task(void *task_ctx, size_t task, int worker) {
                 if (r >= 0) acc += (a->on_input ? 1.0f : a->tw[t * a->topk + j]) * a->y[(size_t)r * a->K + k];
             }
             v = a->rscale * acc;
-            if (a->sy) v = a->sy[t * a->K + k] + v;
+            if (a->sy) v = (a->sg ? a->sg[t] * a->sy[t * a->K + k] : a->sy[t * a->K + k]) + v;
             if (a->ot == AMXK_DTYPE_F32) ((float *)a->out)[t * a->ldo + k] = v;
             else amxk__st_elem(a->out, a->ot, t * a->ldo + k, v);
         }
@@ -1102,7 +1125,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     if (sh && (amxk__overlap(out, obytes, sh->w13, sh->w13_bytes) || amxk__overlap(out, obytes, sh->w2, sh->w2_bytes) ||
                amxk__overlap(ws, p.total, sh->w13, sh->w13_bytes) || amxk__overlap(ws, p.total, sh->w2, sh->w2_bytes) ||
                (sh->b13 && amxk__overlap(out, obytes, sh->b13, 2 * sh->inter * 4)) ||
-               (sh->b2 && amxk__overlap(out, obytes, sh->b2, K * 4))))
+               (sh->b2 && amxk__overlap(out, obytes, sh->b2, K * 4)) || (sh->gate && amxk__overlap(out, obytes, sh->gate, K * 4))))
         return AMXK_ERR_ALIAS;
 
     /* everything is valid: from here on nothing fails */
@@ -1115,6 +1138,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     a.lin = W + p.off_lin, a.lin_worker = p.lin_worker;
     a.y = (const float *)(W + p.off_y), a.sy = sh ? (const float *)(W + p.off_sy) : NULL, a.out = out;
     a.q8 = p.q8, a.rin = rin, a.rt = rt, a.ldr = rin ? o->ld_routed : 0;
+    if (sh && sh->gate) a.sgw = sh->gate, a.sgb = sh->gate_bias, a.sg = (float *)(W + p.off_sg);
     if (a.q8) {
         a.xq = (int8_t *)(W + p.off_xq), a.xs = (float *)(W + p.off_xs);
         if (sh) a.sxq = (int8_t *)(W + p.off_sxq), a.sxs = (float *)(W + p.off_sxs);
@@ -1193,6 +1217,12 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
         } else {
             amxk__parallel(ctx, amxk__moe_gather_task, &a, AMXK__CEIL_DIV(a.routed, (size_t)AMXK__MOE_ROWS_PER_TASK));
         }
+    }
+    if (a.sg) { /* SHARED GATE (reads x: before the down loop writes out) */
+        size_t nt = AMXK__CEIL_DIV(m, (size_t)AMXK__MOE_ROWS_PER_TASK);
+        if (m * K <= AMXK__MOE_SERIAL_GATHER)
+            for (i = 0; i < nt; i++) amxk__moe_sgate_task(&a, i, 0);
+        else amxk__parallel(ctx, amxk__moe_sgate_task, &a, nt);
     }
     amxk__parallel(ctx, amxk__moe_up_task, &a, a.items1);
     if (!a.fused || a.q8) {

@@ -473,7 +473,7 @@ typedef struct mset {
     size_t b13, b2, sb13, sb2; /* bytes per pack */
     unsigned char *w13, *w2, *sw13, *sw2;
     float *d13, *d2, *sd13, *sd2; /* dequantized: [E][2N][K], [E][K][N], [2Ns][K], [K][Ns] */
-    float *bias13, *bias2, *sbias13, *sbias2;
+    float *bias13, *bias2, *sbias13, *sbias2, *sgate; /* sgate: [K] shared-expert gate weights */
     const void **p13, **p2;
     size_t *pb13, *pb2;
 } mset;
@@ -526,11 +526,13 @@ static void mset_make(mset *ms, const mformat *f, amxk_dtype xt, size_t E, size_
     for (i = 0; i < E * K; i++) ms->bias2[i] = test_randf(-0.5f, 0.5f);
     for (i = 0; i < 2 * Ns; i++) ms->sbias13[i] = test_randf(-0.5f, 0.5f);
     for (i = 0; i < K; i++) ms->sbias2[i] = test_randf(-0.5f, 0.5f);
+    ms->sgate = (float *)test_alloc(K * 4);
+    for (i = 0; i < K; i++) ms->sgate[i] = test_randf(-0.25f, 0.25f);
 }
 static void mset_free(mset *ms) {
     test_free(ms->w13), test_free(ms->w2), test_free(ms->sw13), test_free(ms->sw2);
     free(ms->d13), free(ms->d2), free(ms->sd13), free(ms->sd2);
-    test_free(ms->bias13), test_free(ms->bias2), test_free(ms->sbias13), test_free(ms->sbias2);
+    test_free(ms->bias13), test_free(ms->bias2), test_free(ms->sbias13), test_free(ms->sbias2), test_free(ms->sgate);
     free(ms->p13), free(ms->p2), free(ms->pb13), free(ms->pb2);
 }
 
@@ -544,6 +546,7 @@ typedef struct mcase {
     int q8;      /* opts.act_int8 */
     int map;     /* opts.expert_map: global ids 0..2E, local expert E-1-(g-1)/2 at odd g, -1 at even g */
     int rin;     /* opts.routed_in: 0 none, 1 f32 [M, K+2], 2 bf16 [M, K], 3 out itself (pre-filled) */
+    int sgate;   /* shared->gate (bias 0.3) */
     uint64_t id; /* the case id: moe_case draws x, ids and weights from test_case_begin(id) */
 } mcase;
 
@@ -745,6 +748,7 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
     sh.inter = ms->Ns, sh.w13 = ms->sw13, sh.w13_bytes = ms->sb13, sh.w2 = ms->sw2, sh.w2_bytes = ms->sb2;
     sh.w13_interleaved = c->interleaved;
     if (c->bias) sh.b13 = ms->sbias13, sh.b2 = ms->sbias2;
+    if (c->sgate) sh.gate = ms->sgate, sh.gate_bias = 0.3f;
     memset(&o, 0, sizeof o);
     o.act = (amxk_moe_act)c->act, o.alpha = c->alpha, o.limit = c->limit, o.apply_router_weight_on_input = c->on_input;
     o.e_begin = c->e0, o.e_end = c->e1, o.routed_scaling_factor = c->rsf, o.act_int8 = c->q8;
@@ -804,6 +808,12 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
         } else if (c->shared) {
             ref_mlp(c, xd, K, ms->Ns, ms->sd13, ms->sd2, c->bias ? ms->sbias13 : NULL, c->bias ? ms->sbias2 : NULL, c->interleaved, 1.0,
                     ysh, Bs, Ss);
+        }
+        if (c->sgate) { /* sigmoid(x . gate + 0.3) times the shared row; fp32 dot and expf: 2^-20 of sum |x g| + 1 */
+            double dot = 0.3, mag = 1.3, gt;
+            for (k = 0; k < K; k++) dot += xd[k] * ms->sgate[k], mag += fabs(xd[k] * ms->sgate[k]);
+            gt = 1.0 / (1.0 + exp(-dot));
+            for (k = 0; k < K; k++) rabs[k] += ldexp(1, -20) * mag * fabs(ysh[k]), ysh[k] *= gt, Bs[k] *= gt, Ss[k] *= gt;
         }
         for (k = 0; k < K; k++) {
             double ref = y[k] + ysh[k], got = dec_out(out, ot, t * ldo + k);
@@ -993,7 +1003,7 @@ static void test_experts(void) {
         else mset_make(&ms, &q8_formats[3].f, AMXK_DTYPE_BF16, E, K, 64, 32);
         TEST_FOR_EACH_TIER(tier, ctx) {
             int ci;
-            for (ci = 0; ci < 6; ci++) {
+            for (ci = 0; ci < 8; ci++) { /* 6, 7: shared gate (7: topk = 0 with routed input) */
                 mcase c;
                 memset(&c, 0, sizeof c);
                 c.q8 = fi == 2, c.M = ci % 2 ? 9 : 1, c.topk = ci < 3 ? 3 : ci == 5 ? 2 : 0, c.ldx = K, c.ldo = K + 3, c.bias = ci % 2;
@@ -1001,6 +1011,7 @@ static void test_experts(void) {
                 c.map = ci < 3 || ci == 5, c.routing = ci == 1 ? 2 : 0, c.shared = ci >= 2, c.rsf = ci >= 3 ? 16.0f : ci == 2 ? 2.5f : 0.0f;
                 c.rin = ci == 2 ? 1 : ci == 3 ? 2 : ci >= 4 ? 3 : 0, c.act = ci == 4 ? AMXK_MOE_ACT_GELU_ERF : AMXK_MOE_ACT_SILU;
                 if (ci == 1) c.e0 = 1, c.e1 = 5; /* a shard of the local experts */
+                if (ci >= 6) c.sgate = 1, c.shared = 1, c.map = 0, c.topk = ci == 6 ? 2 : 0, c.rin = ci == 7 ? 2 : 0, c.M = 13;
                 c.id = test_case_mix(test_case_id("moe map", fi), (uint64_t)ci);
                 moe_case(&ctx, &ms, &c, fi == 2 ? "map/routed_in q8" : "map/routed_in", NULL);
             }
@@ -1175,6 +1186,8 @@ static void test_bad(void) {
         BAD_MOE(AMXK_ERR_ALIAS, o2_.routed_in = out, o2_.routed_dtype = AMXK_DTYPE_BF16, o2_.ld_routed = K); /* out is f32 */
         BAD_MOE(AMXK_ERR_ALIAS, o2_.routed_in = ws, o2_.routed_dtype = AMXK_DTYPE_F32, o2_.ld_routed = K);
         BAD_MOE(AMXK_ERR_NULL, tw_ = NULL, tk_ = 2);
+        BAD_MOE(AMXK_ERR_ARG, sh2_.gate = ms.sgate, sh2_.gate_bias = NAN);
+        BAD_MOE(AMXK_ERR_ALIAS, sh2_.gate = ms.sgate, out_ = ms.sgate, wsb_ = ws_bytes + 64);
         (void)rin_;
     }
     BAD_MOE(AMXK_ERR_SHAPE, w2_.inter = 0);
