@@ -414,24 +414,27 @@ AMXK__PRIV void amxk__conv_store_state(const amxk__conv_args *a, amxk__conv_sq q
         }
         return;
     }
-    for (i = 0; i < L; i++) {
-        const size_t pos = d >= 0 ? i : L - 1 - i;
-        const long p = (long)len - (long)L + (long)pos;
-        if (a->s_dim == 1) { /* channel-contiguous (SD) state: whole-row copies, same values */
-            const size_t nbytes = (c1 - c0) * es;
+    if (a->s_dim == 1) { /* channel-contiguous (SD) state: whole-row copies, same values */
+        const size_t nbytes = (c1 - c0) * es;
+        for (i = 0; i < L; i++) {
+            const size_t pos = d >= 0 ? i : L - 1 - i;
+            const long p = (long)len - (long)L + (long)pos;
             char *dst = sb + (pos * a->s_tok + c0) * es;
             if (p >= 0) memcpy(dst, x + ((t0 + (size_t)p) * a->ldx + c0) * es, nbytes);
             else if (q.init && q.he + p >= 0) memmove(dst, sb + ((size_t)(q.he + p) * a->s_tok + c0) * es, nbytes);
             else memset(dst, 0, nbytes);
-            continue;
         }
-        for (c = c0; c < c1; c++) {
+        return;
+    }
+    for (c = c0; c < c1; c++) /* a channel's positions at a time (contiguous in the DS layout) */
+        for (i = 0; i < L; i++) {
+            const size_t pos = d >= 0 ? i : L - 1 - i;
+            const long p = (long)len - (long)L + (long)pos;
             char *dst = sb + (c * a->s_dim + pos * a->s_tok) * es;
             if (p >= 0) memcpy(dst, x + ((t0 + (size_t)p) * a->ldx + c) * es, es);
             else if (q.init && q.he + p >= 0) memmove(dst, sb + (c * a->s_dim + (size_t)(q.he + p) * a->s_tok) * es, es);
             else memset(dst, 0, es);
         }
-    }
 }
 
 /* GDN call description. */

@@ -1055,6 +1055,23 @@ static void test_gdn_spec(void) {
                 CHECK(gs.nonfinite == 0 && gs.st_err <= 1e-4 * gs.st_max + 1e-6 && gs.out_bad == 0,
                       "spec v=%d tier %s mode %d: state err %.3g (max %.3g), %lu outputs off", v, amxk_tier_name(tier), m, gs.st_err, gs.st_max,
                       (unsigned long)gs.out_bad);
+                { /* 3 workers: bitwise the same state and outputs */
+                    amxk_ctx c3;
+                    if (test_ctx(&c3, tier, 3)) {
+                        size_t wsb3;
+                        void *ws3, *o3 = test_alloc((d.T + 1) * d.ldo * 4);
+                        float *pool3 = (float *)test_alloc(d.pool_floats * 4);
+                        amxk_gdn_state st3 = st;
+                        amxk_gdn_workspace_size(&c3, &d.p, (amxk_gdn_mode)m, &wsb3);
+                        ws3 = test_alloc(wsb3);
+                        memcpy(pool3, d.pool0, d.pool_floats * 4), memcpy(o3, o, (d.T + 1) * d.ldo * 4);
+                        st3.data = pool3;
+                        s = amxk_gdn(&c3, &d.p, (amxk_gdn_mode)m, &d.in, 4, d.qsl, slots, init, &st3, o3, c.ot, d.ldo, ws3, wsb3);
+                        CHECK(s == AMXK_OK && memcmp(pool3, pool, d.pool_floats * 4) == 0 && memcmp(o3, o, (d.T + 1) * d.ldo * 4) == 0,
+                              "spec tier %s mode %d: 3 workers differ", amxk_tier_name(tier), m);
+                        test_free(ws3), test_free(o3), test_free(pool3);
+                    }
+                }
                 { /* bad tables: nothing written */
                     int32_t b1[16], b2[16], bacc[4] = {2, 1, 3, 5};
                     amxk_gdn_inputs in = d.in;
