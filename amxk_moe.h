@@ -216,11 +216,11 @@ typedef struct amxk_moe_router {
 
 /* Top-k routing of M tokens over E experts (see ROUTING). logits: element (t, e) at
    logits[t * ld_logits + e], ld_logits >= E. Outputs contiguous [M, topk]: topk_weights (f32) and
-   topk_ids (int32), slot order = descending choice. Tasks: chunks of tokens.
+   topk_ids (int32), slot order = the ORDER of ROUTING (best first). Tasks: chunks of tokens.
    Errors (nothing written): CONTEXT, NULL, SHAPE (M, E or topk 0, topk > E), STRIDE, ARG (score kind,
    grouping: G does not divide E, topk_group 0 or > G, topk > topk_group * E/G, top2 with E/G < 2;
-   renormalize not 0/1; non-finite logit, bias or scaling factor; softcap < 0 or not finite), ALIAS (outputs overlap each other
-   or the inputs). */
+   renormalize not 0/1; non-finite logit, bias or scaling factor; softcap < 0 or not finite), ALIAS
+   (outputs overlap each other or the inputs). */
 AMXK_DEF amxk_status amxk_moe_topk(const amxk_ctx *ctx, const amxk_moe_router *router, size_t m, size_t n_experts,
                                    const float *logits, size_t ld_logits, size_t topk, float *topk_weights,
                                    int32_t *topk_ids);
@@ -323,12 +323,11 @@ AMXK_DEF amxk_status amxk_moe_workspace_size(const amxk_ctx *ctx, const amxk_moe
 
 /* Fused experts (see FUSED EXPERTS). x: [M, K] BF16 or F16, row stride ldx >= K. topk_weights f32 and
    topk_ids int32, contiguous [M, topk] (weights of pairs that add nothing are not read); topk may be 0
-   (no routed pairs: see ROUTED INPUT). out: [M, K]
-   F32, BF16 or F16, row stride ldo >= K; may alias x. shared: NULL or the shared expert. workspace:
-   >= amxk_moe_workspace_size bytes, AMXK_ALIGN aligned.
+   (no routed pairs: see ROUTED INPUT). out: [M, K] F32, BF16 or F16, row stride ldo >= K; may alias x.
+   shared: NULL or the shared expert. workspace: >= amxk_moe_workspace_size bytes, AMXK_ALIGN aligned.
    Errors (nothing written): CONTEXT, NULL, SHAPE (M or K 0; with topk > 0: E or N 0), STRIDE (ldx, ldo,
-   ld_routed), DTYPE (x, out, routed_dtype), FORMAT (a pack
-   in the shard is not a pack, or not [2N, K] / [K, N], or a 16-bit pack of another dtype than x),
+   ld_routed), DTYPE (x, out, routed_dtype), FORMAT (a pack in the shard is not a pack, or not [2N, K] /
+   [K, N], or a 16-bit pack of another dtype than x),
    ARG (ids < -1 or >= E, or >= n_global_experts with a map; map entries < -1 or >= E; n_global_experts
    0 with a map; bad shard, act, alpha, limit, flags), WORKSPACE, ALIGN, ALIAS, UNSUPPORTED
    (act_int8 and a pack amxk_linear_q8 does not take, see ACT_INT8). */
@@ -1088,7 +1087,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     if (xt != AMXK_DTYPE_BF16 && xt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
     if (ot != AMXK_DTYPE_F32 && ot != AMXK_DTYPE_BF16 && ot != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
     if ((s = amxk__moe_layout(ctx, w, sh, o, m, topk, xt, &p)) != AMXK_OK) return s;
-    K = w->hidden, N = w->inter, R = p.rows, NE = topk ? w->n_experts : 0;
+    K = w->hidden, N = topk ? w->inter : 0, R = p.rows, NE = topk ? w->n_experts : 0;
     if (rin && rt != AMXK_DTYPE_F32 && rt != AMXK_DTYPE_BF16 && rt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
     if (ldx < K || ldo < K || (rin && o->ld_routed < K)) return AMXK_ERR_STRIDE;
     if (map && topk)
@@ -1107,7 +1106,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
         (w->w2 && amxk__overlap(out, obytes, w->w2, NE * sizeof(void *))) ||
         (w->w13_bytes && amxk__overlap(out, obytes, w->w13_bytes, NE * sizeof(size_t))) ||
         (w->w2_bytes && amxk__overlap(out, obytes, w->w2_bytes, NE * sizeof(size_t))) ||
-        (map && topk && amxk__overlap(out, obytes, map, o->n_global_experts * 4)))
+        (map && topk && (amxk__overlap(out, obytes, map, o->n_global_experts * 4) || amxk__overlap(ws, p.total, map, o->n_global_experts * 4))))
         return AMXK_ERR_ALIAS;
     if (rin) {
         size_t rb = ((m - 1) * o->ld_routed + K) * amxk_dtype_size(rt);
@@ -1125,7 +1124,8 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     if (sh && (amxk__overlap(out, obytes, sh->w13, sh->w13_bytes) || amxk__overlap(out, obytes, sh->w2, sh->w2_bytes) ||
                amxk__overlap(ws, p.total, sh->w13, sh->w13_bytes) || amxk__overlap(ws, p.total, sh->w2, sh->w2_bytes) ||
                (sh->b13 && amxk__overlap(out, obytes, sh->b13, 2 * sh->inter * 4)) ||
-               (sh->b2 && amxk__overlap(out, obytes, sh->b2, K * 4)) || (sh->gate && amxk__overlap(out, obytes, sh->gate, K * 4))))
+               (sh->b2 && amxk__overlap(out, obytes, sh->b2, K * 4)) ||
+               (sh->gate && (amxk__overlap(out, obytes, sh->gate, K * 4) || amxk__overlap(ws, p.total, sh->gate, K * 4)))))
         return AMXK_ERR_ALIAS;
 
     /* everything is valid: from here on nothing fails */
