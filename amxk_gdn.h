@@ -288,7 +288,7 @@ AMXK_DEF amxk_status amxk_gdn_workspace_size(const amxk_ctx *ctx, const amxk_gdn
    over 1000 tokens; outputs within 1e-2*|ref| + 1e-3*rms(ref) (bf16 output rounding included).
    Errors (nothing written, state untouched): CONTEXT, NULL, SHAPE (dims out of range, HV % H != 0),
    STRIDE, DTYPE, ARG (mode, slots, query_start_loc, eps < 0, softplus_beta <= 0, num_accepted_tokens,
-   spec_cols 0 with it), WORKSPACE, ALIGN, ALIAS. */
+   spec_cols 0 or > 2^20 with it), WORKSPACE, ALIGN, ALIAS. */
 AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *params, amxk_gdn_mode mode,
                               const amxk_gdn_inputs *in, size_t n_seqs, const int32_t *query_start_loc,
                               const int32_t *slot_idx, const uint8_t *has_initial_state, const amxk_gdn_state *state,
@@ -396,9 +396,9 @@ AMXK__INLINE float amxk__conv_hist(const amxk__conv_args *a, amxk__conv_sq q, lo
 
 /* The state write after a sequence's outputs, channels [c0, c1): raw element copies. Shift mode: new
    position i takes input p = len - L + i (relative to the sequence start); for p < 0 the old position
-   he + p, or zero without initial state (or when he + p < 0: a short speculative step). Old positions move by d = he + len - L: positions are written
-   in increasing order when d >= 0 (sources ahead), else in decreasing order, so no source is
-   overwritten before it is read. */
+   he + p, or zero without initial state (or when he + p < 0: a short speculative step). Old positions
+   move by d = he + len - L: positions are written in increasing order when d >= 0 (sources ahead),
+   else in decreasing order, so no source is overwritten before it is read. */
 AMXK__PRIV void amxk__conv_store_state(const amxk__conv_args *a, amxk__conv_sq q, size_t c0, size_t c1) {
     size_t c, i, L = a->slen, es = a->esz, len = q.len, t0 = q.t0;
     const long d = q.he + (long)len - (long)L;
@@ -1866,7 +1866,7 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *p, amx
         return AMXK_ERR_DTYPE;
     if (in->num_accepted_tokens) { /* SPECULATIVE: slot_idx is [n_seqs][spec_cols] */
         if (n_seqs && !slot) return AMXK_ERR_NULL;
-        if (in->spec_cols == 0) return AMXK_ERR_ARG;
+        if (in->spec_cols == 0 || in->spec_cols > ((size_t)1 << 20)) return AMXK_ERR_ARG;
         if ((s = amxk__gdn_check_seqs(n_seqs, qsl, NULL, st->n_slots, 0, &t_end)) != AMXK_OK) return s;
         if ((s = amxk__gdn_check_spec(n_seqs, qsl, slot, in->spec_cols, in->num_accepted_tokens, st->n_slots)) != AMXK_OK) return s;
     } else if ((s = amxk__gdn_check_seqs(n_seqs, qsl, slot, st->n_slots, 1, &t_end)) != AMXK_OK) {
