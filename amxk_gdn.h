@@ -1606,10 +1606,11 @@ AMXK__PRIV amxk_status amxk__gdn_check_seqs(size_t n_seqs, const int32_t *qsl, c
 AMXK__PRIV amxk_status amxk__gdn_check_spec(size_t n_seqs, const int32_t *qsl, const int32_t *slot, size_t cols, const int32_t *acc,
                                             size_t n_slots) {
     size_t n, m, t, u;
+    for (n = 0; n < n_seqs; n++) /* first every a_n and length (the slot checks read other rows) */
+        if (acc[n] < 1 || (size_t)acc[n] > cols || (size_t)(qsl[n + 1] - qsl[n]) > cols) return AMXK_ERR_ARG;
     for (n = 0; n < n_seqs; n++) {
         const int32_t *r = slot + n * cols;
         size_t len = (size_t)(qsl[n + 1] - qsl[n]);
-        if (acc[n] < 1 || (size_t)acc[n] > cols || len > cols) return AMXK_ERR_ARG;
         if (r[acc[n] - 1] < -1 || r[acc[n] - 1] >= (int32_t)n_slots) return AMXK_ERR_ARG;
         if (r[acc[n] - 1] == -1) continue;
         for (t = 0; t < len; t++) {
