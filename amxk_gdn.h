@@ -8,11 +8,12 @@
    WHAT IS HERE (the linear-attention layers of Qwen3-Next / Qwen3.5)
        amxk_conv1d_pack_size / amxk_conv1d_pack   depthwise conv weight [dim, W] (+ bias) -> packed f32
        amxk_conv1d_prefill    causal conv1d over packed variable-length sequences, conv-state pool
-       amxk_conv1d_update     decode: one or more new tokens per sequence (shift or circular state)
+       amxk_conv1d_update     decode: one or more new tokens per sequence (shift or circular state;
+                              speculative decoding: num_accepted_tokens)
        amxk_gdn_gating        g = -exp(A_log) * softplus(a + dt_bias), beta = sigmoid(b)
        amxk_gdn               the gated delta rule: recurrent (decode, short sequences) or chunked
                               (prefill, chunk 64), varlen, fp32 state pool, optional fused gating and
-                              in-kernel q/k l2norm, GVA
+                              in-kernel q/k l2norm, GVA, speculative decoding (a slot per token)
        amxk_gdn_workspace_size
 
    USE (one GDN layer; see examples/gdn_layer.c)
@@ -122,6 +123,10 @@ typedef struct amxk_conv_state {
     size_t n_slots;
     size_t state_len;
     size_t slot_stride, dim_stride, tok_stride;
+    /* Speculative decoding, per call (SPECULATIVE in amxk_conv1d_prefill's contract): NULL, or one int32
+       per sequence of the call, a_n in [1, state_len - W + 2]: the number of tokens of the sequence's
+       previous step that were accepted. */
+    const int32_t *num_accepted_tokens;
 } amxk_conv_state;
 
 /* Bytes of a packed conv weight for `dim` channels of width W (multiple of 64). Errors: NULL, SHAPE
@@ -144,14 +149,29 @@ AMXK_DEF amxk_status amxk_conv1d_pack(const amxk_ctx *ctx, void *dst, size_t dst
    n_seqs int32 slots in [0, n_slots) or -1. Slots other than -1 must be distinct (AMXK_ERR_ARG).
    has_initial_state: NULL (all 1) or n_seqs bytes; 0 => zero history (the slot's content is ignored).
    Per sequence with slot s:
-     s == -1    (pad) its output rows are written as zeros; no state is read or written.
-     len == 0   nothing happens (the slot is left bit for bit unchanged).
+     s == -1    (pad) its output rows are written as zeros (vLLM leaves them untouched); no state is read
+                or written.
+     len == 0   no output; with has_initial_state[n] == 0 the slot is set to zeros (the state after zero
+                tokens from a zero history), else it is left bit for bit unchanged.
      otherwise  out = silu?(conv(history ++ x)), history = the slot's last W-1 positions or zeros; then
                 the slot holds the last state_len inputs of (history' ++ x), where history' is the old
                 state (or zeros): for len < state_len the old tail shifts in front of x.
+   SPECULATIVE (state->num_accepted_tokens given, vLLM's spec-decode conv update): the slot holds
+   state_len = W - 1 + num_spec positions, the last inputs of the previous step including its draft
+   tokens, of which a_n were accepted. The valid history then ends at position he = a_n - 1 + W - 1:
+   the W-1 positions [a_n - 1, he) are the history, positions >= he (rejected drafts) are never read,
+   and the slot then holds the last state_len inputs of (zeros ++ positions [0, he) ++ x). Without it, he =
+   state_len. With num_spec + 1 tokens per sequence this is vLLM's causal_conv1d_update with
+   num_accepted_tokens. Not with cache_seqlens (AMXK_ERR_ARG).
+   WIDER STATES: without num_accepted_tokens the history is the LAST W-1 of state_len positions (vLLM's
+   non-speculative kernels read the FIRST W-1 of a wider buffer and shift it by the number of new
+   tokens): to get vLLM's reading pass the same buffer with state_len = W - 1 (its first W-1 positions,
+   same data and strides); to keep the last W-1 of a wider buffer as the only state, point data at
+   position state_len - (W - 1).
    Fp32 accumulation from the bias in tap order j = 0..W-1, silu in fp32, one rounding to out's dtype.
    Bitwise identical to feeding the same tokens through amxk_conv1d_update in any grouping.
-   Errors (nothing written): CONTEXT, NULL, SHAPE, STRIDE, DTYPE, FORMAT, ARG, ALIAS. */
+   Errors (nothing written): CONTEXT, NULL, SHAPE, STRIDE, DTYPE, FORMAT, ARG (also: a num_accepted_tokens
+   entry out of range, or given with cache_seqlens), ALIAS. */
 AMXK_DEF amxk_status amxk_conv1d_prefill(const amxk_ctx *ctx, const void *packed, size_t packed_bytes, int silu,
                                          size_t n_seqs, const int32_t *query_start_loc, const int32_t *slot_idx,
                                          const uint8_t *has_initial_state, const void *x, amxk_dtype x_dtype, size_t ldx,
@@ -208,8 +228,11 @@ AMXK_DEF amxk_gdn_params amxk_gdn_params_default(size_t n_k_heads, size_t n_v_he
 /* Per-token inputs. Token t: q head h at q[t*ldq + h*Dk + i] (the heads of a token are contiguous,
    tokens ldq apart: views into a packed qkv buffer work), k alike (ldk), v head hv at v[t*ldv + hv*Dv + j];
    dtype F32 or BF16 for all three. Gates: either g and beta (fp32, [t*ldg + hv], [t*ldbeta + hv]) or,
-   when g == NULL, the fused form: a, b (ab_dtype F32 or BF16, [t*lda + hv], [t*ldb + hv]) with fp32
-   A_log[HV] and dt_bias[HV] (see amxk_gdn_gating; params give softplus beta and threshold). */
+   when g == NULL, the fused form: a, b (ab_dtype F32 or BF16, [t*lda + hv], [t*ldb + hv]) with A_log[HV]
+   and dt_bias[HV] of A_log_dtype / dt_bias_dtype (0 means F32; or BF16: vLLM keeps dt_bias in the model
+   dtype, sglang A_log too), read as f32 (see amxk_gdn_gating; params give softplus beta and threshold).
+   Speculative decoding: num_accepted_tokens and spec_cols (SPECULATIVE in amxk_gdn's contract); NULL
+   and 0 otherwise. */
 typedef struct amxk_gdn_inputs {
     amxk_dtype dtype;
     const void *q, *k, *v;
@@ -219,7 +242,10 @@ typedef struct amxk_gdn_inputs {
     amxk_dtype ab_dtype;
     const void *a, *b;
     size_t lda, ldb;
-    const float *A_log, *dt_bias;
+    const void *A_log, *dt_bias;          /* (const float * before: assignments of float pointers still compile) */
+    amxk_dtype A_log_dtype, dt_bias_dtype; /* 0 or F32, or BF16 */
+    const int32_t *num_accepted_tokens;   /* NULL, or n_seqs values in [1, spec_cols] */
+    size_t spec_cols;                     /* with num_accepted_tokens: slot_idx is [n_seqs][spec_cols] */
 } amxk_gdn_inputs;
 
 /* Recurrent-state pool: slot s at data + s*slot_stride floats (slot_stride >= HV*Dk*Dv; ignored when
@@ -242,17 +268,27 @@ AMXK_DEF amxk_status amxk_gdn_workspace_size(const amxk_ctx *ctx, const amxk_gdn
    must be distinct. has_initial_state: NULL (all 1) or n_seqs bytes; 0 => the sequence starts from a
    zero state (the slot's content is ignored). Per sequence with slot s:
      s == -1    its output rows are zeros; no state is read or written.
-     len == 0   nothing happens (the slot is left bit for bit unchanged).
+     len == 0   no output; with has_initial_state[n] == 0 the slot is set to zeros (the state after zero
+                tokens from a zero state), else it is left bit for bit unchanged.
      otherwise  the recurrence runs from the slot's state (or zeros) over its tokens; the slot then holds
                 the final state.
    Decode is a call with one token per sequence; speculative verification, several. A prefill split
    into several calls (the state carried in the slot) equals one call up to rounding.
+   SPECULATIVE (in->num_accepted_tokens given; vLLM's spec-decode recurrent GDN with 2-D
+   ssm_state_indices): slot_idx (required) is [n_seqs][spec_cols], row r_n; a_n = the number of tokens of
+   the sequence's previous step that were accepted, len_n <= spec_cols. The sequence starts from slot
+   r_n[a_n - 1] (or zeros with has_initial_state 0) and the state after its token t is stored in slot
+   r_n[t], t < len_n (every intermediate state is kept: the next step, knowing how many were accepted,
+   starts from the right one). r_n[a_n - 1] == -1: a pad (zero output rows, no state read or written);
+   else r_n[t] for t < len_n must be valid slots, distinct over the whole call, and no sequence may
+   start from a slot another sequence writes (AMXK_ERR_ARG). len_n == 0: nothing happens. Each token
+   costs one extra copy of the state (a head at a time) when r_n[t] differs from the slot it starts from.
    workspace: >= amxk_gdn_workspace_size(ctx, params, mode) bytes, AMXK_ALIGN aligned.
    Accuracy (tests/test_gdn.c, fp64 reference on the same inputs): state max error <= 1e-4 * max|S|
    over 1000 tokens; outputs within 1e-2*|ref| + 1e-3*rms(ref) (bf16 output rounding included).
    Errors (nothing written, state untouched): CONTEXT, NULL, SHAPE (dims out of range, HV % H != 0),
-   STRIDE, DTYPE, ARG (mode, slots, query_start_loc, eps < 0, softplus_beta <= 0), WORKSPACE, ALIGN,
-   ALIAS. */
+   STRIDE, DTYPE, ARG (mode, slots, query_start_loc, eps < 0, softplus_beta <= 0, num_accepted_tokens,
+   spec_cols 0 or > 2^20 with it), WORKSPACE, ALIGN, ALIAS. */
 AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *params, amxk_gdn_mode mode,
                               const amxk_gdn_inputs *in, size_t n_seqs, const int32_t *query_start_loc,
                               const int32_t *slot_idx, const uint8_t *has_initial_state, const amxk_gdn_state *state,
@@ -314,7 +350,7 @@ typedef struct amxk__conv_args {
     size_t dim, dimp, width;
     int silu;
     size_t n_seqs;
-    const int32_t *qsl, *slot, *cache_seqlens;
+    const int32_t *qsl, *slot, *cache_seqlens, *acc; /* acc: num_accepted_tokens or NULL */
     const uint8_t *has_init;
     const void *x;
     amxk_dtype xt, ot;
@@ -327,14 +363,15 @@ typedef struct amxk__conv_args {
 } amxk__conv_args;
 
 /* One sequence of a conv task: rows [t0, t0 + len) of x and out; its state slot's base (NULL: no state
-   pool), whether it has an initial state, and the circular-buffer start (-1: shift mode). Kernels take
+   pool), whether it has an initial state, the circular-buffer start (-1: shift mode) and, in shift mode,
+   the history end he (state_len, or a - 1 + W - 1 with num_accepted_tokens a: SPECULATIVE). Kernels take
    it by value: a local copy stays in registers (through a pointer, every output store could alias it
    and force reloads: conv decode ran 4% slower that way). */
 typedef struct amxk__conv_sq {
     size_t t0, len;
     char *sb;
     int init;
-    long cs;
+    long cs, he;
 } amxk__conv_sq;
 
 AMXK__INLINE void amxk__conv_seq(const amxk__conv_args *a, size_t n, size_t *t0, size_t *len) {
@@ -343,62 +380,61 @@ AMXK__INLINE void amxk__conv_seq(const amxk__conv_args *a, size_t n, size_t *t0,
 }
 AMXK__INLINE int32_t amxk__conv_slot(const amxk__conv_args *a, size_t n) { return a->slot ? a->slot[n] : (int32_t)n; }
 
-/* History position p < 0 (relative to the sequence start) of channel c as f32: zeros without state,
-   without initial state; shift mode: state position state_len + p; circular: (c0 + p) mod L. */
-AMXK__INLINE float amxk__conv_hist(const amxk__conv_args *a, const char *slot_base, int init, long cs, long p, size_t c) {
-    size_t pos;
-    if (!slot_base || !init) return 0.0f;
-    if (cs >= 0) {
-        long L = (long)a->slen, r = (cs + p) % L;
-        pos = (size_t)(r < 0 ? r + L : r);
-    } else {
-        pos = (size_t)((long)a->slen + p);
-    }
-    return amxk__ld_elem(slot_base, a->xt, c * a->s_dim + pos * a->s_tok);
+/* The state position of history position p < 0 (relative to the sequence start): shift mode he + p;
+   circular (c0 + p) mod L. */
+AMXK__INLINE size_t amxk__conv_hpos(const amxk__conv_args *a, amxk__conv_sq q, long p) {
+    long L = (long)a->slen, r;
+    if (q.cs < 0) return (size_t)(q.he + p);
+    r = (q.cs + p) % L;
+    return (size_t)(r < 0 ? r + L : r);
+}
+/* History position p < 0 of channel c as f32: zeros without state, without initial state. */
+AMXK__INLINE float amxk__conv_hist(const amxk__conv_args *a, amxk__conv_sq q, long p, size_t c) {
+    if (!q.sb || !q.init) return 0.0f;
+    return amxk__ld_elem(q.sb, a->xt, c * a->s_dim + amxk__conv_hpos(a, q, p) * a->s_tok);
 }
 
-/* The state write after a sequence's outputs, channels [c0, c1): raw element copies. */
-AMXK__PRIV void amxk__conv_store_state(const amxk__conv_args *a, char *sb, int init, long cs, size_t t0, size_t len,
-                                       size_t c0, size_t c1) {
-    size_t c, q, L = a->slen, es = a->esz;
+/* The state write after a sequence's outputs, channels [c0, c1): raw element copies. Shift mode: new
+   position i takes input p = len - L + i (relative to the sequence start); for p < 0 the old position
+   he + p, or zero without initial state (or when he + p < 0: a short speculative step). Old positions
+   move by d = he + len - L: positions are written in increasing order when d >= 0 (sources ahead),
+   else in decreasing order, so no source is overwritten before it is read. */
+AMXK__PRIV void amxk__conv_store_state(const amxk__conv_args *a, amxk__conv_sq q, size_t c0, size_t c1) {
+    size_t c, i, L = a->slen, es = a->esz, len = q.len, t0 = q.t0;
+    const long d = q.he + (long)len - (long)L;
+    char *sb = q.sb;
     const char *x = (const char *)a->x;
     if (!sb || L == 0) return;
-    if (a->s_dim == 1) { /* channel-contiguous (SD) state: whole-row copies, same values */
-        const size_t nbytes = (c1 - c0) * es;
-        if (cs >= 0) {
-            size_t i;
-            for (i = 0; i < len; i++)
-                memcpy(sb + ((((size_t)cs + i) % L) * a->s_tok + c0) * es, x + ((t0 + i) * a->ldx + c0) * es, nbytes);
-            return;
-        }
-        for (q = 0; q < L; q++) {
-            long p = (long)len - (long)L + (long)q;
-            char *d = sb + (q * a->s_tok + c0) * es;
-            if (p >= 0) memcpy(d, x + ((t0 + (size_t)p) * a->ldx + c0) * es, nbytes);
-            else if (init) memmove(d, sb + ((q + len) * a->s_tok + c0) * es, nbytes);
-            else memset(d, 0, nbytes);
+    if (q.cs >= 0) { /* circular: the new tokens at (c0 + i) mod L */
+        for (i = 0; i < len; i++) {
+            size_t pos = (size_t)(((size_t)q.cs + i) % L);
+            if (a->s_dim == 1) memcpy(sb + (pos * a->s_tok + c0) * es, x + ((t0 + i) * a->ldx + c0) * es, (c1 - c0) * es);
+            else
+                for (c = c0; c < c1; c++) memcpy(sb + (c * a->s_dim + pos * a->s_tok) * es, x + ((t0 + i) * a->ldx + c) * es, es);
         }
         return;
     }
-    for (c = c0; c < c1; c++) {
-        if (cs >= 0) {
-            size_t i;
-            for (i = 0; i < len; i++) {
-                size_t pos = (size_t)(((size_t)cs + i) % L);
-                memcpy(sb + (c * a->s_dim + pos * a->s_tok) * es, x + ((t0 + i) * a->ldx + c) * es, es);
-            }
-            continue;
+    if (a->s_dim == 1) { /* channel-contiguous (SD) state: whole-row copies, same values */
+        const size_t nbytes = (c1 - c0) * es;
+        for (i = 0; i < L; i++) {
+            const size_t pos = d >= 0 ? i : L - 1 - i;
+            const long p = (long)len - (long)L + (long)pos;
+            char *dst = sb + (pos * a->s_tok + c0) * es;
+            if (p >= 0) memcpy(dst, x + ((t0 + (size_t)p) * a->ldx + c0) * es, nbytes);
+            else if (q.init && q.he + p >= 0) memmove(dst, sb + ((size_t)(q.he + p) * a->s_tok + c0) * es, nbytes);
+            else memset(dst, 0, nbytes);
         }
-        /* new position q takes input p = len - L + q (relative to the sequence start); for p < 0 the
-           old position q + len (> q: not yet overwritten in increasing q order), or zero */
-        for (q = 0; q < L; q++) {
-            long p = (long)len - (long)L + (long)q;
-            char *d = sb + (c * a->s_dim + q * a->s_tok) * es;
-            if (p >= 0) memcpy(d, x + ((t0 + (size_t)p) * a->ldx + c) * es, es);
-            else if (init) memcpy(d, sb + (c * a->s_dim + (q + len) * a->s_tok) * es, es);
-            else memset(d, 0, es);
-        }
+        return;
     }
+    for (c = c0; c < c1; c++) /* a channel's positions at a time (contiguous in the DS layout) */
+        for (i = 0; i < L; i++) {
+            const size_t pos = d >= 0 ? i : L - 1 - i;
+            const long p = (long)len - (long)L + (long)pos;
+            char *dst = sb + (c * a->s_dim + pos * a->s_tok) * es;
+            if (p >= 0) memcpy(dst, x + ((t0 + (size_t)p) * a->ldx + c) * es, es);
+            else if (q.init && q.he + p >= 0) memmove(dst, sb + (c * a->s_dim + (size_t)(q.he + p) * a->s_tok) * es, es);
+            else memset(dst, 0, es);
+        }
 }
 
 /* GDN call description. */
@@ -409,6 +445,8 @@ typedef struct amxk__gdn_args {
     size_t n_seqs;
     const int32_t *qsl, *slot;
     const uint8_t *has_init;
+    const int32_t *acc; /* SPECULATIVE: num_accepted_tokens (slot is then [n_seqs][spec_cols]) or NULL */
+    size_t spec_cols;
     float *st;
     size_t s_slot, hsz;
     void *o;
@@ -435,14 +473,18 @@ typedef struct amxk__gating_args {
     size_t ldg, ldbeta;
 } amxk__gating_args;
 
+/* The dtype of A_log / dt_bias (0 means F32). */
+AMXK__INLINE amxk_dtype amxk__gdn_pdt(amxk_dtype t) { return t == AMXK_DTYPE_INVALID ? AMXK_DTYPE_F32 : t; }
+
 AMXK__INLINE void amxk__gdn_gate(const amxk__gdn_args *a, size_t t, size_t hv, float *g, float *beta) {
     const amxk_gdn_inputs *in = a->in;
     if (in->g) {
         *g = in->g[t * in->ldg + hv];
         *beta = in->beta[t * in->ldbeta + hv];
     } else {
-        float x = amxk__ld_elem(in->a, in->ab_dtype, t * in->lda + hv) + in->dt_bias[hv];
-        *g = -expf(in->A_log[hv]) * amxk__gdn_softplus(x, a->p->softplus_beta, a->p->softplus_threshold);
+        float x = amxk__ld_elem(in->a, in->ab_dtype, t * in->lda + hv) + amxk__ld_elem(in->dt_bias, amxk__gdn_pdt(in->dt_bias_dtype), hv);
+        *g = -expf(amxk__ld_elem(in->A_log, amxk__gdn_pdt(in->A_log_dtype), hv)) *
+             amxk__gdn_softplus(x, a->p->softplus_beta, a->p->softplus_threshold);
         *beta = amxk__gdn_sigmoid(amxk__ld_elem(in->b, in->ab_dtype, t * in->ldb + hv));
     }
 }
@@ -564,7 +606,7 @@ AMXK__PRIV void amxk__conv_edge_f32__1x1__scalar(const amxk__conv_args *a, amxk_
         for (j = 0; j < W; j++) {
             long p = (long)t - (long)(W - 1) + (long)j;
             float v = p >= 0 ? amxk__ld_elem(a->x, a->xt, (q.t0 + (size_t)p) * a->ldx + c)
-                             : amxk__conv_hist(a, q.sb, q.init, q.cs, p, c);
+                             : amxk__conv_hist(a, q, p, c);
             acc += a->w[j * a->dimp + c] * v;
         }
         if (a->silu) acc = acc / (1.0f + expf(-acc));
@@ -884,11 +926,10 @@ AMXK__PRIV void amxk__conv_edge_f32__1x8__avx2(const amxk__conv_args *a, amxk__c
             } else if (!q.sb || !q.init) {
                 v = _mm256_setzero_ps();
             } else if (a->s_dim == 1 && cnt >= 8) { /* SD layout: 8 channels of one position are contiguous */
-                long pos = q.cs >= 0 ? ((q.cs + p) % (long)a->slen + (long)a->slen) % (long)a->slen : (long)a->slen + p;
-                v = amxk__gdn_ld8__avx2(q.sb, a->xt, (size_t)pos * a->s_tok + c, 8);
+                v = amxk__gdn_ld8__avx2(q.sb, a->xt, amxk__conv_hpos(a, q, p) * a->s_tok + c, 8);
             } else {
                 float tmp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-                for (k = 0; k < cnt && k < 8; k++) tmp[k] = amxk__conv_hist(a, q.sb, q.init, q.cs, p, c + k);
+                for (k = 0; k < cnt && k < 8; k++) tmp[k] = amxk__conv_hist(a, q, p, c + k);
                 v = _mm256_loadu_ps(tmp);
             }
             acc = _mm256_fmadd_ps(_mm256_loadu_ps(a->w + j * a->dimp + c), v, acc);
@@ -1305,6 +1346,11 @@ static void amxk__conv_task(void *task_ctx, size_t task, int worker) {
     (void)worker;
     amxk__conv_seq(a, n, &q.t0, &q.len);
     tb0 = task % a->n_tb * a->tb;
+    q.init = a->has_init ? a->has_init[n] != 0 : 1;
+    q.cs = a->cache_seqlens ? (long)a->cache_seqlens[n] : -1;
+    q.he = a->acc ? (long)a->acc[n] - 1 + (long)W - 1 : (long)a->slen;
+    q.sb = a->st && s >= 0 ? a->st + (size_t)s * a->s_slot * a->esz : NULL;
+    if (q.len == 0 && tb0 == 0 && !q.init) amxk__conv_store_state(a, q, 0, dim); /* zero tokens from a zero state */
     if (tb0 >= q.len) return;
     tb1 = AMXK__MIN(q.len, tb0 + a->tb);
     if (s < 0) { /* +0.0 is all zero bits in f32 and bf16 */
@@ -1312,16 +1358,13 @@ static void amxk__conv_task(void *task_ctx, size_t task, int worker) {
         for (t = tb0; t < tb1; t++) memset((char *)a->out + (q.t0 + t) * a->ldo * os, 0, dim * os);
         return;
     }
-    q.init = a->has_init ? a->has_init[n] != 0 : 1;
-    q.cs = a->cache_seqlens ? (long)a->cache_seqlens[n] : -1;
-    q.sb = a->st ? a->st + (size_t)s * a->s_slot * a->esz : NULL;
     td = AMXK__MAX(tb0, W - 1); /* tokens [td, tb1) have all their taps in x */
     if (td < tb1 && nrow) k->conv_rows(a, q, td, tb1, nrow);
     for (t = tb0; t < tb1; t++) {
         const size_t c0 = t >= td ? nrow : 0;
         if (c0 < dim) k->conv_edge(a, q, t, c0, dim);
     }
-    if (tb0 == 0) amxk__conv_store_state(a, q.sb, q.init, q.cs, q.t0, q.len, 0, dim);
+    if (tb0 == 0) amxk__conv_store_state(a, q, 0, dim);
 }
 
 /* Transposes a rows x cols block: dst[c*ldd + r] = src[r*lds + c]. */
@@ -1467,37 +1510,56 @@ AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, int32_t slot, size_
     }
 }
 
+/* Tokens [t0, t0 + len) of one unit (value heads [hv0, hv0 + vg)) on the state of slot s: the mode's
+   form; next: see amxk__gdn_recurrent. */
+AMXK__PRIV void amxk__gdn_run(const amxk__gdn_args *a, int32_t s, size_t t0, size_t len, size_t hv0, float *ws, const float *next) {
+    size_t hv;
+    if (amxk__gdn_seq_mode(a, len) == AMXK_GDN_CHUNKED) {
+        amxk__gdn_chunk_ws L;
+        amxk__gdn_chunk_layout(a->dk, a->dv, &L);
+        for (hv = hv0; hv < hv0 + a->vg; hv++) {
+            float *head = amxk__gdn_head(a, s, hv), *S = head;
+            if (a->p->state_v_first) {
+                S = ws + L.sx;
+                amxk__gdn_transpose(head, a->dk, a->dv, a->dk, S, a->dv);
+            }
+            amxk__gdn_chunked(a, S, t0, len, hv, ws);
+            if (a->p->state_v_first) amxk__gdn_transpose(S, a->dv, a->dk, a->dv, head, a->dk);
+        }
+        return;
+    }
+    amxk__gdn_recurrent(a, s, t0, len, hv0, ws, next);
+}
+
 /* One unit (see THREADING): value heads [hv0, hv0 + vg) of sequence unit / (HV / vg); last: no unit of
    this task follows (nothing to prefetch). */
 AMXK__PRIV void amxk__gdn_unit(const amxk__gdn_args *a, size_t unit, int worker, int last) {
     const size_t ups = a->hv / a->vg; /* units per sequence */
     size_t n = unit / ups, hv0 = (unit % ups) * a->vg, hv;
-    size_t t0 = (size_t)a->qsl[n], len = (size_t)(a->qsl[n + 1] - a->qsl[n]), dk = a->dk, dv = a->dv, t, j;
-    int32_t s = a->slot ? a->slot[n] : (int32_t)n;
+    size_t t0 = (size_t)a->qsl[n], len = (size_t)(a->qsl[n + 1] - a->qsl[n]), hb = a->hsz * sizeof(float), t, j;
+    const int32_t *row = a->acc ? a->slot + n * a->spec_cols : NULL; /* SPECULATIVE: the sequence's slots */
+    int32_t s = row ? row[a->acc[n] - 1] : a->slot ? a->slot[n] : (int32_t)n;
     int init = a->has_init ? a->has_init[n] != 0 : 1;
     float *ws = (float *)(a->ws + (size_t)worker * a->ws_worker);
-    if (len == 0) return;
     if (s < 0) {
         for (t = t0; t < t0 + len; t++)
-            for (j = 0; j < a->vg * dv; j++) amxk__st_elem(a->o, a->ot, t * a->ldo + hv0 * dv + j, 0.0f);
+            for (j = 0; j < a->vg * a->dv; j++) amxk__st_elem(a->o, a->ot, t * a->ldo + hv0 * a->dv + j, 0.0f);
         return;
     }
-    if (!init) /* validated: the call will succeed */
-        for (hv = hv0; hv < hv0 + a->vg; hv++) memset(amxk__gdn_head(a, s, hv), 0, dk * dv * sizeof(float));
-    if (amxk__gdn_seq_mode(a, len) == AMXK_GDN_CHUNKED) {
-        amxk__gdn_chunk_ws L;
-        amxk__gdn_chunk_layout(dk, dv, &L);
-        for (hv = hv0; hv < hv0 + a->vg; hv++) {
-            float *head = amxk__gdn_head(a, s, hv), *S = head;
-            if (a->p->state_v_first) {
-                S = ws + L.sx;
-                amxk__gdn_transpose(head, dk, dv, dk, S, dv);
+    if (row) { /* token t from the state of r[t-1] (t = 0: the start slot) into r[t] */
+        for (t = 0; t < len; t++) {
+            int32_t src = t ? row[t - 1] : s, dst = row[t];
+            for (hv = hv0; hv < hv0 + a->vg; hv++) {
+                if (t == 0 && !init) memset(amxk__gdn_head(a, dst, hv), 0, hb);
+                else if (src != dst) memcpy(amxk__gdn_head(a, dst, hv), amxk__gdn_head(a, src, hv), hb);
             }
-            amxk__gdn_chunked(a, S, t0, len, hv, ws);
-            if (a->p->state_v_first) amxk__gdn_transpose(S, dv, dk, dv, head, dk);
+            amxk__gdn_run(a, dst, t0 + t, 1, hv0, ws, NULL);
         }
         return;
     }
+    if (!init) /* validated: the call will succeed (an empty sequence too: zero tokens from a zero state) */
+        for (hv = hv0; hv < hv0 + a->vg; hv++) memset(amxk__gdn_head(a, s, hv), 0, hb);
+    if (len == 0) return;
     { /* the first state head of the task's next unit (units run in order within a task) */
         const float *next = NULL;
         size_t nn = (unit + 1) / ups, nh = ((unit + 1) % ups) * a->vg;
@@ -1505,7 +1567,7 @@ AMXK__PRIV void amxk__gdn_unit(const amxk__gdn_args *a, size_t unit, int worker,
             int32_t ns = a->slot ? a->slot[nn] : (int32_t)nn;
             if (ns >= 0) next = amxk__gdn_head(a, ns, nh);
         }
-        amxk__gdn_recurrent(a, s, t0, len, hv0, ws, next);
+        amxk__gdn_run(a, s, t0, len, hv0, ws, next);
     }
 }
 
@@ -1534,6 +1596,36 @@ AMXK__PRIV amxk_status amxk__gdn_check_seqs(size_t n_seqs, const int32_t *qsl, c
         if (slot && have_state)
             for (m = 0; m < n; m++)
                 if (slot[m] == s) return AMXK_ERR_ARG;
+    }
+    return AMXK_OK;
+}
+
+/* SPECULATIVE validation (query_start_loc already checked): a_n in [1, cols], len_n <= cols, start
+   slots -1 or in range; the written slots of non-pad sequences in range, distinct over the call, and no
+   other sequence's start slot. 0 or a status. */
+AMXK__PRIV amxk_status amxk__gdn_check_spec(size_t n_seqs, const int32_t *qsl, const int32_t *slot, size_t cols, const int32_t *acc,
+                                            size_t n_slots) {
+    size_t n, m, t, u;
+    for (n = 0; n < n_seqs; n++) /* first every a_n and length (the slot checks read other rows) */
+        if (acc[n] < 1 || (size_t)acc[n] > cols || (size_t)(qsl[n + 1] - qsl[n]) > cols) return AMXK_ERR_ARG;
+    for (n = 0; n < n_seqs; n++) {
+        const int32_t *r = slot + n * cols;
+        size_t len = (size_t)(qsl[n + 1] - qsl[n]);
+        if (r[acc[n] - 1] < -1 || r[acc[n] - 1] >= (int32_t)n_slots) return AMXK_ERR_ARG;
+        if (r[acc[n] - 1] == -1) continue;
+        for (t = 0; t < len; t++) {
+            if (r[t] < 0 || r[t] >= (int32_t)n_slots) return AMXK_ERR_ARG;
+            for (m = 0; m <= n; m++) { /* r[t] vs every earlier write, and vs the other sequences' start slots */
+                const int32_t *q = slot + m * cols;
+                size_t lm = (size_t)(qsl[m + 1] - qsl[m]);
+                if (m != n && q[acc[m] - 1] == r[t]) return AMXK_ERR_ARG;
+                if (q[acc[m] - 1] == -1) continue;
+                for (u = 0; u < (m == n ? t : lm); u++)
+                    if (q[u] == r[t]) return AMXK_ERR_ARG;
+            }
+            for (m = n + 1; m < n_seqs; m++) /* later sequences' start slots */
+                if (slot[m * cols + (size_t)acc[m] - 1] == r[t]) return AMXK_ERR_ARG;
+        }
     }
     return AMXK_OK;
 }
@@ -1654,6 +1746,11 @@ AMXK__PRIV amxk_status amxk__conv_run(const amxk_ctx *ctx, const void *packed, s
     if (cache_seqlens)
         for (n = 0; n < n_seqs; n++)
             if (cache_seqlens[n] < 0) return AMXK_ERR_ARG;
+    if (st && st->num_accepted_tokens) {
+        if (cache_seqlens) return AMXK_ERR_ARG;
+        for (n = 0; n < n_seqs; n++)
+            if (st->num_accepted_tokens[n] < 1 || (size_t)st->num_accepted_tokens[n] + width > st->state_len + 2) return AMXK_ERR_ARG;
+    }
     if (t_end == 0) return AMXK_OK;
     xb = ((t_end - 1) * ldx + dim) * xs;
     ob = ((t_end - 1) * ldo + dim) * os;
@@ -1662,6 +1759,7 @@ AMXK__PRIV amxk_status amxk__conv_run(const amxk_ctx *ctx, const void *packed, s
         return AMXK_ERR_ALIAS;
     a->w = w, a->bias = bias, a->dim = dim, a->dimp = amxk__conv_dimp(dim), a->width = width, a->silu = silu != 0;
     a->n_seqs = n_seqs, a->qsl = qsl, a->slot = slot, a->cache_seqlens = cache_seqlens, a->has_init = has_init;
+    a->acc = st ? st->num_accepted_tokens : NULL;
     a->x = x, a->xt = xt, a->ot = ot, a->ldx = ldx, a->ldo = ldo, a->out = out, a->esz = xs;
     { /* time blocks: >= W-1 tokens (so only block 0 reads history), at most AMXK__CONV_MAXTB per sequence */
         size_t maxlen = 0, ln, t0;
@@ -1764,7 +1862,17 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *p, amx
     if (!in->g && !(p->softplus_beta > 0.0f)) return AMXK_ERR_ARG;
     if (st->n_slots == 0) return AMXK_ERR_SHAPE;
     if (st->n_slots > 1 && st->slot_stride < HV * hsz) return AMXK_ERR_STRIDE;
-    if ((s = amxk__gdn_check_seqs(n_seqs, qsl, slot, st->n_slots, 1, &t_end)) != AMXK_OK) return s;
+    if (!in->g && ((in->A_log_dtype != AMXK_DTYPE_INVALID && in->A_log_dtype != AMXK_DTYPE_F32 && in->A_log_dtype != AMXK_DTYPE_BF16) ||
+                   (in->dt_bias_dtype != AMXK_DTYPE_INVALID && in->dt_bias_dtype != AMXK_DTYPE_F32 && in->dt_bias_dtype != AMXK_DTYPE_BF16)))
+        return AMXK_ERR_DTYPE;
+    if (in->num_accepted_tokens) { /* SPECULATIVE: slot_idx is [n_seqs][spec_cols] */
+        if (n_seqs && !slot) return AMXK_ERR_NULL;
+        if (in->spec_cols == 0 || in->spec_cols > ((size_t)1 << 20)) return AMXK_ERR_ARG;
+        if ((s = amxk__gdn_check_seqs(n_seqs, qsl, NULL, st->n_slots, 0, &t_end)) != AMXK_OK) return s;
+        if ((s = amxk__gdn_check_spec(n_seqs, qsl, slot, in->spec_cols, in->num_accepted_tokens, st->n_slots)) != AMXK_OK) return s;
+    } else if ((s = amxk__gdn_check_seqs(n_seqs, qsl, slot, st->n_slots, 1, &t_end)) != AMXK_OK) {
+        return s;
+    }
     if (t_end == 0) return AMXK_OK;
     if (!in->q || !in->k || !in->v || !o || !st->data) return AMXK_ERR_NULL;
     if (in->g ? !in->beta : (!in->a || !in->b || !in->A_log || !in->dt_bias)) return AMXK_ERR_NULL;
@@ -1784,6 +1892,7 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *p, amx
     memset(&a, 0, sizeof a);
     a.p = p, a.in = in, a.G = HV / H, a.dk = dk, a.dv = dv, a.hv = HV;
     a.n_seqs = n_seqs, a.qsl = qsl, a.slot = slot, a.has_init = has_init;
+    a.acc = in->num_accepted_tokens, a.spec_cols = in->spec_cols;
     a.st = st->data, a.s_slot = st->n_slots > 1 ? st->slot_stride : 0, a.hsz = hsz;
     a.o = o, a.ot = ot, a.ldo = ldo, a.ws = (char *)ws, a.ws_worker = pl.ws_worker, a.n_cb = pl.n_cb, a.mode = mode;
     a.k = pl.k;

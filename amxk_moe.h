@@ -36,27 +36,42 @@
 
    WHAT IS HERE
        amxk_moe_topk            routing: softmax / sigmoid scores, optional grouped top-k (DeepSeek),
-                                correction bias (selection only), renormalize, routed scaling factor
+                                correction bias (selection only), softcap, renormalize, routed scaling
+                                factor; ranked by the raw logit without a bias
        amxk_moe_align_size      bound on the blocks of amxk_moe_align
        amxk_moe_align           (token, slot) pairs grouped by expert into padded blocks of block_m rows
        amxk_moe_workspace_size  workspace of amxk_moe_experts
        amxk_moe_experts         fused experts: gather, gate+up, activation, down, weighted top-k sum,
-                                optional shared expert, expert-parallel shard range, in place
+                                optional shared expert, expert-parallel shard range or expert map,
+                                an external routed output (sglang shared_expert_cpu), in place
 
    ROUTING (amxk_moe_topk), per token row l[0..E) of fp32 logits:
-       score_e  = softmax: exp(l_e - max_j l_j) / sum_j exp(l_j - max) (fp32, expf, sum in expert order)
-                  sigmoid: 1 / (1 + exp(-l_e))                        (fp32, expf)
-       choice_e = score_e + bias_e (correction_bias given, fp32 add) or score_e.
-       Grouping (num_expert_group G >= 2): experts [g*E/G, (g+1)*E/G) form group g; a group's score is
-       the largest choice in it (group_score_top2 = 0: DeepSeek-V2 grouped top-k) or the sum (fp32,
-       larger first) of its two largest (group_score_top2 = 1: DeepSeek-V3 / Kimi); the topk_group best
-       groups are kept, only their experts can be chosen.
-       Selection: the topk largest choices among the eligible experts, written in descending order.
-       TIES: every ordering (experts and groups) is by value descending, then id ascending: of equal
-       values the LOWER expert (group) id wins and comes first. Deterministic on every tier.
+       l'_e     = softcap c > 0: c * tanh(l_e / c) (fp32, tanhf; Grok-style router softcap), else l_e
+       score_e  = softmax: exp(l'_e - max_j l'_j) / sum_j exp(l'_j - max) (fp32, expf, sum in expert order)
+                  sigmoid: 1 / (1 + exp(-l'_e))                        (fp32, expf)
+       choice_e = score_e + bias_e (correction_bias given, fp32 add).
+       ORDER of experts ("e ranks before f"), used by every selection below:
+         no bias:   l_e > l_f, or l_e == l_f and e < f. The RAW logit decides: softcap, softmax and sigmoid
+                    are non-decreasing in l, so this is the order of the exact scores, and of the fp32
+                    scores wherever those differ; where fp32 scores tie although the logits differ
+                    (sigmoid(l) is exactly 1.0f for l > ~16.6, exp underflows far below the max, tanh
+                    saturates) the larger logit still wins, as upstream (sglang / vLLM) select.
+         with bias: choice_e > choice_f; on equal fp32 choices the larger raw logit; then the lower id.
+       Grouping (num_expert_group G >= 2): experts [g*E/G, (g+1)*E/G) form group g. group_score_top2 = 0
+       (DeepSeek-V2 grouped top-k): a group ranks by its best expert (the order above), then lower group
+       id. group_score_top2 = 1 (DeepSeek-V3 / Kimi): a group's score is the fp32 sum, larger first, of
+       choice (with bias) or score (without) of its two best experts; larger sum first, then lower group
+       id. The topk_group best groups are kept, only their experts can be chosen.
+       Selection: the topk first experts in the order above among the eligible ones, written in that
+       order. Every ordering is total and the same on every tier (deterministic).
        Weights: w_j = score of the chosen expert (never the biased choice); renormalize: w_j /= sum of
        the topk weights (fp32, slot order; skipped when that sum is 0); then w_j *= routed_scaling_factor
        (skipped when it is 1; 0 in the struct means 1).
+       ROUTED SCALING FACTOR, TWO PLACES, ONE PRODUCT: amxk_moe_router.routed_scaling_factor scales the
+       weights this function returns; amxk_moe_opts.routed_scaling_factor scales the routed sum inside
+       amxk_moe_experts. Both are applied when both are set (the output is scaled by their product):
+       set the one your framework's convention puts the factor in (sglang's biased_grouped_topk: the
+       router's; sglang's shared_expert_cpu, vLLM's fused MoE: the experts'), and leave the other 0.
        Logits and bias must be finite (AMXK_ERR_ARG otherwise: no -inf masking).
 
    FUSED EXPERTS (amxk_moe_experts), for each token t (x row t, K values) and slot j < topk with
@@ -71,12 +86,32 @@
        out_t = round_out( S_t + r * sum_j w_tj * y_tj )   sum in fp32 in slot order j = 0..topk-1,
                S_t = shared expert output (f32, same formula with its own weights, no routing weight,
                no bias unless given) or 0; r = routed_scaling_factor (0 in opts means 1). One rounding.
+       SHARED GATE (shared->gate given): S_t = sigmoid(sum_k x_tk gate_k + gate_bias) * (the shared
+       MLP's output row), the dot in fp32 in k order over the 16-bit x (also with act_int8; the same
+       bits on every tier), once per token before any output is written. gate_bias must be finite.
        Tokens where nothing contributes get S_t (0 without a shared expert): per-shard outputs can be
        summed by the caller (expert parallelism).
-       Activations (fp32, expf/tanhf; sigmoid(v) = 1 / (1 + exp(-v)) for v >= 0, exp(v) / (1 + exp(v))
+       EXPERT MAP (opts.expert_map, expert parallelism with any placement; vLLM's expert_map): topk_ids
+       hold GLOBAL ids in [-1, n_global_experts); pair (t, j) uses local expert e = expert_map[id] (an
+       index into w, so w->n_experts is the number of local experts), -1 = not on this rank: the pair
+       adds nothing. Entries must be in [-1, E). The shard range [e_begin, e_end) applies to the local
+       ids. Without a map (NULL), ids are local (the contiguous-shard case: ids outside the shard add
+       nothing).
+       ROUTED INPUT (opts.routed_in, sglang's shared_expert_cpu): R_t, a routed output computed
+       elsewhere, enters the routed sum first: out_t = round_out(S_t + r * (R_t + sum_j w_tj y_tj)),
+       R_t read as f32, the slots added to it in order. topk = 0 (topk_weights and topk_ids may then
+       be NULL; of w only w->hidden is read, no expert pack) makes the call a shared expert plus
+       r * R: sglang's shared_expert_cpu(x, ..., fused_experts_out = R, routed_scaling_factor = r) is
+       amxk_moe_experts with topk = 0, the shared expert and routed_in = R, opts.routed_scaling_factor
+       = r. routed_in may be out itself (same pointer, dtype and stride: read before written), else
+       must not overlap out or the workspace.
+       PAD ROWS: every token row t < M of out is written (a token whose ids are all -1 gets S_t + r R_t,
+       i.e. zeros without shared expert and routed input); vLLM leaves such rows untouched.
+       Activations (fp32, expf/tanhf/erff; sigmoid(v) = 1 / (1 + exp(-v)) for v >= 0, exp(v) / (1 + exp(v))
                     otherwise):
                            SILU       act = gate * sigmoid(gate) * up
                            GELU_TANH  act = 0.5 gate (1 + tanh(sqrt(2/pi) (gate + 0.044715 gate^3))) * up
+                           GELU_ERF   act = 0.5 gate (1 + erf(gate / sqrt(2))) * up       (erff)
                            SWIGLU_OAI (gpt-oss) g = min(gate, limit), u = clamp(up, -limit, limit),
                                       act = g * sigmoid(alpha g) * (u + 1)    (alpha finite, limit > 0)
        Duplicate ids within a token are allowed (each slot counts).
@@ -84,7 +119,8 @@
    ACT_INT8 (opts.act_int8 = 1: w8a8 / w4a8 / w2a8). The same formula with both GEMMs on int8
    activations; q8(v[0..n)) is amxk_quantize_act's AMXK_DTYPE_I8 with one group per row:
        s = amax_i |v_i| / 127 (fp32; 1 when amax is 0), q_i = clamp(rne(v_i / s), -127, 127)
-   (fp32 division, ties to even; the same values on every tier).
+   (fp32 division, ties to even; the same values on every tier). sglang's reference rounds v * (127 /
+   amax) instead: a code may differ by 1 where the two fp32 quotients straddle a half.
        xq, sx = q8(xin)                       xin as above (16-bit, apply-on-input rounding included):
                                               the row is quantized per token AND slot only with
                                               apply_router_weight_on_input, else once per token
@@ -173,16 +209,18 @@ typedef struct amxk_moe_router {
     size_t topk_group;            /* with G >= 2: groups kept, 1..G, topk <= topk_group * E/G */
     int group_score_top2;         /* with G >= 2: 0 group max, 1 sum of the two best (E/G >= 2) */
     const float *correction_bias; /* NULL or E floats: added to the scores for the selection only */
-    float routed_scaling_factor;  /* final multiplier of the weights; 0 means 1 */
+    float routed_scaling_factor;  /* final multiplier of the returned weights; 0 means 1. NOT the experts'
+                                     factor (amxk_moe_opts): if both are set, both apply (ROUTING) */
+    float softcap;                /* 0: none; c > 0: logits -> c * tanh(l / c) before scoring */
 } amxk_moe_router;
 
 /* Top-k routing of M tokens over E experts (see ROUTING). logits: element (t, e) at
    logits[t * ld_logits + e], ld_logits >= E. Outputs contiguous [M, topk]: topk_weights (f32) and
-   topk_ids (int32), slot order = descending choice. Tasks: chunks of tokens.
+   topk_ids (int32), slot order = the ORDER of ROUTING (best first). Tasks: chunks of tokens.
    Errors (nothing written): CONTEXT, NULL, SHAPE (M, E or topk 0, topk > E), STRIDE, ARG (score kind,
    grouping: G does not divide E, topk_group 0 or > G, topk > topk_group * E/G, top2 with E/G < 2;
-   renormalize not 0/1; non-finite logit, bias or scaling factor), ALIAS (outputs overlap each other
-   or the inputs). */
+   renormalize not 0/1; non-finite logit, bias or scaling factor; softcap < 0 or not finite), ALIAS
+   (outputs overlap each other or the inputs). */
 AMXK_DEF amxk_status amxk_moe_topk(const amxk_ctx *ctx, const amxk_moe_router *router, size_t m, size_t n_experts,
                                    const float *logits, size_t ld_logits, size_t topk, float *topk_weights,
                                    int32_t *topk_ids);
@@ -214,6 +252,7 @@ typedef enum amxk_moe_act {
     AMXK_MOE_ACT_SILU = 0,      /* silu(gate) * up */
     AMXK_MOE_ACT_GELU_TANH = 1, /* gelu_tanh(gate) * up */
     AMXK_MOE_ACT_SWIGLU_OAI = 2, /* gpt-oss clamped SwiGLU (alpha, limit) */
+    AMXK_MOE_ACT_GELU_ERF = 3,   /* gelu(gate) * up, exact erf form (torch / sglang / vLLM "gelu") */
     AMXK_MOE_ACT_FORCE_I32 = 0x7fffffff
 } amxk_moe_act;
 
@@ -245,6 +284,10 @@ typedef struct amxk_moe_shared {
     int w13_interleaved;
     const float *b13; /* NULL or [2Ns] */
     const float *b2;  /* NULL or [K] */
+    /* Sigmoid gate (Qwen3-Next shared_expert_gate, sglang fused_linear_sigmoid_mul): NULL, or K fp32
+       weights: the shared output of token t is multiplied by sigmoid(x_t . gate + gate_bias) */
+    const float *gate;
+    float gate_bias;
 } amxk_moe_shared;
 
 /* Options. A zero-initialised struct (or NULL) means: SiLU, no apply-on-input, all experts, r = 1,
@@ -261,6 +304,15 @@ typedef struct amxk_moe_opts {
                                          per token (see ACT_INT8 above); every pack of the shard and
                                          the shared expert must be one amxk_linear_q8 takes, else
                                          AMXK_ERR_UNSUPPORTED */
+    /* Non-contiguous expert placement (EXPERT MAP above): NULL, or n_global_experts int32, expert_map[g]
+       = the local expert (index into w) of global id g, or -1 (not on this rank) */
+    const int32_t *expert_map;
+    size_t n_global_experts;
+    /* A routed output computed elsewhere (ROUTED INPUT above): NULL, or [M, K] of routed_dtype (F32, BF16
+       or F16), row stride ld_routed >= K: out = S + r * (R + routed sum) */
+    const void *routed_in;
+    amxk_dtype routed_dtype;
+    size_t ld_routed;
 } amxk_moe_opts;
 
 /* Workspace bytes of amxk_moe_experts for this context, weights (every pack in the shard is read:
@@ -270,12 +322,14 @@ AMXK_DEF amxk_status amxk_moe_workspace_size(const amxk_ctx *ctx, const amxk_moe
                                              const amxk_moe_opts *opts, size_t m, size_t topk, size_t *bytes);
 
 /* Fused experts (see FUSED EXPERTS). x: [M, K] BF16 or F16, row stride ldx >= K. topk_weights f32 and
-   topk_ids int32, contiguous [M, topk] (weights of pairs that add nothing are not read). out: [M, K]
-   F32, BF16 or F16, row stride ldo >= K; may alias x. shared: NULL or the shared expert. workspace:
-   >= amxk_moe_workspace_size bytes, AMXK_ALIGN aligned.
-   Errors (nothing written): CONTEXT, NULL, SHAPE (M, topk, E, K, N 0), STRIDE, DTYPE, FORMAT (a pack
-   in the shard is not a pack, or not [2N, K] / [K, N], or a 16-bit pack of another dtype than x),
-   ARG (ids < -1 or >= E, bad shard, act, alpha, limit, flags), WORKSPACE, ALIGN, ALIAS, UNSUPPORTED
+   topk_ids int32, contiguous [M, topk] (weights of pairs that add nothing are not read); topk may be 0
+   (no routed pairs: see ROUTED INPUT). out: [M, K] F32, BF16 or F16, row stride ldo >= K; may alias x.
+   shared: NULL or the shared expert. workspace: >= amxk_moe_workspace_size bytes, AMXK_ALIGN aligned.
+   Errors (nothing written): CONTEXT, NULL, SHAPE (M or K 0; with topk > 0: E or N 0), STRIDE (ldx, ldo,
+   ld_routed), DTYPE (x, out, routed_dtype), FORMAT (a pack in the shard is not a pack, or not [2N, K] /
+   [K, N], or a 16-bit pack of another dtype than x),
+   ARG (ids < -1 or >= E, or >= n_global_experts with a map; map entries < -1 or >= E; n_global_experts
+   0 with a map; bad shard, act, alpha, limit, flags), WORKSPACE, ALIGN, ALIAS, UNSUPPORTED
    (act_int8 and a pack amxk_linear_q8 does not take, see ACT_INT8). */
 AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *shared,
                                       const amxk_moe_opts *opts, size_t m, const void *x, amxk_dtype x_dtype, size_t ldx,
@@ -308,23 +362,34 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
 AMXK__INLINE int amxk__moe_finite(float f) { return f == f && f - f == 0.0f; }
 
 
-/* Routing: the choice value of expert e of a row (score + bias). */
+/* Routing: one token row. Experts are ranked by a key (v, l): v = score + bias with a correction bias,
+   else the raw logit; l = the raw logit (see ROUTING: ORDER). */
 typedef struct amxk__moe_row {
     const float *l, *bias;
     int sigmoid;
-    float mx, sum; /* softmax */
+    float cap;     /* softcap, 0: none */
+    float mx, sum; /* softmax over the capped logits */
 } amxk__moe_row;
 
+typedef struct amxk__moe_key {
+    float v, l;
+} amxk__moe_key;
+
+AMXK__INLINE float amxk__moe_capped(const amxk__moe_row *r, size_t e) { return r->cap > 0.0f ? r->cap * tanhf(r->l[e] / r->cap) : r->l[e]; }
 AMXK__INLINE float amxk__moe_score(const amxk__moe_row *r, size_t e) {
-    if (r->sigmoid) return 1.0f / (1.0f + expf(-r->l[e]));
-    return expf(r->l[e] - r->mx) / r->sum;
+    if (r->sigmoid) return 1.0f / (1.0f + expf(-amxk__moe_capped(r, e)));
+    return expf(amxk__moe_capped(r, e) - r->mx) / r->sum;
 }
-AMXK__INLINE float amxk__moe_choice(const amxk__moe_row *r, size_t e) {
-    float s = amxk__moe_score(r, e);
-    return r->bias ? s + r->bias[e] : s;
+AMXK__INLINE amxk__moe_key amxk__moe_key_of(const amxk__moe_row *r, size_t e) {
+    amxk__moe_key k;
+    k.l = r->l[e];
+    k.v = r->bias ? amxk__moe_score(r, e) + r->bias[e] : k.l;
+    return k;
 }
-/* 1 when (va, a) ranks before (vb, b): larger value first, then lower id. */
-AMXK__INLINE int amxk__moe_before(float va, size_t a, float vb, size_t b) { return va > vb || (va == vb && a < b); }
+/* 1 when (ka, a) ranks before (kb, b): larger v, then larger l, then lower id. */
+AMXK__INLINE int amxk__moe_before(amxk__moe_key ka, size_t a, amxk__moe_key kb, size_t b) {
+    return ka.v > kb.v || (ka.v == kb.v && (ka.l > kb.l || (ka.l == kb.l && a < b)));
+}
 
 typedef struct amxk__moe_topk_args {
     const amxk_moe_router *r;
@@ -334,16 +399,21 @@ typedef struct amxk__moe_topk_args {
     int32_t *ids;
 } amxk__moe_topk_args;
 
-/* Group score of group g. */
-AMXK__PRIV float amxk__moe_group_score(const amxk__moe_topk_args *a, const amxk__moe_row *row, size_t g) {
-    size_t i, e0 = g * a->gsize;
-    float b1 = amxk__moe_choice(row, e0), b2 = -INFINITY;
-    for (i = 1; i < a->gsize; i++) {
-        float c = amxk__moe_choice(row, e0 + i);
-        if (c > b1) b2 = b1, b1 = c;
-        else if (c > b2) b2 = c;
+/* Key of group g: its best expert's key (max), or {sum of the choices (scores without bias) of its two
+   best experts, 0} (top2: on equal sums the lower group id). */
+AMXK__PRIV amxk__moe_key amxk__moe_group_key(const amxk__moe_topk_args *a, const amxk__moe_row *row, size_t g) {
+    size_t i, e0 = g * a->gsize, i1 = e0, i2 = e0;
+    amxk__moe_key b1 = amxk__moe_key_of(row, e0), b2 = b1, k;
+    int have2 = 0;
+    for (i = e0 + 1; i < e0 + a->gsize; i++) {
+        k = amxk__moe_key_of(row, i);
+        if (amxk__moe_before(k, i, b1, i1)) b2 = b1, i2 = i1, b1 = k, i1 = i, have2 = 1;
+        else if (!have2 || amxk__moe_before(k, i, b2, i2)) b2 = k, i2 = i, have2 = 1;
     }
-    return a->r->group_score_top2 ? b1 + b2 : b1;
+    if (!a->r->group_score_top2) return b1;
+    k.l = 0.0f;
+    k.v = row->bias ? b1.v + b2.v : amxk__moe_score(row, i1) + amxk__moe_score(row, i2);
+    return k;
 }
 
 AMXK__PRIV void amxk__moe_topk_task(void *task_ctx, size_t task, int worker) {
@@ -353,22 +423,29 @@ AMXK__PRIV void amxk__moe_topk_task(void *task_ctx, size_t task, int worker) {
     for (t = t0; t < t1; t++) {
         amxk__moe_row row;
         size_t e, j, g, gl = 0, el = 0;
-        float gvl = 0.0f, vl = 0.0f, sum = 0.0f;
+        amxk__moe_key gvl, vl;
+        float sum = 0.0f;
         float *w = a->w + t * a->topk;
         int32_t *ids = a->ids + t * a->topk;
+        gvl.v = gvl.l = vl.v = vl.l = 0.0f;
         row.l = a->logits + t * a->ld, row.bias = a->r->correction_bias, row.sigmoid = a->r->score == AMXK_MOE_SCORE_SIGMOID;
-        row.mx = row.l[0], row.sum = 0.0f;
+        row.cap = a->r->softcap, row.mx = 0.0f, row.sum = 0.0f;
         if (!row.sigmoid) {
-            for (e = 1; e < a->e; e++) row.mx = row.l[e] > row.mx ? row.l[e] : row.mx;
-            for (e = 0; e < a->e; e++) row.sum += expf(row.l[e] - row.mx);
+            row.mx = amxk__moe_capped(&row, 0);
+            for (e = 1; e < a->e; e++) {
+                float c = amxk__moe_capped(&row, e);
+                row.mx = c > row.mx ? c : row.mx;
+            }
+            for (e = 0; e < a->e; e++) row.sum += expf(amxk__moe_capped(&row, e) - row.mx);
         }
         if (a->groups >= 2) { /* the topk_group-th best group (gvl, gl): groups ranking at or before it are kept */
             for (j = 0; j < a->topk_group; j++) {
                 int have = 0;
-                float bv = 0.0f;
+                amxk__moe_key bv;
                 size_t bg = 0;
+                bv.v = bv.l = 0.0f;
                 for (g = 0; g < a->groups; g++) {
-                    float v = amxk__moe_group_score(a, &row, g);
+                    amxk__moe_key v = amxk__moe_group_key(a, &row, g);
                     if (j > 0 && !amxk__moe_before(gvl, gl, v, g)) continue; /* already taken */
                     if (!have || amxk__moe_before(v, g, bv, bg)) bv = v, bg = g, have = 1;
                 }
@@ -377,13 +454,14 @@ AMXK__PRIV void amxk__moe_topk_task(void *task_ctx, size_t task, int worker) {
         }
         for (j = 0; j < a->topk; j++) {
             int have = 0;
-            float bv = 0.0f;
+            amxk__moe_key bv;
             size_t be = 0;
+            bv.v = bv.l = 0.0f;
             for (g = 0; g < (a->groups >= 2 ? a->groups : 1); g++) {
                 size_t e0 = a->groups >= 2 ? g * a->gsize : 0, e1 = a->groups >= 2 ? e0 + a->gsize : a->e;
-                if (a->groups >= 2 && !amxk__moe_before(amxk__moe_group_score(a, &row, g), g, gvl, gl) && g != gl) continue;
+                if (a->groups >= 2 && g != gl && !amxk__moe_before(amxk__moe_group_key(a, &row, g), g, gvl, gl)) continue;
                 for (e = e0; e < e1; e++) {
-                    float v = amxk__moe_choice(&row, e);
+                    amxk__moe_key v = amxk__moe_key_of(&row, e);
                     if (j > 0 && !amxk__moe_before(vl, el, v, e)) continue;
                     if (!have || amxk__moe_before(v, e, bv, be)) bv = v, be = e, have = 1;
                 }
@@ -403,6 +481,9 @@ AMXK__PRIV void amxk__moe_topk_task(void *task_ctx, size_t task, int worker) {
 }
 
 /* ---- fused experts: weights access, plan ---------------------------------------------------------- */
+
+/* The local expert of a pair's id (EXPERT MAP): the id itself without a map; -1 stays -1. */
+AMXK__INLINE int32_t amxk__moe_local(const int32_t *map, int32_t id) { return map && id >= 0 ? map[id] : id; }
 
 AMXK__INLINE void amxk__moe_w(const amxk_moe_weights *w, size_t e, int down, const void **p, size_t *bytes) {
     if (!down) {
@@ -448,7 +529,7 @@ typedef struct amxk__moe_plan {
     size_t e_begin, e_end, rows; /* rows = M * topk */
     float rscale;
     int q8;                      /* act_int8 */
-    size_t off_cnt, off_order, off_pos, off_units, max_units, off_xg, off_h, off_a, off_y, off_sh, off_sa, off_sy, off_lin;
+    size_t off_cnt, off_order, off_pos, off_units, max_units, off_xg, off_h, off_a, off_y, off_sh, off_sa, off_sy, off_sg, off_lin;
     size_t off_xq, off_xs, off_aq, off_as, off_sxq, off_sxs, off_saq, off_sas; /* act_int8 only */
     size_t lin_worker, total; /* per-worker slice of the GEMM scratch */
 } amxk__moe_plan;
@@ -472,23 +553,26 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
     amxk_status s;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!w) return AMXK_ERR_NULL;
-    if (m == 0 || topk == 0 || w->n_experts == 0 || w->hidden == 0 || w->inter == 0) return AMXK_ERR_SHAPE;
-    if (w->n_experts > 0x7fffffff || m > ((size_t)1 << 31) / topk || w->hidden > ((size_t)1 << 32) || w->inter > ((size_t)1 << 32))
+    if (m == 0 || w->hidden == 0 || (topk && (w->n_experts == 0 || w->inter == 0))) return AMXK_ERR_SHAPE;
+    if (m > ((size_t)1 << 31) / (topk ? topk : 1) || w->hidden > ((size_t)1 << 32) ||
+        (topk && (w->n_experts > 0x7fffffff || w->inter > ((size_t)1 << 32))))
         return AMXK_ERR_SHAPE;
-    if ((w->w13 && !w->w13_bytes) || (w->w2 && !w->w2_bytes)) return AMXK_ERR_NULL;
-    if (w->w13_interleaved != 0 && w->w13_interleaved != 1) return AMXK_ERR_ARG;
+    if (topk && ((w->w13 && !w->w13_bytes) || (w->w2 && !w->w2_bytes))) return AMXK_ERR_NULL;
+    if (topk && w->w13_interleaved != 0 && w->w13_interleaved != 1) return AMXK_ERR_ARG;
     memset(p, 0, sizeof *p);
-    K = w->hidden, N = w->inter, R = m * topk;
+    K = w->hidden, N = topk ? w->inter : 0, R = m * topk;
     p->e_begin = o ? o->e_begin : 0, p->e_end = o ? o->e_end : 0;
     if (p->e_begin == 0 && p->e_end == 0) p->e_end = w->n_experts;
-    if (p->e_begin >= p->e_end || p->e_end > w->n_experts) return AMXK_ERR_ARG;
+    if (topk && (p->e_begin >= p->e_end || p->e_end > w->n_experts)) return AMXK_ERR_ARG;
+    if (!topk) p->e_begin = p->e_end = 0; /* no routed pairs: no expert pack is read */
     p->rscale = o && o->routed_scaling_factor != 0.0f ? o->routed_scaling_factor : 1.0f;
     if (o) {
-        if ((int)o->act < AMXK_MOE_ACT_SILU || (int)o->act > AMXK_MOE_ACT_SWIGLU_OAI) return AMXK_ERR_ARG;
+        if ((int)o->act < AMXK_MOE_ACT_SILU || (int)o->act > AMXK_MOE_ACT_GELU_ERF) return AMXK_ERR_ARG;
         if (o->act == AMXK_MOE_ACT_SWIGLU_OAI && (!amxk__moe_finite(o->alpha) || !(o->limit > 0.0f))) return AMXK_ERR_ARG;
         if (o->apply_router_weight_on_input != 0 && o->apply_router_weight_on_input != 1) return AMXK_ERR_ARG;
         if (o->act_int8 != 0 && o->act_int8 != 1) return AMXK_ERR_ARG;
         if (!amxk__moe_finite(p->rscale)) return AMXK_ERR_ARG;
+        if (o->expert_map && (o->n_global_experts == 0 || o->n_global_experts > 0x7fffffff)) return AMXK_ERR_ARG;
         p->q8 = o->act_int8;
     }
     /* every pack of the shard. A pack whose size and 64-byte header equal the previous pack's
@@ -508,7 +592,7 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
         }
     }
 #define AMXK__MOE_TAKE(field, bytes) (p->field = off, off += AMXK__ROUND_UP((size_t)(bytes), (size_t)AMXK_ALIGN))
-    AMXK__MOE_TAKE(off_cnt, (w->n_experts + 1) * 4);
+    AMXK__MOE_TAKE(off_cnt, ((topk ? w->n_experts : 0) + 1) * 4);
     AMXK__MOE_TAKE(off_order, R * 4);
     AMXK__MOE_TAKE(off_pos, R * 4);
     p->max_units = AMXK__MIN(p->e_end - p->e_begin, R) + 1; /* active experts + the shared expert */
@@ -528,12 +612,13 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
     if (sh) {
         size_t Ns = sh->inter;
         if (Ns == 0 || Ns > ((size_t)1 << 32)) return AMXK_ERR_SHAPE;
-        if (sh->w13_interleaved != 0 && sh->w13_interleaved != 1) return AMXK_ERR_ARG;
+        if ((sh->w13_interleaved != 0 && sh->w13_interleaved != 1) || (sh->gate && !amxk__moe_finite(sh->gate_bias))) return AMXK_ERR_ARG;
         if ((s = amxk__moe_use_pack(ctx, sh->w13, sh->w13_bytes, 2 * Ns, K, xt, p->q8, m, &lin)) != AMXK_OK) return s;
         if ((s = amxk__moe_use_pack(ctx, sh->w2, sh->w2_bytes, K, Ns, xt, p->q8, m, &lin)) != AMXK_OK) return s;
         AMXK__MOE_TAKE(off_sh, m * 2 * Ns * 4);
         AMXK__MOE_TAKE(off_sa, m * Ns * (p->q8 ? 4 : 2));
         AMXK__MOE_TAKE(off_sy, m * K * 4);
+        AMXK__MOE_TAKE(off_sg, sh->gate ? m * 4 : 0);
         if (p->q8) {
             AMXK__MOE_TAKE(off_sxq, m * K);
             AMXK__MOE_TAKE(off_sxs, m * 4);
@@ -647,6 +732,12 @@ typedef struct amxk__moe_args {
     char *lin;              /* GEMM scratch, lin_worker bytes per worker */
     size_t lin_worker;
     const float *y, *sy;    /* routed rows (compact, [routed, K]), shared rows ([M, K]) or NULL */
+    const float *sgw;       /* SHARED GATE weights [K] and bias, or NULL; sg: the gate of every token [M] */
+    float sgb;
+    float *sg;
+    const void *rin;        /* ROUTED INPUT or NULL, its dtype and row stride */
+    amxk_dtype rt;
+    size_t ldr;
     void *out;
 } amxk__moe_args;
 
@@ -720,6 +811,18 @@ AMXK__PRIV void amxk__moe_quant_task(void *task_ctx, size_t task, int worker) {
     amxk__moe_quant_tokens(a, t0, AMXK__MIN(a->m, t0 + AMXK__MOE_QUANT_TOKENS));
 }
 
+/* SHARED GATE of tokens [AMXK__MOE_ROWS_PER_TASK * task, + AMXK__MOE_ROWS_PER_TASK). */
+AMXK__PRIV void amxk__moe_sgate_task(void *task_ctx, size_t task, int worker) {
+    const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
+    size_t t, k, t0 = task * AMXK__MOE_ROWS_PER_TASK, t1 = AMXK__MIN(a->m, t0 + AMXK__MOE_ROWS_PER_TASK);
+    (void)worker;
+    for (t = t0; t < t1; t++) {
+        float acc = 0.0f;
+        for (k = 0; k < a->K; k++) acc += amxk__ld_elem(a->x, a->xt, t * a->ldx + k) * a->sgw[k];
+        a->sg[t] = amxk__moe_sigmoid(acc + a->sgb);
+    }
+}
+
 /* Activation of rows [i0, i1), intermediate columns [n0, n1) of unit u: act[i][n] from h[i] (x's
    dtype, or f32 with act_int8). */
 AMXK__PRIV void amxk__moe_act_rows(const amxk__moe_args *a, const amxk__moe_unit *u, size_t i0, size_t i1, size_t n0, size_t n1) {
@@ -736,6 +839,7 @@ AMXK__PRIV void amxk__moe_act_rows(const amxk__moe_args *a, const amxk__moe_unit
             case AMXK_MOE_ACT_GELU_TANH:
                 v = 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g))) * up;
                 break;
+            case AMXK_MOE_ACT_GELU_ERF: v = 0.5f * g * (1.0f + erff(0.70710678118654752f * g)) * up; break;
             case AMXK_MOE_ACT_SWIGLU_OAI:
                 g = g < a->limit ? g : a->limit;
                 up = up < -a->limit ? -a->limit : up > a->limit ? a->limit : up;
@@ -820,13 +924,13 @@ AMXK__PRIV void amxk__moe_down_task(void *task_ctx, size_t task, int worker) {
     k0 = b0 * AMXK__LINOP_NB, k1 = AMXK__MIN(a->K, b1 * AMXK__LINOP_NB);
     for (t = 0; t < a->m; t++)
         for (k = k0; k < k1; k++) {
-            float acc = 0.0f, v;
+            float acc = a->rin ? amxk__ld_elem(a->rin, a->rt, t * a->ldr + k) : 0.0f, v;
             for (j = 0; j < a->topk; j++) {
                 int32_t r = a->pos[t * a->topk + j];
                 if (r >= 0) acc += (a->on_input ? 1.0f : a->tw[t * a->topk + j]) * a->y[(size_t)r * a->K + k];
             }
             v = a->rscale * acc;
-            if (a->sy) v = a->sy[t * a->K + k] + v;
+            if (a->sy) v = (a->sg ? a->sg[t] * a->sy[t * a->K + k] : a->sy[t * a->K + k]) + v;
             if (a->ot == AMXK_DTYPE_F32) ((float *)a->out)[t * a->ldo + k] = v;
             else amxk__st_elem(a->out, a->ot, t * a->ldo + k, v);
         }
@@ -874,7 +978,8 @@ AMXK_DEF amxk_status amxk_moe_topk(const amxk_ctx *ctx, const amxk_moe_router *r
     if (m == 0 || ne == 0 || topk == 0 || topk > ne || ne > 0x7fffffff || m > ((size_t)1 << 40) / topk) return AMXK_ERR_SHAPE;
     if (ld < ne) return AMXK_ERR_STRIDE;
     if ((r->score != AMXK_MOE_SCORE_SOFTMAX && r->score != AMXK_MOE_SCORE_SIGMOID) || (r->renormalize != 0 && r->renormalize != 1) ||
-        (r->group_score_top2 != 0 && r->group_score_top2 != 1) || !amxk__moe_finite(r->routed_scaling_factor))
+        (r->group_score_top2 != 0 && r->group_score_top2 != 1) || !amxk__moe_finite(r->routed_scaling_factor) ||
+        !amxk__moe_finite(r->softcap) || r->softcap < 0.0f)
         return AMXK_ERR_ARG;
     G = r->num_expert_group;
     if (G >= 2) {
@@ -971,31 +1076,43 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     amxk__moe_plan p;
     amxk__moe_args a;
     amxk_status s;
-    size_t K, N, R, e, t, i, obytes, gathered;
+    size_t K, N, R, NE, e, t, i, obytes, gathered;
     char *W = (char *)ws;
     int32_t *cnt, *order, *pos;
+    const int32_t *map = o ? o->expert_map : NULL;
+    const void *rin = o ? o->routed_in : NULL;
+    amxk_dtype rt = o ? o->routed_dtype : AMXK_DTYPE_INVALID;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
-    if (!w || !x || !tw || !ids || !out) return AMXK_ERR_NULL;
+    if (!w || !x || !out || (topk && (!tw || !ids))) return AMXK_ERR_NULL;
     if (xt != AMXK_DTYPE_BF16 && xt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
     if (ot != AMXK_DTYPE_F32 && ot != AMXK_DTYPE_BF16 && ot != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
     if ((s = amxk__moe_layout(ctx, w, sh, o, m, topk, xt, &p)) != AMXK_OK) return s;
-    K = w->hidden, N = w->inter, R = p.rows;
-    if (ldx < K || ldo < K) return AMXK_ERR_STRIDE;
+    K = w->hidden, N = topk ? w->inter : 0, R = p.rows, NE = topk ? w->n_experts : 0;
+    if (rin && rt != AMXK_DTYPE_F32 && rt != AMXK_DTYPE_BF16 && rt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
+    if (ldx < K || ldo < K || (rin && o->ld_routed < K)) return AMXK_ERR_STRIDE;
+    if (map && topk)
+        for (e = 0; e < o->n_global_experts; e++)
+            if (map[e] < -1 || map[e] >= (int32_t)w->n_experts) return AMXK_ERR_ARG;
     for (t = 0; t < R; t++)
-        if (ids[t] < -1 || ids[t] >= (int32_t)w->n_experts) return AMXK_ERR_ARG;
+        if (ids[t] < -1 || ids[t] >= (int32_t)(map ? o->n_global_experts : w->n_experts)) return AMXK_ERR_ARG;
     if (!ws || ws_bytes < p.total) return AMXK_ERR_WORKSPACE;
     if ((uintptr_t)ws % AMXK_ALIGN) return AMXK_ERR_ALIGN;
     obytes = ((m - 1) * ldo + K) * amxk_dtype_size(ot);
     if (amxk__overlap(out, obytes, ws, p.total) || amxk__overlap(x, ((m - 1) * ldx + K) * 2, ws, p.total) ||
         amxk__overlap(out, obytes, tw, R * 4) || amxk__overlap(out, obytes, ids, R * 4) || amxk__overlap(ws, p.total, tw, R * 4) ||
         amxk__overlap(ws, p.total, ids, R * 4) ||
-        (w->b13 && amxk__overlap(out, obytes, w->b13, w->n_experts * 2 * N * 4)) ||
-        (w->b2 && amxk__overlap(out, obytes, w->b2, w->n_experts * K * 4)) ||
-        (w->w13 && amxk__overlap(out, obytes, w->w13, w->n_experts * sizeof(void *))) ||
-        (w->w2 && amxk__overlap(out, obytes, w->w2, w->n_experts * sizeof(void *))) ||
-        (w->w13_bytes && amxk__overlap(out, obytes, w->w13_bytes, w->n_experts * sizeof(size_t))) ||
-        (w->w2_bytes && amxk__overlap(out, obytes, w->w2_bytes, w->n_experts * sizeof(size_t))))
+        (w->b13 && amxk__overlap(out, obytes, w->b13, NE * 2 * N * 4)) || (w->b2 && amxk__overlap(out, obytes, w->b2, NE * K * 4)) ||
+        (w->w13 && amxk__overlap(out, obytes, w->w13, NE * sizeof(void *))) ||
+        (w->w2 && amxk__overlap(out, obytes, w->w2, NE * sizeof(void *))) ||
+        (w->w13_bytes && amxk__overlap(out, obytes, w->w13_bytes, NE * sizeof(size_t))) ||
+        (w->w2_bytes && amxk__overlap(out, obytes, w->w2_bytes, NE * sizeof(size_t))) ||
+        (map && topk && (amxk__overlap(out, obytes, map, o->n_global_experts * 4) || amxk__overlap(ws, p.total, map, o->n_global_experts * 4))))
         return AMXK_ERR_ALIAS;
+    if (rin) {
+        size_t rb = ((m - 1) * o->ld_routed + K) * amxk_dtype_size(rt);
+        if ((amxk__overlap(out, obytes, rin, rb) && !(rin == out && rt == ot && o->ld_routed == ldo)) || amxk__overlap(ws, p.total, rin, rb))
+            return AMXK_ERR_ALIAS;
+    }
     for (e = p.e_begin; e < p.e_end; e++) {
         const void *pw;
         size_t pb;
@@ -1007,7 +1124,8 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     if (sh && (amxk__overlap(out, obytes, sh->w13, sh->w13_bytes) || amxk__overlap(out, obytes, sh->w2, sh->w2_bytes) ||
                amxk__overlap(ws, p.total, sh->w13, sh->w13_bytes) || amxk__overlap(ws, p.total, sh->w2, sh->w2_bytes) ||
                (sh->b13 && amxk__overlap(out, obytes, sh->b13, 2 * sh->inter * 4)) ||
-               (sh->b2 && amxk__overlap(out, obytes, sh->b2, K * 4))))
+               (sh->b2 && amxk__overlap(out, obytes, sh->b2, K * 4)) ||
+               (sh->gate && (amxk__overlap(out, obytes, sh->gate, K * 4) || amxk__overlap(ws, p.total, sh->gate, K * 4)))))
         return AMXK_ERR_ALIAS;
 
     /* everything is valid: from here on nothing fails */
@@ -1019,23 +1137,24 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     a.tw = tw, a.order = order, a.pos = pos, a.xg = (uint16_t *)(W + p.off_xg), a.u = (amxk__moe_unit *)(W + p.off_units);
     a.lin = W + p.off_lin, a.lin_worker = p.lin_worker;
     a.y = (const float *)(W + p.off_y), a.sy = sh ? (const float *)(W + p.off_sy) : NULL, a.out = out;
-    a.q8 = p.q8;
+    a.q8 = p.q8, a.rin = rin, a.rt = rt, a.ldr = rin ? o->ld_routed : 0;
+    if (sh && sh->gate) a.sgw = sh->gate, a.sgb = sh->gate_bias, a.sg = (float *)(W + p.off_sg);
     if (a.q8) {
         a.xq = (int8_t *)(W + p.off_xq), a.xs = (float *)(W + p.off_xs);
         if (sh) a.sxq = (int8_t *)(W + p.off_sxq), a.sxs = (float *)(W + p.off_sxs);
     }
     /* group the pairs by expert (stable): counts, offsets, compact order, position of every pair */
-    for (e = 0; e <= w->n_experts; e++) cnt[e] = 0;
+    for (e = 0; e <= NE; e++) cnt[e] = 0;
     for (t = 0; t < R; t++) {
-        int32_t id = ids[t];
+        int32_t id = amxk__moe_local(map, ids[t]);
         if (id >= (int32_t)p.e_begin && id < (int32_t)p.e_end) cnt[id + 1]++;
     }
-    for (e = 0; e < w->n_experts; e++) cnt[e + 1] += cnt[e];
+    for (e = 0; e < NE; e++) cnt[e + 1] += cnt[e];
     {
         /* cnt[e] is now the first compact row of expert e; fill with a running cursor kept in pos */
         for (t = 0; t < R; t++) pos[t] = -1;
         for (t = 0; t < R; t++) {
-            int32_t id = ids[t];
+            int32_t id = amxk__moe_local(map, ids[t]);
             if (id >= (int32_t)p.e_begin && id < (int32_t)p.e_end) {
                 pos[t] = cnt[id];
                 order[cnt[id]] = (int32_t)t;
@@ -1043,10 +1162,10 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
             }
         }
         /* cnt[e] now holds the end of expert e = the start of expert e + 1; shift back */
-        for (e = w->n_experts; e > 0; e--) cnt[e] = cnt[e - 1];
+        for (e = NE; e > 0; e--) cnt[e] = cnt[e - 1];
         cnt[0] = 0;
     }
-    a.routed = (size_t)cnt[w->n_experts];
+    a.routed = (size_t)cnt[NE];
     /* units: the active experts in increasing id, then the shared expert */
     a.fused = N % AMXK__LINOP_NB == 0 && (!sh || sh->inter % AMXK__LINOP_NB == 0);
     gathered = 0;
@@ -1098,6 +1217,12 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
         } else {
             amxk__parallel(ctx, amxk__moe_gather_task, &a, AMXK__CEIL_DIV(a.routed, (size_t)AMXK__MOE_ROWS_PER_TASK));
         }
+    }
+    if (a.sg) { /* SHARED GATE (reads x: before the down loop writes out) */
+        size_t nt = AMXK__CEIL_DIV(m, (size_t)AMXK__MOE_ROWS_PER_TASK);
+        if (m * K <= AMXK__MOE_SERIAL_GATHER)
+            for (i = 0; i < nt; i++) amxk__moe_sgate_task(&a, i, 0);
+        else amxk__parallel(ctx, amxk__moe_sgate_task, &a, nt);
     }
     amxk__parallel(ctx, amxk__moe_up_task, &a, a.items1);
     if (!a.fused || a.q8) {

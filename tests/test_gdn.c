@@ -173,19 +173,44 @@ static void conv_free(conv_data *d) {
     test_free(d->w), test_free(d->bias), test_free(d->x), test_free(d->xb), test_free(d->packed), test_free(d->pool0);
 }
 
+/* The oracle's outputs of one channel: win = W-1 history codes then the len x codes (raw codes of x's
+   dtype); out / S rows t0.. (S: sum of |terms|). */
+static void conv_win_out(const conv_case *c, const conv_data *d, size_t ch, const uint32_t *win, size_t len, size_t t0, double *out,
+                         double *S) {
+    size_t i, j;
+    for (i = 0; i < len; i++) {
+        double y = c->bias ? d->bias[ch] : 0.0, sabs = fabs(y);
+        for (j = 0; j < c->W; j++) {
+            float f;
+            double v;
+            if (c->xt == AMXK_DTYPE_F32) memcpy(&f, &win[i + j], 4);
+            else f = (float)test_ref_decode(AMXK_DTYPE_BF16, win[i + j]);
+            v = (double)f * (double)d->w[ch * c->W + j];
+            y += v, sabs += fabs(v);
+        }
+        if (c->silu) y = y / (1.0 + exp(-y));
+        out[(t0 + i) * c->dim + ch] = y;
+        S[(t0 + i) * c->dim + ch] = sabs;
+    }
+}
+
 /* Reference: shift mode (cache == NULL) or circular. pool: raw codes, updated in place. out: doubles
    (NAN where not written). */
 static void conv_ref(const conv_case *c, const conv_data *d, const int32_t *qsl, size_t n_seqs, const int32_t *slots,
                      const uint8_t *init, const int32_t *cache, size_t row0, unsigned char *pool, double *out, double *S) {
-    size_t n, ch, i, j, L = c->slen;
+    size_t n, ch, i, L = c->slen;
     for (n = 0; n < n_seqs; n++) {
         size_t t0 = (size_t)qsl[n], len = (size_t)(qsl[n + 1] - qsl[n]);
         int32_t s = slots[n];
-        if (len == 0) continue; /* empty sequence: nothing happens (not even a zero-history reset) */
+        if (len == 0) { /* empty sequence: the slot is left alone, or zeroed when it has no initial state */
+            if (s >= 0 && init && !init[n] && !cache)
+                for (ch = 0; ch < c->dim; ch++)
+                    for (i = 0; i < L; i++) memset(pool + ((size_t)s * d->st.slot_stride + ch * d->st.dim_stride + i * d->st.tok_stride) * d->esz, 0, d->esz);
+            continue;
+        }
         for (ch = 0; ch < c->dim; ch++) {
             /* window of raw codes (as uint32 for either size) and values */
             uint32_t win[600];
-            double val[600];
             unsigned char *sb = s >= 0 ? pool + (size_t)s * d->st.slot_stride * d->esz : NULL;
             if (s < 0) {
                 for (i = 0; i < len; i++) out[(t0 + i) * c->dim + ch] = 0.0, S[(t0 + i) * c->dim + ch] = 0.0;
@@ -214,22 +239,7 @@ static void conv_ref(const conv_case *c, const conv_data *d, const int32_t *qsl,
                 memcpy(&code, (const unsigned char *)d->xb + ((row0 + t0 + i) * d->ldx + ch) * d->esz, d->esz);
                 win[L + i] = code;
             }
-            for (i = 0; i < L + len; i++) {
-                float f;
-                if (c->xt == AMXK_DTYPE_F32) memcpy(&f, &win[i], 4);
-                else f = (float)test_ref_decode(AMXK_DTYPE_BF16, win[i]);
-                val[i] = f;
-            }
-            for (i = 0; i < len; i++) {
-                double y = c->bias ? d->bias[ch] : 0.0, sabs = fabs(y);
-                for (j = 0; j < c->W; j++) {
-                    double v = val[L + i - (c->W - 1) + j] * (double)d->w[ch * c->W + j];
-                    y += v, sabs += fabs(v);
-                }
-                if (c->silu) y = y / (1.0 + exp(-y));
-                out[(t0 + i) * c->dim + ch] = y;
-                S[(t0 + i) * c->dim + ch] = sabs;
-            }
+            conv_win_out(c, d, ch, win + L - (c->W - 1), len, t0, out, S);
             if (!cache) {
                 for (i = 0; i < L; i++) memcpy(sb + (ch * d->st.dim_stride + i * d->st.tok_stride) * d->esz, &win[len + i], d->esz);
             } else {
@@ -456,6 +466,89 @@ static void test_conv_update(void) {
     }
 }
 
+/* Speculative conv update (num_accepted_tokens a_n), oracle written two ways: sequences of
+   state_len - W + 2 tokens (vLLM's spec decode: num_spec + 1 tokens) literally as vLLM's
+   causal_conv1d_update does it (history = state[a-1 .. a-1+W-2], new state[i] = old[a + i] for
+   i < state_len - len, then x); other lengths from the contract (history ends at he = a - 1 + W - 1,
+   new state = the last state_len of zeros ++ state[0..he) ++ x). pool: raw codes, updated in place. */
+static void conv_spec_ref(const conv_case *c, const conv_data *d, const int32_t *qsl, const int32_t *slots, const int32_t *acc,
+                          unsigned char *pool, double *out, double *S) {
+    size_t n, ch, i, L = c->slen, W = c->W;
+    for (n = 0; n < c->n_seqs; n++) {
+        size_t t0 = (size_t)qsl[n], len = (size_t)(qsl[n + 1] - qsl[n]), a = (size_t)acc[n], he = a - 1 + W - 1;
+        for (ch = 0; ch < c->dim && slots[n] >= 0; ch++) {
+            unsigned char *sb = pool + (size_t)slots[n] * d->st.slot_stride * d->esz;
+            uint32_t old[64], xs[64], full[200], nw[64];
+            size_t nf = 0;
+            for (i = 0; i < L; i++) old[i] = 0, memcpy(&old[i], sb + (ch * d->st.dim_stride + i * d->st.tok_stride) * d->esz, d->esz);
+            for (i = 0; i < len; i++) xs[i] = 0, memcpy(&xs[i], (const unsigned char *)d->xb + ((t0 + i) * d->ldx + ch) * d->esz, d->esz);
+            for (i = 0; i < W - 1; i++) full[i] = old[a - 1 + i]; /* the history, then x */
+            for (i = 0; i < len; i++) full[W - 1 + i] = xs[i];
+            conv_win_out(c, d, ch, full, len, t0, out, S);
+            if (len + W - 2 == L) { /* vLLM */
+                for (i = 0; i < L; i++) nw[i] = i < L - len ? old[a + i] : xs[i - (L - len)];
+            } else { /* zeros ++ old[0..he) ++ x, last L */
+                for (i = 0; i < L; i++) full[nf++] = 0;
+                for (i = 0; i < he; i++) full[nf++] = old[i];
+                for (i = 0; i < len; i++) full[nf++] = xs[i];
+                for (i = 0; i < L; i++) nw[i] = full[nf - L + i];
+            }
+            for (i = 0; i < L; i++) memcpy(sb + (ch * d->st.dim_stride + i * d->st.tok_stride) * d->esz, &nw[i], d->esz);
+        }
+        for (i = 0; i < len && slots[n] < 0; i++)
+            for (ch = 0; ch < c->dim; ch++) out[(t0 + i) * c->dim + ch] = 0.0, S[(t0 + i) * c->dim + ch] = 0.0;
+    }
+}
+
+static void test_conv_spec(void) {
+    amxk_tier tier;
+    amxk_ctx ctx;
+    int v;
+    TEST_SECTION("conv1d update: speculative decoding (num_accepted_tokens) vs vLLM's rule, both layouts");
+    for (v = 0; v < 2; v++) {
+        conv_case c;
+        conv_data d;
+        static const int32_t slots[5] = {2, -1, 0, 4, 1}, acc[5] = {1, 2, 4, 3, 2};
+        size_t n, osz;
+        memset(&c, 0, sizeof c);
+        c.dim = 40, c.W = 4, c.slen = 6, c.n_slots = 6, c.bias = v, c.silu = 1, c.ds = v; /* num_spec = 3 */
+        c.xt = v ? AMXK_DTYPE_F32 : AMXK_DTYPE_BF16, c.ot = AMXK_DTYPE_BF16, c.n_seqs = 5;
+        for (n = 0; n < 5; n++) c.lens[n] = v && n == 3 ? 2 : 4, c.slots[n] = slots[n], c.init[n] = 1; /* v = 1: one short step */
+        conv_gen(&c, &d);
+        osz = 2;
+        TEST_FOR_EACH_TIER(tier, ctx) {
+            unsigned char *pref = (unsigned char *)test_alloc(d.pool_elems * d.esz), *pool = (unsigned char *)test_alloc(d.pool_elems * d.esz);
+            double *ref = (double *)test_alloc(d.T * c.dim * 8), *S = (double *)test_alloc(d.T * c.dim * 8);
+            void *out = test_alloc(d.T * d.ldo * osz);
+            amxk_conv_state cs = d.st;
+            int32_t bad_acc[5] = {1, 2, 5, 3, 2}, cache[5] = {0, 0, 0, 0, 0};
+            amxk_status st;
+            size_t bad;
+            memcpy(pref, d.pool0, d.pool_elems * d.esz), memcpy(pool, d.pool0, d.pool_elems * d.esz);
+            conv_spec_ref(&c, &d, d.qsl, slots, acc, pref, ref, S);
+            cs.data = pool, cs.num_accepted_tokens = acc;
+            st = amxk_conv1d_update(&ctx, d.packed, d.packed_bytes, 1, 5, d.qsl, slots, NULL, d.xb, c.xt, d.ldx, out, c.ot, d.ldo, &cs);
+            CHECK(st == AMXK_OK, "spec update status %d", (int)st);
+            bad = conv_cmp(&c, &d, out, d.ldo, d.qsl, 5, ref, S, "spec");
+            CHECK(bad == 0 && memcmp(pool, pref, d.pool_elems * d.esz) == 0, "tier %s %s: %lu outputs off / state differs (bitwise)",
+                  amxk_tier_name(tier), v ? "DS" : "SD", (unsigned long)bad);
+            memcpy(pref, pool, d.pool_elems * d.esz);
+            cs.num_accepted_tokens = bad_acc; /* 5 > state_len - W + 2 */
+            CHECK(amxk_conv1d_update(&ctx, d.packed, d.packed_bytes, 1, 5, d.qsl, slots, NULL, d.xb, c.xt, d.ldx, out, c.ot, d.ldo, &cs) ==
+                      AMXK_ERR_ARG, "acc out of range");
+            bad_acc[2] = 0;
+            CHECK(amxk_conv1d_update(&ctx, d.packed, d.packed_bytes, 1, 5, d.qsl, slots, NULL, d.xb, c.xt, d.ldx, out, c.ot, d.ldo, &cs) ==
+                      AMXK_ERR_ARG, "acc 0");
+            cs.num_accepted_tokens = acc;
+            CHECK(amxk_conv1d_update(&ctx, d.packed, d.packed_bytes, 1, 5, d.qsl, slots, cache, d.xb, c.xt, d.ldx, out, c.ot, d.ldo, &cs) ==
+                      AMXK_ERR_ARG, "acc with cache_seqlens");
+            CHECK(memcmp(pool, pref, d.pool_elems * d.esz) == 0, "error paths wrote the state");
+            test_free(pref), test_free(pool), test_free(ref), test_free(S), test_free(out);
+        }
+        conv_free(&d);
+    }
+}
+
 /* ================================================================================================ */
 /* gated delta rule                                                                                 */
 
@@ -470,13 +563,14 @@ typedef struct gcase {
     amxk_dtype dt, ot;
     int fused, vfirst, l2norm;
     int extreme; /* 0 none, 1 strong decay, 2 no decay, 3 beta 0, 4 beta 1, 5 zero k rows + |v| 1e3 */
+    int pbf;     /* fused gating with bf16 A_log and dt_bias */
 } gcase;
 
 typedef struct gdata {
     size_t T, ldq, ldk, ldv, ldo, slot_stride, pool_floats;
     int32_t qsl[13];
     float *q, *k, *v, *g, *beta, *a, *b, *Al, *dt; /* values */
-    void *qb, *kb, *vb, *ab, *bb;
+    void *qb, *kb, *vb, *ab, *bb, *Alb, *dtb;
     float *pool0;
     amxk_gdn_params p;
     amxk_gdn_inputs in;
@@ -505,6 +599,8 @@ static void gdn_gen(const gcase *c, gdata *d) {
     if (c->extreme == 5)
         for (t = 0; t < d->T; t += 3) memset(d->k + t * d->ldk, 0, HK * 4); /* zero k rows (every head) */
     for (i = 0; i < c->HV; i++) d->Al[i] = c->extreme == 1 ? logf(16.0f) : logf((float)test_uniform(1, 16)), d->dt[i] = (float)test_uniform(-0.5, 0.5);
+    if (c->pbf) /* bf16 parameters: the oracle uses the same (rounded) values */
+        for (i = 0; i < c->HV; i++) d->Al[i] = rbf(d->Al[i]), d->dt[i] = rbf(d->dt[i]);
     for (i = 0; i < (d->T + 1) * c->HV; i++) {
         float x = (float)test_uniform(-3, 3);
         d->a[i] = rbf(c->extreme == 1 ? 40.0f : c->extreme == 2 ? -40.0f : x);
@@ -533,6 +629,10 @@ static void gdn_gen(const gcase *c, gdata *d) {
     d->in.q = d->qb, d->in.k = d->kb, d->in.v = d->vb, d->in.ldq = d->ldq, d->in.ldk = d->ldk, d->in.ldv = d->ldv;
     if (c->fused) {
         d->in.ab_dtype = c->dt, d->in.a = d->ab, d->in.b = d->bb, d->in.lda = d->in.ldb = c->HV, d->in.A_log = d->Al, d->in.dt_bias = d->dt;
+        if (c->pbf) {
+            d->Alb = to_dt(d->Al, c->HV, AMXK_DTYPE_BF16), d->dtb = to_dt(d->dt, c->HV, AMXK_DTYPE_BF16);
+            d->in.A_log = d->Alb, d->in.dt_bias = d->dtb, d->in.A_log_dtype = d->in.dt_bias_dtype = AMXK_DTYPE_BF16;
+        }
     } else {
         d->in.g = d->g, d->in.beta = d->beta, d->in.ldg = d->in.ldbeta = c->HV;
     }
@@ -540,7 +640,7 @@ static void gdn_gen(const gcase *c, gdata *d) {
 static void gdn_free(gdata *d) {
     test_free(d->q), test_free(d->k), test_free(d->v), test_free(d->g), test_free(d->beta), test_free(d->a), test_free(d->b);
     test_free(d->Al), test_free(d->dt), test_free(d->qb), test_free(d->kb), test_free(d->vb), test_free(d->ab), test_free(d->bb);
-    test_free(d->pool0);
+    test_free(d->pool0), test_free(d->Alb), test_free(d->dtb);
 }
 
 /* Oracle: tokens [qsl[n], qsl[n+1]) of sequences n < n_seqs, token row offset row0 into the inputs;
@@ -554,7 +654,11 @@ static void gdn_ref(const gcase *c, const gdata *d, size_t n_seqs, const int32_t
         for (hv = 0; hv < c->HV; hv++) {
             size_t h = hv / G;
             double *P = slots[n] >= 0 ? pool + ((size_t)slots[n] * c->HV + hv) * hs : NULL;
-            if (t1 == t0) continue;
+            if (t1 == t0) { /* empty: the slot is left alone, or zeroed when it has no initial state */
+                if (P && init && !init[n])
+                    for (i = 0; i < hs; i++) P[i] = 0.0;
+                continue;
+            }
             if (!P) {
                 for (t = t0; t < t1; t++)
                     for (j = 0; j < dv; j++) out[t * c->HV * dv + hv * dv + j] = 0.0;
@@ -701,7 +805,7 @@ static void gdn_case(const gcase *c, int modes, int threads) {
                 size_t sl, n, okp = 1;
                 for (sl = 0; sl < c->n_slots; sl++) {
                     int used = 0;
-                    for (n = 0; n < c->n_seqs; n++) used |= c->slots[n] == (int32_t)sl && c->lens[n] > 0;
+                    for (n = 0; n < c->n_seqs; n++) used |= c->slots[n] == (int32_t)sl && (c->lens[n] > 0 || (c->use_init && !c->init[n]));
                     if (!used) okp &= memcmp(pool + sl * d.slot_stride, d.pool0 + sl * d.slot_stride, d.slot_stride * 4) == 0;
                     else if (c->slot_pad) okp &= memcmp(pool + sl * d.slot_stride + c->HV * hs, d.pool0 + sl * d.slot_stride + c->HV * hs, c->slot_pad * 4) == 0;
                 }
@@ -766,7 +870,7 @@ static void test_gdn_varlen(void) {
         c.H = 2, c.HV = 4, c.dk = 16 + (size_t)v * 8, c.dv = 40 - (size_t)v * 8, c.n_seqs = 8, c.n_slots = 12, c.slot_pad = (size_t)v * 5,
         c.ld_pad = (size_t)v * 3;
         for (n = 0; n < 8; n++) c.lens[n] = lens[n], c.slots[n] = slots[n], c.init[n] = (uint8_t)((n + v) % 2);
-        c.use_init = 1, c.l2norm = v != 3, c.fused = v % 2, c.vfirst = v >= 2, c.dt = AMXK_DTYPE_BF16, c.ot = v % 2 ? AMXK_DTYPE_F32 : AMXK_DTYPE_BF16;
+        c.use_init = 1, c.l2norm = v != 3, c.fused = v % 2, c.pbf = v == 3, c.vfirst = v >= 2, c.dt = AMXK_DTYPE_BF16, c.ot = v % 2 ? AMXK_DTYPE_F32 : AMXK_DTYPE_BF16;
         gdn_case(&c, 6, v == 1);
     }
 }
@@ -891,6 +995,114 @@ static void test_gdn_handoff(void) {
     }
 }
 
+/* SPECULATIVE (num_accepted_tokens, 2-D slot table): the oracle applies the contract token by token
+   (the state starts from r[a-1] or zeros, the state after token t goes to r[t]) with the fp64 delta rule. */
+static void test_gdn_spec(void) {
+    static const int32_t tab[4][4] = {{5, 1, 7, 3}, {-1, 9, 10, 11}, {0, 2, 4, -1}, {8, 12, 13, 6}}, acc[4] = {2, 1, 3, 4};
+    static const int lens[4] = {4, 3, 2, 4};
+    static const uint8_t init[4] = {1, 1, 1, 0};
+    amxk_tier tier;
+    amxk_ctx ctx;
+    int v;
+    TEST_SECTION("gdn: speculative decoding (num_accepted_tokens, a slot per token) vs fp64 oracle; bf16 A_log / dt_bias");
+    for (v = 0; v < 2; v++) {
+        gcase c;
+        gdata d;
+        size_t hs, n, t, i, W;
+        double *rpool, *ro;
+        int32_t slots[16];
+        memset(&c, 0, sizeof c);
+        c.H = 2, c.HV = 4, c.dk = 32, c.dv = 24, c.n_seqs = 4, c.n_slots = 14, c.l2norm = 1, c.fused = 1, c.pbf = v, c.vfirst = v;
+        c.dt = AMXK_DTYPE_BF16, c.ot = v ? AMXK_DTYPE_F32 : AMXK_DTYPE_BF16, c.use_init = 1;
+        for (n = 0; n < 4; n++) c.lens[n] = lens[n], c.slots[n] = -1, c.init[n] = init[n];
+        for (n = 0; n < 16; n++) slots[n] = tab[n / 4][n % 4];
+        gdn_gen(&c, &d);
+        d.in.num_accepted_tokens = acc, d.in.spec_cols = 4;
+        hs = c.dk * c.dv, W = c.HV * c.dv;
+        rpool = (double *)test_alloc(c.n_slots * c.HV * hs * 8), ro = (double *)test_alloc((d.T + 1) * W * 8);
+        {
+            size_t sl, hv, j;
+            for (sl = 0; sl < c.n_slots; sl++)
+                for (hv = 0; hv < c.HV; hv++)
+                    for (i = 0; i < c.dk; i++)
+                        for (j = 0; j < c.dv; j++) rpool[(sl * c.HV + hv) * hs + i * c.dv + j] = lib_state(&c, &d, d.pool0, sl, hv, i, j);
+        }
+        for (n = 0; n < 4; n++) {
+            int32_t start = tab[n][acc[n] - 1];
+            for (t = 0; t < (size_t)lens[n]; t++) {
+                int32_t q1[2], src = t ? tab[n][t - 1] : start, dst = start < 0 ? -1 : tab[n][t];
+                q1[0] = d.qsl[n] + (int32_t)t, q1[1] = q1[0] + 1;
+                if (dst >= 0)
+                    for (i = 0; i < c.HV * hs; i++)
+                        rpool[(size_t)dst * c.HV * hs + i] = t == 0 && !init[n] ? 0.0 : rpool[(size_t)src * c.HV * hs + i];
+                gdn_ref(&c, &d, 1, q1, &dst, NULL, rpool, ro);
+            }
+        }
+        TEST_FOR_EACH_TIER(tier, ctx) {
+            int m;
+            for (m = 1; m <= 2; m++) {
+                size_t wsb;
+                void *ws, *o = test_alloc((d.T + 1) * d.ldo * 4);
+                float *pool = (float *)test_alloc(d.pool_floats * 4);
+                amxk_gdn_state st;
+                amxk_status s;
+                gstats gs;
+                amxk_gdn_workspace_size(&ctx, &d.p, (amxk_gdn_mode)m, &wsb);
+                ws = test_alloc(wsb);
+                memcpy(pool, d.pool0, d.pool_floats * 4);
+                st.data = pool, st.n_slots = c.n_slots, st.slot_stride = d.slot_stride;
+                s = amxk_gdn(&ctx, &d.p, (amxk_gdn_mode)m, &d.in, 4, d.qsl, slots, init, &st, o, c.ot, d.ldo, ws, wsb);
+                CHECK(s == AMXK_OK, "spec status %d", (int)s);
+                gdn_compare(&c, &d, pool, rpool, o, ro, 4, d.qsl, &gs);
+                CHECK(gs.nonfinite == 0 && gs.st_err <= 1e-4 * gs.st_max + 1e-6 && gs.out_bad == 0,
+                      "spec v=%d tier %s mode %d: state err %.3g (max %.3g), %lu outputs off", v, amxk_tier_name(tier), m, gs.st_err, gs.st_max,
+                      (unsigned long)gs.out_bad);
+                { /* 3 workers: bitwise the same state and outputs */
+                    amxk_ctx c3;
+                    if (test_ctx(&c3, tier, 3)) {
+                        size_t wsb3;
+                        void *ws3, *o3 = test_alloc((d.T + 1) * d.ldo * 4);
+                        float *pool3 = (float *)test_alloc(d.pool_floats * 4);
+                        amxk_gdn_state st3 = st;
+                        amxk_gdn_workspace_size(&c3, &d.p, (amxk_gdn_mode)m, &wsb3);
+                        ws3 = test_alloc(wsb3);
+                        memcpy(pool3, d.pool0, d.pool_floats * 4), memcpy(o3, o, (d.T + 1) * d.ldo * 4);
+                        st3.data = pool3;
+                        s = amxk_gdn(&c3, &d.p, (amxk_gdn_mode)m, &d.in, 4, d.qsl, slots, init, &st3, o3, c.ot, d.ldo, ws3, wsb3);
+                        CHECK(s == AMXK_OK && memcmp(pool3, pool, d.pool_floats * 4) == 0 && memcmp(o3, o, (d.T + 1) * d.ldo * 4) == 0,
+                              "spec tier %s mode %d: 3 workers differ", amxk_tier_name(tier), m);
+                        test_free(ws3), test_free(o3), test_free(pool3);
+                    }
+                }
+                { /* bad tables: nothing written */
+                    int32_t b1[16], b2[16], bacc[4] = {2, 1, 3, 5};
+                    amxk_gdn_inputs in = d.in;
+                    memcpy(pool, d.pool0, d.pool_floats * 4);
+                    memcpy(b1, slots, sizeof b1), memcpy(b2, slots, sizeof b2);
+                    b1[13] = 7; /* seq 3 writes slot 7, which seq 0 writes too */
+                    b2[2] = 12; /* seq 0 writes slot 12 (t = 2), seq 3 writes it too (t = 1) */
+                    CHECK(amxk_gdn(&ctx, &d.p, (amxk_gdn_mode)m, &d.in, 4, d.qsl, b1, init, &st, o, c.ot, d.ldo, ws, wsb) == AMXK_ERR_ARG, "dup write");
+                    CHECK(amxk_gdn(&ctx, &d.p, (amxk_gdn_mode)m, &d.in, 4, d.qsl, b2, init, &st, o, c.ot, d.ldo, ws, wsb) == AMXK_ERR_ARG, "dup write 2");
+                    b1[13] = 1; /* seq 3 writes slot 1, seq 0's start */
+                    CHECK(amxk_gdn(&ctx, &d.p, (amxk_gdn_mode)m, &d.in, 4, d.qsl, b1, init, &st, o, c.ot, d.ldo, ws, wsb) == AMXK_ERR_ARG, "start written");
+                    in.num_accepted_tokens = bacc;
+                    CHECK(amxk_gdn(&ctx, &d.p, (amxk_gdn_mode)m, &in, 4, d.qsl, slots, init, &st, o, c.ot, d.ldo, ws, wsb) == AMXK_ERR_ARG, "acc > cols");
+                    in.num_accepted_tokens = acc, in.spec_cols = 0;
+                    CHECK(amxk_gdn(&ctx, &d.p, (amxk_gdn_mode)m, &in, 4, d.qsl, slots, init, &st, o, c.ot, d.ldo, ws, wsb) == AMXK_ERR_ARG, "cols 0");
+                    in.spec_cols = 4, in.A_log_dtype = AMXK_DTYPE_F16;
+                    CHECK(amxk_gdn(&ctx, &d.p, (amxk_gdn_mode)m, &in, 4, d.qsl, slots, init, &st, o, c.ot, d.ldo, ws, wsb) == AMXK_ERR_DTYPE, "A_log f16");
+                    in.A_log_dtype = AMXK_DTYPE_INVALID;
+                    CHECK(amxk_gdn(&ctx, &d.p, (amxk_gdn_mode)m, &in, 4, d.qsl, NULL, init, &st, o, c.ot, d.ldo, ws, wsb) == AMXK_ERR_NULL, "no table");
+                    CHECK(memcmp(pool, d.pool0, d.pool_floats * 4) == 0, "spec error paths wrote the state");
+                }
+                test_free(ws), test_free(o), test_free(pool);
+            }
+        }
+        test_free(rpool), test_free(ro);
+        gdn_free(&d);
+    }
+}
+
 static void test_gdn_errors(void) {
     gcase c = gc_single(2, 4, 16, 16, 10);
     gdata d;
@@ -962,12 +1174,14 @@ int main(void) {
     test_gating();
     test_conv();
     test_conv_update();
+    test_conv_spec();
     test_gdn_errors();
     test_gdn_lengths();
     test_gdn_varlen();
     test_gdn_gva();
     test_gdn_extremes();
     test_gdn_handoff();
+    test_gdn_spec();
     test_gdn_qwen();
     printf("delta rule: worst state error %.3f of its bound (1e-4 max|S|), worst output error %.3f of its bound\n", worst_state_ratio,
            worst_out_ratio);

@@ -44,6 +44,7 @@ typedef struct rref {
     size_t G, tg;
     const float *bias;
     float rsf;
+    double cap; /* softcap, 0: none */
 } rref;
 
 static double ref_choice(const double *sc, const float *bias, size_t e) { return sc[e] + (bias ? (double)bias[e] : 0.0); }
@@ -56,9 +57,12 @@ static int ref_route_row(const rref *r, const float *l, size_t E, size_t topk, i
     int near = 0;
     double gsc[1024];
     int gsel[1024];
-    for (e = 0; e < E; e++) mx = l[e] > mx ? l[e] : mx;
-    for (e = 0; e < E; e++) sum += exp((double)l[e] - mx);
-    for (e = 0; e < E; e++) sc[e] = r->sigmoid ? 1.0 / (1.0 + exp(-(double)l[e])) : exp((double)l[e] - mx) / sum;
+    double lc[1024];
+    for (e = 0; e < E; e++) lc[e] = r->cap > 0 ? r->cap * tanh((double)l[e] / r->cap) : (double)l[e];
+    mx = lc[0];
+    for (e = 0; e < E; e++) mx = lc[e] > mx ? lc[e] : mx;
+    for (e = 0; e < E; e++) sum += exp(lc[e] - mx);
+    for (e = 0; e < E; e++) sc[e] = r->sigmoid ? 1.0 / (1.0 + exp(-lc[e])) : exp(lc[e] - mx) / sum;
     for (e = 0; e < E; e++) ch[e] = ref_choice(sc, r->bias, e), maxabs = fabs(ch[e]) > maxabs ? fabs(ch[e]) : maxabs;
     tol = 1e-4 * (maxabs > 1e-30 ? maxabs : 1e-30);
     for (g = 0; g < ng; g++) {
@@ -115,6 +119,7 @@ static int ref_route_row(const rref *r, const float *l, size_t E, size_t topk, i
 }
 
 static long route_near_rows;
+static float route_softcap; /* softcap of the next route_case calls (0: none) */
 
 /* Runs amxk_moe_topk and checks it against the reference. fill: 0 random, 1 small integers (ties),
    2 all equal. */
@@ -124,7 +129,7 @@ static void route_case(const amxk_ctx *ctx, int sigmoid, int renorm, size_t E, s
     size_t ld = (test_case_begin(test_case_mix(
                      test_case_mix(test_case_mix(test_case_id("moe route", (uint64_t)(sigmoid * 2 + renorm)), E), topk),
                      test_case_mix(test_case_mix(test_case_mix(G, tg), (uint64_t)(top2 * 2 + with_bias)),
-                                   test_case_mix(test_case_mix(test_f32_bits(rsf), M), (uint64_t)fill)))),
+                                   test_case_mix(test_case_mix(test_f32_bits(rsf), M), (uint64_t)fill + 16u * test_f32_bits(route_softcap))))),
                  E + (size_t)test_randint(0, 3)),
            t, e, j;
     float *l = (float *)test_alloc(M * ld * 4), *bias = with_bias ? (float *)test_alloc(E * 4) : NULL;
@@ -138,14 +143,14 @@ static void route_case(const amxk_ctx *ctx, int sigmoid, int renorm, size_t E, s
     long bad_ids = 0, bad_w = 0, bad_valid = 0;
     for (t = 0; t < M; t++)
         for (e = 0; e < E; e++)
-            l[t * ld + e] = fill == 0 ? test_randf(-4, 4) : fill == 1 ? (float)test_randint(0, 2) : 0.5f;
+            l[t * ld + e] = fill == 0 ? test_randf(-4, 4) : fill == 1 ? (float)test_randint(0, 2) : fill == 3 ? test_randf(-40, 40) : 0.5f;
     if (bias)
         for (e = 0; e < E; e++) bias[e] = fill == 0 ? test_randf(-0.5f, 0.5f) : (float)test_randint(0, 1) * 0.25f;
     memset(&r, 0, sizeof r);
     r.score = sigmoid ? AMXK_MOE_SCORE_SIGMOID : AMXK_MOE_SCORE_SOFTMAX;
     r.renormalize = renorm, r.num_expert_group = G, r.topk_group = tg, r.group_score_top2 = top2, r.correction_bias = bias;
-    r.routed_scaling_factor = rsf;
-    rr.sigmoid = sigmoid, rr.renorm = renorm, rr.top2 = top2, rr.G = G, rr.tg = tg, rr.bias = bias, rr.rsf = rsf;
+    r.routed_scaling_factor = rsf, r.softcap = route_softcap;
+    rr.sigmoid = sigmoid, rr.renorm = renorm, rr.top2 = top2, rr.G = G, rr.tg = tg, rr.bias = bias, rr.rsf = rsf, rr.cap = route_softcap;
     s = amxk_moe_topk(ctx, &r, M, E, l, ld, topk, w, ids);
     CHECK(s == AMXK_OK, "topk E=%zu k=%zu: %s", E, topk, amxk_status_string(s));
     for (t = 0; t < M && s == AMXK_OK; t++) {
@@ -212,6 +217,11 @@ static void test_routing(void) {
         route_case(&ctx, 0, 1, 64, 6, 16, 2, 0, 1, 0.5f, 29, 1);
         route_case(&ctx, 1, 1, 12, 6, 3, 3, 1, 0, 0.0f, 13, 1);  /* topk = topk_group * E/G - 2 */
         route_case(&ctx, 1, 1, 12, 12, 3, 3, 1, 0, 0.0f, 13, 0); /* every expert */
+        /* router softcap c tanh(l / c) before scoring */
+        route_softcap = 2.5f;
+        route_case(&ctx, 0, 1, 64, 6, 0, 0, 0, 0, 0.0f, 19, 0);
+        route_case(&ctx, 1, 0, 16, 3, 4, 2, 1, 1, 1.5f, 19, 0);
+        route_softcap = 0.0f;
     }
     printf("  near-tie rows checked for validity only: %ld\n", route_near_rows);
 
@@ -236,6 +246,76 @@ static void test_routing(void) {
             CHECK(amxk_moe_topk(NULL, &r, 1, 8, l, 8, 2, w, ids) == AMXK_OK, "bias");
             CHECK(ids[0] == 3 && ids[1] == 1 && fabs(w[0] - 0.5) < 1e-7 && fabs(w[1] - 1.0 / (1.0 + exp(-3.0))) < 1e-7,
                   "bias ids %d %d w %g %g", ids[0], ids[1], w[0], w[1]);
+        }
+    }
+
+    TEST_SECTION("routing: saturated scores follow the logit order (issue 16 item 1), bias tie rule, softcap");
+    {
+        amxk_moe_router r;
+        float w[4], l2[2] = {30.0f, 40.0f}, l3[3] = {-200.0f, -150.0f, 0.0f};
+        int32_t ids[4];
+        memset(&r, 0, sizeof r);
+        r.score = AMXK_MOE_SCORE_SIGMOID; /* sigmoid(30) == sigmoid(40) == 1.0f in fp32 */
+        CHECK(amxk_moe_topk(NULL, &r, 1, 2, l2, 2, 1, w, ids) == AMXK_OK && ids[0] == 1 && w[0] == 1.0f, "sigmoid {30, 40} top-1: id %d", ids[0]);
+        r.score = AMXK_MOE_SCORE_SOFTMAX; /* exp(-150) and exp(-200) both underflow to 0 in fp32 */
+        CHECK(amxk_moe_topk(NULL, &r, 1, 3, l3, 3, 3, w, ids) == AMXK_OK && ids[0] == 2 && ids[1] == 1 && ids[2] == 0,
+              "softmax underflow order %d %d %d", ids[0], ids[1], ids[2]);
+        /* with a bias: equal fp32 choices (1.0f + 0.25f) -> the larger logit; equal logits -> the lower id */
+        {
+            float b2[2] = {0.25f, 0.25f}, l4[4] = {40.0f, 40.0f, 30.0f, 35.0f}, b4[4] = {0.5f, 0.5f, 0.5f, 0.5f};
+            r.score = AMXK_MOE_SCORE_SIGMOID, r.correction_bias = b2;
+            CHECK(amxk_moe_topk(NULL, &r, 1, 2, l2, 2, 1, w, ids) == AMXK_OK && ids[0] == 1, "bias tie: id %d", ids[0]);
+            b2[0] = 0.5f; /* a real bias difference wins */
+            CHECK(amxk_moe_topk(NULL, &r, 1, 2, l2, 2, 1, w, ids) == AMXK_OK && ids[0] == 0 && w[0] == 1.0f, "bias: id %d", ids[0]);
+            r.correction_bias = b4;
+            CHECK(amxk_moe_topk(NULL, &r, 1, 4, l4, 4, 4, w, ids) == AMXK_OK && ids[0] == 0 && ids[1] == 1 && ids[2] == 3 && ids[3] == 2,
+                  "bias ties %d %d %d %d", ids[0], ids[1], ids[2], ids[3]);
+            /* grouped (V3 top-2 sum): groups {0,1} sum 3.0, {2,3} sum 3.0 -> lower group id; then logit order */
+            r.num_expert_group = 2, r.topk_group = 1, r.group_score_top2 = 1;
+            CHECK(amxk_moe_topk(NULL, &r, 1, 4, l4, 4, 2, w, ids) == AMXK_OK && ids[0] == 0 && ids[1] == 1, "grouped bias ties %d %d", ids[0], ids[1]);
+            l4[3] = 45.0f, r.group_score_top2 = 0; /* max: group {2,3}'s best (45) ranks first */
+            CHECK(amxk_moe_topk(NULL, &r, 1, 4, l4, 4, 2, w, ids) == AMXK_OK && ids[0] == 3 && ids[1] == 2, "grouped max ties %d %d", ids[0], ids[1]);
+        }
+        /* softcap: weights are the scores of the capped logits */
+        memset(&r, 0, sizeof r);
+        r.score = AMXK_MOE_SCORE_SIGMOID, r.softcap = 30.0f;
+        CHECK(amxk_moe_topk(NULL, &r, 1, 2, l2, 2, 2, w, ids) == AMXK_OK && ids[0] == 1 && ids[1] == 0 &&
+                  fabs(w[0] - 1.0 / (1.0 + exp(-30.0 * tanh(40.0 / 30.0)))) < 1e-7 && fabs(w[1] - 1.0 / (1.0 + exp(-30.0 * tanh(1.0)))) < 1e-7,
+              "softcap ids %d %d w %.9g %.9g", ids[0], ids[1], w[0], w[1]);
+    }
+    TEST_SECTION("routing: sglang topk_sigmoid-like rows (|logits| up to 40, E 8 / 16 / 32, top-1 and top-4): the largest logits win");
+    {
+        static const size_t Es2[3] = {8, 16, 32};
+        size_t i2, t, e;
+        TEST_FOR_EACH_TIER(tier, ctx) {
+            for (i2 = 0; i2 < 3; i2++) {
+                size_t M = 123, E = Es2[i2], k = i2 == 2 ? 4 : 1;
+                float *l = (float *)malloc(M * E * 4), *tw = (float *)malloc(M * k * 4);
+                int32_t *ids = (int32_t *)malloc(M * k * 4);
+                long bad = 0, sat = 0;
+                amxk_moe_router r;
+                memset(&r, 0, sizeof r);
+                r.score = AMXK_MOE_SCORE_SIGMOID, r.renormalize = k > 1;
+                test_case_begin(test_case_mix(test_case_id("moe route sglang sigmoid", 0), E));
+                for (t = 0; t < M * E; t++) l[t] = test_randf(-40, 40);
+                CHECK(amxk_moe_topk(&ctx, &r, M, E, l, E, k, tw, ids) == AMXK_OK, "topk");
+                for (t = 0; t < M; t++) {
+                    int taken[32] = {0};
+                    size_t j;
+                    for (j = 0; j < k; j++) { /* j-th largest logit, lower id on equal logits */
+                        size_t b = 0;
+                        int have = 0;
+                        for (e = 0; e < E; e++)
+                            if (!taken[e] && (!have || l[t * E + e] > l[t * E + b])) b = e, have = 1;
+                        taken[b] = 1;
+                        bad += ids[t * k + j] != (int32_t)b;
+                        sat += j == 0 && l[t * E + b] > 17.0f;
+                    }
+                }
+                CHECK(bad == 0 && sat > 0, "tier %s E=%zu top-%zu: %ld ids differ from the logit order (%ld rows saturated)", amxk_tier_name(tier), E, k,
+                      bad, sat);
+                free(l), free(tw), free(ids);
+            }
         }
     }
 
@@ -395,7 +475,7 @@ typedef struct mset {
     size_t b13, b2, sb13, sb2; /* bytes per pack */
     unsigned char *w13, *w2, *sw13, *sw2;
     float *d13, *d2, *sd13, *sd2; /* dequantized: [E][2N][K], [E][K][N], [2Ns][K], [K][Ns] */
-    float *bias13, *bias2, *sbias13, *sbias2;
+    float *bias13, *bias2, *sbias13, *sbias2, *sgate; /* sgate: [K] shared-expert gate weights */
     const void **p13, **p2;
     size_t *pb13, *pb2;
 } mset;
@@ -448,11 +528,13 @@ static void mset_make(mset *ms, const mformat *f, amxk_dtype xt, size_t E, size_
     for (i = 0; i < E * K; i++) ms->bias2[i] = test_randf(-0.5f, 0.5f);
     for (i = 0; i < 2 * Ns; i++) ms->sbias13[i] = test_randf(-0.5f, 0.5f);
     for (i = 0; i < K; i++) ms->sbias2[i] = test_randf(-0.5f, 0.5f);
+    ms->sgate = (float *)test_alloc(K * 4);
+    for (i = 0; i < K; i++) ms->sgate[i] = test_randf(-0.25f, 0.25f);
 }
 static void mset_free(mset *ms) {
     test_free(ms->w13), test_free(ms->w2), test_free(ms->sw13), test_free(ms->sw2);
     free(ms->d13), free(ms->d2), free(ms->sd13), free(ms->sd2);
-    test_free(ms->bias13), test_free(ms->bias2), test_free(ms->sbias13), test_free(ms->sbias2);
+    test_free(ms->bias13), test_free(ms->bias2), test_free(ms->sbias13), test_free(ms->sbias2), test_free(ms->sgate);
     free(ms->p13), free(ms->p2), free(ms->pb13), free(ms->pb2);
 }
 
@@ -464,6 +546,9 @@ typedef struct mcase {
     float alpha, limit, rsf;
     int routing; /* 0 random distinct, 1 all to expert 1, 2 random with -1 and duplicates, 3 only even experts */
     int q8;      /* opts.act_int8 */
+    int map;     /* opts.expert_map: global ids 0..2E, local expert E-1-(g-1)/2 at odd g, -1 at even g */
+    int rin;     /* opts.routed_in: 0 none, 1 f32 [M, K+2], 2 bf16 [M, K], 3 out itself (pre-filled) */
+    int sgate;   /* shared->gate (bias 0.3) */
     uint64_t id; /* the case id: moe_case draws x, ids and weights from test_case_begin(id) */
 } mcase;
 
@@ -475,6 +560,8 @@ static double ref_act(const mcase *c, double g, double u, double gg, double gu, 
     if (c->act == AMXK_MOE_ACT_SWIGLU_OAI) {
         double gc = g < c->limit ? g : c->limit, uc = u < -c->limit ? -c->limit : u > c->limit ? c->limit : u;
         f = gc * ref_sig(c->alpha * gc), up = uc + 1.0, L = 1.0 + fabs(c->alpha * gc) / 4.0;
+    } else if (c->act == AMXK_MOE_ACT_GELU_ERF) {
+        f = 0.5 * g * (1.0 + erf(g / sqrt(2.0))), up = u, L = 1.2;
     } else if (c->act == AMXK_MOE_ACT_GELU_TANH) {
         f = 0.5 * g * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (g + 0.044715 * g * g * g))), up = u, L = 1.2;
     } else {
@@ -575,8 +662,13 @@ static double dec_out(const void *p, amxk_dtype t, size_t i) {
     return t == AMXK_DTYPE_F32 ? ((const float *)p)[i] : test_ref_decode(t, ((const uint16_t *)p)[i]);
 }
 
+static int32_t gmap(const mcase *c, size_t E, size_t g) { /* the test's expert map */
+    (void)c;
+    return g % 2 && (g - 1) / 2 < E ? (int32_t)(E - 1 - (g - 1) / 2) : -1;
+}
 static void fill_ids(const mcase *c, size_t E, int32_t *ids, float *tw) {
     size_t t, j;
+    if (c->map) E = 2 * E + 1; /* global ids */
     for (t = 0; t < c->M; t++)
         for (j = 0; j < c->topk; j++) {
             int32_t id;
@@ -603,8 +695,12 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
     size_t M = c->M, K = ms->K, N = ms->N, topk = c->topk, t, j, k, ws_bytes = 0, xbytes, obytes, ldo = c->inplace ? c->ldx : c->ldo;
     amxk_dtype ot = c->inplace ? ms->xt : c->ot;
     void *x = test_alloc((xbytes = ((M - 1) * c->ldx + K) * 2)), *out, *ws;
-    float *tw = (float *)test_alloc(M * topk * 4);
-    int32_t *ids = (int32_t *)test_alloc(M * topk * 4);
+    float *tw = topk ? (float *)test_alloc(M * topk * 4) : NULL;
+    int32_t *ids = topk ? (int32_t *)test_alloc(M * topk * 4) : NULL, *map = NULL;
+    size_t ldr = c->rin == 1 ? K + 2 : c->rin == 3 ? (c->inplace ? c->ldx : c->ldo) : K;
+    amxk_dtype rt = c->rin == 1 ? AMXK_DTYPE_F32 : c->rin == 2 ? AMXK_DTYPE_BF16 : c->inplace ? ms->xt : c->ot;
+    double *rabs = (double *)malloc(K * sizeof(double)), *Rv = c->rin ? (double *)malloc(M * K * sizeof(double)) : NULL;
+    void *rin = NULL;
     double *xd = (double *)malloc(K * sizeof(double)), *y = (double *)malloc(K * sizeof(double));
     double *B = (double *)malloc(K * sizeof(double)), *S = (double *)malloc(K * sizeof(double)), *ysh = (double *)malloc(K * sizeof(double));
     double *Bs = (double *)malloc(K * sizeof(double)), *Ss = (double *)malloc(K * sizeof(double)), *xw = (double *)malloc(K * sizeof(double));
@@ -630,6 +726,21 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
     xcopy = (unsigned char *)malloc(xbytes);
     memcpy(xcopy, x, xbytes);
     fill_ids(c, ms->E, ids, tw);
+    if (c->map) {
+        map = (int32_t *)test_alloc((2 * ms->E + 1) * 4);
+        for (t = 0; t < 2 * ms->E + 1; t++) map[t] = gmap(c, ms->E, t);
+    }
+    if (c->rin) { /* R: values exact in its dtype */
+        for (t = 0; t < M * K; t++) Rv[t] = rt == AMXK_DTYPE_F32 ? (double)test_randf(-1, 1) : test_ref_decode(rt, test_ref_encode(rt, test_randf(-1, 1)));
+        if (c->rin != 3) {
+            rin = test_alloc(((M - 1) * ldr + K) * amxk_dtype_size(rt));
+            for (t = 0; t < M; t++)
+                for (k = 0; k < K; k++) {
+                    if (rt == AMXK_DTYPE_F32) ((float *)rin)[t * ldr + k] = (float)Rv[t * K + k];
+                    else ((uint16_t *)rin)[t * ldr + k] = (uint16_t)test_ref_encode(rt, Rv[t * K + k]);
+                }
+        }
+    }
     memset(&w, 0, sizeof w);
     w.n_experts = ms->E, w.hidden = K, w.inter = N, w.w13_interleaved = c->interleaved;
     if (c->arrays) w.w13 = ms->p13, w.w13_bytes = ms->pb13, w.w2 = ms->p2, w.w2_bytes = ms->pb2;
@@ -639,14 +750,25 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
     sh.inter = ms->Ns, sh.w13 = ms->sw13, sh.w13_bytes = ms->sb13, sh.w2 = ms->sw2, sh.w2_bytes = ms->sb2;
     sh.w13_interleaved = c->interleaved;
     if (c->bias) sh.b13 = ms->sbias13, sh.b2 = ms->sbias2;
+    if (c->sgate) sh.gate = ms->sgate, sh.gate_bias = 0.3f;
     memset(&o, 0, sizeof o);
     o.act = (amxk_moe_act)c->act, o.alpha = c->alpha, o.limit = c->limit, o.apply_router_weight_on_input = c->on_input;
     o.e_begin = c->e0, o.e_end = c->e1, o.routed_scaling_factor = c->rsf, o.act_int8 = c->q8;
+    o.expert_map = map, o.n_global_experts = c->map ? 2 * ms->E + 1 : 0;
     s = amxk_moe_workspace_size(ctx, &w, c->shared ? &sh : NULL, &o, M, topk, &ws_bytes);
     CHECK(s == AMXK_OK, "ws size: %s", amxk_status_string(s));
     ws = test_alloc(ws_bytes);
     obytes = ((M - 1) * ldo + K) * amxk_dtype_size(ot);
     out = c->inplace ? x : test_alloc(obytes);
+    if (c->rin == 3) { /* routed_in = out: R written into out first */
+        for (t = 0; t < M; t++)
+            for (k = 0; k < K; k++) {
+                if (rt == AMXK_DTYPE_F32) ((float *)out)[t * ldo + k] = (float)Rv[t * K + k];
+                else ((uint16_t *)out)[t * ldo + k] = (uint16_t)test_ref_encode(rt, Rv[t * K + k]);
+            }
+        rin = out;
+    }
+    o.routed_in = rin, o.routed_dtype = rin ? rt : AMXK_DTYPE_INVALID, o.ld_routed = rin ? ldr : 0;
     s = amxk_moe_experts(ctx, &w, c->shared ? &sh : NULL, &o, M, x, ms->xt, c->ldx, topk, tw, ids, out, ot, ldo, ws, ws_bytes);
     CHECK(s == AMXK_OK, "moe %s tier %s: %s", fname, amxk_tier_name(ctx ? ctx->tier : AMXK_TIER_NONE), amxk_status_string(s));
     for (t = 0; t < M && s == AMXK_OK; t++) {
@@ -655,6 +777,7 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
         for (j = 0; j < topk; j++) {
             int32_t e = ids[t * topk + j];
             double wt = tw[t * topk + j];
+            if (c->map && e >= 0) e = gmap(c, ms->E, (size_t)e);
             if (e < 0 || (size_t)e < e0 || (size_t)e >= e1) continue;
             if (c->q8) { /* x row, or round16(fp32(w x)) with apply-on-input */
                 for (k = 0; k < K; k++)
@@ -676,6 +799,8 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
         }
         for (k = 0; k < K; k++) {
             double r = c->rsf != 0 ? c->rsf : 1.0;
+            rabs[k] = c->rin ? ldexp(1, -22) * fabs(r) * (fabs(Rv[t * K + k]) + yabs[k] + fabs(y[k])) : 0; /* fp32 adds to R */
+            if (c->rin) y[k] += Rv[t * K + k];
             y[k] *= r, B[k] *= fabs(r), S[k] *= fabs(r), ysh[k] = Bs[k] = Ss[k] = 0;
         }
         if (c->shared && c->q8) {
@@ -686,6 +811,12 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
             ref_mlp(c, xd, K, ms->Ns, ms->sd13, ms->sd2, c->bias ? ms->sbias13 : NULL, c->bias ? ms->sbias2 : NULL, c->interleaved, 1.0,
                     ysh, Bs, Ss);
         }
+        if (c->sgate) { /* sigmoid(x . gate + 0.3) times the shared row; fp32 dot and expf: 2^-20 of sum |x g| + 1 */
+            double dot = 0.3, mag = 1.3, gt;
+            for (k = 0; k < K; k++) dot += xd[k] * ms->sgate[k], mag += fabs(xd[k] * ms->sgate[k]);
+            gt = 1.0 / (1.0 + exp(-dot));
+            for (k = 0; k < K; k++) rabs[k] += ldexp(1, -20) * mag * fabs(ysh[k]), ysh[k] *= gt, Bs[k] *= gt, Ss[k] *= gt;
+        }
         for (k = 0; k < K; k++) {
             double ref = y[k] + ysh[k], got = dec_out(out, ot, t * ldo + k);
             /* act_int8: S (fp32 sums, scale error) and B (= F, possible flips of the intermediate's
@@ -693,6 +824,7 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
                |terms|) */
             double tol = c->q8 ? eps_out * fabs(ref) + S[k] + Ss[k] + B[k] + Bs[k] + ldexp(1, -22) * (yabs[k] * fabs(c->rsf != 0 ? c->rsf : 1.0) + fabs(ysh[k])) + 1e-30
                                : eps_out * fabs(ref) + ca * (S[k] + Ss[k]) + cg * (B[k] + Bs[k]) + 1e-30;
+            tol += rabs[k];
             double err = fabs(got - ref);
             if (!(err <= tol)) {
                 if (bad++ == 0)
@@ -716,7 +848,9 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
         memcpy(*out_copy, out, obytes);
     }
     if (!c->inplace) test_free(out);
-    test_free(x), test_free(ws), test_free(tw), test_free(ids);
+    test_free(x), test_free(ws), test_free(tw), test_free(ids), test_free(map);
+    if (c->rin != 3) test_free(rin);
+    free(rabs), free(Rv);
     free(xd), free(y), free(B), free(S), free(ysh), free(Bs), free(Ss), free(xw), free(xcopy), free(yabs), free(ylast), free(xf);
 }
 
@@ -761,10 +895,11 @@ static void test_experts(void) {
         mset_make(&ms, &formats[fi], AMXK_DTYPE_BF16, E, K, N, Ns);
         TEST_FOR_EACH_TIER(tier, ctx) {
             int act, bias, oni, ci = 0;
-            for (act = 0; act < 3; act++)
+            for (act = 0; act < 4; act++) /* act 3 (erf gelu, last: the earlier cases keep their ids) on every other format */
                 for (bias = 0; bias < 2; bias++)
                     for (oni = 0; oni < 2; oni++, ci++) {
                         mcase c;
+                        if (act == 3 && (fi % 2 || bias == oni)) continue;
                         memset(&c, 0, sizeof c);
                         c.M = ci % 3 == 0 ? 1 : ci % 3 == 1 ? 13 : 7;
                         c.topk = ci % 2 ? 2 : 3;
@@ -791,9 +926,10 @@ static void test_experts(void) {
         TEST_FOR_EACH_TIER(tier, ctx) {
             int act, bias, oni, ci = 0;
             mcase c;
-            for (act = 0; act < 3; act++)
+            for (act = 0; act < 4; act++) /* act 3: erf gelu, two cases on every other format */
                 for (bias = 0; bias < 2; bias++)
                     for (oni = 0; oni < 2; oni++, ci++) {
+                        if (act == 3 && (fi % 2 || bias == oni)) continue;
                         memset(&c, 0, sizeof c);
                         c.q8 = 1;
                         c.M = ci % 3 == 0 ? 1 : ci % 3 == 1 ? 13 : 7;
@@ -857,6 +993,30 @@ static void test_experts(void) {
             c.M = 1, c.topk = 4, c.on_input = 1, c.act = AMXK_MOE_ACT_GELU_TANH;
             c.id = test_case_id("moe fp16 q8", 1);
             moe_case(&ctx, &ms, &c, "fp16 x, int4 act_int8 M=1", NULL);
+        }
+        mset_free(&ms);
+    }
+
+    TEST_SECTION("fused experts: expert map (global -> local), routed input (+ shared expert: sglang shared_expert_cpu), topk = 0");
+    for (fi = 0; fi < 3; fi++) { /* bf16, int4 (w*a16) and int4-sym-g32 with act_int8 */
+        mset ms;
+        test_case_begin(test_case_id("moe map weights", fi));
+        if (fi < 2) mset_make(&ms, &formats[fi], AMXK_DTYPE_BF16, E, K, fi ? 48 : 40, 32);
+        else mset_make(&ms, &q8_formats[3].f, AMXK_DTYPE_BF16, E, K, 64, 32);
+        TEST_FOR_EACH_TIER(tier, ctx) {
+            int ci;
+            for (ci = 0; ci < 8; ci++) { /* 6, 7: shared gate (7: topk = 0 with routed input) */
+                mcase c;
+                memset(&c, 0, sizeof c);
+                c.q8 = fi == 2, c.M = ci % 2 ? 9 : 1, c.topk = ci < 3 ? 3 : ci == 5 ? 2 : 0, c.ldx = K, c.ldo = K + 3, c.bias = ci % 2;
+                c.ot = ci % 3 == 0 ? AMXK_DTYPE_F32 : ci % 3 == 1 ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F16;
+                c.map = ci < 3 || ci == 5, c.routing = ci == 1 ? 2 : 0, c.shared = ci >= 2, c.rsf = ci >= 3 ? 16.0f : ci == 2 ? 2.5f : 0.0f;
+                c.rin = ci == 2 ? 1 : ci == 3 ? 2 : ci >= 4 ? 3 : 0, c.act = ci == 4 ? AMXK_MOE_ACT_GELU_ERF : AMXK_MOE_ACT_SILU;
+                if (ci == 1) c.e0 = 1, c.e1 = 5; /* a shard of the local experts */
+                if (ci >= 6) c.sgate = 1, c.shared = 1, c.map = 0, c.topk = ci == 6 ? 2 : 0, c.rin = ci == 7 ? 2 : 0, c.M = 13;
+                c.id = test_case_mix(test_case_id("moe map", fi), (uint64_t)ci);
+                moe_case(&ctx, &ms, &c, fi == 2 ? "map/routed_in q8" : "map/routed_in", NULL);
+            }
         }
         mset_free(&ms);
     }
@@ -1014,7 +1174,24 @@ static void test_bad(void) {
     BAD_MOE(AMXK_ERR_NULL, out_ = NULL);
     BAD_MOE(AMXK_ERR_NULL, w2_.w2_base = NULL);
     BAD_MOE(AMXK_ERR_SHAPE, m_ = 0);
-    BAD_MOE(AMXK_ERR_SHAPE, tk_ = 0);
+    BAD_MOE(AMXK_ERR_SHAPE, w2_.hidden = 0);
+    {
+        int32_t map_[9] = {3, -1, 2, 1, 0, -1, -1, -1, -1}, bmap[9] = {3, -1, 2, 4, 0, -1, -1, -1, -1};
+        float rin_[3 * 32];
+        BAD_MOE(AMXK_ERR_ARG, o2_.expert_map = bmap, o2_.n_global_experts = 9);           /* entry >= E */
+        BAD_MOE(AMXK_ERR_ARG, o2_.expert_map = map_, o2_.n_global_experts = 0);
+        BAD_MOE(AMXK_ERR_ARG, o2_.expert_map = map_, o2_.n_global_experts = 3);           /* id 3 >= 3 */
+        BAD_MOE(AMXK_ERR_ALIAS, o2_.expert_map = map_, o2_.n_global_experts = 9, out_ = (void *)map_);
+        BAD_MOE(AMXK_ERR_DTYPE, o2_.routed_in = rin_, o2_.routed_dtype = AMXK_DTYPE_I8, o2_.ld_routed = K);
+        BAD_MOE(AMXK_ERR_STRIDE, o2_.routed_in = rin_, o2_.routed_dtype = AMXK_DTYPE_F32, o2_.ld_routed = K - 1);
+        BAD_MOE(AMXK_ERR_ALIAS, o2_.routed_in = (const char *)out + 4, o2_.routed_dtype = AMXK_DTYPE_F32, o2_.ld_routed = K);
+        BAD_MOE(AMXK_ERR_ALIAS, o2_.routed_in = out, o2_.routed_dtype = AMXK_DTYPE_BF16, o2_.ld_routed = K); /* out is f32 */
+        BAD_MOE(AMXK_ERR_ALIAS, o2_.routed_in = ws, o2_.routed_dtype = AMXK_DTYPE_F32, o2_.ld_routed = K);
+        BAD_MOE(AMXK_ERR_NULL, tw_ = NULL, tk_ = 2);
+        BAD_MOE(AMXK_ERR_ARG, sh2_.gate = ms.sgate, sh2_.gate_bias = NAN);
+        BAD_MOE(AMXK_ERR_ALIAS, sh2_.gate = ms.sgate, out_ = ms.sgate, wsb_ = ws_bytes + 64);
+        (void)rin_;
+    }
     BAD_MOE(AMXK_ERR_SHAPE, w2_.inter = 0);
     BAD_MOE(AMXK_ERR_FORMAT, w2_.inter = 8);   /* packs are [32, 32] / [32, 16] */
     BAD_MOE(AMXK_ERR_FORMAT, w2_.hidden = 16); /* K mismatch */
@@ -1031,7 +1208,7 @@ static void test_bad(void) {
     ids[2] = 2;
     BAD_MOE(AMXK_ERR_ARG, o2_.e_begin = 3, o2_.e_end = 2);
     BAD_MOE(AMXK_ERR_ARG, o2_.e_begin = 0, o2_.e_end = 5);
-    BAD_MOE(AMXK_ERR_ARG, o2_.act = (amxk_moe_act)3);
+    BAD_MOE(AMXK_ERR_ARG, o2_.act = (amxk_moe_act)4);
     BAD_MOE(AMXK_ERR_ARG, o2_.act = AMXK_MOE_ACT_SWIGLU_OAI, o2_.alpha = NAN, o2_.limit = 7);
     BAD_MOE(AMXK_ERR_ARG, o2_.act = AMXK_MOE_ACT_SWIGLU_OAI, o2_.alpha = 1.7f, o2_.limit = 0);
     BAD_MOE(AMXK_ERR_ARG, o2_.apply_router_weight_on_input = 2);
