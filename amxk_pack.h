@@ -1790,15 +1790,14 @@ AMXK__PRIV void amxk__linear_q_panel__avx512(const amxk__linear_args *a, const f
 }
 /* ---- the tiles of amxk_linear at 16 lanes: fp32 FMA (every AVX-512 level), vdpbf16ps (AVX512_BF16) ---- */
 
-/* Weight k of the 16 columns of packed block wb (bf16 / fp16 pairs) as f32: one load of pair row k / 2,
-   then a shift or AND (bf16) or the halves of that parity narrowed (vpmovdw) and widened (vcvtph2ps). */
-static inline __attribute__((always_inline)) __m512 amxk__lin_w16__avx512(const uint16_t *wb, amxk_dtype dt, size_t k) {
+/* Weight k of the 16 columns of packed bf16 block wb as f32: one load of pair row k / 2, then a shift
+   (even k) or an AND (odd k). */
+static inline __attribute__((always_inline)) __m512 amxk__lin_w16__avx512(const uint16_t *wb, size_t k) {
     const __m512i v = _mm512_loadu_si512((const void *)(wb + (k / 2) * 32));
-    if (dt == AMXK_DTYPE_BF16) return _mm512_castsi512_ps((k & 1) ? _mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)) : _mm512_slli_epi32(v, 16));
-    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16((k & 1) ? _mm512_srli_epi32(v, 16) : v));
+    return _mm512_castsi512_ps((k & 1) ? _mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)) : _mm512_slli_epi32(v, 16));
 }
 #define AMXK__LIN16_LD_F32(w, off, q, dt) _mm512_loadu_ps((const float *)(w) + (off) + (q) * 16)
-#define AMXK__LIN16_LD_PACKED(w, off, q, dt) amxk__lin_w16__avx512((const uint16_t *)(w) + (off), (dt), (q))
+#define AMXK__LIN16_LD_PACKED(w, off, q, dt) amxk__lin_w16__avx512((const uint16_t *)(w) + (off), (q))
 #define AMXK__LIN16_BC_F32(p) _mm512_set1_ps(amxk__bits_f32(*(p)))
 #define AMXK__LIN16_FMA(acc, w, x) _mm512_fmadd_ps((x), (w), (acc))
 /* fp32 FMA tiles: on blocks widened to f32 (wf[k * 16 + lane], prefill) or straight on packed blocks
