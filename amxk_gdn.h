@@ -1594,7 +1594,9 @@ AMXK__PRIV amxk_status amxk__conv_packed(const void *packed, size_t bytes, size_
     if (!packed) return AMXK_ERR_NULL;
     if (bytes < sizeof h) return AMXK_ERR_FORMAT;
     memcpy(&h, packed, sizeof h);
-    if (memcmp(h.magic, "AMXKCONV", 8) != 0 || h.version != AMXK__CONV_VERSION) return AMXK_ERR_FORMAT;
+    if (memcmp(h.magic, "AMXKCONV", 8) != 0 || h.version != AMXK__CONV_VERSION || h.has_bias > 1) return AMXK_ERR_FORMAT;
+    for (need = 0; need < sizeof h.reserved; need++)
+        if (h.reserved[need]) return AMXK_ERR_FORMAT; /* every header field validated */
     if (amxk_conv1d_pack_size((size_t)h.dim, (size_t)h.width, &need) != AMXK_OK || bytes < need) return AMXK_ERR_FORMAT;
     if ((uintptr_t)packed % 4) return AMXK_ERR_ALIGN;
     *dim = (size_t)h.dim;

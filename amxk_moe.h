@@ -273,8 +273,11 @@ AMXK_DEF amxk_status amxk_moe_workspace_size(const amxk_ctx *ctx, const amxk_moe
    topk_ids int32, contiguous [M, topk] (weights of pairs that add nothing are not read). out: [M, K]
    F32, BF16 or F16, row stride ldo >= K; may alias x. shared: NULL or the shared expert. workspace:
    >= amxk_moe_workspace_size bytes, AMXK_ALIGN aligned.
+   Every pack of the shard (and the shared expert's) is validated as amxk_packed_linear_info says
+   (untrusted bytes); workspace sizes are overflow-checked (SHAPE when they do not fit a size_t).
    Errors (nothing written): CONTEXT, NULL, SHAPE (M, topk, E, K, N 0), STRIDE, DTYPE, FORMAT (a pack
    in the shard is not a pack, or not [2N, K] / [K, N], or a 16-bit pack of another dtype than x),
+   ALIGN (a pack not 64-byte aligned, an expert stride not a multiple of 64),
    ARG (ids < -1 or >= E, bad shard, act, alpha, limit, flags), WORKSPACE, ALIGN, ALIAS, UNSUPPORTED
    (act_int8 and a pack amxk_linear_q8 does not take, see ACT_INT8). */
 AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *shared,

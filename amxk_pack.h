@@ -100,8 +100,8 @@ extern "C" {
 #endif
 
 /* Bytes needed to pack a W[N,K] weight as `packed_dtype` (AMXK_DTYPE_BF16 or AMXK_DTYPE_F16).
-   Always a multiple of 64. Errors: AMXK_ERR_NULL (bytes), AMXK_ERR_SHAPE (n or k == 0),
-   AMXK_ERR_DTYPE (packed_dtype). */
+   Always a multiple of 64. Errors: AMXK_ERR_NULL (bytes), AMXK_ERR_SHAPE (n or k == 0 or above 2^40,
+   or a size that does not fit a size_t: overflow-checked), AMXK_ERR_DTYPE (packed_dtype). */
 AMXK_DEF amxk_status amxk_pack_linear_size(amxk_dtype packed_dtype, size_t n, size_t k, size_t *bytes);
 
 /* Packs row-major W[N,K] (element (n,k) at w[n*ldw + k]; ldw >= k, in elements) of dtype w_dtype
@@ -121,7 +121,13 @@ AMXK_DEF amxk_status amxk_pack_linear_batched(const amxk_ctx *ctx, void *dst, si
                                               size_t ldw, size_t expert_stride);
 
 /* Reads a packed buffer's header. Any output pointer may be NULL. AMXK_ERR_FORMAT if the buffer is
-   not a packed linear weight of this format version, or bytes is smaller than its size. */
+   not a packed linear weight of this format version, or bytes is smaller than its size. Every reader
+   of a pack (this, amxk_packed_quant_info, amxk_dequantize, amxk_linear, amxk_linear_q8, the MoE
+   experts) treats it as untrusted bytes: magic, version, every header field (dtype, N, K, format,
+   asymmetry, block sizes, flags, reserved bytes) checked against each other and the buffer size with
+   overflow-checked sizes, and zero padding columns past K (bf16/fp16 and fp8 packs; the columns the
+   kernels would multiply by x's zero padding): AMXK_ERR_FORMAT otherwise. Readers of the body
+   (dequantize, linear, linear_q8) also need it AMXK_ALIGN aligned (AMXK_ERR_ALIGN). */
 AMXK_DEF amxk_status amxk_packed_linear_info(const void *packed, size_t bytes, amxk_dtype *packed_dtype, size_t *n,
                                              size_t *k);
 
@@ -159,8 +165,10 @@ typedef struct amxk_quant {
     size_t block_n, block_k; /* scale block (see above) */
 } amxk_quant;
 
-/* Bytes of a quantized pack of W[N,K]. Errors: NULL, SHAPE (n, k == 0), ARG (format, asym on fp8,
-   block_k == 0 or, for ints, not dividing K or block_n > 1, block_n == 0 for fp8). */
+/* Bytes of a quantized pack of W[N,K]. fp8 block sizes may be anything >= 1 (a block larger than N
+   or K is one block). Errors: NULL, SHAPE (n, k == 0 or above 2^40, or a size that does not fit a
+   size_t: overflow-checked), ARG (format, asym on fp8, block_k == 0 or, for ints, not dividing K or
+   block_n > 1, block_n == 0 for fp8). */
 AMXK_DEF amxk_status amxk_pack_quant_size(const amxk_quant *q, size_t n, size_t k, size_t *bytes);
 
 /* Quantizes row-major W[N,K] (F32 or BF16, ldw elements apart) and packs it. Per scale block:
@@ -269,13 +277,18 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    summed in 16-bit lanes over 8 (int4) or 32 (int2) steps, which cannot overflow, then vpmaddwd to
    int32. AMX (M >= 5, AMX-INT8 or the emulator): TDPBSSD on 16 x 32 tiles, int4/int2 fields widened
    to int8 per k step (exact int32 as well). Scalar: int32 loops. Same parallel decomposition as
-   amxk_linear. */
+   amxk_linear. The pack is validated as amxk_packed_linear_info says; a bf16/fp16 or fp8 pack (or
+   asymmetric int8) is AMXK_ERR_FORMAT, groups that are not whole 64-byte rows AMXK_ERR_UNSUPPORTED.
+   Errors (nothing written): CONTEXT, NULL, SHAPE, DTYPE, ARG (layout, act_group, an xq of -128),
+   FORMAT, UNSUPPORTED, ALIGN, STRIDE, ALIAS. */
 AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const int8_t *xq, size_t ldq,
                                     const float *xscales, amxk_scale_layout layout, size_t ld_s, size_t act_group,
                                     const void *packed, size_t packed_bytes, const float *bias, void *y, amxk_dtype y_dtype,
                                     size_t ldy);
 
-/* Workspace bytes amxk_linear needs for this context (tier, worker count) and shape. May be 0. */
+/* Workspace bytes amxk_linear needs for this context (tier, worker count) and shape. May be 0.
+   AMXK_ERR_SHAPE for n or k above 2^40 (no pack is larger) or a size that does not fit a size_t (the
+   worker count multiplies it; overflow-checked). */
 AMXK_DEF amxk_status amxk_linear_workspace_size(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t *bytes);
 /* The same for a given packed buffer (quantized packs need room to dequantize a block). */
 AMXK_DEF amxk_status amxk_linear_workspace_size_for(const amxk_ctx *ctx, size_t m, const void *packed, size_t packed_bytes,
@@ -292,6 +305,8 @@ AMXK_DEF amxk_status amxk_linear_workspace_size_for(const amxk_ctx *ctx, size_t 
    amxk_linear_workspace_size_for(ctx, M, packed, packed_bytes) for any pack; AMXK_ALIGN aligned
    (NULL if 0).
    Any M, N, K >= 1. Levels and the parallel decomposition: see the top of this header.
+   The pack is validated as amxk_packed_linear_info says (untrusted bytes: FORMAT, ALIGN); the
+   context's tier must be usable here (CONTEXT). Non-finite values propagate (README: Trust).
    Errors (nothing written): CONTEXT, NULL, SHAPE, STRIDE, DTYPE, FORMAT, ALIGN, WORKSPACE, ALIAS. */
 AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *x, amxk_dtype x_dtype,
                                  size_t ldx, const void *packed, size_t packed_bytes, const float *bias, void *y,
@@ -1115,7 +1130,7 @@ static inline __attribute__((always_inline)) int amxk__linear_fp8__2x16__avx2(co
         _mm256_storeu_ps(out + r * 16, res[r][0]);
         _mm256_storeu_ps(out + r * 16 + 8, res[r][1]);
     }
-    return !_mm256_testz_si256(bad, bad);
+    return _mm256_movemask_epi8(bad) != 0; /* (not vptest: SIMDe 0.7.4 gets _mm256_testz_si256 wrong in the emulated test build) */
 }
 
 /* Int decode kernel (w*a16): rows 0 .. mr-1 (mr <= 2) of xr against block b. Symmetric packs: per
