@@ -78,7 +78,10 @@ FZ_FN void fz_ctx(amxk_ctx *c, uint8_t sel) {
 }
 
 /* A status call must not have written: compare with the copy, abort on a difference. */
+static int fz_verbose = -1; /* AMXK_FUZZ_VERBOSE set: every call's status to stderr */
 FZ_FN void fz_same(const void *a, const void *copy, size_t n, amxk_status s, const char *what) {
+    if (fz_verbose < 0) fz_verbose = getenv("AMXK_FUZZ_VERBOSE") != NULL;
+    if (fz_verbose) fprintf(stderr, "%s: %d\n", what, (int)s);
     if (s != AMXK_OK && n && memcmp(a, copy, n) != 0) {
         fprintf(stderr, "%s: status %d but the output changed\n", what, (int)s);
         abort();
