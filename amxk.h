@@ -468,7 +468,9 @@ AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b);
 
 #define AMXK__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define AMXK__MAX(a, b) ((a) > (b) ? (a) : (b))
-#define AMXK__CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
+/* ceil(a / b) without forming a + b - 1 (no wrap for any a, b >= 1); ROUND_UP wraps only when the
+   result does not fit: sizes from unbounded inputs use amxk__sz_round (below) instead. */
+#define AMXK__CEIL_DIV(a, b) ((a) / (b) + ((a) % (b) != 0))
 #define AMXK__ROUND_UP(a, b) (AMXK__CEIL_DIV(a, b) * (b))
 
 // >>util -----------------------------------------------------------------------------------------
@@ -555,6 +557,19 @@ AMXK__INLINE uint8_t amxk__f32_to_e5m2(float f) {
     a += 0xc80fffffu + ((a >> 21) & 1u); /* rebias 127 -> 15 + 0xfffff + RNE */
     return (uint8_t)(sign | (a >> 21));
 }
+
+/* Overflow-checked size arithmetic: the result when it fits a size_t; otherwise *ovf is set (and the
+   value is meaningless). One flag collects a whole size expression; the caller tests it once. */
+AMXK__INLINE size_t amxk__sz_mul(size_t a, size_t b, int *ovf) {
+    if (b != 0 && a > (size_t)-1 / b) *ovf = 1;
+    return a * b;
+}
+AMXK__INLINE size_t amxk__sz_add(size_t a, size_t b, int *ovf) {
+    if (a > (size_t)-1 - b) *ovf = 1;
+    return a + b;
+}
+/* a rounded up to a multiple of b (b >= 1). */
+AMXK__INLINE size_t amxk__sz_round(size_t a, size_t b, int *ovf) { return amxk__sz_mul(AMXK__CEIL_DIV(a, b), b, ovf); }
 
 /* Split [0, n) into `parts` near-equal contiguous ranges; range i is [*b, *e). */
 AMXK__INLINE void amxk__split(size_t n, size_t parts, size_t i, size_t *b, size_t *e) {

@@ -263,7 +263,8 @@ AMXK_DEF amxk_status amxk_gdn_workspace_size(const amxk_ctx *ctx, const amxk_gdn
 
 /* The gated delta rule over n_seqs packed sequences (sequence n owns tokens [qsl[n], qsl[n+1]);
    query_start_loc: n_seqs+1 int32 values, qsl[0] >= 0, non-decreasing). Output o[t*ldo + hv*Dv + j]
-   (o_dtype F32 or BF16, ldo >= HV*Dv); o must not overlap the state pool or the inputs.
+   (o_dtype F32 or BF16, ldo >= HV*Dv); o must not overlap the state pool or the inputs (q, k, v, the
+   gates and their parameters), nor the state pool an input (checked: AMXK_ERR_ALIAS).
    slot_idx: NULL (sequence n uses slot n) or n_seqs int32 in [0, n_slots) or -1; slots other than -1
    must be distinct. has_initial_state: NULL (all 1) or n_seqs bytes; 0 => the sequence starts from a
    zero state (the slot's content is ignored). Per sequence with slot s:
@@ -1685,7 +1686,9 @@ AMXK__PRIV amxk_status amxk__conv_packed(const void *packed, size_t bytes, size_
     if (!packed) return AMXK_ERR_NULL;
     if (bytes < sizeof h) return AMXK_ERR_FORMAT;
     memcpy(&h, packed, sizeof h);
-    if (memcmp(h.magic, "AMXKCONV", 8) != 0 || h.version != AMXK__CONV_VERSION) return AMXK_ERR_FORMAT;
+    if (memcmp(h.magic, "AMXKCONV", 8) != 0 || h.version != AMXK__CONV_VERSION || h.has_bias > 1) return AMXK_ERR_FORMAT;
+    for (need = 0; need < sizeof h.reserved; need++)
+        if (h.reserved[need]) return AMXK_ERR_FORMAT; /* every header field validated */
     if (amxk_conv1d_pack_size((size_t)h.dim, (size_t)h.width, &need) != AMXK_OK || bytes < need) return AMXK_ERR_FORMAT;
     if ((uintptr_t)packed % 4) return AMXK_ERR_ALIGN;
     *dim = (size_t)h.dim;
@@ -1889,6 +1892,24 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *p, amx
         amxk__overlap(o, ob, in->v, ((t_end - 1) * in->ldv + HV * dv) * es) || amxk__overlap(o, ob, ws, pl.ws_total) ||
         amxk__overlap(st->data, ((st->n_slots - 1) * (st->n_slots > 1 ? st->slot_stride : 0) + HV * hsz) * 4, ws, pl.ws_total))
         return AMXK_ERR_ALIAS;
+    { /* the gates (and q, k, v): neither o nor the state pool (both written) may overlap an input */
+        const size_t sb = ((st->n_slots - 1) * (st->n_slots > 1 ? st->slot_stride : 0) + HV * hsz) * 4;
+        const void *gp[7];
+        size_t gb[7], i;
+        gp[4] = in->q, gb[4] = ((t_end - 1) * in->ldq + H * dk) * es, gp[5] = in->k, gb[5] = ((t_end - 1) * in->ldk + H * dk) * es;
+        gp[6] = in->v, gb[6] = ((t_end - 1) * in->ldv + HV * dv) * es;
+        if (in->g) {
+            gp[0] = in->g, gb[0] = ((t_end - 1) * in->ldg + HV) * 4, gp[1] = in->beta, gb[1] = ((t_end - 1) * in->ldbeta + HV) * 4;
+            gp[2] = gp[3] = NULL, gb[2] = gb[3] = 0;
+        } else {
+            const size_t ab = amxk_dtype_size(in->ab_dtype);
+            gp[0] = in->a, gb[0] = ((t_end - 1) * in->lda + HV) * ab, gp[1] = in->b, gb[1] = ((t_end - 1) * in->ldb + HV) * ab;
+            gp[2] = in->A_log, gp[3] = in->dt_bias;
+            gb[2] = HV * amxk_dtype_size(amxk__gdn_pdt(in->A_log_dtype)), gb[3] = HV * amxk_dtype_size(amxk__gdn_pdt(in->dt_bias_dtype));
+        }
+        for (i = 0; i < 7; i++)
+            if (amxk__overlap(o, ob, gp[i], gb[i]) || amxk__overlap(st->data, sb, gp[i], gb[i])) return AMXK_ERR_ALIAS;
+    }
     memset(&a, 0, sizeof a);
     a.p = p, a.in = in, a.G = HV / H, a.dk = dk, a.dv = dv, a.hv = HV;
     a.n_seqs = n_seqs, a.qsl = qsl, a.slot = slot, a.has_init = has_init;

@@ -325,9 +325,12 @@ AMXK_DEF amxk_status amxk_moe_workspace_size(const amxk_ctx *ctx, const amxk_moe
    topk_ids int32, contiguous [M, topk] (weights of pairs that add nothing are not read); topk may be 0
    (no routed pairs: see ROUTED INPUT). out: [M, K] F32, BF16 or F16, row stride ldo >= K; may alias x.
    shared: NULL or the shared expert. workspace: >= amxk_moe_workspace_size bytes, AMXK_ALIGN aligned.
+   Every pack of the shard (and the shared expert's) is validated as amxk_packed_linear_info says
+   (untrusted bytes); workspace sizes are overflow-checked (SHAPE when they do not fit a size_t).
    Errors (nothing written): CONTEXT, NULL, SHAPE (M or K 0; with topk > 0: E or N 0), STRIDE (ldx, ldo,
    ld_routed), DTYPE (x, out, routed_dtype), FORMAT (a pack in the shard is not a pack, or not [2N, K] /
    [K, N], or a 16-bit pack of another dtype than x),
+   ALIGN (a pack not 64-byte aligned, an expert stride not a multiple of 64),
    ARG (ids < -1 or >= E, or >= n_global_experts with a map; map entries < -1 or >= E; n_global_experts
    0 with a map; bad shard, act, alpha, limit, flags), WORKSPACE, ALIGN, ALIAS, UNSUPPORTED
    (act_int8 and a pack amxk_linear_q8 does not take, see ACT_INT8). */
@@ -551,6 +554,7 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
     size_t e, K, N, R, off = 0, lin = 0, pb, prevb13 = 0, prevb2 = 0;
     const void *pw, *prev13 = NULL, *prev2 = NULL;
     amxk_status s;
+    int ovf = 0;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!w) return AMXK_ERR_NULL;
     if (m == 0 || w->hidden == 0 || (topk && (w->n_experts == 0 || w->inter == 0))) return AMXK_ERR_SHAPE;
@@ -559,6 +563,7 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
         return AMXK_ERR_SHAPE;
     if (topk && ((w->w13 && !w->w13_bytes) || (w->w2 && !w->w2_bytes))) return AMXK_ERR_NULL;
     if (topk && w->w13_interleaved != 0 && w->w13_interleaved != 1) return AMXK_ERR_ARG;
+    if (topk && ((!w->w13 && w->w13_stride % AMXK_ALIGN) || (!w->w2 && w->w2_stride % AMXK_ALIGN))) return AMXK_ERR_ALIGN; /* packs are 64-byte aligned */
     memset(p, 0, sizeof *p);
     K = w->hidden, N = topk ? w->inter : 0, R = m * topk;
     p->e_begin = o ? o->e_begin : 0, p->e_end = o ? o->e_end : 0;
@@ -591,23 +596,25 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
             prev2 = pw, prevb2 = pb;
         }
     }
-#define AMXK__MOE_TAKE(field, bytes) (p->field = off, off += AMXK__ROUND_UP((size_t)(bytes), (size_t)AMXK_ALIGN))
-    AMXK__MOE_TAKE(off_cnt, ((topk ? w->n_experts : 0) + 1) * 4);
-    AMXK__MOE_TAKE(off_order, R * 4);
-    AMXK__MOE_TAKE(off_pos, R * 4);
+    /* a region of a x b bytes (a, b each fit: M * topk <= 2^31, K, N, Ns <= 2^32), overflow-checked */
+#define AMXK__MOE_TAKE(field, a, b) \
+    (p->field = off, off = amxk__sz_add(off, amxk__sz_round(amxk__sz_mul((size_t)(a), (size_t)(b), &ovf), (size_t)AMXK_ALIGN, &ovf), &ovf))
+    AMXK__MOE_TAKE(off_cnt, (topk ? w->n_experts : 0) + 1, 4);
+    AMXK__MOE_TAKE(off_order, R, 4);
+    AMXK__MOE_TAKE(off_pos, R, 4);
     p->max_units = AMXK__MIN(p->e_end - p->e_begin, R) + 1; /* active experts + the shared expert */
-    AMXK__MOE_TAKE(off_units, p->max_units * sizeof(amxk__moe_unit));
+    AMXK__MOE_TAKE(off_units, p->max_units, sizeof(amxk__moe_unit));
     /* gathered 16-bit rows (act_int8: only the scaled rows of apply-on-input, quantized from there),
        h, the activation (16-bit, or f32 before its quantization), y */
-    AMXK__MOE_TAKE(off_xg, !p->q8 || (o && o->apply_router_weight_on_input) ? R * K * 2 : 0);
-    AMXK__MOE_TAKE(off_h, R * 2 * N * 4);
-    AMXK__MOE_TAKE(off_a, R * N * (p->q8 ? 4 : 2));
-    AMXK__MOE_TAKE(off_y, R * K * 4);
+    AMXK__MOE_TAKE(off_xg, !p->q8 || (o && o->apply_router_weight_on_input) ? R * 2 : 0, K);
+    AMXK__MOE_TAKE(off_h, R * 8, N);
+    AMXK__MOE_TAKE(off_a, R * (p->q8 ? 4 : 2), N);
+    AMXK__MOE_TAKE(off_y, R * 4, K);
     if (p->q8) { /* int8 rows and their scales: the gathered x rows, the activation */
-        AMXK__MOE_TAKE(off_xq, R * K);
-        AMXK__MOE_TAKE(off_xs, R * 4);
-        AMXK__MOE_TAKE(off_aq, R * N);
-        AMXK__MOE_TAKE(off_as, R * 4);
+        AMXK__MOE_TAKE(off_xq, R, K);
+        AMXK__MOE_TAKE(off_xs, R, 4);
+        AMXK__MOE_TAKE(off_aq, R, N);
+        AMXK__MOE_TAKE(off_as, R, 4);
     }
     if (sh) {
         size_t Ns = sh->inter;
@@ -615,19 +622,20 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
         if ((sh->w13_interleaved != 0 && sh->w13_interleaved != 1) || (sh->gate && !amxk__moe_finite(sh->gate_bias))) return AMXK_ERR_ARG;
         if ((s = amxk__moe_use_pack(ctx, sh->w13, sh->w13_bytes, 2 * Ns, K, xt, p->q8, m, &lin)) != AMXK_OK) return s;
         if ((s = amxk__moe_use_pack(ctx, sh->w2, sh->w2_bytes, K, Ns, xt, p->q8, m, &lin)) != AMXK_OK) return s;
-        AMXK__MOE_TAKE(off_sh, m * 2 * Ns * 4);
-        AMXK__MOE_TAKE(off_sa, m * Ns * (p->q8 ? 4 : 2));
-        AMXK__MOE_TAKE(off_sy, m * K * 4);
-        AMXK__MOE_TAKE(off_sg, sh->gate ? m * 4 : 0);
+        AMXK__MOE_TAKE(off_sh, m * 8, Ns);
+        AMXK__MOE_TAKE(off_sa, m * (p->q8 ? 4 : 2), Ns);
+        AMXK__MOE_TAKE(off_sy, m * 4, K);
+        AMXK__MOE_TAKE(off_sg, sh->gate ? m : 0, 4);
         if (p->q8) {
-            AMXK__MOE_TAKE(off_sxq, m * K);
-            AMXK__MOE_TAKE(off_sxs, m * 4);
-            AMXK__MOE_TAKE(off_saq, m * Ns);
-            AMXK__MOE_TAKE(off_sas, m * 4);
+            AMXK__MOE_TAKE(off_sxq, m, K);
+            AMXK__MOE_TAKE(off_sxs, m, 4);
+            AMXK__MOE_TAKE(off_saq, m, Ns);
+            AMXK__MOE_TAKE(off_sas, m, 4);
         }
     }
-    AMXK__MOE_TAKE(off_lin, lin * (size_t)amxk__workers(ctx));
+    AMXK__MOE_TAKE(off_lin, lin, amxk__workers(ctx));
 #undef AMXK__MOE_TAKE
+    if (ovf) return AMXK_ERR_SHAPE; /* the workspace would not fit a size_t */
     p->lin_worker = lin;
     p->rows = R;
     p->total = off;

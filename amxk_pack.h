@@ -102,8 +102,8 @@ extern "C" {
 #endif
 
 /* Bytes needed to pack a W[N,K] weight as `packed_dtype` (AMXK_DTYPE_BF16 or AMXK_DTYPE_F16).
-   Always a multiple of 64. Errors: AMXK_ERR_NULL (bytes), AMXK_ERR_SHAPE (n or k == 0),
-   AMXK_ERR_DTYPE (packed_dtype). */
+   Always a multiple of 64. Errors: AMXK_ERR_NULL (bytes), AMXK_ERR_SHAPE (n or k == 0 or above 2^40,
+   or a size that does not fit a size_t: overflow-checked), AMXK_ERR_DTYPE (packed_dtype). */
 AMXK_DEF amxk_status amxk_pack_linear_size(amxk_dtype packed_dtype, size_t n, size_t k, size_t *bytes);
 
 /* Packs row-major W[N,K] (element (n,k) at w[n*ldw + k]; ldw >= k, in elements) of dtype w_dtype
@@ -123,7 +123,13 @@ AMXK_DEF amxk_status amxk_pack_linear_batched(const amxk_ctx *ctx, void *dst, si
                                               size_t ldw, size_t expert_stride);
 
 /* Reads a packed buffer's header. Any output pointer may be NULL. AMXK_ERR_FORMAT if the buffer is
-   not a packed linear weight of this format version, or bytes is smaller than its size. */
+   not a packed linear weight of this format version, or bytes is smaller than its size. Every reader
+   of a pack (this, amxk_packed_quant_info, amxk_dequantize, amxk_linear, amxk_linear_q8, the MoE
+   experts) treats it as untrusted bytes: magic, version, every header field (dtype, N, K, format,
+   asymmetry, block sizes, flags, reserved bytes) checked against each other and the buffer size with
+   overflow-checked sizes, and zero padding columns past K (bf16/fp16 and fp8 packs; the columns the
+   kernels would multiply by x's zero padding): AMXK_ERR_FORMAT otherwise. Readers of the body
+   (dequantize, linear, linear_q8) also need it AMXK_ALIGN aligned (AMXK_ERR_ALIGN). */
 AMXK_DEF amxk_status amxk_packed_linear_info(const void *packed, size_t bytes, amxk_dtype *packed_dtype, size_t *n,
                                              size_t *k);
 
@@ -161,8 +167,10 @@ typedef struct amxk_quant {
     size_t block_n, block_k; /* scale block (see above) */
 } amxk_quant;
 
-/* Bytes of a quantized pack of W[N,K]. Errors: NULL, SHAPE (n, k == 0), ARG (format, asym on fp8,
-   block_k == 0 or, for ints, not dividing K or block_n > 1, block_n == 0 for fp8). */
+/* Bytes of a quantized pack of W[N,K]. fp8 block sizes may be anything >= 1 (a block larger than N
+   or K is one block). Errors: NULL, SHAPE (n, k == 0 or above 2^40, or a size that does not fit a
+   size_t: overflow-checked), ARG (format, asym on fp8, block_k == 0 or, for ints, not dividing K or
+   block_n > 1, block_n == 0 for fp8). */
 AMXK_DEF amxk_status amxk_pack_quant_size(const amxk_quant *q, size_t n, size_t k, size_t *bytes);
 
 /* Quantizes row-major W[N,K] (F32 or BF16, ldw elements apart) and packs it. Per scale block:
@@ -234,6 +242,9 @@ AMXK_DEF amxk_status amxk_import_fp8_block(const amxk_ctx *ctx, void *dst, size_
    and up) for I8 / U8 with group % 16 == 0, AVX2 (avx2, and the AVX-512 levels for group % 16 == 8)
    with group % 8 == 0: the same values as the scalar loop (IEEE division, RNE via vroundps /
    vrndscaleps); groups holding NaN or infinity, E4M3 and other group sizes run the scalar loop.
+   Non-finite input: a group holding a NaN or an infinity gets scale NaN and every code 0 (U8: 128),
+   so that amxk_linear_q8 (and amxk_moe_experts with act_int8) gives NaN in every output of that row,
+   as a NaN x does on the w*a16 path (an infinite x there gives +-inf or NaN).
    Errors: NULL, SHAPE, ARG (group), DTYPE, STRIDE, ALIAS. */
 typedef enum amxk_scale_layout {
     AMXK_SCALES_INVALID = 0,
@@ -270,13 +281,18 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    summed in 16-bit lanes over 8 (int4) or 32 (int2) steps, which cannot overflow, then vpmaddwd to
    int32. AMX (M >= 5, AMX-INT8 or the emulator): TDPBSSD on 16 x 32 tiles, int4/int2 fields widened
    to int8 per k step (exact int32 as well). Scalar: int32 loops. Same parallel decomposition as
-   amxk_linear. */
+   amxk_linear. The pack is validated as amxk_packed_linear_info says; a bf16/fp16 or fp8 pack (or
+   asymmetric int8) is AMXK_ERR_FORMAT, groups that are not whole 64-byte rows AMXK_ERR_UNSUPPORTED.
+   Errors (nothing written): CONTEXT, NULL, SHAPE, DTYPE, ARG (layout, act_group, an xq of -128),
+   FORMAT, UNSUPPORTED, ALIGN, STRIDE, ALIAS. */
 AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const int8_t *xq, size_t ldq,
                                     const float *xscales, amxk_scale_layout layout, size_t ld_s, size_t act_group,
                                     const void *packed, size_t packed_bytes, const float *bias, void *y, amxk_dtype y_dtype,
                                     size_t ldy);
 
-/* Workspace bytes amxk_linear needs for this context (tier, worker count) and shape. May be 0. */
+/* Workspace bytes amxk_linear needs for this context (tier, worker count) and shape. May be 0.
+   AMXK_ERR_SHAPE for n or k above 2^40 (no pack is larger) or a size that does not fit a size_t (the
+   worker count multiplies it; overflow-checked). */
 AMXK_DEF amxk_status amxk_linear_workspace_size(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t *bytes);
 /* The same for a given packed buffer (quantized packs need room to dequantize a block). */
 AMXK_DEF amxk_status amxk_linear_workspace_size_for(const amxk_ctx *ctx, size_t m, const void *packed, size_t packed_bytes,
@@ -293,6 +309,8 @@ AMXK_DEF amxk_status amxk_linear_workspace_size_for(const amxk_ctx *ctx, size_t 
    amxk_linear_workspace_size_for(ctx, M, packed, packed_bytes) for any pack; AMXK_ALIGN aligned
    (NULL if 0).
    Any M, N, K >= 1. Levels and the parallel decomposition: see the top of this header.
+   The pack is validated as amxk_packed_linear_info says (untrusted bytes: FORMAT, ALIGN); the
+   context's tier must be usable here (CONTEXT). Non-finite values propagate (README: Trust).
    Errors (nothing written): CONTEXT, NULL, SHAPE, STRIDE, DTYPE, FORMAT, ALIGN, WORKSPACE, ALIAS. */
 AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *x, amxk_dtype x_dtype,
                                  size_t ldx, const void *packed, size_t packed_bytes, const float *bias, void *y,
@@ -368,7 +386,8 @@ AMXK__INLINE int amxk__q_isfp8(amxk_qformat f) { return f == AMXK_QFMT_FP8_E4M3 
 
 /* Validates q for W[N,K]; fills the geometry of v (data pointers left NULL) and the total size. */
 AMXK__PRIV amxk_status amxk__q_geometry(const amxk_quant *q, size_t n, size_t k, amxk__qview *v, size_t *bytes) {
-    size_t nbn, grid;
+    size_t nbn, grid, total;
+    int ovf = 0;
     if (!q) return AMXK_ERR_NULL;
     if (n == 0 || k == 0 || k > ((size_t)1 << 40) || n > ((size_t)1 << 40)) return AMXK_ERR_SHAPE;
     if (q->format <= AMXK_QFMT_NONE || q->format >= AMXK_QFMT_COUNT || (q->asym != 0 && q->asym != 1)) return AMXK_ERR_ARG;
@@ -382,11 +401,14 @@ AMXK__PRIV amxk_status amxk__q_geometry(const amxk_quant *q, size_t n, size_t k,
         if (v->bn != 1 || v->bk == 0 || k % v->bk != 0) return AMXK_ERR_ARG; /* group size must divide K */
     }
     v->kp = amxk__lin_kp(k);
-    v->nbk = AMXK__CEIL_DIV(k, v->bk);
+    v->nbk = AMXK__CEIL_DIV(k, v->bk); /* any block size up to SIZE_MAX: 1 block (no wrap) */
     v->nbn = nbn = AMXK__CEIL_DIV(n, v->bn);
-    grid = AMXK__ROUND_UP(nbn * v->nbk * 4, (size_t)AMXK_ALIGN);
-    v->blk_bytes = (size_t)AMXK__LIN_NB * v->kp * (size_t)v->bits / 8;
-    *bytes = sizeof(amxk__pack_hdr) + amxk__lin_nblk(n) * v->blk_bytes + grid * (q->asym ? 2 : 1);
+    grid = amxk__sz_round(amxk__sz_mul(amxk__sz_mul(nbn, v->nbk, &ovf), 4, &ovf), (size_t)AMXK_ALIGN, &ovf);
+    v->blk_bytes = (size_t)AMXK__LIN_NB * v->kp * (size_t)v->bits / 8; /* k <= 2^40: fits */
+    total = amxk__sz_add(sizeof(amxk__pack_hdr), amxk__sz_mul(amxk__lin_nblk(n), v->blk_bytes, &ovf), &ovf);
+    total = amxk__sz_add(total, amxk__sz_mul(grid, q->asym ? 2 : 1, &ovf), &ovf);
+    if (ovf) return AMXK_ERR_SHAPE; /* the pack would not fit in memory */
+    *bytes = total;
     return AMXK_OK;
 }
 /* 2 if the column groups (scale blocks along K) cover whole 64-byte rows of a block (4 * 8/b
@@ -461,6 +483,7 @@ typedef struct amxk__linear_plan {
     size_t ws_c;      /* per worker: AMX C scratch */
     size_t ws_worker; /* per worker slice, a multiple of AMXK_ALIGN */
     size_t ws_total;
+    int ws_overflow;  /* ws_worker x workers does not fit a size_t (ws_total meaningless) */
 } amxk__linear_plan;
 
 /* Arguments shared by every task of one amxk_linear call. */
@@ -533,21 +556,66 @@ AMXK__INLINE void amxk__linear_store_row(const amxk__linear_args *a, size_t row,
         amxk__st_elem(a->y, a->yt, row * a->ldy + n0 + j, acc[j] + (a->bias ? a->bias[n0 + j] : 0.0f));
 }
 
-/* Parses any pack (bf16/fp16 or quantized): header out, and for quantized packs the view. */
+/* The header dtype of a quantized pack of format f. */
+AMXK__INLINE amxk_dtype amxk__q_hdr_dtype(amxk_qformat f) {
+    return f == AMXK_QFMT_FP8_E4M3 ? AMXK_DTYPE_FP8_E4M3 : f == AMXK_QFMT_FP8_E5M2 ? AMXK_DTYPE_FP8_E5M2 : AMXK_DTYPE_I8;
+}
+/* 1 when the n bytes at p are all zero. */
+AMXK__INLINE int amxk__zero_bytes(const uint8_t *p, size_t n) {
+    unsigned acc = 0;
+    size_t i;
+    for (i = 0; i < n; i++) acc |= p[i];
+    return acc == 0;
+}
+/* 1 when the padding columns [K, Kp) of every block are zero fields (NaN or infinite codes there would
+   meet the zero x padding in the 16-bit and fp8 kernels, and 0 * NaN reaches the outputs). bf16/fp16
+   blocks: 16 x 2 elements per 64-byte pair row; fp8 blocks: 16 x 4 codes per 64-byte row. Integer
+   packs are not checked: no kernel reads their padding (their groups divide K). Reads at most 31
+   columns of every block: nothing when K is a multiple of 32. */
+AMXK__PRIV int amxk__pad_zero(const uint8_t *blocks, size_t nblk, size_t blk_bytes, size_t k, size_t kp, size_t esz) {
+    const size_t per = 4 / esz, k_full = AMXK__CEIL_DIV(k, per) * per; /* columns per 4-byte row entry */
+    size_t b, r, kk;
+    for (b = 0; b < nblk && k < kp; b++) {
+        const uint8_t *blk = blocks + b * blk_bytes;
+        for (kk = k; kk < k_full; kk++) /* the partial 64-byte row */
+            for (r = 0; r < AMXK__LIN_NB; r++)
+                if (!amxk__zero_bytes(blk + (kk / per) * 64 + r * 4 + (kk % per) * esz, esz)) return 0;
+        if (!amxk__zero_bytes(blk + (k_full / per) * 64, (kp - k_full) / per * 64)) return 0;
+    }
+    return 1;
+}
+
+/* Parses and validates any pack (bf16/fp16 or quantized) as untrusted bytes: magic, version, every
+   header field (dtype, shape, format, block sizes, flags, reserved bytes) against each other and the
+   size (overflow-checked: amxk_pack_linear_size / amxk__q_geometry), and zero padding columns
+   (amxk__pad_zero). Header out; for quantized packs the view (else v zeroed). AMXK_ERR_FORMAT for any
+   mismatch, AMXK_ERR_NULL for NULL. */
 AMXK__PRIV amxk_status amxk__pack_open(const void *packed, size_t bytes, amxk__pack_hdr *h, amxk__qview *v) {
     size_t need;
     if (!packed) return AMXK_ERR_NULL;
     if (bytes < sizeof *h) return AMXK_ERR_FORMAT;
     memcpy(h, packed, sizeof *h);
+    memset(v, 0, sizeof *v);
     if (memcmp(h->magic, "AMXKPACK", 8) != 0 || h->version != AMXK__PACK_VERSION) return AMXK_ERR_FORMAT;
+    if (!amxk__zero_bytes(h->reserved, sizeof h->reserved) || (h->flags & ~AMXK__PACK_NO_NAN) != 0) return AMXK_ERR_FORMAT;
+    if (h->n > (size_t)-1 || h->k > (size_t)-1 || h->block_n > (size_t)-1 || h->block_k > (size_t)-1) return AMXK_ERR_FORMAT;
     if (h->qformat == AMXK_QFMT_NONE) {
+        if (h->asym || h->block_n || h->block_k || h->flags) return AMXK_ERR_FORMAT;
         if (amxk_pack_linear_size((amxk_dtype)h->dtype, (size_t)h->n, (size_t)h->k, &need) != AMXK_OK || bytes < need)
+            return AMXK_ERR_FORMAT;
+        if (!amxk__pad_zero((const uint8_t *)packed + sizeof *h, amxk__lin_nblk((size_t)h->n), AMXK__LIN_NB * 2 * amxk__lin_kp((size_t)h->k),
+                            (size_t)h->k, amxk__lin_kp((size_t)h->k), 2))
             return AMXK_ERR_FORMAT;
     } else {
         amxk_quant q;
+        if (h->qformat >= AMXK_QFMT_COUNT || h->asym > 1) return AMXK_ERR_FORMAT;
         q.format = (amxk_qformat)h->qformat, q.asym = (int)h->asym, q.block_n = (size_t)h->block_n, q.block_k = (size_t)h->block_k;
         if (amxk__q_geometry(&q, (size_t)h->n, (size_t)h->k, v, &need) != AMXK_OK || bytes < need) return AMXK_ERR_FORMAT;
+        if (h->dtype != (uint32_t)amxk__q_hdr_dtype(q.format) || (h->flags && !amxk__q_isfp8(q.format))) return AMXK_ERR_FORMAT;
         amxk__q_bind(v, packed);
+        if (amxk__q_isfp8(q.format) && !amxk__pad_zero(v->data, amxk__lin_nblk(v->n), v->blk_bytes, v->k, v->kp, 1)) return AMXK_ERR_FORMAT;
+        /* a hint for the fp8 decode kernels only: they check every code they read (a NaN / inf code
+           sends the block to the exact decode), so a forged flag cannot change a result */
         v->no_nan = (h->flags & AMXK__PACK_NO_NAN) != 0;
     }
     return AMXK_OK;
@@ -575,7 +643,11 @@ AMXK__PRIV int amxk__q_decode_prep(const amxk__linear_args *a, const float *xf, 
     const int fp8 = amxk__q_isfp8(v->fmt), span = 32 / v->bits;
     float fac[16], *xr = xs + (a->kp / 4) * AMXK__LIN_MR;
     size_t g, kk;
-    int r, j;
+    int r, j, itop = 100, lg = 0;
+    /* ints: a group's t = sum x' u (- z sum x') is below 2 bk 2^b max|x'|: max|x'| = 2^itop with
+       itop <= 125 - b - log2(bk) keeps it finite for any group length (K <= 2^40) */
+    while (lg < 64 && ((size_t)1 << lg) < v->bk) lg++;
+    itop = AMXK__MIN(itop, 125 - v->bits - lg);
     for (r = 0; r < mr && fast; r++) { /* x rows scaled by powers of two, and the group sums of x */
         uint32_t umax = 0; /* the largest |x| as bits (NaN: above infinity's) */
         int sh, e;
@@ -583,7 +655,7 @@ AMXK__PRIV int amxk__q_decode_prep(const amxk__linear_args *a, const float *xf, 
         for (kk = 0; kk < a->k; kk++) umax = AMXK__MAX(umax, amxk__f32_bits(xp[(kk / 2) * AMXK__LIN_MR * 2 + (kk & 1)]) & 0x7fffffffu);
         e = (int)(umax >> 23); /* |x| < 2^(e - 126) */
         if (fp8 && umax >= (uint32_t)(127 + 100) << 23) fast = 0;
-        sh = fp8 ? AMXK__MIN(126, 251 - e) : AMXK__MAX(-28, AMXK__MIN(126, 226 - e)); /* fp8: max |x'| ~ 2^124, ints: ~ 2^100 */
+        sh = fp8 ? AMXK__MIN(126, 251 - e) : AMXK__MAX(-28, AMXK__MIN(126, 126 + itop - e)); /* fp8: max |x'| ~ 2^124, ints: 2^itop */
         post[r] = amxk__bits_f32((uint32_t)((fp8 ? (v->fmt == AMXK_QFMT_FP8_E4M3 ? 120 : 112) : 0) - sh + 127) << 23);
         for (j = 0; j < span; j++) { /* the pre-scale of column j of every 64-byte row: 2^(sh - its field's bit position) */
             const int fsh = 8 * (j % 4) + v->bits * (j / 4);
@@ -987,6 +1059,17 @@ static inline __attribute__((always_inline)) void amxk__linear_q__2x16__avx2(con
         _mm256_storeu_ps(out + r * 16 + 8, acc[r][1]);
     }
 }
+/* The exact fp8 kernel for rows r0 .. r0+mr (mr <= 2), out of line: the fallback of the integer
+   decode kernels (this level's and the AVX-512 levels') for a block holding NaN / inf codes. */
+AMXK__PRIV void amxk__linear_q_exact__avx2(const amxk__qview *v, const float *xf, size_t b, int r0, int mr, float *out) {
+    if (v->fmt == AMXK_QFMT_FP8_E4M3) {
+        if (mr == 2) amxk__linear_q__2x16__avx2(v, xf, b, r0, 2, AMXK_QFMT_FP8_E4M3, out);
+        else amxk__linear_q__2x16__avx2(v, xf, b, r0, 1, AMXK_QFMT_FP8_E4M3, out);
+    } else {
+        if (mr == 2) amxk__linear_q__2x16__avx2(v, xf, b, r0, 2, AMXK_QFMT_FP8_E5M2, out);
+        else amxk__linear_q__2x16__avx2(v, xf, b, r0, 1, AMXK_QFMT_FP8_E5M2, out);
+    }
+}
 
 /* fp8 codes -> f32 by integer operations alone: byte j of each 32-bit lane of v (one weight row, k =
    4 * quad + j), moved to the top byte, shifted right arithmetically and masked so that sign, exponent
@@ -1001,11 +1084,17 @@ static inline __attribute__((always_inline)) __m256 amxk__fp8_k__avx2(__m256i v,
 /* fp8 decode kernel: rows 0 .. mr-1 (mr <= 2) of xr (f32 rows ldr floats apart, zero past K, each
    pre-multiplied by 2^s_r so that its largest |x| lies in [2^124, 2^125): the products with the
    2^-120 / 2^-112-scaled codes stay far from the subnormal range) against block b. Per group and
-   column, t = sum_k x' * c (k in 2 or 4 interleaved partial sums), then acc += scale * t; out = acc * post_r
-   with post_r = 2^(120 - s_r) (e4m3) or 2^(112 - s_r) (e5m2): exact powers of two. */
-static inline __attribute__((always_inline)) void amxk__linear_fp8__2x16__avx2(const amxk__qview *v, const float *xr, size_t ldr, size_t b,
+   column, t = sum_k x' * c (k in 2 or 4 interleaved partial sums), then acc += scale * (t * post_r)
+   with post_r = 2^(120 - s_r) (e4m3) or 2^(112 - s_r) (e5m2): exact powers of two, undone per group so
+   that no partial sum exceeds the result's own range. Returns 1 when a code of the block is a NaN or
+   infinite one (whatever the pack's header says): out is then garbage and the caller runs the exact
+   kernel on the block. */
+#define AMXK__FP8_SPECIAL(fmt) ((fmt) == AMXK_QFMT_FP8_E4M3 ? 0x7f : 0x7c) /* code & this == this: NaN / inf */
+static inline __attribute__((always_inline)) int amxk__linear_fp8__2x16__avx2(const amxk__qview *v, const float *xr, size_t ldr, size_t b,
                                                                               int mr, amxk_qformat fmt, const float *post, float *out) {
     const uint8_t *blk = v->data + b * v->blk_bytes;
+    const __m256i special = _mm256_set1_epi8((char)AMXK__FP8_SPECIAL(fmt));
+    __m256i bad = _mm256_setzero_si256();
     __m256 res[2][2];
     size_t g, rg;
     int r, h, j;
@@ -1018,6 +1107,7 @@ static inline __attribute__((always_inline)) void amxk__linear_fp8__2x16__avx2(c
         for (rg = q0; rg < q1; rg++) {
             __m256i c0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), c1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));
             _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
+            bad = _mm256_or_si256(bad, _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_or_si256(c0, c1), special), special));
 #pragma GCC unroll 4
             for (j = 0; j < 4; j++) {
                 __m256 w0 = amxk__fp8_k__avx2(c0, j, fmt), w1 = amxk__fp8_k__avx2(c1, j, fmt);
@@ -1032,16 +1122,19 @@ static inline __attribute__((always_inline)) void amxk__linear_fp8__2x16__avx2(c
         }
         amxk__q_grid16(v, v->scales, b, g, &sc[0], &sc[1]);
         for (h = 0; h < 2; h++) {
-            if (mr == 1) res[0][h] = _mm256_fmadd_ps(sc[h], _mm256_add_ps(_mm256_add_ps(acc[0][h][0], acc[0][h][1]),
-                                                                          _mm256_add_ps(acc[1][h][0], acc[1][h][1])), res[0][h]);
+            if (mr == 1) res[0][h] = _mm256_fmadd_ps(sc[h], _mm256_mul_ps(_mm256_add_ps(_mm256_add_ps(acc[0][h][0], acc[0][h][1]),
+                                                                                        _mm256_add_ps(acc[1][h][0], acc[1][h][1])),
+                                                                          _mm256_set1_ps(post[0])), res[0][h]);
             else
-                for (r = 0; r < 2; r++) res[r][h] = _mm256_fmadd_ps(sc[h], _mm256_add_ps(acc[r][h][0], acc[r][h][1]), res[r][h]);
+                for (r = 0; r < 2; r++)
+                    res[r][h] = _mm256_fmadd_ps(sc[h], _mm256_mul_ps(_mm256_add_ps(acc[r][h][0], acc[r][h][1]), _mm256_set1_ps(post[r])), res[r][h]);
         }
     }
     for (r = 0; r < mr; r++) {
-        _mm256_storeu_ps(out + r * 16, _mm256_mul_ps(res[r][0], _mm256_set1_ps(post[r])));
-        _mm256_storeu_ps(out + r * 16 + 8, _mm256_mul_ps(res[r][1], _mm256_set1_ps(post[r])));
+        _mm256_storeu_ps(out + r * 16, res[r][0]);
+        _mm256_storeu_ps(out + r * 16 + 8, res[r][1]);
     }
+    return _mm256_movemask_epi8(bad) != 0; /* (not vptest: SIMDe 0.7.4 gets _mm256_testz_si256 wrong in the emulated test build) */
 }
 
 /* Int decode kernel (w*a16): rows 0 .. mr-1 (mr <= 2) of xr against block b. Symmetric packs: per
@@ -1053,7 +1146,8 @@ static inline __attribute__((always_inline)) void amxk__linear_fp8__2x16__avx2(c
    field's power of two (2^(32-b) for symmetric packs, 2^sh for asymmetric ones), so each product is
    2^s_r * x * q (or u). Per group: t = sum x' q (k in 4 interleaved partial sums for one row, 2 for
    two), asymmetric: t -= z * xsum_r (z the zero point, xsum the group's x sums times 2^s_r); then
-   acc += scale * t; out = acc * post_r, post_r = 2^-s_r. A symmetric group of zero fields gives
+   acc += scale * (t * post_r), post_r = 2^-s_r (undone per group: no partial sum exceeds the result's
+   own range; amxk__q_decode_prep bounds t). A symmetric group of zero fields gives
    t = 0 exactly (there is no offset to cancel). */
 static inline __attribute__((always_inline)) __m256i amxk__qi_tops__avx2(__m256i c, int f, int bits) {
     const int up = 8 - bits - bits * f; /* moves field f to the top of its byte */
@@ -1109,13 +1203,13 @@ static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx2(co
             for (r = 0; r < mr; r++) {
                 __m256 t = acc[r][0];
                 if (!sym) t = _mm256_fnmadd_ps(zp[h], _mm256_broadcast_ss(xsum + g * AMXK__LIN_MR + (size_t)r), t);
-                res[r][h] = _mm256_fmadd_ps(sc[h], t, res[r][h]);
+                res[r][h] = _mm256_fmadd_ps(sc[h], _mm256_mul_ps(t, _mm256_set1_ps(post[r])), res[r][h]);
             }
         }
     }
     for (r = 0; r < mr; r++) {
-        _mm256_storeu_ps(out + r * 16, _mm256_mul_ps(res[r][0], _mm256_set1_ps(post[r])));
-        _mm256_storeu_ps(out + r * 16 + 8, _mm256_mul_ps(res[r][1], _mm256_set1_ps(post[r])));
+        _mm256_storeu_ps(out + r * 16, res[r][0]);
+        _mm256_storeu_ps(out + r * 16 + 8, res[r][1]);
     }
 }
 
@@ -1134,10 +1228,9 @@ AMXK__PRIV void amxk__linear_q_panel__avx2(const amxk__linear_args *a, const flo
     (m2 == 2 ? amxk__linear_qi__2x16__avx2(v, x0, a->kp, s0, b, 2, BITS, SYM, post + r0, out)          \
              : amxk__linear_qi__2x16__avx2(v, x0, a->kp, s0, b, 1, BITS, SYM, post + r0, out))
 #define AMXK__LIN_F8(FMT)                                                                            \
-    (!fast ? (m2 == 2 ? amxk__linear_q__2x16__avx2(v, xf, b, r0, 2, FMT, out)                          \
-                      : amxk__linear_q__2x16__avx2(v, xf, b, r0, 1, FMT, out))                         \
-           : (m2 == 2 ? amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 2, FMT, post + r0, out)          \
-                      : amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 1, FMT, post + r0, out)))
+    if (!fast || (m2 == 2 ? amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 2, FMT, post + r0, out)      \
+                          : amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 1, FMT, post + r0, out)))    \
+    amxk__linear_q_exact__avx2(v, xf, b, r0, m2, out)
             switch ((int)v->fmt * 2 + v->asym) {
             case AMXK_QFMT_INT8 * 2: AMXK__LIN_QI(8, 1); break;
             case AMXK_QFMT_INT8 * 2 + 1: AMXK__LIN_QI(8, 0); break;
@@ -1708,10 +1801,9 @@ static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx512(
         for (r = 0; r < mr; r++) {
             __m512 t = acc[r][0];
             if (!sym) t = _mm512_fnmadd_ps(amxk__q_grid16__avx512(v, v->zeros, b, g), _mm512_set1_ps(xsum[g * AMXK__LIN_MR + (size_t)r]), t);
-            res[r] = _mm512_fmadd_ps(sc, t, res[r]);
+            res[r] = _mm512_fmadd_ps(sc, _mm512_mul_ps(t, _mm512_set1_ps(post[r])), res[r]);
         }
     }
-    for (r = 0; r < mr; r++) res[r] = _mm512_mul_ps(res[r], _mm512_set1_ps(post[r]));
 }
 /* fp8 codes -> f32 by integer operations alone (amxk__fp8_k__avx2 at 16 lanes) and the fp8 decode
    kernel (amxk__linear_fp8__2x16__avx2, the same sums lane for lane). */
@@ -1720,9 +1812,11 @@ static inline __attribute__((always_inline)) __m512 amxk__fp8_k__avx512(__m512i 
     if (fmt == AMXK_QFMT_FP8_E4M3) return _mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(t, 4), _mm512_set1_epi32((int)0x87f00000u)));
     return _mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(t, 3), _mm512_set1_epi32((int)0x8fe00000u)));
 }
-static inline __attribute__((always_inline)) void amxk__linear_fp8__2x16__avx512(const amxk__qview *v, const float *xr, size_t ldr, size_t b,
-                                                                                int mr, amxk_qformat fmt, const float *post, __m512 *res) {
+static inline __attribute__((always_inline)) int amxk__linear_fp8__2x16__avx512(const amxk__qview *v, const float *xr, size_t ldr, size_t b,
+                                                                               int mr, amxk_qformat fmt, const float *post, __m512 *res) {
     const uint8_t *blk = v->data + b * v->blk_bytes;
+    const __m512i special = _mm512_set1_epi8((char)AMXK__FP8_SPECIAL(fmt));
+    __mmask64 bad = 0;
     size_t g, rg;
     int r, j;
     res[0] = res[1] = _mm512_setzero_ps();
@@ -1733,6 +1827,7 @@ static inline __attribute__((always_inline)) void amxk__linear_fp8__2x16__avx512
         for (rg = q0; rg < q1; rg++) {
             const __m512i c = _mm512_loadu_si512((const void *)(blk + rg * 64));
             _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
+            bad |= _mm512_cmpeq_epi8_mask(_mm512_and_si512(c, special), special);
 #pragma GCC unroll 4
             for (j = 0; j < 4; j++) {
                 const __m512 w = amxk__fp8_k__avx512(c, j, fmt);
@@ -1745,11 +1840,13 @@ static inline __attribute__((always_inline)) void amxk__linear_fp8__2x16__avx512
             }
         }
         sc = amxk__q_grid16__avx512(v, v->scales, b, g);
-        if (mr == 1) res[0] = _mm512_fmadd_ps(sc, _mm512_add_ps(_mm512_add_ps(acc[0][0], acc[0][1]), _mm512_add_ps(acc[1][0], acc[1][1])), res[0]);
+        if (mr == 1)
+            res[0] = _mm512_fmadd_ps(sc, _mm512_mul_ps(_mm512_add_ps(_mm512_add_ps(acc[0][0], acc[0][1]), _mm512_add_ps(acc[1][0], acc[1][1])),
+                                                       _mm512_set1_ps(post[0])), res[0]);
         else
-            for (r = 0; r < 2; r++) res[r] = _mm512_fmadd_ps(sc, _mm512_add_ps(acc[r][0], acc[r][1]), res[r]);
+            for (r = 0; r < 2; r++) res[r] = _mm512_fmadd_ps(sc, _mm512_mul_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_set1_ps(post[r])), res[r]);
     }
-    for (r = 0; r < mr; r++) res[r] = _mm512_mul_ps(res[r], _mm512_set1_ps(post[r]));
+    return bad != 0;
 }
 /* Rows of one x panel (mr rows at `row`, f32 panel xf) against blocks [b0, b1) with the kernels
    above; fp8 cases the integer decode excludes run amxk__linear_q_panel__avx2 (the exact fp16 path). */
@@ -1771,8 +1868,12 @@ AMXK__PRIV void amxk__linear_q_panel__avx512(const amxk__linear_args *a, const f
     (m2 == 2 ? amxk__linear_qi__2x16__avx512(v, x0, a->kp, s0, b, 2, BITS, SYM, post + r0, res)        \
              : amxk__linear_qi__2x16__avx512(v, x0, a->kp, s0, b, 1, BITS, SYM, post + r0, res))
 #define AMXK__LIN_F8(FMT)                                                                            \
-    (m2 == 2 ? amxk__linear_fp8__2x16__avx512(v, x0, a->kp, b, 2, FMT, post + r0, res)                 \
-             : amxk__linear_fp8__2x16__avx512(v, x0, a->kp, b, 1, FMT, post + r0, res))
+    if (m2 == 2 ? amxk__linear_fp8__2x16__avx512(v, x0, a->kp, b, 2, FMT, post + r0, res)              \
+                : amxk__linear_fp8__2x16__avx512(v, x0, a->kp, b, 1, FMT, post + r0, res)) {           \
+        float ex[2 * AMXK__LIN_NB];                                                                  \
+        amxk__linear_q_exact__avx2(v, xf, b, r0, m2, ex);                                            \
+        res[0] = _mm512_loadu_ps(ex), res[1] = _mm512_loadu_ps(ex + AMXK__LIN_NB);                   \
+    }
             switch ((int)v->fmt * 2 + v->asym) {
             case AMXK_QFMT_INT8 * 2: AMXK__LIN_QI(8, 1); break;
             case AMXK_QFMT_INT8 * 2 + 1: AMXK__LIN_QI(8, 0); break;
@@ -2762,8 +2863,8 @@ AMXK__PRIV void amxk__pack_layout(const amxk_ctx *ctx, int op, size_t m, size_t 
     p->m_tasks = AMXK__CEIL_DIV(m, p->mc);
     p->n_tasks = AMXK__CEIL_DIV(nblk, p->nc);
     if (op == AMXK__OP_LINEAR) p->kt->lin_ws(p, m, kp, q ? amxk__q_kind(q) : 0);
-    p->ws_worker = p->ws_a + p->ws_w + p->ws_c;
-    p->ws_total = p->ws_worker * workers;
+    p->ws_worker = p->ws_a + p->ws_w + p->ws_c; /* K <= 2^40 (callers check): fits */
+    p->ws_total = amxk__sz_mul(p->ws_worker, workers, &p->ws_overflow);
 }
 
 /* ---- drivers: the parallel tasks of amxk_linear and amxk_linear_q8 ---- */
@@ -2800,11 +2901,13 @@ typedef struct amxk__linop {
     int quant;         /* 0: bf16/fp16 pack; else amxk__q_kind of the view */
 } amxk__linop;
 
-/* Parses and validates a pack (amxk__pack_open's errors). */
+/* Parses and validates a pack (amxk__pack_open's errors; AMXK_ERR_ALIGN when it is not AMXK_ALIGN
+   aligned: the kernels read its scale grid as floats and its blocks in 64-byte rows). */
 AMXK__PRIV amxk_status amxk__linop_init(amxk__linop *op, const void *packed, size_t bytes) {
     amxk__pack_hdr h;
     amxk_status s = amxk__pack_open(packed, bytes, &h, &op->q);
     if (s != AMXK_OK) return s;
+    if ((uintptr_t)packed % AMXK_ALIGN) return AMXK_ERR_ALIGN;
     op->w = (const uint16_t *)((const char *)packed + sizeof h);
     op->n = (size_t)h.n, op->k = (size_t)h.k, op->pt = (amxk_dtype)h.dtype;
     op->quant = h.qformat == AMXK_QFMT_NONE ? 0 : amxk__q_kind(&op->q);
@@ -2846,18 +2949,21 @@ static void amxk__actq_row(void *task_ctx, size_t row, int worker) {
     for (g = 0; g < a->k / a->group; g++) {
         const size_t k0 = g * a->group;
         float amax = 0.0f, sc;
+        int finite = 1;
         if (a->kt->actq_group && a->kt->actq_group(a, row, k0, &sc)) {
             a->scales[a->layout == AMXK_SCALES_ROW_MAJOR ? row * a->ld_s + g : g * a->ld_s + row] = sc;
             continue;
         }
         for (j = 0; j < a->group; j++) {
             float v = amxk__ld_elem(a->x, a->xt, row * a->ldx + k0 + j);
+            if (!(v - v == 0.0f)) finite = 0; /* NaN or +-inf */
             amax = AMXK__MAX(amax, v < 0 ? -v : v);
         }
         sc = amax / (a->ot == AMXK_DTYPE_FP8_E4M3 ? 448.0f : 127.0f);
         if (!(sc > 0.0f)) sc = 1.0f;
+        if (!finite) sc = amxk__bits_f32(0x7fc00000u); /* a non-finite group: scale NaN, every code 0 */
         for (j = 0; j < a->group; j++) {
-            float t = amxk__ld_elem(a->x, a->xt, row * a->ldx + k0 + j) / sc;
+            float t = finite ? amxk__ld_elem(a->x, a->xt, row * a->ldx + k0 + j) / sc : 0.0f;
             uint8_t *d = (uint8_t *)a->q + row * a->ldq + k0 + j;
             if (a->ot == AMXK_DTYPE_FP8_E4M3) {
                 *d = amxk__f32_to_e4m3(t);
@@ -2889,10 +2995,15 @@ AMXK__PRIV void amxk__pack_block(uint16_t *dst, amxk_dtype pt, const void *w, am
 // >>api ------------------------------------------------------------------------------------------
 
 AMXK_DEF amxk_status amxk_pack_linear_size(amxk_dtype pt, size_t n, size_t k, size_t *bytes) {
+    size_t total;
+    int ovf = 0;
     if (!bytes) return AMXK_ERR_NULL;
     if (pt != AMXK_DTYPE_BF16 && pt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
     if (n == 0 || k == 0 || k > ((size_t)1 << 40) || n > ((size_t)1 << 40)) return AMXK_ERR_SHAPE;
-    *bytes = sizeof(amxk__pack_hdr) + amxk__lin_nblk(n) * AMXK__LIN_NB * amxk__lin_kp(k) * 2;
+    total = amxk__sz_mul(amxk__sz_mul(amxk__lin_nblk(n), (size_t)AMXK__LIN_NB * 2, &ovf), amxk__lin_kp(k), &ovf);
+    total = amxk__sz_add(total, sizeof(amxk__pack_hdr), &ovf);
+    if (ovf) return AMXK_ERR_SHAPE; /* the pack would not fit in memory */
+    *bytes = total;
     return AMXK_OK;
 }
 
@@ -2995,7 +3106,7 @@ AMXK__PRIV void amxk__q_write(void *dst, const amxk__qview *v, amxk__q_get_fn ge
     memset(&h, 0, sizeof h);
     memcpy(h.magic, "AMXKPACK", 8);
     h.version = AMXK__PACK_VERSION;
-    h.dtype = (uint32_t)(v->fmt == AMXK_QFMT_FP8_E4M3 ? AMXK_DTYPE_FP8_E4M3 : v->fmt == AMXK_QFMT_FP8_E5M2 ? AMXK_DTYPE_FP8_E5M2 : AMXK_DTYPE_I8);
+    h.dtype = (uint32_t)amxk__q_hdr_dtype(v->fmt);
     h.n = v->n, h.k = v->k, h.qformat = (uint32_t)v->fmt, h.asym = (uint32_t)v->asym, h.block_n = v->bn, h.block_k = v->bk;
     memset(data, 0, amxk__lin_nblk(v->n) * v->blk_bytes);
     h.flags = amxk__q_isfp8(v->fmt) ? AMXK__PACK_NO_NAN : 0;
@@ -3280,6 +3391,7 @@ AMXK_DEF amxk_status amxk_dequantize(const void *packed, size_t bytes, float *w,
     size_t n, kk, kp;
     amxk_status s = amxk__pack_open(packed, bytes, &h, &v);
     if (s != AMXK_OK) return s;
+    if ((uintptr_t)packed % AMXK_ALIGN) return AMXK_ERR_ALIGN;
     if (!w) return AMXK_ERR_NULL;
     if (ldw < h.k) return AMXK_ERR_STRIDE;
     if (amxk__overlap(w, ((size_t)(h.n - 1) * ldw + (size_t)h.k) * 4, packed, bytes)) return AMXK_ERR_ALIAS;
@@ -3298,15 +3410,19 @@ AMXK_DEF amxk_status amxk_dequantize(const void *packed, size_t bytes, float *w,
 
 AMXK_DEF amxk_status amxk_linear_workspace_size(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t *bytes) {
     amxk__linear_plan p;
+    size_t best = 0;
+    int t;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!bytes) return AMXK_ERR_NULL;
-    if (m == 0 || n == 0 || k == 0) return AMXK_ERR_SHAPE;
+    if (m == 0 || n == 0 || k == 0 || n > ((size_t)1 << 40) || k > ((size_t)1 << 40)) return AMXK_ERR_SHAPE; /* no pack is larger */
     /* the plan's workspace does not depend on the dtype except through the AMX fp16 fallback, which
        needs less than the AMX path; take the larger of the two */
-    amxk__pack_layout(ctx, AMXK__OP_LINEAR, m, n, k, AMXK_DTYPE_BF16, NULL, &p);
-    *bytes = p.ws_total;
-    amxk__pack_layout(ctx, AMXK__OP_LINEAR, m, n, k, AMXK_DTYPE_F16, NULL, &p);
-    *bytes = AMXK__MAX(*bytes, p.ws_total);
+    for (t = 0; t < 2; t++) {
+        amxk__pack_layout(ctx, AMXK__OP_LINEAR, m, n, k, t ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16, NULL, &p);
+        if (p.ws_overflow) return AMXK_ERR_SHAPE; /* workspace beyond SIZE_MAX (n_workers) */
+        best = AMXK__MAX(best, p.ws_total);
+    }
+    *bytes = best;
     return AMXK_OK;
 }
 
@@ -3323,6 +3439,7 @@ AMXK_DEF amxk_status amxk_linear_workspace_size_for(const amxk_ctx *ctx, size_t 
     if (m == 0) return AMXK_ERR_SHAPE;
     for (t = 0; t < 2; t++) { /* either x dtype */
         amxk__pack_layout(ctx, AMXK__OP_LINEAR, m, op.n, op.k, t ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16, op.quant ? &op.q : NULL, &p);
+        if (p.ws_overflow) return AMXK_ERR_SHAPE;
         best = AMXK__MAX(best, p.ws_total);
     }
     *bytes = best;
@@ -3346,6 +3463,7 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
     if ((s = amxk__linop_init(&op, packed, packed_bytes)) != AMXK_OK) return s;
     if ((!op.quant && op.pt != xt) || op.n != n || op.k != k) return AMXK_ERR_FORMAT;
     amxk__linear_bind(ctx, &op, m, x, xt, ldx, bias, y, yt, ldy, workspace, &a, &p);
+    if (p.ws_overflow) return AMXK_ERR_WORKSPACE; /* no workspace can be that large */
     if (p.ws_total) {
         if (!workspace || workspace_bytes < p.ws_total) return AMXK_ERR_WORKSPACE;
         if ((uintptr_t)workspace % AMXK_ALIGN) return AMXK_ERR_ALIGN;
@@ -3380,9 +3498,13 @@ AMXK__PRIV amxk_status amxk__linop_open(amxk__linop *op, const void *packed, siz
 }
 
 /* 1 when pack b would open exactly like pack a (same size and header: the same checks pass and
-   amxk__linop_ws is the same), without reading more than the header. */
+   amxk__linop_ws is the same), without reading more than the header: never for packs whose padding
+   columns amxk__pack_open reads (bf16/fp16 and fp8 packs with K not a multiple of 32). */
 AMXK__PRIV int amxk__linop_same(const void *a, size_t bytes_a, const void *b, size_t bytes_b) {
-    return a && b && bytes_a == bytes_b && bytes_a >= sizeof(amxk__pack_hdr) && memcmp(a, b, sizeof(amxk__pack_hdr)) == 0;
+    amxk__pack_hdr h;
+    if (!a || !b || bytes_a != bytes_b || bytes_a < sizeof h || memcmp(a, b, sizeof h) != 0) return 0;
+    memcpy(&h, b, sizeof h);
+    return h.k % AMXK__LIN_KALIGN == 0 || (h.qformat != AMXK_QFMT_NONE && !amxk__q_isfp8((amxk_qformat)h.qformat));
 }
 
 /* Per-worker workspace bytes that amxk__linop_run needs on ctx for any call of 1 .. rows rows (either
