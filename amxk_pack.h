@@ -2068,7 +2068,7 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
 /* Rows [m0, m1) x blocks [b0, b1) at the AVX-512 levels: quantized packs on the decode path (M <
    AMXK__LIN_WIDE_M, whole-row groups) run the decode kernels above (the AVX2 workspace layout:
    f32 panel, then group sums and x rows); fp16 packs the fp16 pair kernel (measured on Zen 4 against
-   the AVX2 kernel: M = 1 from DRAM 27.3 vs 19.0 GB/s; M = 16 on par; M = 64-256 3-5% slower, Zen 4's
+   the AVX2 kernel: M = 1 from DRAM 25.2 vs 19.3 GB/s; M = 16 1.10x; M = 64-256 2-3% slower, Zen 4's
    zmm FMA having the ymm rate; the f32-widened FMA tiles measured slower still at M = 16 - 256);
    everything else the fp32 FMA tiles. */
 AMXK__PRIV void amxk__linear_block__avx512(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
