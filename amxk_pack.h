@@ -1908,7 +1908,7 @@ AMXK__LIN16_KERNEL(amxk__linear_f32__8x64__avx512, __m512, __m512, AMXK__LIN16_L
 AMXK__LIN16_KERNEL(amxk__linear_w16__4x64__avx512, __m512, __m512, AMXK__LIN16_LD_PACKED, AMXK__LIN16_BC_F32, AMXK__LIN16_FMA)
 AMXK__PRIV void amxk__linear_run16__avx512(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, int decode,
                                            __m512 *out) {
-    (void)dt; /* decode: bf16 packs only (fp16 packs run the AVX2 kernels, amxk__linear_block__avx512) */
+    (void)dt; /* decode: bf16 packs only (fp16 packs run amxk__linear_run16f16__avx512) */
     if (!decode) {
         AMXK__LIN16_PREFILL(amxk__linear_f32__8x64__avx512, AMXK_DTYPE_F32)
     } else {
