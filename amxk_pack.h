@@ -2277,7 +2277,10 @@ AMXK__TARGET_AVX512VNNI_BEGIN
 #ifndef AMXK__Q8V_NB
 #define AMXK__Q8V_NB 2 /* prefill tile: 16-column blocks */
 #endif
-#define AMXK__Q8V_DNB 4    /* decode tile (<= 4 rows): blocks streamed at once */
+#define AMXK__Q8V_DNB 4    /* decode tile (<= 4 rows) for large blocks: blocks streamed at once */
+#ifndef AMXK__Q8V_D1B
+#define AMXK__Q8V_D1B 16384 /* decode: packed blocks of at most this many bytes are streamed one at a time */
+#endif
 #define AMXK__Q8V_TAB 2048 /* per-task table of x sums and x scales: (row, group) entries */
 #ifndef AMXK__Q8V_P
 #define AMXK__Q8V_P 24     /* prefill panel: rows (a multiple of MR) ... */
@@ -2290,9 +2293,6 @@ AMXK__TARGET_AVX512VNNI_BEGIN
 #endif
 #ifndef AMXK__Q8V_PFN
 #define AMXK__Q8V_PFN 1 /* prefill: the first row tile of a k step prefetches the next blocks' weights of that step */
-#endif
-#ifndef AMXK__Q8V_PF
-#define AMXK__Q8V_PF(bits) ((size_t)0) /* decode: software prefetch distance in packed bytes (0: none; on Zen 4 prefetching 2 KiB ahead made M = 1 int8 / int4 730 / 470 us instead of 600 / 340) */
 #endif
 /* acc = vpdpbusd(acc, u (unsigned bytes), x (signed bytes)). GCC 12 copies the accumulator to
    another register and back around each intrinsic call in these loops (several moves per
@@ -2443,6 +2443,66 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512v
             for (j = 0; j < nb; j++) amxk__linear_store16__avx512(a, row + (size_t)r, b + (size_t)j, acc[r][j]);
 }
 
+/* Decode (mr <= 4 rows) x ONE 16-column block b, every group: one sequential weight stream (the
+   block's 64-byte rows in order), used for packed blocks of at most AMXK__Q8V_D1B bytes (larger ones
+   stream four blocks at once through amxk__linear_q8__8x64__avx512vnni). Measured on Zen 4 (1 thread,
+   M = 1, int4 g128 from DRAM, medians, noisy VM): N x K = 16384 x 768 (6 KiB blocks) 280-320 us one
+   block at a time vs 450-470 four at once; 12288 x 2048 (16 KiB) 590 vs 670; 4096 x 1536 133 vs 180;
+   but 4096 x 4096 (32 KiB) 420-460 vs 380 and 8192 x 8192 2000+ vs 1400. The vpdpbusd of a block rotate over
+   four int32 chains (c = the dot product's index mod 4) so that latency does not bound one stream;
+   per group t = the chains' wrapped int32 sum (exact: see amxk__linear_q8__8x64__avx512vnni, whose
+   sums and epilogue this repeats: the same t and the same f32 operations, so the same bits). */
+static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
+                                                                                   int bits, const int32_t *xsum, const float *sxt) {
+    const amxk__qview *v = a->w;
+    const size_t nbk = v->nbk, per = (size_t)(8 / bits), span = 4 * per, gq = v->bk / span;
+    const int sym = bits == 8 || !v->asym;
+    const __m512i fmask = _mm512_set1_epi8((char)((1 << bits) - 1));
+    const __m512i flip = _mm512_set1_epi8((char)(bits == 8 ? 0x80 : bits == 4 ? 0x88 : 0xaa));
+    const uint8_t *wb = v->data + b * v->blk_bytes;
+    const int8_t *xr[4];
+    __m512 acc[4];
+    size_t g, rg, f;
+    int r, c;
+#pragma GCC unroll 4
+    for (r = 0; r < mr; r++) xr[r] = a->xq + (row + (size_t)r) * a->ldq, acc[r] = _mm512_setzero_ps();
+    for (g = 0; g < nbk; g++) {
+        __m512i s[4][4];
+        const __m512 sw = amxk__q_grid16__avx512vnni(v, v->scales, b, g);
+        const __m512 zw = sym ? _mm512_setzero_ps() : amxk__q_grid16__avx512vnni(v, v->zeros, b, g);
+#pragma GCC unroll 4
+        for (r = 0; r < mr; r++) {
+            s[r][0] = sym ? _mm512_slli_epi32(_mm512_set1_epi32(-xsum[(size_t)r * nbk + g]), (unsigned)(bits - 1)) : _mm512_setzero_si512();
+            s[r][1] = s[r][2] = s[r][3] = _mm512_setzero_si512();
+        }
+        for (rg = g * gq; rg < (g + 1) * gq; rg++) {
+            __m512i w = _mm512_loadu_si512((const void *)(wb + rg * 64));
+            if (sym) w = _mm512_xor_si512(w, flip);
+#pragma GCC unroll 4
+            for (f = 0; f < per; f++) {
+                const __m512i u = bits == 8 ? w : f == 0 ? _mm512_and_si512(w, fmask)
+                                                         : _mm512_and_si512(_mm512_srli_epi16(w, (unsigned)(f * (size_t)bits)), fmask);
+                c = (int)((rg * per + f) & 3);
+#pragma GCC unroll 4
+                for (r = 0; r < mr; r++) {
+                    int32_t x4;
+                    memcpy(&x4, xr[r] + rg * span + 4 * f, 4);
+                    AMXK__DPBUSD512(s[r][c], u, _mm512_set1_epi32(x4));
+                }
+            }
+        }
+#pragma GCC unroll 4
+        for (r = 0; r < mr; r++) {
+            const __m512 sx = _mm512_set1_ps(sxt[(size_t)r * nbk + g]);
+            const __m512 xf = _mm512_set1_ps((float)xsum[(size_t)r * nbk + g]);
+            const __m512i ti = _mm512_add_epi32(_mm512_add_epi32(s[r][0], s[r][1]), _mm512_add_epi32(s[r][2], s[r][3]));
+            const __m512 t = sym ? _mm512_cvtepi32_ps(ti) : _mm512_fnmadd_ps(zw, xf, _mm512_cvtepi32_ps(ti));
+            acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(sx, sw), t, acc[r]);
+        }
+    }
+    for (r = 0; r < mr; r++) amxk__linear_store16__avx512(a, row + (size_t)r, b, acc[r]);
+}
+
 /* x sums (vpdpbusd on ones) and x scales of rows [r0, r1), every group: tab[(r - r0) * nbk + g]. */
 AMXK__PRIV void amxk__q8_xtab__avx512vnni(const amxk__q8_args *a, size_t r0, size_t r1, int32_t *xsum, float *sxt) {
     const amxk__qview *v = a->w;
@@ -2519,20 +2579,20 @@ AMXK__PRIV void amxk__q8_xtab__avx512vnni(const amxk__q8_args *a, size_t r0, siz
             const int32_t *xt = xsum + (i - c0) * nbk;                                                             \
             const float *st = sxt + (i - c0) * nbk;                                                                \
             for (b = b0; b < b1; b += AMXK__Q8V_DNB) {                                                             \
-                if (b + AMXK__Q8V_DNB <= b1) {                                                                     \
+                if (b + AMXK__Q8V_DNB <= b1 && a->w->blk_bytes > AMXK__Q8V_D1B) {                                  \
                     switch (AMXK__MIN((size_t)4, c1 - i)) {                                                        \
-                    case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, AMXK__Q8V_PF(BITS)); break; \
-                    case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, AMXK__Q8V_PF(BITS)); break; \
-                    case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, AMXK__Q8V_PF(BITS)); break; \
-                    default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, AMXK__Q8V_PF(BITS)); break; \
+                    case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, 0); break; \
+                    case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, 0); break; \
+                    case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, 0); break; \
+                    default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, 0); break; \
                     }                                                                                              \
                 } else {                                                                                           \
                     size_t bb;                                                                                     \
-                    for (bb = b; bb < b1; bb++) switch (AMXK__MIN((size_t)4, c1 - i)) {                            \
-                        case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, bb, 1, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, AMXK__Q8V_PF(BITS)); break; \
-                        case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, bb, 1, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, AMXK__Q8V_PF(BITS)); break; \
-                        case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, bb, 1, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, AMXK__Q8V_PF(BITS)); break; \
-                        default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, bb, 1, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, AMXK__Q8V_PF(BITS)); break; \
+                    for (bb = b; bb < AMXK__MIN(b1, b + AMXK__Q8V_DNB); bb++) switch (AMXK__MIN((size_t)4, c1 - i)) { \
+                        case 4: amxk__linear_q8__4x16__avx512vnni(a, i, 4, bb, BITS, xt, st); break;                  \
+                        case 3: amxk__linear_q8__4x16__avx512vnni(a, i, 3, bb, BITS, xt, st); break;                  \
+                        case 2: amxk__linear_q8__4x16__avx512vnni(a, i, 2, bb, BITS, xt, st); break;                  \
+                        default: amxk__linear_q8__4x16__avx512vnni(a, i, 1, bb, BITS, xt, st); break;                 \
                         }                                                                                          \
                 }                                                                                                  \
             }                                                                                                      \

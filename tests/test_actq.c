@@ -215,6 +215,9 @@ static void test_linear_q8(void) {
             q8_case(&ctx, f, as, 7, 16, 64, 64, 64, AMXK_SCALES_GROUP_MAJOR, AMXK_DTYPE_F16, 0, amxk_tier_name(ctx.tier), &num, &den);
             /* long K: 33 groups of 64; int8 per channel with K = 1300 (K % 16 = 4, one 1300-wide group) */
             q8_case(&ctx, f, as, 6, 24, 2112, 64, 2112, AMXK_SCALES_ROW_MAJOR, AMXK_DTYPE_F32, 1, amxk_tier_name(ctx.tier), &num, &den);
+            /* decode rows with blocks of > 16 KiB packed (every bit width): the AVX-512 VNNI level streams
+               four blocks at once there, one at a time for smaller blocks and for the last 6 columns */
+            q8_case(&ctx, f, as, 3, 70, 4160, 64, 4160, AMXK_SCALES_ROW_MAJOR, AMXK_DTYPE_F32, 1, amxk_tier_name(ctx.tier), &num, &den);
             if (f == AMXK_QFMT_INT8)
                 q8_case(&ctx, f, as, 4, 9, 1300, 1300, 1300, AMXK_SCALES_GROUP_MAJOR, AMXK_DTYPE_F32, 0, amxk_tier_name(ctx.tier), &num, &den);
             printf("  %-6s %-9s relative RMS error vs fp64 with unquantized x and W: %.2e\n", amxk_tier_name(ctx.tier), fmts[fi].name,
@@ -306,6 +309,7 @@ static void test_linear_q8_raw(void) {
                 q8_raw_case((amxk_tier)t, fmts[fi].f, fmts[fi].asym, 19, ns[ni], 128, fmts[fi].wg);
             }
             q8_raw_case((amxk_tier)t, fmts[fi].f, fmts[fi].asym, 26, 70, 1024, 1024); /* one group, several k steps */
+            q8_raw_case((amxk_tier)t, fmts[fi].f, fmts[fi].asym, 5, 70, 4160, fmts[fi].wg); /* > 16 KiB blocks: 4 + 1 rows */
         }
     }
 }
