@@ -642,9 +642,46 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
     return AMXK_OK;
 }
 
+/* The combine of one token row (the weighted top-k sum, see FUSED EXPERTS): for columns k,
+   out[k] = round_out(sy[k] * sg (or sy[k], or nothing) + rscale * (rin[k] (or 0) + sum_j w_j y_j[k])),
+   in fp32 with every multiply and add rounded separately, slots in order j = 0..topk-1 (slot j adds
+   nothing when pos[j] < 0; w_j = 1 with on_input, else tw[j]; y_j = y + pos[j] * K). Pointers are
+   row starts (rin, sy, out: the token's row). */
+typedef struct amxk__moe_comb {
+    const void *rin;     /* NULL: none */
+    amxk_dtype rt, ot;
+    const int32_t *pos;  /* [topk] compact row of each slot, -1: none */
+    const float *tw;     /* [topk] */
+    const float *y, *sy; /* y: compact rows [*, K]; sy: shared expert row or NULL */
+    size_t topk, K;
+    float rscale, sg;    /* sg: the shared gate (1 without one) */
+    int on_input, has_sg;
+    void *out;
+} amxk__moe_comb;
+
 // >>scalar ---------------------------------------------------------------------------------------
-/* (none: the scalar level's elementwise loops are the drivers' own tails; the GEMMs are
-   amxk_pack.h's, through its operator interface) */
+
+/* Columns [k0, k1) of a combine (amxk__moe_comb); the reference the vector kernels repeat lane-wise. */
+AMXK__PRIV void amxk__moe_combine__1__scalar(const amxk__moe_comb *c, size_t k0, size_t k1) {
+    size_t k, j;
+    for (k = k0; k < k1; k++) {
+        float acc = c->rin ? amxk__ld_elem(c->rin, c->rt, k) : 0.0f, v;
+        for (j = 0; j < c->topk; j++) {
+            const int32_t r = c->pos[j];
+            if (r >= 0) {
+                const float w = c->on_input ? 1.0f : c->tw[j], p = w * c->y[(size_t)r * c->K + k];
+                acc += p;
+            }
+        }
+        v = c->rscale * acc;
+        if (c->sy) {
+            const float sv = c->has_sg ? c->sg * c->sy[k] : c->sy[k];
+            v = sv + v;
+        }
+        if (c->ot == AMXK_DTYPE_F32) ((float *)c->out)[k] = v;
+        else amxk__st_elem(c->out, c->ot, k, v);
+    }
+}
 
 // >>avx2 -----------------------------------------------------------------------------------------
 
@@ -661,6 +698,27 @@ AMXK__PRIV size_t amxk__moe_silu__8__avx2(const float *g, const float *u, void *
     for (n = 0; n + 8 <= cnt; n += 8)
         amxk__vstore__avx2((char *)out + n * es, t, _mm256_mul_ps(amxk__vsilu__avx2(_mm256_loadu_ps(g + n)), _mm256_loadu_ps(u + n)));
     return n;
+}
+/* Columns [k0, k0 + 8 * floor((k1 - k0) / 8)) of a combine; returns the end (the caller does the rest). */
+AMXK__PRIV size_t amxk__moe_combine__8__avx2(const amxk__moe_comb *c, size_t k0, size_t k1) {
+    const size_t ri = amxk_dtype_size(c->rt), oi = amxk_dtype_size(c->ot);
+    size_t k, j;
+    for (k = k0; k + 8 <= k1; k += 8) {
+        __m256 acc = c->rin ? amxk__vload__avx2((const char *)c->rin + k * ri, c->rt) : _mm256_setzero_ps(), v;
+        for (j = 0; j < c->topk; j++) {
+            const int32_t r = c->pos[j];
+            if (r >= 0)
+                acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(c->on_input ? 1.0f : c->tw[j]),
+                                                       _mm256_loadu_ps(c->y + (size_t)r * c->K + k)));
+        }
+        v = _mm256_mul_ps(_mm256_set1_ps(c->rscale), acc);
+        if (c->sy) {
+            const __m256 sv = _mm256_loadu_ps(c->sy + k);
+            v = _mm256_add_ps(c->has_sg ? _mm256_mul_ps(_mm256_set1_ps(c->sg), sv) : sv, v);
+        }
+        amxk__vstore__avx2((char *)c->out + k * oi, c->ot, v);
+    }
+    return k;
 }
 AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX2 */
@@ -679,6 +737,28 @@ AMXK__PRIV size_t amxk__moe_silu__16__avx512(const float *g, const float *u, voi
     }
     return cnt;
 }
+/* Columns [k0, k1) of a combine (masked tail); returns k1. */
+AMXK__PRIV size_t amxk__moe_combine__16__avx512(const amxk__moe_comb *c, size_t k0, size_t k1) {
+    const size_t ri = amxk_dtype_size(c->rt), oi = amxk_dtype_size(c->ot);
+    size_t k, j;
+    for (k = k0; k < k1; k += 16) {
+        const __mmask16 m = (__mmask16)(k1 - k >= 16 ? 0xffffu : (1u << (k1 - k)) - 1u);
+        __m512 acc = c->rin ? amxk__vload__avx512((const char *)c->rin + k * ri, c->rt, m) : _mm512_setzero_ps(), v;
+        for (j = 0; j < c->topk; j++) {
+            const int32_t r = c->pos[j];
+            if (r >= 0)
+                acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_set1_ps(c->on_input ? 1.0f : c->tw[j]),
+                                                       _mm512_maskz_loadu_ps(m, c->y + (size_t)r * c->K + k)));
+        }
+        v = _mm512_mul_ps(_mm512_set1_ps(c->rscale), acc);
+        if (c->sy) {
+            const __m512 sv = _mm512_maskz_loadu_ps(m, c->sy + k);
+            v = _mm512_add_ps(c->has_sg ? _mm512_mul_ps(_mm512_set1_ps(c->sg), sv) : sv, v);
+        }
+        amxk__vstore__avx512((char *)c->out + k * oi, c->ot, v, m);
+    }
+    return k1;
+}
 AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX512 */
 
@@ -692,14 +772,17 @@ typedef struct amxk__moe_kernels {
     /* SiLU of a row prefix (amxk__moe_silu__8__avx2's contract): returns the columns done, the caller
        does the rest; NULL: none */
     size_t (*silu)(const float *g, const float *u, void *out, size_t cnt, amxk_dtype t);
+    /* combine of columns [k0, k1) of one token (amxk__moe_comb): returns the end of the columns done
+       from k0, the caller does the rest with amxk__moe_combine__1__scalar; NULL: none */
+    size_t (*combine)(const amxk__moe_comb *c, size_t k0, size_t k1);
 } amxk__moe_kernels;
 
-static const amxk__moe_kernels amxk__moe_kernels_scalar = {NULL};
+static const amxk__moe_kernels amxk__moe_kernels_scalar = {NULL, NULL};
 #if AMXK__HAS_AVX2
-static const amxk__moe_kernels amxk__moe_kernels_avx2 = {amxk__moe_silu__8__avx2};
+static const amxk__moe_kernels amxk__moe_kernels_avx2 = {amxk__moe_silu__8__avx2, amxk__moe_combine__8__avx2};
 #endif
 #if AMXK__HAS_AVX512
-static const amxk__moe_kernels amxk__moe_kernels_avx512 = {amxk__moe_silu__16__avx512};
+static const amxk__moe_kernels amxk__moe_kernels_avx512 = {amxk__moe_silu__16__avx512, amxk__moe_combine__16__avx512};
 #endif
 
 /* The table of vector level `level` (amxk__vec_tier of a context's): the one place that maps levels
@@ -924,24 +1007,23 @@ AMXK__PRIV void amxk__moe_up_task(void *task_ctx, size_t task, int worker) {
 AMXK__PRIV void amxk__moe_down_task(void *task_ctx, size_t task, int worker) {
     const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
     char *ws = a->lin + (size_t)worker * a->lin_worker;
-    size_t b0 = task * a->sw2, b1 = AMXK__MIN(AMXK__CEIL_DIV(a->K, (size_t)AMXK__LINOP_NB), b0 + a->sw2), i, m0, t, j, k, k0, k1;
+    size_t b0 = task * a->sw2, b1 = AMXK__MIN(AMXK__CEIL_DIV(a->K, (size_t)AMXK__LINOP_NB), b0 + a->sw2), i, m0, t, k0, k1;
     for (i = 0; i < a->n_units; i++) {
         const amxk__moe_unit *u = &a->u[i];
         for (m0 = 0; m0 < u->rows; m0 += u->c2) amxk__moe_unit_gemm(u, 1, m0, AMXK__MIN(u->rows, m0 + u->c2), b0, b1, ws);
     }
     k0 = b0 * AMXK__LINOP_NB, k1 = AMXK__MIN(a->K, b1 * AMXK__LINOP_NB);
-    for (t = 0; t < a->m; t++)
-        for (k = k0; k < k1; k++) {
-            float acc = a->rin ? amxk__ld_elem(a->rin, a->rt, t * a->ldr + k) : 0.0f, v;
-            for (j = 0; j < a->topk; j++) {
-                int32_t r = a->pos[t * a->topk + j];
-                if (r >= 0) acc += (a->on_input ? 1.0f : a->tw[t * a->topk + j]) * a->y[(size_t)r * a->K + k];
-            }
-            v = a->rscale * acc;
-            if (a->sy) v = (a->sg ? a->sg[t] * a->sy[t * a->K + k] : a->sy[t * a->K + k]) + v;
-            if (a->ot == AMXK_DTYPE_F32) ((float *)a->out)[t * a->ldo + k] = v;
-            else amxk__st_elem(a->out, a->ot, t * a->ldo + k, v);
-        }
+    for (t = 0; t < a->m; t++) {
+        amxk__moe_comb c;
+        size_t kd = k0;
+        c.rin = a->rin ? (const char *)a->rin + t * a->ldr * amxk_dtype_size(a->rt) : NULL, c.rt = a->rt, c.ot = a->ot;
+        c.pos = a->topk ? a->pos + t * a->topk : NULL, c.tw = a->tw && a->topk ? a->tw + t * a->topk : NULL, c.y = a->y, c.sy = a->sy ? a->sy + t * a->K : NULL;
+        c.topk = a->topk, c.K = a->K, c.rscale = a->rscale, c.sg = a->sg ? a->sg[t] : 1.0f;
+        c.on_input = a->on_input, c.has_sg = a->sg != NULL;
+        c.out = (char *)a->out + t * a->ldo * amxk_dtype_size(a->ot);
+        if (a->kt->combine) kd = a->kt->combine(&c, k0, k1);
+        amxk__moe_combine__1__scalar(&c, kd, k1);
+    }
 }
 
 /* Sets up unit u: its two operator calls (packs valid, arguments checked); b: its inputs (x rows,
