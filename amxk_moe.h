@@ -133,7 +133,8 @@
    Results equal per-expert amxk_quantize_act + amxk_linear_q8 calls on the same rows (same kernels:
    AMX TDPBSSD for units of >= 5 rows when the tier is amx with AMX-INT8 or the emulator, else AVX2
    or scalar; every tier computes the same exact integer sums, and its own fp32 group sums), given
-   the same fp32 activation a (the vector levels' SiLU is a few ulp from expf, see amxk__moe_silu__8__avx2).
+   the same fp32 activation a (the vector levels' activations are a few ulp from the scalar formulas,
+   see amxk__moe_act__8__avx2).
    Packs: every pack of the shard and of the shared expert must be INT8 symmetric or INT4 / INT2
    (symmetric or asymmetric) with groups of whole 64-byte rows (group % 4, 8, 16 == 0 for int8,
    int4, int2: what amxk_linear_q8 streams); bf16 / fp16 / fp8 packs, asymmetric INT8 and smaller
@@ -685,18 +686,47 @@ AMXK__PRIV void amxk__moe_combine__1__scalar(const amxk__moe_comb *c, size_t k0,
 
 // >>avx2 -----------------------------------------------------------------------------------------
 
-/* SiLU-and-multiply of one row prefix: out[n] = silu(g[n]) * u[n], silu from the shared vector layer
-   (amxk__vsilu__<isa>, a few ulp from the exact value: far below the 16-bit rounding of the result,
-   or with act_int8 its int8 quantization), stored as t (F32 with act_int8, else BF16 / F16, RNE).
-   The avx2 kernel does cnt rounded down to a multiple of 8 and returns that count (the caller does
-   the rest); the avx512 kernel does all cnt (masked tail). */
+/* The activation of one row's columns [n0, n1) (see FUSED EXPERTS: Activations): gate_n, up_n =
+   h[n], h[N + n], or h[2n], h[2n + 1] when interleaved; out[n] = act(gate, up) stored as t (F32 with
+   act_int8, else BF16 / F16, RNE). Vector math from the shared layer (amxk__vexp__<isa>: within 2 ulp;
+   sigmoid(v) = 1 / (1 + exp(-v)) on every v, so a few ulp from the scalar formulas, far below the
+   16-bit rounding of the result or its int8 quantization). GELU_TANH as gate * sigmoid(2 y) * up,
+   y = sqrt(2/pi) (gate + 0.044715 gate^3) (the same function: 0.5 (1 + tanh y) = sigmoid(2 y), and
+   no cancellation for negative y). SWIGLU_OAI clamps as the scalar loop (a NaN gate becomes limit, a
+   NaN up stays NaN). GELU_ERF has no vector form. Returns the end of the columns done from n0 (avx2:
+   whole groups of 8; avx512: all), the caller does the rest. */
+#define AMXK__MOE_VACT(isa, V, act, g, u, alpha, limit, v)                                                    \
+    do {                                                                                                      \
+        if ((act) == AMXK_MOE_ACT_GELU_TANH) {                                                                \
+            const V##_T y2 = V##_MUL(g, V##_FMADD(V##_MUL(g, g), V##_SET1(0.0713548162726f), V##_SET1(1.5957691216057308f))); \
+            v = V##_MUL(V##_MUL(g, amxk__vsigmoid__##isa(y2)), u);                                            \
+        } else if ((act) == AMXK_MOE_ACT_SWIGLU_OAI) {                                                        \
+            const V##_T gc = V##_MIN(g, V##_SET1(limit));                                                     \
+            const V##_T uc = V##_MAX(V##_SET1(-(limit)), V##_MIN(V##_SET1(limit), u));                        \
+            v = V##_MUL(V##_MUL(gc, amxk__vsigmoid__##isa(V##_MUL(V##_SET1(alpha), gc))), V##_ADD(uc, V##_SET1(1.0f))); \
+        } else {                                                                                              \
+            v = V##_MUL(amxk__vsilu__##isa(g), u);                                                            \
+        }                                                                                                     \
+    } while (0)
 #if AMXK__HAS_AVX2
 AMXK__TARGET_AVX2_BEGIN
-AMXK__PRIV size_t amxk__moe_silu__8__avx2(const float *g, const float *u, void *out, size_t cnt, amxk_dtype t) {
+AMXK__PRIV size_t amxk__moe_act__8__avx2(amxk_moe_act act, float alpha, float limit, const float *h, size_t N, int inter, void *out,
+                                         size_t n0, size_t n1, amxk_dtype t) {
     const size_t es = amxk_dtype_size(t);
     size_t n;
-    for (n = 0; n + 8 <= cnt; n += 8)
-        amxk__vstore__avx2((char *)out + n * es, t, _mm256_mul_ps(amxk__vsilu__avx2(_mm256_loadu_ps(g + n)), _mm256_loadu_ps(u + n)));
+    if (act == AMXK_MOE_ACT_GELU_ERF) return n0;
+    for (n = n0; n + 8 <= n1; n += 8) {
+        __m256 g, u, v;
+        if (inter) { /* deinterleave 16 floats: even lanes gate, odd lanes up */
+            const __m256 p = _mm256_loadu_ps(h + 2 * n), q = _mm256_loadu_ps(h + 2 * n + 8);
+            g = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(p, q, _MM_SHUFFLE(2, 0, 2, 0))), 0xd8));
+            u = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(p, q, _MM_SHUFFLE(3, 1, 3, 1))), 0xd8));
+        } else {
+            g = _mm256_loadu_ps(h + n), u = _mm256_loadu_ps(h + N + n);
+        }
+        AMXK__MOE_VACT(avx2, AMXK__V8, act, g, u, alpha, limit, v);
+        amxk__vstore__avx2((char *)out + n * es, t, v);
+    }
     return n;
 }
 /* Columns [k0, k0 + 8 * floor((k1 - k0) / 8)) of a combine; returns the end (the caller does the rest). */
@@ -727,15 +757,29 @@ AMXK__TARGET_END
 
 #if AMXK__HAS_AVX512
 AMXK__TARGET_AVX512_BEGIN
-AMXK__PRIV size_t amxk__moe_silu__16__avx512(const float *g, const float *u, void *out, size_t cnt, amxk_dtype t) {
+AMXK__PRIV size_t amxk__moe_act__16__avx512(amxk_moe_act act, float alpha, float limit, const float *h, size_t N, int inter, void *out,
+                                            size_t n0, size_t n1, amxk_dtype t) {
     const size_t es = amxk_dtype_size(t);
+    const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
     size_t n;
-    for (n = 0; n < cnt; n += 16) {
-        const __mmask16 k = (__mmask16)(cnt - n >= 16 ? 0xffffu : (1u << (cnt - n)) - 1u);
-        const __m512 v = amxk__vsilu__avx512(_mm512_maskz_loadu_ps(k, g + n));
-        amxk__vstore__avx512((char *)out + n * es, t, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(k, u + n)), k);
+    if (act == AMXK_MOE_ACT_GELU_ERF) return n0;
+    for (n = n0; n < n1; n += 16) {
+        const size_t c = AMXK__MIN((size_t)16, n1 - n);
+        const __mmask16 k = (__mmask16)(c == 16 ? 0xffffu : (1u << c) - 1u);
+        __m512 g, u, v;
+        if (inter) { /* 2c floats from h + 2n: even lanes gate, odd lanes up */
+            const __mmask16 k1 = (__mmask16)(c >= 8 ? 0xffffu : (1u << (2 * c)) - 1u);
+            const __mmask16 k2 = (__mmask16)(c <= 8 ? 0u : c == 16 ? 0xffffu : (1u << (2 * c - 16)) - 1u);
+            const __m512 p = _mm512_maskz_loadu_ps(k1, h + 2 * n), q = _mm512_maskz_loadu_ps(k2, h + 2 * n + 16);
+            g = _mm512_permutex2var_ps(p, ev, q), u = _mm512_permutex2var_ps(p, od, q);
+        } else {
+            g = _mm512_maskz_loadu_ps(k, h + n), u = _mm512_maskz_loadu_ps(k, h + N + n);
+        }
+        AMXK__MOE_VACT(avx512, AMXK__V16, act, g, u, alpha, limit, v);
+        amxk__vstore__avx512((char *)out + n * es, t, v, k);
     }
-    return cnt;
+    return n1;
 }
 /* Columns [k0, k1) of a combine (masked tail); returns k1. */
 AMXK__PRIV size_t amxk__moe_combine__16__avx512(const amxk__moe_comb *c, size_t k0, size_t k1) {
@@ -769,9 +813,10 @@ AMXK__TARGET_END
 
 /* This module's own kernels of one vector level (the GEMMs are amxk_pack.h's, chosen there). */
 typedef struct amxk__moe_kernels {
-    /* SiLU of a row prefix (amxk__moe_silu__8__avx2's contract): returns the columns done, the caller
-       does the rest; NULL: none */
-    size_t (*silu)(const float *g, const float *u, void *out, size_t cnt, amxk_dtype t);
+    /* activation of a row's columns (amxk__moe_act__8__avx2's contract): returns the end of the
+       columns done from n0, the caller does the rest; NULL: none */
+    size_t (*act)(amxk_moe_act act, float alpha, float limit, const float *h, size_t N, int inter, void *out, size_t n0, size_t n1,
+                  amxk_dtype t);
     /* combine of columns [k0, k1) of one token (amxk__moe_comb): returns the end of the columns done
        from k0, the caller does the rest with amxk__moe_combine__1__scalar; NULL: none */
     size_t (*combine)(const amxk__moe_comb *c, size_t k0, size_t k1);
@@ -779,10 +824,10 @@ typedef struct amxk__moe_kernels {
 
 static const amxk__moe_kernels amxk__moe_kernels_scalar = {NULL, NULL};
 #if AMXK__HAS_AVX2
-static const amxk__moe_kernels amxk__moe_kernels_avx2 = {amxk__moe_silu__8__avx2, amxk__moe_combine__8__avx2};
+static const amxk__moe_kernels amxk__moe_kernels_avx2 = {amxk__moe_act__8__avx2, amxk__moe_combine__8__avx2};
 #endif
 #if AMXK__HAS_AVX512
-static const amxk__moe_kernels amxk__moe_kernels_avx512 = {amxk__moe_silu__16__avx512, amxk__moe_combine__16__avx512};
+static const amxk__moe_kernels amxk__moe_kernels_avx512 = {amxk__moe_act__16__avx512, amxk__moe_combine__16__avx512};
 #endif
 
 /* The table of vector level `level` (amxk__vec_tier of a context's): the one place that maps levels
@@ -922,8 +967,7 @@ AMXK__PRIV void amxk__moe_act_rows(const amxk__moe_args *a, const amxk__moe_unit
         const float *h = u->h + i * 2 * N;
         char *out = (char *)u->act + i * N * es;
         n = n0;
-        if (a->kt->silu && a->act == AMXK_MOE_ACT_SILU && !u->interleaved)
-            n += a->kt->silu(h + n0, h + N + n0, out + n0 * es, n1 - n0, a->q8 ? AMXK_DTYPE_F32 : a->xt);
+        if (a->kt->act) n = a->kt->act(a->act, a->alpha, a->limit, h, N, u->interleaved, out, n0, n1, a->q8 ? AMXK_DTYPE_F32 : a->xt);
         for (; n < n1; n++) {
             float g = u->interleaved ? h[2 * n] : h[n], up = u->interleaved ? h[2 * n + 1] : h[N + n], v;
             switch (a->act) {

@@ -1,7 +1,7 @@
 /* cmd_moe.h - the `moe` subcommand of amxk_bench (included by amxk_bench.c after bench_env).
 
    amxk_bench moe --m M --experts E --topk k --hidden K --inter N [--dtype bf16|fp16|int8|int4|int2|fp8e4m3]
-                  [--act bf16|int8] [--layers L] [--seed S] [--routing-out FILE] [--threads T] [--isa ...]
+                  [--act bf16|int8] [--fn silu|gelu_tanh|gelu_erf|swiglu_oai] [--layers L] [--seed S] [--routing-out FILE] [--threads T] [--isa ...]
                   [--reps N] [--warmup W]
 
    Builds L copies of one MoE layer's expert weights (E experts, w13 [2N, K] and w2 [K, N] each,
@@ -10,7 +10,8 @@
    from DRAM as in a real multi-layer model. Routing: a seeded generator draws, per token, topk
    distinct experts (uniform) and weights; the same routing is used for every call. --routing-out
    writes those ids (one token per line, ids separated by spaces) so another program can replay it.
-   Times amxk_moe_experts alone (bf16 activations, bf16 output, SiLU, no shared expert). --act int8:
+   Times amxk_moe_experts alone (bf16 activations, bf16 output, --fn activation (SiLU by default;
+   swiglu_oai with gpt-oss's alpha 1.702 and limit 7), no shared expert). --act int8:
    opts.act_int8 = 1, the w8a8 / w4a8 / w2a8 form (activations quantized per token inside the call,
    both GEMMs on int8; int packs only).
    gflops = 2 * 3 * N * K * (routed pairs) / median;
@@ -96,6 +97,14 @@ static int cmd_moe(bench_env *env, const bench_args *a) {
     if (strcmp(acts, "bf16") != 0 && strcmp(acts, "int8") != 0) bench_die("unsupported --act '%s' (bf16, int8)", acts);
     memset(&j, 0, sizeof j);
     j.o.act_int8 = strcmp(acts, "int8") == 0;
+    {
+        const char *fn = bench_str(a, "fn", "silu");
+        if (strcmp(fn, "silu") == 0) j.o.act = AMXK_MOE_ACT_SILU;
+        else if (strcmp(fn, "gelu_tanh") == 0) j.o.act = AMXK_MOE_ACT_GELU_TANH;
+        else if (strcmp(fn, "gelu_erf") == 0) j.o.act = AMXK_MOE_ACT_GELU_ERF;
+        else if (strcmp(fn, "swiglu_oai") == 0) j.o.act = AMXK_MOE_ACT_SWIGLU_OAI, j.o.alpha = 1.702f, j.o.limit = 7.0f;
+        else bench_die("--fn must be silu, gelu_tanh, gelu_erf or swiglu_oai");
+    }
     j.env = env, j.m = (size_t)m, j.e = (size_t)e, j.topk = (size_t)topk, j.k = (size_t)k, j.n = (size_t)n, j.layers = (size_t)layers;
     j.b13 = moe_pack_size(dts, 2 * j.n, j.k), j.b2 = moe_pack_size(dts, j.k, j.n);
     j.w13 = (unsigned char **)calloc(j.layers, sizeof(void *)), j.w2 = (unsigned char **)calloc(j.layers, sizeof(void *));
@@ -168,8 +177,8 @@ static int cmd_moe(bench_env *env, const bench_args *a) {
     j.ws = bench_alloc(j.ws_bytes ? j.ws_bytes : 64, 64);
     med = bench_measure(moe_call, &j, env->warmup, env->reps);
     bench_line(med, 6.0 * (double)j.n * (double)j.k * (double)routed, (double)active * (double)(j.b13 + j.b2),
-               "op=moe m=%zu experts=%zu topk=%zu hidden=%zu inter=%zu dtype=%s act=%s layers=%zu seed=%u active=%zu threads=%d isa=%s tier=%s",
-               j.m, j.e, j.topk, j.k, j.n, dts, acts, j.layers, seed, active, env->threads, env->isa, amxk_tier_name(env->ctx.tier));
+               "op=moe m=%zu experts=%zu topk=%zu hidden=%zu inter=%zu dtype=%s act=%s fn=%s layers=%zu seed=%u active=%zu threads=%d isa=%s tier=%s",
+               j.m, j.e, j.topk, j.k, j.n, dts, acts, bench_str(a, "fn", "silu"), j.layers, seed, active, env->threads, env->isa, amxk_tier_name(env->ctx.tier));
     for (l = 0; l < j.layers; l++) free(j.w13[l]), free(j.w2[l]);
     free(j.w13), free(j.w2), free(j.ids), free(j.tw), free(j.x), free(j.y), free(j.ws);
     return 0;
