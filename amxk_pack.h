@@ -204,27 +204,29 @@ AMXK_DEF amxk_status amxk_dequantize(const void *packed, size_t bytes, float *w,
    writes an amxk quantized pack directly (no temporary buffer). When every zero point of an int
    checkpoint equals 2^(b-1), the pack is symmetric (values q - 2^(b-1), no zero grid); otherwise it is
    asymmetric with the checkpoint's zero points. dst_bytes >= amxk_import_size (the asymmetric size,
-   an upper bound). Scales become fp32 (exact from fp16).
+   an upper bound). Scales in the checkpoint's dtype, scales_dtype: AMXK_DTYPE_F16 (AutoGPTQ, AutoAWQ),
+   AMXK_DTYPE_BF16 (checkpoints and MoE tests that keep bf16 scales: not every bf16 is an fp16) or
+   AMXK_DTYPE_F32; they become the pack's fp32 scales exactly (any other dtype: AMXK_ERR_DTYPE).
 
    GPTQ (AutoGPTQ / GPTQModel), bits 2, 4 or 8, group G dividing K (G = K: per channel):
      qweight int32 [K*b/32, N]: q[k][n] = (qweight[k / (32/b)][n] >> (b * (k % (32/b)))) & (2^b - 1)
      qzeros  int32 [K/G, ceil(N*b/32)]: zs[g][n] = (qzeros[g][n / (32/b)] >> (b * (n % (32/b)))) & (2^b - 1)
-     scales  fp16  [K/G, N]; g_idx int32 [K] or NULL: must be k / G (act-order checkpoints are refused
+     scales  [K/G, N] (fp16, bf16 or fp32: scales_dtype); g_idx int32 [K] or NULL: must be k / G (act-order checkpoints are refused
      with AMXK_ERR_UNSUPPORTED).
      zero_offset 1 for the v1 convention (true zero = stored + 1: AutoGPTQ "gptq", AutoRound symmetric
      exported as auto_gptq), 0 for v2 ("gptq_v2", AutoRound asymmetric "auto_round" packing).
      w[n][k] = (q - (zs + zero_offset)) * scale.
    AWQ (AutoAWQ GEMM), 4 bits: qweight int32 [K, N/8], qzeros int32 [K/G, N/8], column 8c + j of word
-     c sits at nibble ORDER[j], ORDER = {0, 4, 1, 5, 2, 6, 3, 7}; scales fp16 [K/G, N];
+     c sits at nibble ORDER[j], ORDER = {0, 4, 1, 5, 2, 6, 3, 7}; scales [K/G, N] (scales_dtype);
      w = (q - z) * scale. N must be a multiple of 8.
    DeepSeek fp8 (block-quantized e4m3): weight [N, K] e4m3 codes, weight_scale_inv fp32
      [ceil(N/bn), ceil(K/bk)] (DeepSeek-V3: 128 x 128): w = fp8(weight) * weight_scale_inv. */
 AMXK_DEF amxk_status amxk_import_size(int bits, size_t group, size_t n, size_t k, size_t *bytes);
 AMXK_DEF amxk_status amxk_import_gptq(const amxk_ctx *ctx, void *dst, size_t dst_bytes, int bits, size_t group, int zero_offset,
-                                      const int32_t *qweight, const int32_t *qzeros, const uint16_t *scales_fp16,
+                                      const int32_t *qweight, const int32_t *qzeros, const void *scales, amxk_dtype scales_dtype,
                                       const int32_t *g_idx, size_t n, size_t k);
 AMXK_DEF amxk_status amxk_import_awq(const amxk_ctx *ctx, void *dst, size_t dst_bytes, size_t group, const int32_t *qweight,
-                                     const int32_t *qzeros, const uint16_t *scales_fp16, size_t n, size_t k);
+                                     const int32_t *qzeros, const void *scales, amxk_dtype scales_dtype, size_t n, size_t k);
 AMXK_DEF amxk_status amxk_import_fp8_block(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const uint8_t *weight,
                                            const float *weight_scale_inv, size_t block_n, size_t block_k, size_t n, size_t k);
 
@@ -3299,13 +3301,14 @@ AMXK_DEF amxk_status amxk_import_size(int bits, size_t group, size_t n, size_t k
 }
 
 AMXK__PRIV amxk_status amxk__import_int(const amxk_ctx *ctx, void *dst, size_t dst_bytes, amxk__ckpt *c, size_t group,
-                                        const uint16_t *scales_fp16, const int32_t *g_idx) {
+                                        const void *scales, amxk_dtype st, const int32_t *g_idx) {
     amxk_quant q;
     amxk__qview v;
     size_t need, g, n, kk, ng;
     amxk_status s;
     int sym = 1, zmin = 1 << 30, zmax = -(1 << 30);
-    if (!c->qweight || !c->qzeros || !scales_fp16) return AMXK_ERR_NULL;
+    if (!c->qweight || !c->qzeros || !scales) return AMXK_ERR_NULL;
+    if (st != AMXK_DTYPE_F16 && st != AMXK_DTYPE_BF16 && st != AMXK_DTYPE_F32) return AMXK_ERR_DTYPE;
     q.format = c->bits == 2 ? AMXK_QFMT_INT2 : c->bits == 4 ? AMXK_QFMT_INT4 : AMXK_QFMT_INT8, q.asym = 1, q.block_n = 1, q.block_k = group;
     if ((s = amxk__q_prepare(ctx, dst, dst_bytes, &q, c->n, c->k, &v, &need)) != AMXK_OK) return s;
     if (c->awq && c->n % 8) return AMXK_ERR_SHAPE;
@@ -3321,7 +3324,7 @@ AMXK__PRIV amxk_status amxk__import_int(const amxk_ctx *ctx, void *dst, size_t d
         }
     if (zmin < 0 || zmax > (1 << c->bits)) return AMXK_ERR_ARG; /* a v1 zero of 2^b - 1 + 1 is kept */
     if (amxk__overlap(dst, need, c->qweight, c->k * c->n * (size_t)c->bits / 8) ||
-        amxk__overlap(dst, need, scales_fp16, ng * c->n * 2))
+        amxk__overlap(dst, need, scales, ng * c->n * amxk_dtype_size(st)))
         return AMXK_ERR_ALIAS;
     if (sym) { /* re-prepare as a symmetric pack: two's-complement values, no zero grid */
         q.asym = 0;
@@ -3330,7 +3333,7 @@ AMXK__PRIV amxk_status amxk__import_int(const amxk_ctx *ctx, void *dst, size_t d
     }
     for (n = 0; n < c->n; n++) /* grids are [N][K/G]; the checkpoint's are [K/G][N] */
         for (g = 0; g < ng; g++) {
-            ((float *)v.scales)[amxk__q_gidx(&v, n, g)] = amxk__f16_to_f32(scales_fp16[g * c->n + n]);
+            ((float *)v.scales)[amxk__q_gidx(&v, n, g)] = amxk__ld_elem(scales, st, g * c->n + n);
             if (!sym) ((float *)v.zeros)[amxk__q_gidx(&v, n, g)] = (float)amxk__ckpt_z(c, g, n);
         }
     amxk__q_write(dst, &v, amxk__q_get_ckpt, c);
@@ -3338,7 +3341,7 @@ AMXK__PRIV amxk_status amxk__import_int(const amxk_ctx *ctx, void *dst, size_t d
 }
 
 AMXK_DEF amxk_status amxk_import_gptq(const amxk_ctx *ctx, void *dst, size_t dst_bytes, int bits, size_t group, int zero_offset,
-                                      const int32_t *qweight, const int32_t *qzeros, const uint16_t *scales_fp16,
+                                      const int32_t *qweight, const int32_t *qzeros, const void *scales, amxk_dtype scales_dtype,
                                       const int32_t *g_idx, size_t n, size_t k) {
     amxk__ckpt c;
     if (bits != 2 && bits != 4 && bits != 8) return AMXK_ERR_ARG;
@@ -3346,15 +3349,15 @@ AMXK_DEF amxk_status amxk_import_gptq(const amxk_ctx *ctx, void *dst, size_t dst
     if (k % (size_t)(32 / bits)) return AMXK_ERR_SHAPE; /* qweight packs 32/b rows of K per word */
     memset(&c, 0, sizeof c);
     c.bits = bits, c.zero_offset = zero_offset, c.n = n, c.k = k, c.qweight = qweight, c.qzeros = qzeros;
-    return amxk__import_int(ctx, dst, dst_bytes, &c, group, scales_fp16, g_idx);
+    return amxk__import_int(ctx, dst, dst_bytes, &c, group, scales, scales_dtype, g_idx);
 }
 
 AMXK_DEF amxk_status amxk_import_awq(const amxk_ctx *ctx, void *dst, size_t dst_bytes, size_t group, const int32_t *qweight,
-                                     const int32_t *qzeros, const uint16_t *scales_fp16, size_t n, size_t k) {
+                                     const int32_t *qzeros, const void *scales, amxk_dtype scales_dtype, size_t n, size_t k) {
     amxk__ckpt c;
     memset(&c, 0, sizeof c);
     c.awq = 1, c.bits = 4, c.n = n, c.k = k, c.qweight = qweight, c.qzeros = qzeros;
-    return amxk__import_int(ctx, dst, dst_bytes, &c, group, scales_fp16, NULL);
+    return amxk__import_int(ctx, dst, dst_bytes, &c, group, scales, scales_dtype, NULL);
 }
 
 AMXK_DEF amxk_status amxk_import_fp8_block(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const uint8_t *weight,

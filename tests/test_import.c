@@ -22,11 +22,17 @@ typedef struct ckpt {
     size_t n, k, g, ng, per, words;
     int bits, awq, zero_offset;
     unsigned *q, *z; /* q[n*K + k], z[g*N + n] as stored (before the offset) */
-    uint16_t *scales; /* fp16 [K/G][N] */
+    void *scales; /* [K/G][N] in sdt: fp16, bf16 or fp32 */
+    amxk_dtype sdt;
     int32_t *qweight, *qzeros;
 } ckpt;
 
-static void ckpt_make(ckpt *c, int awq, int bits, int zero_offset, int sym_zeros, size_t n, size_t k, size_t g) {
+static double ckpt_scale(const ckpt *c, size_t i) {
+    return c->sdt == AMXK_DTYPE_F32 ? (double)((const float *)c->scales)[i] : test_ref_decode(c->sdt, ((const uint16_t *)c->scales)[i]);
+}
+/* sdt: the scales' dtype. bf16 scales are drawn far below fp16's normal range (2^-40 .. 2^-30: none is
+   an fp16 value, so a conversion through fp16 would change them); fp32 scales carry 24 random bits. */
+static void ckpt_make(ckpt *c, int awq, int bits, int zero_offset, int sym_zeros, size_t n, size_t k, size_t g, amxk_dtype sdt) {
     size_t i, j;
     unsigned mask = (1u << bits) - 1u;
     memset(c, 0, sizeof *c);
@@ -34,11 +40,15 @@ static void ckpt_make(ckpt *c, int awq, int bits, int zero_offset, int sym_zeros
     c->per = (size_t)(32 / bits), c->words = (n + c->per - 1) / c->per;
     c->q = (unsigned *)malloc(n * k * sizeof(unsigned));
     c->z = (unsigned *)malloc(c->ng * n * sizeof(unsigned));
-    c->scales = (uint16_t *)malloc(c->ng * n * 2);
+    c->sdt = sdt;
+    c->scales = malloc(c->ng * n * 4);
     for (i = 0; i < n * k; i++) c->q[i] = (unsigned)test_rand() & mask;
     for (i = 0; i < c->ng * n; i++) {
         c->z[i] = sym_zeros ? (1u << (bits - 1)) - (unsigned)zero_offset : (unsigned)test_rand() & mask;
-        c->scales[i] = test_ref_encode(AMXK_DTYPE_F16, (double)(1 + test_rand() % 1000) / 4096.0);
+        const double r = (double)(1 + test_rand() % 1000) / 4096.0;
+        if (sdt == AMXK_DTYPE_F16) ((uint16_t *)c->scales)[i] = test_ref_encode(AMXK_DTYPE_F16, r);
+        else if (sdt == AMXK_DTYPE_BF16) ((uint16_t *)c->scales)[i] = test_ref_encode(AMXK_DTYPE_BF16, r * ldexp(1.0, -30 - (int)(test_rand() % 10)));
+        else ((float *)c->scales)[i] = (float)(r + (double)(test_rand() & 0xffffff) * ldexp(1.0, -36));
     }
     if (!awq) {
         c->qweight = (int32_t *)calloc(k / c->per * n, 4);
@@ -62,7 +72,7 @@ static void ckpt_free(ckpt *c) {
 static double ckpt_w(const ckpt *c, size_t n, size_t k) {
     size_t g = k / c->g;
     return ((double)c->q[n * c->k + k] - ((double)c->z[g * c->n + n] + c->zero_offset)) *
-           test_ref_decode(AMXK_DTYPE_F16, c->scales[g * c->n + n]);
+           ckpt_scale(c, g * c->n + n);
 }
 
 /* amxk_linear on every tier against sum_k x * w_expected (fp64), bf16 x, f32 y. */
@@ -106,8 +116,10 @@ static double ckpt_wfn(const void *c, size_t n, size_t k) { return ckpt_w((const
 
 static void test_int_importers(void) {
     static const int bitss[3] = {2, 4, 8};
-    int awq, bi, v1, symz;
-    TEST_SECTION("GPTQ v1 / v2 (AutoRound) and AWQ importers");
+    static const amxk_dtype sdts[3] = {AMXK_DTYPE_F16, AMXK_DTYPE_BF16, AMXK_DTYPE_F32};
+    int awq, bi, v1, symz, si;
+    TEST_SECTION("GPTQ v1 / v2 (AutoRound) and AWQ importers, fp16 / bf16 / fp32 scales");
+    for (si = 0; si < 3; si++)
     for (awq = 0; awq < 2; awq++)
         for (bi = 0; bi < 3; bi++)
             for (v1 = 0; v1 < 2; v1++)
@@ -121,14 +133,14 @@ static void test_int_importers(void) {
                     amxk_status st;
                     char what[96];
                     if (awq && (bitss[bi] != 4 || v1)) continue;
-                    test_case_begin(test_case_id("import int", (uint64_t)(((awq * 3 + bi) * 2 + v1) * 2 + symz)));
-                    ckpt_make(&c, awq, bitss[bi], v1, symz, n, k, g);
-                    snprintf(what, sizeof what, "%s b=%d g=%zu offset=%d zeros=%s", awq ? "awq" : "gptq", bitss[bi], g, v1,
-                             symz ? "mid" : "random");
+                    test_case_begin(test_case_id("import int", (uint64_t)((((si * 2 + awq) * 3 + bi) * 2 + v1) * 2 + symz)));
+                    ckpt_make(&c, awq, bitss[bi], v1, symz, n, k, g, sdts[si]);
+                    snprintf(what, sizeof what, "%s b=%d g=%zu offset=%d zeros=%s scales=%s", awq ? "awq" : "gptq", bitss[bi], g, v1,
+                             symz ? "mid" : "random", si == 0 ? "fp16" : si == 1 ? "bf16" : "fp32");
                     CHECK(amxk_import_size(bitss[bi], g, n, k, &bytes) == AMXK_OK, "%s: size", what);
                     p = test_alloc(bytes);
-                    st = awq ? amxk_import_awq(NULL, p, bytes, g, c.qweight, c.qzeros, c.scales, n, k)
-                             : amxk_import_gptq(NULL, p, bytes, bitss[bi], g, v1, c.qweight, c.qzeros, c.scales, NULL, n, k);
+                    st = awq ? amxk_import_awq(NULL, p, bytes, g, c.qweight, c.qzeros, c.scales, c.sdt, n, k)
+                             : amxk_import_gptq(NULL, p, bytes, bitss[bi], g, v1, c.qweight, c.qzeros, c.scales, c.sdt, NULL, n, k);
                     CHECK(st == AMXK_OK, "%s: import: %s", what, amxk_status_string(st));
                     if (st != AMXK_OK) {
                         test_free(p), ckpt_free(&c);
@@ -141,8 +153,8 @@ static void test_int_importers(void) {
                     CHECK(amxk_dequantize(p, bytes, w, k) == AMXK_OK, "%s: dequantize", what);
                     for (i = 0; i < n; i++)
                         for (j = 0; j < k; j++)
-                            if ((double)w[i * k + j] != ckpt_w(&c, i, j)) bad++;
-                    CHECK(bad == 0, "%s: %zu weights differ from the format's dequantization", what, bad);
+                            if (w[i * k + j] != (float)ckpt_w(&c, i, j)) bad++; /* one rounding (fp32 scales: inexact) */
+                    CHECK(bad == 0, "%s: %zu weights differ from the format's dequantization rounded once to fp32", what, bad);
                     check_linear(p, bytes, n, k, ckpt_wfn, &c, what);
                     free(w);
                     test_free(p);
@@ -194,20 +206,22 @@ static void test_bad_input(void) {
     size_t i;
     TEST_SECTION("importers: bad input returns a status and writes nothing");
     test_case_begin(test_case_id("import bad input", 0));
-    ckpt_make(&c, 0, 4, 1, 0, 16, 64, 32);
+    ckpt_make(&c, 0, 4, 1, 0, 16, 64, 32, AMXK_DTYPE_F16);
     amxk_import_size(4, 32, 16, 64, &bytes);
     p = (unsigned char *)test_alloc(bytes);
     memset(p, 0x5a, bytes);
     for (i = 0; i < 64; i++) gidx[i] = (int32_t)((i % 2) * 1); /* act-order: not k / G */
-    CHECK(amxk_import_gptq(NULL, p, bytes, 3, 32, 1, c.qweight, c.qzeros, c.scales, NULL, 16, 64) == AMXK_ERR_ARG, "bits 3");
-    CHECK(amxk_import_gptq(NULL, p, bytes, 4, 32, 2, c.qweight, c.qzeros, c.scales, NULL, 16, 64) == AMXK_ERR_ARG, "offset 2");
-    CHECK(amxk_import_gptq(NULL, p, bytes, 4, 0, 1, c.qweight, c.qzeros, c.scales, NULL, 16, 64) == AMXK_ERR_ARG, "group 0");
-    CHECK(amxk_import_gptq(NULL, p, bytes, 4, 24, 1, c.qweight, c.qzeros, c.scales, NULL, 16, 64) == AMXK_ERR_ARG, "group not dividing K");
-    CHECK(amxk_import_gptq(NULL, p, bytes, 4, 32, 1, NULL, c.qzeros, c.scales, NULL, 16, 64) == AMXK_ERR_NULL, "NULL qweight");
-    CHECK(amxk_import_gptq(NULL, p, bytes, 4, 32, 1, c.qweight, c.qzeros, c.scales, gidx, 16, 64) == AMXK_ERR_UNSUPPORTED, "act-order");
-    CHECK(amxk_import_gptq(NULL, p, bytes - 1, 4, 32, 1, c.qweight, c.qzeros, c.scales, NULL, 16, 64) == AMXK_ERR_WORKSPACE, "dst small");
-    CHECK(amxk_import_gptq(NULL, p + 1, bytes - 64, 4, 32, 1, c.qweight, c.qzeros, c.scales, NULL, 16, 64) == AMXK_ERR_ALIGN, "misaligned");
-    CHECK(amxk_import_awq(NULL, p, bytes, 32, c.qweight, c.qzeros, c.scales, 12, 64) == AMXK_ERR_SHAPE, "awq N % 8");
+    CHECK(amxk_import_gptq(NULL, p, bytes, 3, 32, 1, c.qweight, c.qzeros, c.scales, AMXK_DTYPE_F16, NULL, 16, 64) == AMXK_ERR_ARG, "bits 3");
+    CHECK(amxk_import_gptq(NULL, p, bytes, 4, 32, 2, c.qweight, c.qzeros, c.scales, AMXK_DTYPE_F16, NULL, 16, 64) == AMXK_ERR_ARG, "offset 2");
+    CHECK(amxk_import_gptq(NULL, p, bytes, 4, 0, 1, c.qweight, c.qzeros, c.scales, AMXK_DTYPE_F16, NULL, 16, 64) == AMXK_ERR_ARG, "group 0");
+    CHECK(amxk_import_gptq(NULL, p, bytes, 4, 24, 1, c.qweight, c.qzeros, c.scales, AMXK_DTYPE_F16, NULL, 16, 64) == AMXK_ERR_ARG, "group not dividing K");
+    CHECK(amxk_import_gptq(NULL, p, bytes, 4, 32, 1, NULL, c.qzeros, c.scales, AMXK_DTYPE_F16, NULL, 16, 64) == AMXK_ERR_NULL, "NULL qweight");
+    CHECK(amxk_import_gptq(NULL, p, bytes, 4, 32, 1, c.qweight, c.qzeros, c.scales, AMXK_DTYPE_F16, gidx, 16, 64) == AMXK_ERR_UNSUPPORTED, "act-order");
+    CHECK(amxk_import_gptq(NULL, p, bytes - 1, 4, 32, 1, c.qweight, c.qzeros, c.scales, AMXK_DTYPE_F16, NULL, 16, 64) == AMXK_ERR_WORKSPACE, "dst small");
+    CHECK(amxk_import_gptq(NULL, p + 1, bytes - 64, 4, 32, 1, c.qweight, c.qzeros, c.scales, AMXK_DTYPE_F16, NULL, 16, 64) == AMXK_ERR_ALIGN, "misaligned");
+    CHECK(amxk_import_awq(NULL, p, bytes, 32, c.qweight, c.qzeros, c.scales, AMXK_DTYPE_F16, 12, 64) == AMXK_ERR_SHAPE, "awq N % 8");
+    CHECK(amxk_import_gptq(NULL, p, bytes, 4, 32, 1, c.qweight, c.qzeros, c.scales, AMXK_DTYPE_I8, NULL, 16, 64) == AMXK_ERR_DTYPE, "scales int8");
+    CHECK(amxk_import_awq(NULL, p, bytes, 32, c.qweight, c.qzeros, c.scales, AMXK_DTYPE_FP8_E4M3, 16, 64) == AMXK_ERR_DTYPE, "awq scales fp8");
     for (i = 0; i < bytes; i++)
         if (p[i] != 0x5a) break;
     CHECK(i == bytes, "dst untouched after the errors (first changed byte %zu)", i);
