@@ -468,18 +468,18 @@ static void run_moe(amxk_ctx *ctx) {
     printf("routing  amxk_moe_topk, %d tokens: %.3f ms; ids and weights of the 5 checked tokens vs fp64: %s\n", MP, tp * 1e3,
            route_bad ? "FAIL" : "PASS");
     n_check++, n_fail += route_bad;
-    printf("  weights  phase    tokens   time/call   rate                          check: rows  err/max|ref|\n");
+    printf("  format  phase    tokens   time/call   rate                       checked   err/max|ref|\n");
     for (v = 0; v < 3; v++) {
         char rate[64];
-        snprintf(rate, sizeof rate, "%7.1f GFLOP/s", flops / tmed_p[v] / 1e9);
-        printf("  %-7s  prefill  %6d  %8.2f ms   %-28s  %4d  %9.2e  %s\n", vname[v], MP, tmed_p[v] * 1e3, rate, NCHECK - 1,
+        snprintf(rate, sizeof rate, "%6.1f GFLOP/s", flops / tmed_p[v] / 1e9);
+        printf("  %-6s  prefill  %6d  %8.2f ms   %-25s  %d rows   %9.2e  %s\n", vname[v], MP, tmed_p[v] * 1e3, rate, NCHECK - 1,
                prefill_err[v], verdict(prefill_err[v]));
-        snprintf(rate, sizeof rate, "%7.1f GB/s (%.1f MB)", dec_bytes[v] / tmed_d[v] / 1e9, dec_bytes[v] / 1e6);
-        printf("  %-7s  decode   %6d  %8.3f ms   %-28s  %4d  %9.2e  %s\n", vname[v], 1, tmed_d[v] * 1e3, rate, 1, decode_err[v],
+        snprintf(rate, sizeof rate, "%6.1f GB/s of %.1f MB", dec_bytes[v] / tmed_d[v] / 1e9, dec_bytes[v] / 1e6);
+        printf("  %-6s  decode   %6d  %8.2f ms   %-25s  1 row    %9.2e  %s\n", vname[v], 1, tmed_d[v] * 1e3, rate, decode_err[v],
                verdict(decode_err[v]));
     }
-    printf("  (median of 3 prefill calls after a warm-up; of %d decode calls, each a new token: GB/s = its 8 experts' packs / time)\n",
-           ND);
+    printf("  (prefill: median of 3 calls after a warm-up; decode: median of %d calls, each a new token and its 8 experts;\n"
+           "   GB/s = bytes of those 8 experts' packs / time)\n", ND);
     free(ws), free(xp), free(xd), free(outp), free(lp), free(ld);
     for (v = 0; v < 3; v++) free(outd[v]);
     for (v = 0; v < 2; v++) free(pk[v].w13), free(pk[v].w2);
@@ -618,17 +618,18 @@ static void run_gdn(amxk_ctx *ctx) {
     tcm = median(tc, 3), tgm = median(tg, 3), tcdm = median(tcd, STEPS), tgdm = median(tgd, STEPS);
     printf("\nGDN      Qwen3-Next linear-attention layer: H=%d HV=%d Dk=Dv=%d, conv dim %d width %d, bf16 in/out, fp32 state\n", H,
            HV, DK, DIM, CW);
-    printf("  op                  tokens     time/call   rate\n");
-    printf("  conv1d prefill  %10zu  %9.3f ms  %6.1f GB/s (in + out)\n", T, tcm * 1e3, (double)T * DIM * 4 / tcm / 1e9);
-    printf("  gdn prefill     %10zu  %9.3f ms  %6.1f GFLOP/s (7 Dk Dv per token and head)\n", T, tgm * 1e3,
+    printf("  op              tokens   time/call   rate\n");
+    printf("  conv1d prefill  %6zu  %8.2f ms   %6.1f GB/s (activations in + out)\n", T, tcm * 1e3, (double)T * DIM * 4 / tcm / 1e9);
+    printf("  gdn prefill     %6zu  %8.2f ms   %6.1f GFLOP/s (7 Dk Dv flops per token and value head)\n", T, tgm * 1e3,
            (double)T * HV * 7.0 * DK * DV / tgm / 1e9);
-    printf("  conv1d decode   %10d  %9.3f ms  %6.1f GB/s (in + out + state)\n", NSEQ, tcdm * 1e3,
+    printf("  conv1d decode   %6d  %8.2f ms   %6.1f GB/s (in + out + conv state)\n", NSEQ, tcdm * 1e3,
            (double)NSEQ * DIM * 2 * (2 + 2 * (CW - 1)) / tcdm / 1e9);
-    printf("  gdn decode      %10d  %9.3f ms  %6.1f GB/s (state %.1f MB read + written)\n", NSEQ, tgdm * 1e3,
+    printf("  gdn decode      %6d  %8.2f ms   %6.1f GB/s (state %.1f MB read + written)\n", NSEQ, tgdm * 1e3,
            2.0 * NSEQ * HV * DK * DV * 4 / tgdm / 1e9, (double)NSEQ * HV * DK * DV * 4 / 1e6);
-    printf("  (%d sequences of 32-96 tokens; prefill: median of 3, decode: of %d steps, states carried)\n", NSEQ, STEPS);
-    printf("  check: 4 value heads x 4 sequences, all prefill + %d decode tokens, vs fp64: err/max|ref| %.2e  %s\n", STEPS,
-           max_err / max_ref, verdict(max_err / max_ref));
+    printf("  (%d sequences of 32-96 tokens, prefill median of 3 calls; then %d decode steps, median, states carried)\n", NSEQ,
+           STEPS);
+    printf("  check: value heads 0 9 22 31 of 4 sequences, whole history, vs fp64: err/max|ref| %.2e  %s\n", max_err / max_ref,
+           verdict(max_err / max_ref));
     free(cw), free(ws), free(cst.data), free(sst.data), free(x), free(y), free(o), free(ab), free(bb), free(xd), free(yd), free(od),
         free(abd), free(bbd);
 }
