@@ -293,14 +293,22 @@ static void q8_row_d(double *v, size_t n) {
     for (i = 0; i < n; i++) v[i] = nearbyint(v[i] / s) * s;
 }
 
+/* Row r of expert e's matrix m as the exact weights, regenerated (not read from the packs). */
+static void ref_row(int quant, int e, int m, size_t r, size_t k, double *row) {
+    static amxk_bf16 rb[HID];
+    static int8_t rc[HID];
+    static float rs[HID / GROUP];
+    size_t i;
+    if (quant) gen_int4_row(e, m, r, k, rc, rs);
+    else gen_bf16_row(e, m, r, k, rb);
+    for (i = 0; i < k; i++) row[i] = quant ? (double)rc[i] * rs[i / GROUP] : (double)amxk_bf16_to_f32(rb[i]);
+}
+
 /* The reference MoE for NCHECK token rows, both activation variants (a16 and, for int4, a8) in one
    pass over each active expert's regenerated weights. ref[v][c][k]. */
 static void ref_moe(int quant, const amxk_bf16 *const *xs, const int32_t (*ids)[TOPK], const double (*wt)[TOPK], int nvar,
                     double (*ref)[NCHECK][HID]) {
     static double xv[2][NCHECK][HID], g[2][NCHECK * TOPK][2 * INTER], row[HID];
-    static amxk_bf16 rb[HID];
-    static int8_t rc[HID];
-    static float rs[HID / GROUP];
     int c, v, e, j;
     size_t i, k;
     for (c = 0; c < NCHECK; c++) {
@@ -315,13 +323,7 @@ static void ref_moe(int quant, const amxk_bf16 *const *xs, const int32_t (*ids)[
                 if (ids[c][j] == e) pc[np] = c, pj[np] = j, np++;
         if (!np) continue;
         for (i = 0; i < 2 * INTER; i++) { /* gate and up rows */
-            if (quant) {
-                gen_int4_row(e, 0, i, HID, rc, rs);
-                for (k = 0; k < HID; k++) row[k] = (double)rc[k] * rs[k / GROUP];
-            } else {
-                gen_bf16_row(e, 0, i, HID, rb);
-                for (k = 0; k < HID; k++) row[k] = amxk_bf16_to_f32(rb[k]);
-            }
+            ref_row(quant, e, 0, i, HID, row);
             for (p = 0; p < np; p++)
                 for (v = 0; v < nvar; v++) {
                     double s = 0;
@@ -338,13 +340,7 @@ static void ref_moe(int quant, const amxk_bf16 *const *xs, const int32_t (*ids)[
                 if (v == 1) q8_row_d(g[v][p], INTER);
             }
         for (k = 0; k < HID; k++) { /* down rows */
-            if (quant) {
-                gen_int4_row(e, 1, k, INTER, rc, rs);
-                for (i = 0; i < INTER; i++) row[i] = (double)rc[i] * rs[i / GROUP];
-            } else {
-                gen_bf16_row(e, 1, k, INTER, rb);
-                for (i = 0; i < INTER; i++) row[i] = amxk_bf16_to_f32(rb[i]);
-            }
+            ref_row(quant, e, 1, k, INTER, row);
             for (p = 0; p < np; p++)
                 for (v = 0; v < nvar; v++) {
                     double s = 0;
