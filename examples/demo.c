@@ -168,7 +168,7 @@ static void report_cpu(const amxk_ctx *ctx) {
     else if (!(cpu->hw & AMXK_CPU_AMX_TILE)) printf("not reported by CPUID (no tile-data permission to request)");
     else printf("in CPUID; Linux tile-data permission %s",
                 cpu->amx_permission == 1 ? "granted" : cpu->amx_permission < 0 ? "REFUSED" : "not requested (AMXK_NO_SYSCALLS)");
-    printf("\nlevel    %s (levels usable:", amxk_tier_name(ctx->tier));
+    printf("\nlevel    %s%s (usable here:", amxk_tier_name(ctx->tier), ctx->tier == cpu->best_tier ? ", the highest usable" : "");
     for (t = AMXK_TIER_SCALAR; t < AMXK_TIER_COUNT; t++)
         if (cpu->tiers & AMXK_TIER_BIT(t)) printf(" %s", amxk_tier_name((amxk_tier)t));
     printf(")\n         ");
