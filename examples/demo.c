@@ -13,7 +13,7 @@
       int4 with int8 activations (w4a8, opts.act_int8). Rates: prefill GFLOP/s = 2 * 256 * 8 * 3 *
       2048 * 768 / time; decode GB/s = bytes of the 8 active experts' packs / time.
    3. GDN (amxk_gdn.h): H = 16 key heads, HV = 32 value heads, Dk = Dv = 128, conv dim 2*H*Dk + HV*Dv
-      = 8192, width 4, bf16 activations, fp32 state. Prefill of 16 sequences (1024 tokens) through
+      = 8192, width 4, bf16 activations, fp32 state. Prefill of 16 sequences (1052 tokens) through
       amxk_conv1d_prefill + amxk_gdn (fused gating, in-kernel l2norm), then 8 decode steps
       (amxk_conv1d_update + amxk_gdn recurrent) with the conv and SSM states carried in their pools.
       GFLOP/s of the delta rule counts 7 * Dk * Dv flops per token and value head (decay, S^T k,
