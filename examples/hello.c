@@ -3,7 +3,7 @@
    Shows: the AMXK_IMPLEMENTATION include, plugging examples/amxk_pool.h into amxk_ctx, what
    amxk_cpu_init() detects, which tier amxk_ctx_init() picks, and amxk_convert().
 
-   Build and run (from the repository root; `make demo` does this when examples/linear.c is absent):
+   Build and run (from the repository root; `make build/hello` builds it):
        cc -std=c99 -O2 -pthread -I. examples/hello.c -o build/hello -lm && build/hello
    Add -DAMXK_AMX_EMULATE to get the AMX tier on any CPU through the software tile emulator. */
 #define _POSIX_C_SOURCE 200809L

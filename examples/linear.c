@@ -21,7 +21,7 @@
       K * 2^-24 * sum_k |x_k * w_k|; the demo prints the largest error relative to that bound
       (a ratio well below 1 is expected) and "OK".
 
-   Build and run from the repository root (`make demo` does the same):
+   Build and run from the repository root (`make build/linear` builds it):
        cc -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -pthread -I. examples/linear.c -o build/linear -lm
        ./build/linear */
 #define _POSIX_C_SOURCE 200809L
