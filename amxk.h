@@ -1145,6 +1145,7 @@ AMXK__INLINE void amxk__tilecfg_set(amxk__tilecfg *c, int tile, int rows, int co
 }
 
 #if defined(AMXK_AMX_EMULATE)
+#include <math.h> /* fmaf (TDPBF16PS / TDPFP16PS) */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -1261,28 +1262,42 @@ AMXK__INLINE float amxk__emu_f16(const uint8_t *p) {
     return amxk__f16_to_f32(h);
 }
 
-/* TDPBF16PS / TDPFP16PS: for each m, n and pair k: C[m][n] += A[m][2k]*B[k][2n] (rounded to fp32,
-   RNE) then += A[m][2k+1]*B[k][2n+1] (rounded); products of two 8- or 11-bit significands are exact
-   in fp32 so each step is one rounding; denormal accumulators are flushed to zero; bf16 denormal
-   inputs are treated as zero, fp16 denormal inputs are honoured (Intel SDM). */
+/* TDPBF16PS / TDPFP16PS in the order of the Intel SDM's "Operation" pseudo-code (Intel 64 and IA-32
+   Architectures Software Developer's Manual, Vol. 2, TDPBF16PS and TDPFP16PS). For each row m, a
+   temporary of two fp32 lanes per output column n starts at +0; for every pair k, in order, lane 2n
+   accumulates A[m][2k]*B[k][2n] and lane 2n+1 accumulates A[m][2k+1]*B[k][2n+1], each step one fp32
+   FMA (the product is not rounded on its own; the sum is rounded once, RNE); after the k loop,
+   tmp = lane[2n] + lane[2n+1] (rounded) and C[m][n] = C[m][n] + tmp (rounded): C's own value enters
+   only at the end, and the even and odd products are summed apart until then. DAZ = FTZ = 1
+   throughout: every denormal result is flushed to a zero of its sign (flushed when the rounded fp32
+   value is denormal), a denormal C is read as zero, bf16 denormal inputs are treated as zero; fp16
+   denormal inputs are honoured (the TDPFP16PS text says so; every fp16 value is an fp32 normal).
+   Which order the silicon uses is not verified here (amxk has not run on an AMX machine): the
+   emulator follows the published pseudo-code. Older SDM editions (and the Intrinsics Guide) show a
+   different order, C itself accumulating each product in turn (rounded after each); the emulator
+   followed that one before issue 17. fmaf is C99 <math.h> (link with -lm, as amxk needs anyway). */
 AMXK__PRIV void amxk__emu_dp_float(int c, int a, int b, int fp16) {
     int m, n, k, M, N, K;
+    float lane[32]; /* 2 per output column, N <= 16 */
     if (amxk__emu_dp_check(c, a, b)) return;
     M = amxk__emu.cfg.rows[c], N = amxk__emu.cfg.colsb[c] / 4, K = amxk__emu.cfg.colsb[a] / 4;
-    for (m = 0; m < M; m++)
-        for (n = 0; n < N; n++) {
-            float acc;
-            memcpy(&acc, &amxk__emu.t[c][m][4 * n], 4);
-            acc = amxk__emu_ftz(acc);
-            for (k = 0; k < K; k++) {
+    for (m = 0; m < M; m++) {
+        for (n = 0; n < 2 * N; n++) lane[n] = 0.0f;
+        for (k = 0; k < K; k++)
+            for (n = 0; n < N; n++) {
                 const uint8_t *pa = &amxk__emu.t[a][m][4 * k], *pb = &amxk__emu.t[b][k][4 * n];
                 float a0 = fp16 ? amxk__emu_f16(pa) : amxk__emu_bf16_daz(pa), a1 = fp16 ? amxk__emu_f16(pa + 2) : amxk__emu_bf16_daz(pa + 2);
                 float b0 = fp16 ? amxk__emu_f16(pb) : amxk__emu_bf16_daz(pb), b1 = fp16 ? amxk__emu_f16(pb + 2) : amxk__emu_bf16_daz(pb + 2);
-                acc = amxk__emu_ftz(acc + a0 * b0);
-                acc = amxk__emu_ftz(acc + a1 * b1);
+                lane[2 * n] = amxk__emu_ftz(fmaf(a0, b0, lane[2 * n]));
+                lane[2 * n + 1] = amxk__emu_ftz(fmaf(a1, b1, lane[2 * n + 1]));
             }
+        for (n = 0; n < N; n++) {
+            float acc, tmp = amxk__emu_ftz(lane[2 * n] + lane[2 * n + 1]);
+            memcpy(&acc, &amxk__emu.t[c][m][4 * n], 4);
+            acc = amxk__emu_ftz(amxk__emu_ftz(acc) + tmp);
             memcpy(&amxk__emu.t[c][m][4 * n], &acc, 4);
         }
+    }
 }
 /* TDPB[SU][SU]D: C_i32[m][n] += sum over k, i<4 of ext(A[m][4k+i]) * ext(B[k][4n+i]), wrapping. */
 AMXK__PRIV void amxk__emu_dp_int8(int c, int a, int b, int a_signed, int b_signed) {

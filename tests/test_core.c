@@ -760,27 +760,47 @@ static void dp_run(int kind, int c, int a, int b) {
 static unsigned rd16(const unsigned char *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
 static uint32_t rd32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 
-/* Intel's order: per m, n: acc (FTZ'd) then for each pair k: acc = ftz(acc + a0*b0), acc = ftz(acc + a1*b1). */
+/* x + y rounded once to f32 (RNE), then flushed if the rounded value is denormal. x and y are exact
+   doubles (f32 values, or a product of two bf16 / fp16 values: at most 22 significant bits, exponent
+   >= -252, exact in double). The double sum s may itself be rounded; TwoSum gives the exact rest e,
+   and when e != 0 s is moved to its odd double neighbour on e's side (round to odd, 53 >= 24 + 2
+   bits), after which the double -> float conversion rounds as a single RNE rounding of x + y would.
+   Written without fmaf, so it does not share the emulator's way of getting one rounding. */
+static float ref_add_once(double x, double y) {
+    double s = x + y, bb = s - x, e = (x - (s - bb)) + (y - bb);
+    if (e != 0.0 && isfinite(s)) {
+        uint64_t u;
+        memcpy(&u, &s, 8);
+        if ((u & 1u) == 0) s = nextafter(s, e > 0.0 ? INFINITY : -INFINITY);
+    }
+    return ref_ftz((float)s);
+}
+
+/* The SDM's order (Vol. 2, TDPBF16PS / TDPFP16PS "Operation"): per m, n two fp32 sums start at +0, the
+   even one takes A[m][2k]*B[k][2n] for k = 0, 1, ..., the odd one A[m][2k+1]*B[k][2n+1], each step one
+   rounding (FMA); then tmp = even + odd (one rounding), C = ftz(C) + tmp (one rounding); every result
+   flushed if denormal. */
 static void dp_ref(int kind, const dp_case *d, uint32_t *out /* M*N bits */, double *tol) {
     int m, n, k, i;
     for (m = 0; m < d->M; m++)
         for (n = 0; n < d->N; n++) {
             const unsigned char *cp = d->C + (size_t)m * d->sc + 4 * (size_t)n;
             if (kind == DP_BF16 || kind == DP_FP16) {
-                float acc = ref_ftz(test_bits_f32(rd32(cp)));
-                double exact = acc, mag = fabs(acc);
+                float c0 = ref_ftz(test_bits_f32(rd32(cp))), sum[2] = {0.0f, 0.0f}, tmp, res;
+                double exact = c0, mag = fabs(c0);
                 for (k = 0; k < d->K4; k++) {
                     const unsigned char *pa = d->A + (size_t)m * d->sa + 4 * (size_t)k, *pb = d->B + (size_t)k * d->sb + 4 * (size_t)n;
                     for (i = 0; i < 2; i++) {
                         unsigned ha = rd16(pa + 2 * i), hb = rd16(pb + 2 * i);
-                        float x = kind == DP_BF16 ? ref_bf16_daz(ha) : ref_f16(ha), y = kind == DP_BF16 ? ref_bf16_daz(hb) : ref_f16(hb);
-                        float p = x * y; /* exact in f32 */
-                        acc = ref_ftz(acc + p);
-                        exact += (double)x * (double)y;
-                        mag += fabs((double)x * (double)y);
+                        double x = kind == DP_BF16 ? ref_bf16_daz(ha) : ref_f16(ha), y = kind == DP_BF16 ? ref_bf16_daz(hb) : ref_f16(hb);
+                        sum[i] = ref_add_once(sum[i], x * y); /* x * y exact in double */
+                        exact += x * y;
+                        mag += fabs(x * y);
                     }
                 }
-                out[m * d->N + n] = test_f32_bits(acc);
+                tmp = ref_add_once(sum[0], sum[1]);
+                res = ref_add_once(c0, tmp);
+                out[m * d->N + n] = test_f32_bits(res);
                 if (tol) tol[m * d->N + n] = exact; /* caller compares with the double sum */
                 if (tol) tol[d->M * d->N + m * d->N + n] = (2.0 * d->K4 + 1) * ldexp(mag, -24) + ldexp(1.0, -125) * (2 * d->K4 + 1);
             } else {
@@ -893,6 +913,27 @@ static int dp_check(int kind, int M, int K4, int N, int tc, int ta, int tb, int 
     return bad + tolbad;
 }
 
+/* One 1 x 1 TDPBF16PS (fp16 = 0) or TDPFP16PS (fp16 = 1) over K4 pairs: A's row is a[0 .. 2*K4-1],
+   B's row k is b[2k], b[2k+1] (even, odd); C starts as the bits c; returns C's bits afterwards. */
+static uint32_t dp_one(int fp16, int K4, const uint16_t *a, const uint16_t *b, uint32_t c) {
+    cfg64 cfg = cfg_new();
+    unsigned char A[64], B[64], C[4];
+    int i;
+    for (i = 0; i < 2 * K4; i++) {
+        A[2 * i] = (unsigned char)(a[i] & 0xff), A[2 * i + 1] = (unsigned char)(a[i] >> 8);
+        B[2 * i] = (unsigned char)(b[i] & 0xff), B[2 * i + 1] = (unsigned char)(b[i] >> 8);
+    }
+    for (i = 0; i < 4; i++) C[i] = (unsigned char)(c >> (8 * i));
+    cfg_tile(&cfg, 0, 1, 4), cfg_tile(&cfg, 1, 1, 4 * K4), cfg_tile(&cfg, 2, K4, 4);
+    amxk_amx_emu_loadconfig(cfg.b);
+    amxk_amx_emu_loadd(0, C, 4), amxk_amx_emu_loadd(1, A, 64), amxk_amx_emu_loadd(2, B, 4);
+    if (fp16) amxk_amx_emu_dpfp16ps(0, 1, 2);
+    else amxk_amx_emu_dpbf16ps(0, 1, 2);
+    amxk_amx_emu_stored(0, C, 4);
+    amxk_amx_emu_release();
+    return rd32(C);
+}
+
 static void test_amx_dot(void) {
     static const int shapes[][3] = {{16, 16, 16}, {3, 5, 7}, {1, 1, 1}, {16, 1, 16}, {1, 16, 1}, {7, 16, 3}, {16, 8, 16}, {2, 3, 16}};
     int kind, s, r;
@@ -912,48 +953,78 @@ static void test_amx_dot(void) {
         }
         CHECK(bad == 0, "%s: %d mismatches", dp_name(kind), bad);
     }
-    /* hand-made cases: order of the two roundings, FTZ of a denormal result, DAZ of bf16 denormals */
+    /* Hand-made cases, each computed by hand in the SDM's order (see dp_ref); "old" is what an emulator
+       that adds each product straight into C (C = ftz(C + a0*b0), then C = ftz(C + a1*b1)) gives.
+       bf16: 1 = 0x3f80, 0.5 = 0x3f00, 2^e = (e + 127) << 7; fp16: 2^e = (e + 15) << 10. */
+    {
+        uint16_t a[32], b[32];
+        uint32_t got;
+        int i;
+        /* C = 1 and 32 products of 2^-25 (A all 2^-25 = 0x3300, B all 1). Even sum: j * 2^-25 is exact for
+           every j <= 16, so it ends at 16 * 2^-25 = 2^-21; the odd sum likewise 2^-21; tmp = 2^-21 + 2^-21
+           = 2^-20 exactly; C = 1 + 2^-20, exact in fp32 (21 bits) = 0x3f800008. Old: 1 + 2^-25 is below
+           half an ulp of 1 (2^-24), so each step rounds back to 1: 1.0. (Adding the pair first,
+           2^-24, and then C, also gives 1: a tie rounded to even.) */
+        for (i = 0; i < 32; i++) a[i] = 0x3300, b[i] = 0x3f80;
+        got = dp_one(0, 16, a, b, 0x3f800000u);
+        CHECK(got == 0x3f800008u, "TDPBF16PS sums the products before adding C: 1 + 32 x 2^-25 = 1 + 2^-20 (got 0x%08x)", got);
+        /* the same with fp16: 2^-13 (0x0800) * 2^-12 (0x0c00) = 2^-25 */
+        for (i = 0; i < 32; i++) a[i] = 0x0800, b[i] = 0x0c00;
+        got = dp_one(1, 16, a, b, 0x3f800000u);
+        CHECK(got == 0x3f800008u, "TDPFP16PS sums the products before adding C: 1 + 32 x 2^-25 = 1 + 2^-20 (got 0x%08x)", got);
+        /* Even and odd sums kept apart until after the k loop. C = 0, A = [2^15, 2^15, 1, 1],
+           B = [2^15, -2^15], [1, 1]. Even: 2^30, then 2^30 + 1 rounds to 2^30 (ulp 2^7); odd: -2^30, then
+           -2^30 + 1 = -(2^30 - 1) rounds to -2^30 (its neighbours are -(2^30 - 64) and -2^30);
+           tmp = 2^30 - 2^30 = +0; C = 0 + 0 = +0. Old: 2^30, 0, 1, 2: 2.0. */
+        a[0] = 0x4700, a[1] = 0x4700, a[2] = 0x3f80, a[3] = 0x3f80;
+        b[0] = 0x4700, b[1] = 0xc700, b[2] = 0x3f80, b[3] = 0x3f80;
+        got = dp_one(0, 2, a, b, 0);
+        CHECK(got == 0, "TDPBF16PS adds the even and odd sums after the k loop: +2^30 + 1 and -2^30 + 1 give 0 (got 0x%08x)", got);
+        /* C's own value enters only at the end. C = 2^30 (0x4e800000), A = [2^15, 1], B = [-2^15, 1]:
+           even -2^30, odd 1, tmp = -2^30 + 1 rounds to -2^30 (as above), C = 2^30 - 2^30 = +0.
+           Old: 2^30 - 2^30 = 0, then 0 + 1 = 1.0. */
+        a[0] = 0x4700, a[1] = 0x3f80, b[0] = 0xc700, b[1] = 0x3f80;
+        got = dp_one(0, 1, a, b, 0x4e800000u);
+        CHECK(got == 0, "TDPBF16PS adds C after the products: 2^30 + (-2^30 + 1) gives 0 (got 0x%08x)", got);
+        /* The sums start at +0, not at C. C = -0, A = [-1, -1], B = [0, 0]: the products are -0, each sum
+           is +0 + -0 = +0 (RNE), tmp = +0, C = -0 + +0 = +0. Old: -0 + -0 = -0, twice: -0. */
+        a[0] = 0xbf80, a[1] = 0xbf80, b[0] = 0, b[1] = 0;
+        got = dp_one(0, 1, a, b, 0x80000000u);
+        CHECK(got == 0, "TDPBF16PS: C = -0 plus products -0 gives +0 (the sums start at +0) (got 0x%08x)", got);
+        /* Each step is one FMA: a product below fp32's normal range is not rounded on its own. C = 0,
+           A = [2^-60, 0, 2^-74, 0, 1.5 * 2^-75, 0], B = [2^-65, 0], [2^-74, 0], [2^-75, 0]. Even sum: 2^-125;
+           + 2^-148 = 2^-125 + 2^-148 (exact: the ulp on [2^-125, 2^-124) is 2^-148; last bit odd);
+           + 1.5 * 2^-150 = 0.375 ulp, rounds down: 2^-125 + 2^-148 = 0x01000001. Odd sum 0, tmp and C the
+           same. Rounding the product first (to the fp32 denormal 2^-149, 0.5 ulp) would make a tie,
+           rounded to even: 2^-125 + 2^-147 = 0x01000002 (what the old emulator gave). */
+        a[0] = 0x2180, a[1] = 0, a[2] = 0x1a80, a[3] = 0, a[4] = 0x1a40, a[5] = 0;
+        b[0] = 0x1f00, b[1] = 0, b[2] = 0x1a80, b[3] = 0, b[4] = 0x1a00, b[5] = 0;
+        got = dp_one(0, 3, a, b, 0);
+        CHECK(got == 0x01000001u, "TDPBF16PS: each step is one FMA rounding, tiny products included (got 0x%08x)", got);
+        /* FTZ of the horizontal sum. C = -2^-126 (0x80800000), A = [1.5 * 2^-63, -2^-63], B = [2^-63, 2^-63]:
+           even 1.5 * 2^-126, odd -2^-126 (both normal), tmp = 2^-127 is denormal: flushed to +0;
+           C = -2^-126 + 0 = -2^-126. (Unflushed, -2^-126 + 2^-127 = -2^-127 would flush to -0.) */
+        a[0] = 0x2040, a[1] = 0xa000, b[0] = 0x2000, b[1] = 0x2000;
+        got = dp_one(0, 1, a, b, 0x80800000u);
+        CHECK(got == 0x80800000u, "TDPBF16PS flushes a denormal horizontal sum (got 0x%08x)", got);
+        /* 2^-70 * 2^-70 = 2^-140 is an f32 denormal: flushed */
+        a[0] = 0x1c80, a[1] = 0, b[0] = 0x1c80, b[1] = 0;
+        got = dp_one(0, 1, a, b, 0);
+        CHECK(got == 0, "TDPBF16PS flushes a denormal result (got 0x%08x)", got);
+        /* bf16 denormal input 0x0040 times 2^100 (0x7180): DAZ gives 0 */
+        a[0] = 0x0040, a[1] = 0, b[0] = 0x7180, b[1] = 0;
+        got = dp_one(0, 1, a, b, 0);
+        CHECK((got & 0x7fffffffu) == 0, "TDPBF16PS treats bf16 denormal inputs as zero (got 0x%08x)", got);
+        /* fp16 denormal 2^-24 (0x0001) times 1024 (0x6400) = 2^-14 (0x38800000): honoured */
+        a[0] = 0x0001, a[1] = 0, b[0] = 0x6400, b[1] = 0;
+        got = dp_one(1, 1, a, b, 0);
+        CHECK(got == 0x38800000u, "TDPFP16PS honours fp16 denormal inputs (got 0x%08x)", got);
+    }
     {
         cfg64 cfg = cfg_new();
         unsigned char A[4], B[4], C[4];
-        float c;
         cfg_tile(&cfg, 0, 1, 4), cfg_tile(&cfg, 1, 1, 4), cfg_tile(&cfg, 2, 1, 4);
         amxk_amx_emu_loadconfig(cfg.b);
-        /* 1 + 2^-24 + 2^-24: stepwise RNE gives 1 (a pairwise sum would give 1 + 2^-23) */
-        A[0] = 0x80, A[1] = 0x33, A[2] = 0x80, A[3] = 0x33; /* bf16 2^-24 = 0x3380 */
-        B[0] = 0x80, B[1] = 0x3f, B[2] = 0x80, B[3] = 0x3f; /* 1.0 */
-        c = 1.0f;
-        memcpy(C, &c, 4);
-        amxk_amx_emu_loadd(0, C, 4), amxk_amx_emu_loadd(1, A, 4), amxk_amx_emu_loadd(2, B, 4);
-        amxk_amx_emu_dpbf16ps(0, 1, 2);
-        amxk_amx_emu_stored(0, C, 4);
-        memcpy(&c, C, 4);
-        CHECK(c == 1.0f, "TDPBF16PS rounds after each product (got %.9g)", (double)c);
-        /* 2^-70 * 2^-70 = 2^-140 is an f32 denormal: flushed */
-        A[0] = 0x80, A[1] = 0x1c, A[2] = 0, A[3] = 0; /* bf16 2^-70 = 0x1c80 */
-        B[0] = 0x80, B[1] = 0x1c, B[2] = 0, B[3] = 0;
-        memset(C, 0, 4);
-        amxk_amx_emu_loadd(0, C, 4), amxk_amx_emu_loadd(1, A, 4), amxk_amx_emu_loadd(2, B, 4);
-        amxk_amx_emu_dpbf16ps(0, 1, 2);
-        amxk_amx_emu_stored(0, C, 4);
-        CHECK(rd32(C) == 0, "TDPBF16PS flushes a denormal result (got 0x%08x)", rd32(C));
-        /* bf16 denormal input 0x0040 times 2^100: DAZ gives 0 */
-        A[0] = 0x40, A[1] = 0x00, A[2] = 0, A[3] = 0;
-        B[0] = 0x80, B[1] = 0x71, B[2] = 0, B[3] = 0; /* 2^100 = 0x7180 */
-        memset(C, 0, 4);
-        amxk_amx_emu_loadd(0, C, 4), amxk_amx_emu_loadd(1, A, 4), amxk_amx_emu_loadd(2, B, 4);
-        amxk_amx_emu_dpbf16ps(0, 1, 2);
-        amxk_amx_emu_stored(0, C, 4);
-        CHECK((rd32(C) & 0x7fffffffu) == 0, "TDPBF16PS treats bf16 denormal inputs as zero (got 0x%08x)", rd32(C));
-        /* fp16 denormal 2^-24 times 2^10 = 2^-14: honoured */
-        A[0] = 0x01, A[1] = 0x00, A[2] = 0, A[3] = 0;
-        B[0] = 0x00, B[1] = 0x64, B[2] = 0, B[3] = 0; /* f16 1024 = 0x6400 */
-        memset(C, 0, 4);
-        amxk_amx_emu_loadd(0, C, 4), amxk_amx_emu_loadd(1, A, 4), amxk_amx_emu_loadd(2, B, 4);
-        amxk_amx_emu_dpfp16ps(0, 1, 2);
-        amxk_amx_emu_stored(0, C, 4);
-        memcpy(&c, C, 4);
-        CHECK(c == 0x1p-14f, "TDPFP16PS honours fp16 denormal inputs (got %.9g)", (double)c);
         /* int32 wraparound: INT32_MAX + 127*127*4 */
         memset(A, 0x7f, 4), memset(B, 0x7f, 4);
         C[0] = 0xff, C[1] = 0xff, C[2] = 0xff, C[3] = 0x7f;
