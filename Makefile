@@ -65,7 +65,7 @@ DEMO_MAIN := build/demo
 HAVE_DNNL := $(wildcard /usr/include/dnnl.h /usr/local/include/dnnl.h)
 BENCH_BINS := build/amxk_bench $(if $(HAVE_DNNL),build/onednn_peer)
 
-.PHONY: all test tests unit-tests compile-tests demo examples bench bench-bin sanitize clang aarch64 clean valgrind fuzz
+.PHONY: all test tests unit-tests compile-tests demo examples bench bench-bin sanitize clang aarch64 clean valgrind fuzz amx-model
 .DELETE_ON_ERROR:
 
 all: tests examples bench-bin
@@ -198,6 +198,19 @@ bench-bin: $(BENCH_BINS)
 build/amxk_bench: bench/amxk_bench.c $(wildcard bench/*.h) $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $< -o $@ $(EXTRA_LDFLAGS) $(LDLIBS)
+
+# the AMX tile emulator with its counters (AMXK_AMX_EMU_COUNT): `amxk_bench linear ... --isa amx` prints
+# per call TDPs, tile loads by source, LDTILECFGs and dequantized blocks (make amx-model runs a table)
+build/amxk_bench_amxcount: bench/amxk_bench.c $(wildcard bench/*.h) $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -DAMXK_AMX_EMULATE -DAMXK_AMX_EMU_COUNT $< -o $@ $(EXTRA_LDFLAGS) $(LDLIBS)
+
+AMX_MODEL_SHAPES ?= 256:4096:4096 32:4096:4096 1:4096:4096
+amx-model: build/amxk_bench_amxcount
+	@for s in $(AMX_MODEL_SHAPES); do IFS=: read m n k <<< "$$s"; \
+	  for d in "--dtype bf16" "--dtype int4 --group 128" "--dtype int8 --group 128 --act int8" "--dtype int4 --group 128 --act int8"; do \
+	    build/amxk_bench_amxcount linear --m $$m --n $$n --k $$k $$d --isa amx --reps 1 --warmup 0 --rotate-mb 0 --threads 1 | grep amx_counts || exit 1; \
+	  done; done
 
 build/onednn_peer: bench/onednn_peer.c bench/bench_util.h amxk.h
 	@mkdir -p $(@D)

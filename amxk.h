@@ -286,6 +286,23 @@ AMXK_DEF void amxk_amx_emu_dpbssd(int c, int a, int b);
 AMXK_DEF void amxk_amx_emu_dpbsud(int c, int a, int b);
 AMXK_DEF void amxk_amx_emu_dpbusd(int c, int a, int b);
 AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b);
+
+#if defined(AMXK_AMX_EMU_COUNT)
+/* Tile counters: the emulator as a performance model (AMXK_AMX_EMU_COUNT together with
+   AMXK_AMX_EMULATE; GCC or clang: atomic adds). Every emulated tile operation of every thread adds to
+   process-wide counters. A TILELOADD adds rows x colsb bytes to load_bytes[src], src the first range
+   registered with amxk_amx_emu_count_range (1..3) that contains its base address, else 0. amxk_bench
+   registers 1 = the caller's x, 2 = the packed weights, 3 = the workspace (x panels, dequantized
+   blocks, spills); 0 is then the stack. dequant_blocks: 16-column blocks dequantized to 16 bits for
+   the AMX path (amxk_pack.h). Not for production builds: the counters cost an atomic add per op. */
+typedef struct amxk_amx_emu_counts {
+    uint64_t ldtilecfg, release, tileloadd, tilestored, tilezero, tdp, dequant_blocks;
+    uint64_t load_bytes[4], store_bytes;
+} amxk_amx_emu_counts;
+AMXK_DEF void amxk_amx_emu_count_range(int src, const void *p, size_t bytes); /* src 1..3; bytes 0: unregister */
+AMXK_DEF void amxk_amx_emu_counts_get(amxk_amx_emu_counts *c);
+AMXK_DEF void amxk_amx_emu_counts_reset(void);
+#endif
 #endif
 
 #ifdef __cplusplus
@@ -1157,6 +1174,37 @@ typedef struct amxk__emu_state {
 
 static AMXK__THREAD_LOCAL amxk__emu_state amxk__emu;
 
+#if defined(AMXK_AMX_EMU_COUNT)
+static amxk_amx_emu_counts amxk__emu_cnt;
+static struct { const char *p; size_t bytes; } amxk__emu_rng[4];
+#  define AMXK__EMU_COUNT(field, v) ((void)__atomic_fetch_add(&amxk__emu_cnt.field, (uint64_t)(v), __ATOMIC_RELAXED))
+AMXK_DEF void amxk_amx_emu_count_range(int src, const void *p, size_t bytes) {
+    if (src >= 1 && src <= 3) amxk__emu_rng[src].p = (const char *)p, amxk__emu_rng[src].bytes = p ? bytes : 0;
+}
+AMXK_DEF void amxk_amx_emu_counts_get(amxk_amx_emu_counts *c) {
+    const uint64_t *s = (const uint64_t *)(const void *)&amxk__emu_cnt;
+    uint64_t *d = (uint64_t *)(void *)c;
+    size_t i;
+    for (i = 0; i < sizeof *c / 8; i++) d[i] = __atomic_load_n(s + i, __ATOMIC_RELAXED);
+}
+AMXK_DEF void amxk_amx_emu_counts_reset(void) {
+    uint64_t *d = (uint64_t *)(void *)&amxk__emu_cnt;
+    size_t i;
+    for (i = 0; i < sizeof amxk__emu_cnt / 8; i++) __atomic_store_n(d + i, 0, __ATOMIC_RELAXED);
+}
+AMXK__PRIV int amxk__emu_src(const void *base) {
+    const char *b = (const char *)base;
+    int i;
+    for (i = 1; i <= 3; i++)
+        if (amxk__emu_rng[i].bytes && b >= amxk__emu_rng[i].p && (size_t)(b - amxk__emu_rng[i].p) < amxk__emu_rng[i].bytes) return i;
+    return 0;
+}
+#  define AMXK__EMU_COUNT_LOAD(base, bytes) AMXK__EMU_COUNT(load_bytes[amxk__emu_src(base)], bytes)
+#else
+#  define AMXK__EMU_COUNT(field, v) ((void)0)
+#  define AMXK__EMU_COUNT_LOAD(base, bytes) ((void)0)
+#endif
+
 static void amxk__emu_default_fault(const char *msg) {
     fprintf(stderr, "amxk AMX emulator: fault: %s\n", msg);
     abort();
@@ -1190,6 +1238,7 @@ AMXK_DEF amxk_amx_fault_fn amxk_amx_emu_set_fault_handler(amxk_amx_fault_fn fn) 
 AMXK_DEF void amxk_amx_emu_loadconfig(const void *config64) {
     amxk__tilecfg c;
     int i;
+    AMXK__EMU_COUNT(ldtilecfg, 1);
     memcpy(&c, config64, 64);
     if (c.palette == 0) { /* palette 0 = INIT state, as TILERELEASE */
         amxk_amx_emu_release();
@@ -1214,11 +1263,14 @@ AMXK_DEF void amxk_amx_emu_storeconfig(void *config64) {
     else memset(config64, 0, 64);
 }
 AMXK_DEF void amxk_amx_emu_release(void) {
+    AMXK__EMU_COUNT(release, 1);
     memset(&amxk__emu, 0, sizeof amxk__emu);
 }
 AMXK_DEF void amxk_amx_emu_loadd(int t, const void *base, size_t stride) {
     int r;
     if (amxk__emu_bad_tile(t, "TILELOADD")) return;
+    AMXK__EMU_COUNT(tileloadd, 1);
+    AMXK__EMU_COUNT_LOAD(base, (size_t)amxk__emu.cfg.rows[t] * amxk__emu.cfg.colsb[t]);
     memset(amxk__emu.t[t], 0, sizeof amxk__emu.t[t]); /* bytes past rows/colsb read as zero */
     for (r = 0; r < amxk__emu.cfg.rows[t]; r++)
         memcpy(amxk__emu.t[t][r], (const char *)base + (size_t)r * stride, amxk__emu.cfg.colsb[t]);
@@ -1226,11 +1278,14 @@ AMXK_DEF void amxk_amx_emu_loadd(int t, const void *base, size_t stride) {
 AMXK_DEF void amxk_amx_emu_stored(int t, void *base, size_t stride) {
     int r;
     if (amxk__emu_bad_tile(t, "TILESTORED")) return;
+    AMXK__EMU_COUNT(tilestored, 1);
+    AMXK__EMU_COUNT(store_bytes, (size_t)amxk__emu.cfg.rows[t] * amxk__emu.cfg.colsb[t]);
     for (r = 0; r < amxk__emu.cfg.rows[t]; r++)
         memcpy((char *)base + (size_t)r * stride, amxk__emu.t[t][r], amxk__emu.cfg.colsb[t]);
 }
 AMXK_DEF void amxk_amx_emu_zero(int t) {
     if (amxk__emu_bad_tile(t, "TILEZERO")) return;
+    AMXK__EMU_COUNT(tilezero, 1);
     memset(amxk__emu.t[t], 0, sizeof amxk__emu.t[t]);
 }
 
@@ -1280,6 +1335,7 @@ AMXK__PRIV void amxk__emu_dp_float(int c, int a, int b, int fp16) {
     int m, n, k, M, N, K;
     float lane[32]; /* 2 per output column, N <= 16 */
     if (amxk__emu_dp_check(c, a, b)) return;
+    AMXK__EMU_COUNT(tdp, 1);
     M = amxk__emu.cfg.rows[c], N = amxk__emu.cfg.colsb[c] / 4, K = amxk__emu.cfg.colsb[a] / 4;
     for (m = 0; m < M; m++) {
         for (n = 0; n < 2 * N; n++) lane[n] = 0.0f;
@@ -1303,6 +1359,7 @@ AMXK__PRIV void amxk__emu_dp_float(int c, int a, int b, int fp16) {
 AMXK__PRIV void amxk__emu_dp_int8(int c, int a, int b, int a_signed, int b_signed) {
     int m, n, k, i, M, N, K;
     if (amxk__emu_dp_check(c, a, b)) return;
+    AMXK__EMU_COUNT(tdp, 1);
     M = amxk__emu.cfg.rows[c], N = amxk__emu.cfg.colsb[c] / 4, K = amxk__emu.cfg.colsb[a] / 4;
     for (m = 0; m < M; m++)
         for (n = 0; n < N; n++) {

@@ -2668,6 +2668,7 @@ AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_
             if (a->q) { /* quantized: dequantize to x's 16-bit type in the VNNI pair layout (vector level) */
                 deq(a->q, b, a->dt, wf, wq);
                 if (two) deq(a->q, b + 1, a->dt, wf, wq + blk);
+                AMXK__EMU_COUNT(dequant_blocks, 1 + two); /* tile counters (amxk.h, AMXK_AMX_EMU_COUNT) */
                 w0 = wq, w1 = two ? wq + blk : wq;
             }
             AMXK__TILE_ZERO(0);

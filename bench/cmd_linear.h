@@ -128,7 +128,30 @@ static int cmd_linear(bench_env *env, const bench_args *a) {
         j.bias = (float *)bench_alloc(j.n * sizeof(float), 64);
         bench_fill(j.bias, j.n, 3);
     }
+#if defined(AMXK_AMX_EMU_COUNT)
+    amxk_amx_emu_count_range(1, j.a8 ? (const void *)j.xq : j.x, j.a8 ? j.m * j.k : j.m * j.k * 2);
+    amxk_amx_emu_count_range(2, j.w.copy[0], j.packed_bytes);
+    amxk_amx_emu_count_range(3, j.ws, j.ws_bytes);
+    if (j.w.n > 1) bench_die("the tile counters attribute loads to the first weight copy: use --rotate-mb 0");
+    amxk_amx_emu_counts_reset();
+#endif
     med = bench_measure(linear_call, &j, env->warmup, env->reps);
+#if defined(AMXK_AMX_EMU_COUNT)
+    {
+        amxk_amx_emu_counts c;
+        const double calls = (double)(env->warmup + env->reps);
+        amxk_amx_emu_counts_get(&c);
+        printf("amx_counts m=%zu n=%zu k=%zu dtype=%s%s tier=%s per_call: tdp=%.0f ldtilecfg=%.0f tilerelease=%.0f tileloadd=%.0f "
+               "load_bytes_x=%.0f load_bytes_w=%.0f load_bytes_ws=%.0f load_bytes_stack=%.0f tilestored=%.0f store_bytes=%.0f "
+               "dequant_blocks=%.0f | packed_bytes=%zu weight_loads_per_packed_byte=%.2f bytes_per_tdp=%.0f dequant_per_block=%.2f\n",
+               j.m, j.n, j.k, dts, qparams, amxk_tier_name(env->ctx.tier), (double)c.tdp / calls, (double)c.ldtilecfg / calls,
+               (double)c.release / calls, (double)c.tileloadd / calls, (double)c.load_bytes[1] / calls, (double)c.load_bytes[2] / calls,
+               (double)c.load_bytes[3] / calls, (double)c.load_bytes[0] / calls, (double)c.tilestored / calls, (double)c.store_bytes / calls,
+               (double)c.dequant_blocks / calls, j.packed_bytes, (double)c.load_bytes[2] / calls / (double)j.packed_bytes,
+               c.tdp ? (double)(c.load_bytes[0] + c.load_bytes[1] + c.load_bytes[2] + c.load_bytes[3]) / (double)c.tdp : 0.0,
+               (double)c.dequant_blocks / calls / (double)((j.n + 15) / 16));
+    }
+#endif
     bench_line(med, 2.0 * (double)j.m * (double)j.n * (double)j.k,
                (double)j.packed_bytes + (double)(j.m * j.k * 2) + (double)(j.m * j.n * ysz),
                "op=linear m=%zu n=%zu k=%zu dtype=%s%s out=%s bias=%d threads=%d isa=%s tier=%s rotate_mb=%g", j.m, j.n, j.k, dts,
