@@ -1410,6 +1410,9 @@ AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b) { amxk__emu_dp_int8(c, a,
 #  define AMXK__TDPFP16PS(c, a, b)                                                                   \
       __asm__ volatile(".byte 0xc4, 0xe2, %c0, 0x5c, %c1" ::"i"(0x03 | ((~(b) & 15) << 3)), "i"(0xc0 | ((c) << 3) | (a)))
 #endif
+#ifndef AMXK__EMU_COUNT /* the tile counters exist only in the emulator (AMXK_AMX_EMU_COUNT) */
+#  define AMXK__EMU_COUNT(field, v) ((void)0)
+#endif
 
 // >>dispatch -------------------------------------------------------------------------------------
 
