@@ -205,12 +205,8 @@ build/amxk_bench_amxcount: bench/amxk_bench.c $(wildcard bench/*.h) $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DAMXK_AMX_EMULATE -DAMXK_AMX_EMU_COUNT $< -o $@ $(EXTRA_LDFLAGS) $(LDLIBS)
 
-AMX_MODEL_SHAPES ?= 256:4096:4096 32:4096:4096 1:4096:4096
 amx-model: build/amxk_bench_amxcount
-	@for s in $(AMX_MODEL_SHAPES); do IFS=: read m n k <<< "$$s"; \
-	  for d in "--dtype bf16" "--dtype int4 --group 128" "--dtype int8 --group 128 --act int8" "--dtype int4 --group 128 --act int8"; do \
-	    build/amxk_bench_amxcount linear --m $$m --n $$n --k $$k $$d --isa amx --reps 1 --warmup 0 --rotate-mb 0 --threads 1 | grep amx_counts || exit 1; \
-	  done; done
+	bench/amx_model.sh
 
 build/onednn_peer: bench/onednn_peer.c bench/bench_util.h amxk.h
 	@mkdir -p $(@D)

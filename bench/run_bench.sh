@@ -191,4 +191,10 @@ if command -v hyperfine >/dev/null 2>&1; then
 else
     echo "note: hyperfine not installed; in-process timings only"
 fi
+# the AMX tile-count model (emulator counters: counts, not timings; BENCH_AMX_MODEL=0 skips it, ~1 min)
+if [ "${BENCH_AMX_MODEL:-1}" != 0 ]; then
+    if make -s --no-print-directory build/amxk_bench_amxcount && bench/amx_model.sh >>"$out"; then :; else
+        echo "note: the AMX tile-count model failed"
+    fi
+fi
 echo "wrote $out"
