@@ -32,3 +32,21 @@ for s in $shapes; do
             "$(awk "BEGIN{print $(get load_bytes_stack)/1048576}")"
     done
 done
+# MoE prefill, Qwen3-30B-A3B layer (E=128, top-8, hidden 2048, inter 768); AMX_MODEL_MOE=0 skips it
+if [ "${AMX_MODEL_MOE:-1}" != 0 ]; then
+    m=${AMX_MODEL_MOE_M:-512}
+    echo
+    echo "MoE prefill M=$m (\`$bin moe --m $m --layers 1 <format> --isa amx --reps 1 --warmup 0 --threads 1\`):"
+    echo "useful TDP work = the routed rows' MACs (3 N K per pair) / the MACs of the TDPs issued."
+    echo
+    echo "| format | TDPs | LDTILECFG | tile loads | W loads / active packed byte | dequant blocks | tile stores | useful TDP work |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+    for f in "bf16|--dtype bf16" "int8 g128 (w8a8)|--dtype int8 --act int8"; do
+        name=${f%%|*} args=${f#*|}
+        # shellcheck disable=SC2086
+        line=$("$bin" moe --m "$m" --layers 1 $args --isa amx --reps 1 --warmup 0 --threads 1 | grep '^amx_counts_moe')
+        get() { sed -E "s/.* $1=([0-9.]+).*/\1/" <<<"$line"; }
+        printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$(get tdp)" "$(get ldtilecfg)" "$(get tileloadd)" \
+            "$(get weight_loads_per_packed_byte)" "$(get dequant_blocks)" "$(get tilestored)" "$(get useful_tdp_work)"
+    done
+fi

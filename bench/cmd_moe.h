@@ -175,7 +175,30 @@ static int cmd_moe(bench_env *env, const bench_args *a) {
     if ((st = amxk_moe_workspace_size(&env->ctx, &j.w, NULL, &j.o, j.m, j.topk, &j.ws_bytes)) != AMXK_OK)
         bench_die("workspace size: %s", amxk_status_string(st));
     j.ws = bench_alloc(j.ws_bytes ? j.ws_bytes : 64, 64);
+#if defined(AMXK_AMX_EMU_COUNT)
+    if (j.layers != 1) bench_die("the tile counters attribute loads to layer 0's weights: use --layers 1");
+    amxk_amx_emu_count_range(1, j.x, j.m * j.k * 2);
+    amxk_amx_emu_count_range(2, j.w13[0], j.e * j.b13);
+    amxk_amx_emu_count_range(3, j.w2[0], j.e * j.b2);
+    amxk_amx_emu_counts_reset();
+#endif
     med = bench_measure(moe_call, &j, env->warmup, env->reps);
+#if defined(AMXK_AMX_EMU_COUNT)
+    { /* useful TDP work: the routed rows' MACs (3 N K per pair) over what the TDPs did (16 x 16 x 32
+         MACs per bf16 TDP, 16 x 16 x 64 per int8 TDP) */
+        amxk_amx_emu_counts c;
+        const double calls = (double)(env->warmup + env->reps), macs = j.o.act_int8 ? 16384.0 : 8192.0;
+        amxk_amx_emu_counts_get(&c);
+        printf("amx_counts_moe m=%zu experts=%zu topk=%zu hidden=%zu inter=%zu dtype=%s act=%s active=%zu tier=%s per_call: tdp=%.0f "
+               "ldtilecfg=%.0f tileloadd=%.0f load_bytes_w13=%.0f load_bytes_w2=%.0f load_bytes_other=%.0f tilestored=%.0f dequant_blocks=%.0f | "
+               "active_packed_bytes=%.0f weight_loads_per_packed_byte=%.2f useful_tdp_work=%.3f\n",
+               j.m, j.e, j.topk, j.k, j.n, dts, acts, active, amxk_tier_name(env->ctx.tier), (double)c.tdp / calls, (double)c.ldtilecfg / calls,
+               (double)c.tileloadd / calls, (double)c.load_bytes[2] / calls, (double)c.load_bytes[3] / calls,
+               (double)(c.load_bytes[0] + c.load_bytes[1]) / calls, (double)c.tilestored / calls, (double)c.dequant_blocks / calls,
+               (double)active * (double)(j.b13 + j.b2), (double)(c.load_bytes[2] + c.load_bytes[3]) / calls / ((double)active * (double)(j.b13 + j.b2)),
+               c.tdp ? 3.0 * (double)j.n * (double)j.k * (double)routed * calls / ((double)c.tdp * macs) : 0.0);
+    }
+#endif
     bench_line(med, 6.0 * (double)j.n * (double)j.k * (double)routed, (double)active * (double)(j.b13 + j.b2),
                "op=moe m=%zu experts=%zu topk=%zu hidden=%zu inter=%zu dtype=%s act=%s fn=%s layers=%zu seed=%u active=%zu threads=%d isa=%s tier=%s",
                j.m, j.e, j.topk, j.k, j.n, dts, acts, bench_str(a, "fn", "silu"), j.layers, seed, active, env->threads, env->isa, amxk_tier_name(env->ctx.tier));
