@@ -2637,69 +2637,76 @@ AMXK__TARGET_END
 AMXK__TARGET_AMX_BEGIN
 
 /* Rows [m0, m1) x blocks [b0, b1) with 32x32 output tiles: C tiles 0-3, A tiles 4-5, B tiles 6-7.
-   ws: a zero-padded 16-bit x panel (32 x Kp) then a 32x32 f32 C scratch. */
+   The task's x rows are copied once into zero-padded 16-bit panels of 32 rows (ws: ceil((m1 - m0) / 32)
+   panels of 32 x Kp); then for each pair of 16-column blocks (dequantized once, quantized packs) every
+   panel runs its TDPs over all of K, so a task loads its weights (and dequantizes them) once, and the
+   block pair (2 x 16 x Kp 16-bit values, 256 KiB at K = 4096) stays in L2 across the panels. A last
+   single block runs 2 TDPs per k step (B tile 6 only), a panel of at most 16 rows 2 (A tile 4 only).
+   C tiles go to a 32x32 f32 scratch and out through the scalar row store (bias, conversion: not yet
+   the AVX-512 epilogue of issue 17). Tile counters: bench/amx_model.sh. */
 AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     uint16_t *xa = (uint16_t *)ws, *wq = (uint16_t *)(ws + a->plan->ws_a); /* wq: dequantized blocks */
     float *cs = (float *)(ws + a->plan->ws_a + a->plan->ws_w);
     float *wf = (float *)(wq + 2 * (size_t)AMXK__LIN_NB * a->kp); /* f32 scratch of the vector dequantizer */
     void (*deq)(const amxk__qview *, size_t, amxk_dtype, float *, uint16_t *) = a->plan->vec->q_block_16;
-    const size_t kp = a->kp, lda = kp * 2, blk = (size_t)AMXK__LIN_NB * kp; /* lda in bytes */
+    const size_t kp = a->kp, lda = kp * 2, blk = (size_t)AMXK__LIN_NB * kp, panel = (size_t)AMXK__LIN_AMX_M * kp; /* lda in bytes */
+    const size_t np = AMXK__CEIL_DIV(m1 - m0, (size_t)AMXK__LIN_AMX_M);
     const int fp16 = a->dt == AMXK_DTYPE_F16;
     amxk__tilecfg cfg;
-    size_t i, b, kk;
+    size_t i, b, kk, pi, r;
     int t;
+    for (r = 0; r < np * AMXK__LIN_AMX_M; r++) { /* panels: rows past m1 and columns past K are zero */
+        uint16_t *d = xa + r * kp;
+        if (m0 + r < m1) {
+            memcpy(d, (const uint16_t *)a->x + (m0 + r) * a->ldx, a->k * 2);
+            memset(d + a->k, 0, (kp - a->k) * 2);
+        } else {
+            memset(d, 0, kp * 2);
+        }
+    }
     memset(&cfg, 0, sizeof cfg);
     for (t = 0; t < 8; t++) amxk__tilecfg_set(&cfg, t, 16, 64);
     AMXK__TILE_LOADCONFIG(&cfg);
-    for (i = m0; i < m1; i += AMXK__LIN_AMX_M) {
-        size_t mr = AMXK__MIN((size_t)AMXK__LIN_AMX_M, m1 - i), r;
-        for (r = 0; r < AMXK__LIN_AMX_M; r++) { /* panel: rows past mr and columns past K are zero */
-            uint16_t *d = xa + r * kp;
-            if (r < mr) {
-                memcpy(d, (const uint16_t *)a->x + (i + r) * a->ldx, a->k * 2);
-                memset(d + a->k, 0, (kp - a->k) * 2);
-            } else {
-                memset(d, 0, kp * 2);
-            }
+    for (b = b0; b < b1; b += 2) {
+        const int two = b + 1 < b1;
+        const uint16_t *w0 = a->w + b * blk, *w1 = w0 + blk;
+        if (a->q) { /* quantized: dequantize to x's 16-bit type in the VNNI pair layout (vector level) */
+            deq(a->q, b, a->dt, wf, wq);
+            if (two) deq(a->q, b + 1, a->dt, wf, wq + blk);
+            AMXK__EMU_COUNT(dequant_blocks, 1 + two); /* tile counters (amxk.h, AMXK_AMX_EMU_COUNT) */
+            w0 = wq, w1 = wq + blk;
         }
-        for (b = b0; b < b1; b += 2) {
-            int two = b + 1 < b1;
-            const uint16_t *w0 = a->w + b * blk, *w1 = two ? w0 + blk : w0;
-            if (a->q) { /* quantized: dequantize to x's 16-bit type in the VNNI pair layout (vector level) */
-                deq(a->q, b, a->dt, wf, wq);
-                if (two) deq(a->q, b + 1, a->dt, wf, wq + blk);
-                AMXK__EMU_COUNT(dequant_blocks, 1 + two); /* tile counters (amxk.h, AMXK_AMX_EMU_COUNT) */
-                w0 = wq, w1 = two ? wq + blk : wq;
-            }
+        for (pi = 0; pi < np; pi++) {
+            const uint16_t *xp = xa + pi * panel;
+            const size_t i0 = m0 + pi * AMXK__LIN_AMX_M, mr = AMXK__MIN((size_t)AMXK__LIN_AMX_M, m1 - i0);
+            const int hi = mr > 16; /* rows 16..31: A tile 5, C tiles 2-3 */
             AMXK__TILE_ZERO(0);
-            AMXK__TILE_ZERO(1);
-            AMXK__TILE_ZERO(2);
-            AMXK__TILE_ZERO(3);
+            if (two) AMXK__TILE_ZERO(1);
+            if (hi) AMXK__TILE_ZERO(2);
+            if (hi && two) AMXK__TILE_ZERO(3);
             for (kk = 0; kk < kp; kk += AMXK__LIN_KALIGN) {
-                AMXK__TILE_LOADD(4, xa + kk, lda);
-                AMXK__TILE_LOADD(5, xa + 16 * kp + kk, lda);
+                AMXK__TILE_LOADD(4, xp + kk, lda);
+                if (hi) AMXK__TILE_LOADD(5, xp + 16 * kp + kk, lda);
                 AMXK__TILE_LOADD(6, w0 + kk * AMXK__LIN_NB, 64);
-                AMXK__TILE_LOADD(7, w1 + kk * AMXK__LIN_NB, 64);
+                if (two) AMXK__TILE_LOADD(7, w1 + kk * AMXK__LIN_NB, 64);
                 if (fp16) {
                     AMXK__TDPFP16PS(0, 4, 6);
-                    AMXK__TDPFP16PS(1, 4, 7);
-                    AMXK__TDPFP16PS(2, 5, 6);
-                    AMXK__TDPFP16PS(3, 5, 7);
+                    if (two) AMXK__TDPFP16PS(1, 4, 7);
+                    if (hi) AMXK__TDPFP16PS(2, 5, 6);
+                    if (hi && two) AMXK__TDPFP16PS(3, 5, 7);
                 } else {
                     AMXK__TDPBF16PS(0, 4, 6);
-                    AMXK__TDPBF16PS(1, 4, 7);
-                    AMXK__TDPBF16PS(2, 5, 6);
-                    AMXK__TDPBF16PS(3, 5, 7);
+                    if (two) AMXK__TDPBF16PS(1, 4, 7);
+                    if (hi) AMXK__TDPBF16PS(2, 5, 6);
+                    if (hi && two) AMXK__TDPBF16PS(3, 5, 7);
                 }
             }
             AMXK__TILE_STORED(0, cs, 128);
-            AMXK__TILE_STORED(1, cs + 16, 128);
-            AMXK__TILE_STORED(2, cs + 16 * 32, 128);
-            AMXK__TILE_STORED(3, cs + 16 * 32 + 16, 128);
-            for (r = 0; r < mr; r++) {
-                size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)(two ? 32 : 16), a->n - n0);
-                amxk__linear_store_row(a, i + r, n0, cnt, cs + r * 32);
-            }
+            if (two) AMXK__TILE_STORED(1, cs + 16, 128);
+            if (hi) AMXK__TILE_STORED(2, cs + 16 * 32, 128);
+            if (hi && two) AMXK__TILE_STORED(3, cs + 16 * 32 + 16, 128);
+            for (i = 0; i < mr; i++)
+                amxk__linear_store_row(a, i0 + i, b * AMXK__LIN_NB, AMXK__MIN((size_t)(two ? 32 : 16), a->n - b * AMXK__LIN_NB), cs + i * 32);
         }
     }
     AMXK__TILE_RELEASE();
@@ -2823,7 +2830,7 @@ AMXK__PRIV void amxk__linear_ws__avx512(amxk__linear_plan *p, size_t m, size_t k
 #if AMXK__HAS_AMX
 AMXK__PRIV void amxk__linear_ws__amx(amxk__linear_plan *p, size_t m, size_t kp, int quant) {
     (void)m;
-    p->ws_a = AMXK__ROUND_UP((size_t)AMXK__LIN_AMX_M * kp * 2, (size_t)AMXK_ALIGN);
+    p->ws_a = AMXK__ROUND_UP(AMXK__ROUND_UP(p->mc, (size_t)AMXK__LIN_AMX_M) * kp * 2, (size_t)AMXK_ALIGN); /* every panel of a task */
     p->ws_w = quant ? 2 * (size_t)AMXK__LIN_NB * kp * 2 + (size_t)AMXK__LIN_NB * kp * 4 : 0; /* + f32 scratch */
     p->ws_c = (size_t)AMXK__LIN_AMX_M * 2 * AMXK__LIN_NB * 4;
 }
