@@ -1297,14 +1297,16 @@ static inline __attribute__((always_inline)) float amxk__gdn_hsum16(__m512 v) {
 }
 
 /* silu(y) at 16 lanes: the algorithm and constants of amxk__conv_silu__avx2 (see there; its NUMERICS in
-   PATHS AND TIERS), lane for lane the same operations, so the same bits: the 8-entry 2^(j/8) table is
-   repeated in the 16-entry vpermps (the index's low 4 bits; lanes j and j + 8 hold the same value). */
+   PATHS AND TIERS) with the same values at every step, so the same bits: the clamp of y to [-87, 87] is
+   one vrangeps (sign of y, min(|y|, 87): the min/max pair's result; a NaN y still gives NaN, through the
+   final y / ...), and the 8-entry 2^(j/8) table is repeated in the 16-entry vpermps (the index's low 4
+   bits; lanes j and j + 8 hold the same value). */
 static inline __attribute__((always_inline)) __m512 amxk__conv_silu__avx512(__m512 y) {
     const __m512 magic = _mm512_set1_ps(12582912.0f);
     const __m512 tab = _mm512_setr_ps(1.0f, 1.0905077327f, 1.1892071150f, 1.2968395547f, 1.4142135624f, 1.5422108254f, 1.6817928305f,
                                       1.8340080864f, 1.0f, 1.0905077327f, 1.1892071150f, 1.2968395547f, 1.4142135624f, 1.5422108254f,
                                       1.6817928305f, 1.8340080864f);
-    __m512 yc = _mm512_min_ps(_mm512_max_ps(y, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(87.0f));
+    __m512 yc = _mm512_range_ps(y, _mm512_set1_ps(87.0f), 0x02); /* sign(y) min(|y|, 87) */
     __m512 x = _mm512_mul_ps(yc, _mm512_set1_ps(-11.541560327111707f)); /* -8 y log2 e */
     __m512 t = _mm512_add_ps(x, magic);
     __m512 f = _mm512_sub_ps(x, _mm512_sub_ps(t, magic)), p, s;
