@@ -1346,10 +1346,46 @@ static inline __attribute__((always_inline)) void amxk__conv_split32__avx512(con
     _mm512_storeu_ps(dst, _mm512_permutex2var_ps(lo, ie, hi));
     _mm512_storeu_ps(dst + 16, _mm512_permutex2var_ps(lo, io, hi));
 }
+/* vcvtne2ps2bf16 (AVX512_BF16): words 0-15 = bf16(lo), 16-31 = bf16(hi), round to nearest even with
+   subnormal inputs read as zero (DAZ; MXCSR not consulted), a NaN made quiet ((u >> 16) | 0x40, as
+   amxk__f32_to_bf16). For the AVX512_BF16 table only (see amxk__gdn_kernels_for). Inline asm: the
+   AVX-512 region's target has no avx512bf16 and the kernels instantiate one body for both tables; the
+   emulated build runs the same rule in C (checked equal to the instruction on 64M patterns, Zen 4). */
+static inline __attribute__((always_inline)) __m512i amxk__gdn_cvtne2__avx512(__m512 hi, __m512 lo) {
+    __m512i r;
+#if defined(AMXK_AVX512_EMULATE)
+    float f[32];
+    uint16_t w[32];
+    int i;
+    _mm512_storeu_ps(f, lo), _mm512_storeu_ps(f + 16, hi);
+    for (i = 0; i < 32; i++) {
+        uint32_t u = amxk__f32_bits(f[i]);
+        if ((u & 0x7f800000u) == 0) u &= 0x80000000u;
+        w[i] = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u) : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+    memcpy(&r, w, 64);
+#else
+    __asm__("vcvtne2ps2bf16 %2, %1, %0" : "=v"(r) : "v"(hi), "v"(lo));
+#endif
+    return r;
+}
+
 /* 32 channels in the lane order of amxk__conv_ld32__avx512 for xt to p as ot: split lanes go back in
-   channel order with one two-source permute per vector (f32) or one word blend (bf16). */
-static inline __attribute__((always_inline)) void amxk__conv_st32__avx512(char *p, amxk_dtype xt, amxk_dtype ot, __m512 v0, __m512 v1) {
+   channel order with one two-source permute per vector (f32) or one word blend (bf16). BF (AVX512_BF16
+   table): bf16 outputs by one vcvtne2ps2bf16 (+ one word permute for split lanes) instead of the
+   integer rounding (the same values except subnormal outputs, which become zeros). */
+static inline __attribute__((always_inline)) void amxk__conv_st32__avx512(char *p, amxk_dtype xt, amxk_dtype ot, __m512 v0, __m512 v1, int BF) {
     __m512i r0, r1;
+    if (ot == AMXK_DTYPE_BF16 && BF) {
+        r0 = amxk__gdn_cvtne2__avx512(v1, v0);
+        if (xt == AMXK_DTYPE_BF16) { /* words: even channels, then odd -> interleaved */
+            const __m512i iw = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3,
+                                                18, 2, 17, 1, 16, 0);
+            r0 = _mm512_permutexvar_epi16(iw, r0);
+        }
+        _mm512_storeu_si512((void *)p, r0);
+        return;
+    }
     if (ot == AMXK_DTYPE_F32) {
         if (xt == AMXK_DTYPE_BF16) {
             const __m512i il = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
@@ -1375,7 +1411,8 @@ static inline __attribute__((always_inline)) void amxk__conv_st32__avx512(char *
    operands and FMA order, twice the lanes). */
 static inline __attribute__((always_inline)) void amxk__conv_rows__avx512(const amxk__conv_args *a, const char *const *xr, char *const *orow,
                                                                          const char *const *pf, size_t ngrp, const float *wt, size_t ldw,
-                                                                         const float *bs, amxk_dtype xt, amxk_dtype ot, size_t W, int NT) {
+                                                                         const float *bs, amxk_dtype xt, amxk_dtype ot, size_t W, int NT,
+                                                                         int BF) {
     size_t v, j, w = W ? W : a->width;
     const size_t xs = xt == AMXK_DTYPE_F32 ? 4 : 2, os = ot == AMXK_DTYPE_F32 ? 4 : 2;
     const int silu = a->silu;
@@ -1401,25 +1438,28 @@ static inline __attribute__((always_inline)) void amxk__conv_rows__avx512(const 
             a0 = amxk__conv_silu__avx512(a0), a1 = amxk__conv_silu__avx512(a1);
             if (NT == 2) b0 = amxk__conv_silu__avx512(b0), b1 = amxk__conv_silu__avx512(b1);
         }
-        amxk__conv_st32__avx512(orow[0] + c * os, xt, ot, a0, a1);
-        if (NT == 2) amxk__conv_st32__avx512(orow[1] + c * os, xt, ot, b0, b1);
+        amxk__conv_st32__avx512(orow[0] + c * os, xt, ot, a0, a1, BF);
+        if (NT == 2) amxk__conv_st32__avx512(orow[1] + c * os, xt, ot, b0, b1, BF);
     }
 }
 
+/* bf: the AVX512_BF16 table's bf16 output rounding (amxk__conv_st32__avx512). */
 AMXK__PRIV void amxk__conv_rowsel__avx512(const amxk__conv_args *a, const char *const *xr, char *const *orow, const char *const *pf,
-                                          size_t ngrp, const float *wt, size_t ldw, const float *bs, int nt) {
+                                          size_t ngrp, const float *wt, size_t ldw, const float *bs, int nt, int bf) {
     const int bx = a->xt == AMXK_DTYPE_BF16, bo = a->ot == AMXK_DTYPE_BF16;
-#define AMXK__CONV_ROW(XT, OT)                                                                                     \
-    do {                                                                                                           \
-        if (a->width == 4 && nt == 2) amxk__conv_rows__avx512(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 4, 2); \
-        else if (a->width == 4) amxk__conv_rows__avx512(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 4, 1);       \
-        else if (nt == 2) amxk__conv_rows__avx512(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 0, 2);             \
-        else amxk__conv_rows__avx512(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 0, 1);                          \
+#define AMXK__CONV_ROW(XT, OT, BF)                                                                                     \
+    do {                                                                                                               \
+        if (a->width == 4 && nt == 2) amxk__conv_rows__avx512(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 4, 2, BF); \
+        else if (a->width == 4) amxk__conv_rows__avx512(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 4, 1, BF);       \
+        else if (nt == 2) amxk__conv_rows__avx512(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 0, 2, BF);             \
+        else amxk__conv_rows__avx512(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 0, 1, BF);                          \
     } while (0)
-    if (bx && bo) AMXK__CONV_ROW(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16);
-    else if (bx) AMXK__CONV_ROW(AMXK_DTYPE_BF16, AMXK_DTYPE_F32);
-    else if (bo) AMXK__CONV_ROW(AMXK_DTYPE_F32, AMXK_DTYPE_BF16);
-    else AMXK__CONV_ROW(AMXK_DTYPE_F32, AMXK_DTYPE_F32);
+    if (bx && bo && bf) AMXK__CONV_ROW(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16, 1);
+    else if (bo && bf) AMXK__CONV_ROW(AMXK_DTYPE_F32, AMXK_DTYPE_BF16, 1);
+    else if (bx && bo) AMXK__CONV_ROW(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16, 0);
+    else if (bx) AMXK__CONV_ROW(AMXK_DTYPE_BF16, AMXK_DTYPE_F32, 0);
+    else if (bo) AMXK__CONV_ROW(AMXK_DTYPE_F32, AMXK_DTYPE_BF16, 0);
+    else AMXK__CONV_ROW(AMXK_DTYPE_F32, AMXK_DTYPE_F32, 0);
 #undef AMXK__CONV_ROW
 }
 
@@ -1427,7 +1467,8 @@ AMXK__PRIV void amxk__conv_rowsel__avx512(const amxk__conv_args *a, const char *
    blocking of amxk__conv_rows_f32__2x16__avx2 (channel blocks in L1, two tokens at a time, the block's
    taps copied contiguous, split for bf16 x; streaming stores for large outputs) with 32-channel
    groups. */
-AMXK__PRIV void amxk__conv_rows_f32__2x32__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t td, size_t tb1, size_t nch) {
+static inline __attribute__((always_inline)) void amxk__conv_rows__2x32__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t td,
+                                                                               size_t tb1, size_t nch, int bf) {
     const size_t t0 = q.t0, len = q.len, W = a->width, xs = a->esz, os = amxk_dtype_size(a->ot);
     float wsc[32 * (AMXK__CONV_MAXW + 1)], stage[2 * AMXK__CONV_WSC];
     const size_t cb = AMXK__MAX((size_t)1, AMXK__CONV_WSC / 32 / (W + 1)) * 32; /* 256 channels at W = 4 */
@@ -1449,11 +1490,11 @@ AMXK__PRIV void amxk__conv_rows_f32__2x32__avx512(const amxk__conv_args *a, amxk
             for (j = 0; j < nt; j++) orow[j] = (char *)a->out + ((t0 + t + j) * a->ldo + c) * os;
             for (j = 0; j < 2; j++) pf[j] = (const char *)a->x + ((t0 + AMXK__MIN(t + nt + j, len - 1)) * a->ldx + c) * xs;
             if (!a->nts) {
-                amxk__conv_rowsel__avx512(a, xr, orow, pf, nc / 32, wt, ldw, bs, (int)nt);
+                amxk__conv_rowsel__avx512(a, xr, orow, pf, nc / 32, wt, ldw, bs, (int)nt, bf);
                 continue;
             }
             stg[0] = (char *)stage, stg[1] = (char *)stage + nc * os;
-            amxk__conv_rowsel__avx512(a, xr, stg, pf, nc / 32, wt, ldw, bs, (int)nt);
+            amxk__conv_rowsel__avx512(a, xr, stg, pf, nc / 32, wt, ldw, bs, (int)nt, bf);
             for (j = 0; j < nt; j++)
                 for (k = 0; k < nc * os; k += 32)
                     _mm256_stream_si256((__m256i *)(orow[j] + k), _mm256_loadu_si256((const __m256i *)(stg[j] + k)));
@@ -1461,11 +1502,19 @@ AMXK__PRIV void amxk__conv_rows_f32__2x32__avx512(const amxk__conv_args *a, amxk
     }
     if (a->nts) _mm_sfence();
 }
+AMXK__PRIV void amxk__conv_rows_f32__2x32__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t td, size_t tb1, size_t nch) {
+    amxk__conv_rows__2x32__avx512(a, q, td, tb1, nch, 0);
+}
+/* The AVX512_BF16 table's rows: bf16 outputs rounded by vcvtne2ps2bf16 (amxk__conv_st32__avx512). */
+AMXK__PRIV void amxk__conv_rows_f32__2x32__avx512bf16(const amxk__conv_args *a, amxk__conv_sq q, size_t td, size_t tb1, size_t nch) {
+    amxk__conv_rows__2x32__avx512(a, q, td, tb1, nch, 1);
+}
 
 /* Conv outputs of token t of a sequence, channels [c0, c1), any history, 16 lanes at a time (masked
-   tail): the same fp32 values in the same FMA order as the 2x32 rows (prefill and update agree bit for
-   bit). */
-AMXK__PRIV void amxk__conv_edge_f32__1x16__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t t, size_t c0, size_t c1) {
+   tail): the same fp32 values in the same FMA order as the 2x32 rows, and the same bf16 rounding as the
+   rows of its table (BF), so prefill and update agree bit for bit. */
+static inline __attribute__((always_inline)) void amxk__conv_edge__1x16__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t t,
+                                                                               size_t c0, size_t c1, int BF) {
     const size_t W = a->width, xs = a->esz;
     size_t c, j, k;
     for (c = c0; c < c1; c += 16) {
@@ -1489,8 +1538,17 @@ AMXK__PRIV void amxk__conv_edge_f32__1x16__avx512(const amxk__conv_args *a, amxk
             acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a->w + j * a->dimp + c), v, acc);
         }
         if (a->silu) acc = amxk__conv_silu__avx512(acc);
-        amxk__vstore__avx512((char *)a->out + ((q.t0 + t) * a->ldo + c) * amxk_dtype_size(a->ot), a->ot, acc, m);
+        if (BF && a->ot == AMXK_DTYPE_BF16)
+            _mm256_mask_storeu_epi16((char *)a->out + ((q.t0 + t) * a->ldo + c) * 2, m,
+                                     _mm512_castsi512_si256(amxk__gdn_cvtne2__avx512(_mm512_setzero_ps(), acc)));
+        else amxk__vstore__avx512((char *)a->out + ((q.t0 + t) * a->ldo + c) * amxk_dtype_size(a->ot), a->ot, acc, m);
     }
+}
+AMXK__PRIV void amxk__conv_edge_f32__1x16__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t t, size_t c0, size_t c1) {
+    amxk__conv_edge__1x16__avx512(a, q, t, c0, c1, 0);
+}
+AMXK__PRIV void amxk__conv_edge_f32__1x16__avx512bf16(const amxk__conv_args *a, amxk__conv_sq q, size_t t, size_t c0, size_t c1) {
+    amxk__conv_edge__1x16__avx512(a, q, t, c0, c1, 1);
 }
 
 /* dst[r*ldd + c] = src[r*lds + c] for r < rows, c < nb (<= 32): two zmm moves per row (masked when
@@ -1860,13 +1918,24 @@ static const amxk__gdn_kernels amxk__gdn_kernels_avx512 = {
     /* any nb (masked tails): the block kernel is its own tail */
     amxk__gdn_recurrent_f32__32col__avx512, amxk__gdn_recurrent_f32__32col__avx512, 1, AMXK__GDN_CB, 9 * AMXK__GDN_CB,
 };
+/* AVX512_BF16 and up: the AVX-512 table with the conv's bf16 outputs rounded by vcvtne2ps2bf16. */
+static const amxk__gdn_kernels amxk__gdn_kernels_avx512bf16 = {
+    amxk__conv_rows_f32__2x32__avx512bf16, amxk__conv_edge_f32__1x16__avx512bf16, 32,
+    amxk__gdn_gating_f32__1x1__scalar,
+    amxk__gdn_qk_f32__16col__avx512,
+    amxk__gdn_gemm_f32__8x32__avx512,
+    amxk__gdn_copy_f32__32col__avx512,
+    amxk__gdn_recurrent_prep_f32__16col__avx512,
+    amxk__gdn_recurrent_f32__32col__avx512, amxk__gdn_recurrent_f32__32col__avx512, 1, AMXK__GDN_CB, 9 * AMXK__GDN_CB,
+};
 #endif
-/* The table of a vector level (amxk__vec_tier) usable here: the AVX-512 levels (and AMX, which has no
-   kernels of its own in this module) use the AVX-512 table, AVX2 its own, else scalar. The only place
-   that looks at the level; the drivers below never do. */
+/* The table of a vector level (amxk__vec_tier) usable here: avx512_bf16 and up (avx512_fp16; AMX has
+   no kernels of its own in this module) the AVX512_BF16 table, avx512 and avx512_vnni the AVX-512
+   table, AVX2 its own, else scalar. The only place that looks at the level; the drivers below never do. */
 AMXK__PRIV const amxk__gdn_kernels *amxk__gdn_kernels_for(amxk_tier level) {
     (void)level;
 #if AMXK__HAS_AVX512
+    if (level >= AMXK_TIER_AVX512_BF16) return &amxk__gdn_kernels_avx512bf16;
     if (level >= AMXK_TIER_AVX512) return &amxk__gdn_kernels_avx512;
 #endif
 #if AMXK__HAS_AVX2
