@@ -1495,9 +1495,16 @@ static inline __attribute__((always_inline)) void amxk__conv_rows__2x32__avx512(
             }
             stg[0] = (char *)stage, stg[1] = (char *)stage + nc * os;
             amxk__conv_rowsel__avx512(a, xr, stg, pf, nc / 32, wt, ldw, bs, (int)nt, bf);
-            for (j = 0; j < nt; j++)
+            for (j = 0; j < nt; j++) { /* nc * os is a multiple of 64: whole lines when the row is 64-byte aligned */
+#if !defined(AMXK_AVX512_EMULATE) /* (SIMDe 0.7.4 has no _mm512_stream_si512) */
+                if ((uintptr_t)orow[j] % 64 == 0) {
+                    for (k = 0; k < nc * os; k += 64) _mm512_stream_si512((void *)(orow[j] + k), _mm512_loadu_si512((const void *)(stg[j] + k)));
+                    continue;
+                }
+#endif
                 for (k = 0; k < nc * os; k += 32)
                     _mm256_stream_si256((__m256i *)(orow[j] + k), _mm256_loadu_si256((const __m256i *)(stg[j] + k)));
+            }
         }
     }
     if (a->nts) _mm_sfence();
