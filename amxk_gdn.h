@@ -50,8 +50,9 @@
    PATHS AND TIERS (honest status)
        Each op has one driver (>>dispatch: tiling, task split, workspace layout) that reaches its
        microkernels through the kernel table of the context's vector level (amxk__gdn_kernels_for, the only
-       place that looks at the level): amxk__gdn_kernels_scalar, or amxk__gdn_kernels_avx2 for every level
-       from avx2 up (avx2, the avx512 levels, amx). Kernel names say op, dtype, tile and ISA.
+       place that looks at the level): amxk__gdn_kernels_scalar; amxk__gdn_kernels_avx2 (avx2);
+       amxk__gdn_kernels_avx512 (avx512, avx512_vnni); amxk__gdn_kernels_avx512bf16 (avx512_bf16,
+       avx512_fp16, and amx: no AMX kernels in this module). Kernel names say op, dtype, tile and ISA.
        Scalar: portable C for everything. AVX2: conv over blocks of 256
        channels (their taps and x rows stay in L1) x two tokens at a time x 16 channels (each x row loaded
        once per token pair); bf16 x is split into even and odd channel lanes with a shift and a mask (the
@@ -78,10 +79,39 @@
        token sweep (rows of consecutive tokens are far apart; the hardware prefetchers miss them). A
        decode token reads and writes its state once from memory, while the next task's state is
        prefetched into L2); the chunked form uses an AVX2 4x16 fp32 GEMM for its
-       chunk products. There are no AVX-512 or AMX kernels in this module yet: the AVX-512 and AMX levels
-       run the AVX2 kernels. AMXK_GDN_AUTO picks the recurrent form on every tier (it is the faster one
-       without AMX tile matmuls; see bench/cmd_gdn.h); the chunked form is always available explicitly
-       and agrees with it (tests/test_gdn.c). Gating runs scalar (it is T*HV scalars).
+       chunk products.
+       AVX-512 (>>avx512; 16 lanes, every tail by lane masks, no scalar tails): the same algorithms at
+       twice the width. conv: amxk__conv_rows_f32__2x32__avx512 (32-channel groups: one 64-byte bf16 x load
+       split into even/odd lanes, two-source permutes or one word blend back to channel order; 64-byte
+       streaming stores) and amxk__conv_edge_f32__1x16__avx512; silu amxk__conv_silu__avx512, the AVX2
+       algorithm lane for lane (the same bits; the clamp is one vrangeps): the NUMERICS above hold. The
+       avx512_bf16 table rounds bf16 conv outputs with vcvtne2ps2bf16 (..__avx512bf16 rows and edge alike,
+       so prefill and update still agree bit for bit): the same values as the integer rounding except
+       subnormal outputs (|out| < 1.2e-38), which become zeros. Recurrent:
+       amxk__gdn_recurrent_f32__32col__avx512 sweeps the whole 32-column block in one pass (two zmm per
+       state row: per row and token pair 12 zmm FMAs, 6 broadcast loads, 2 loads, 2 stores) with the AVX2
+       kernel's token pairs, deferred decay and prefetches; it takes any block width (masked last vector),
+       so it is its own tail. Chunked: amxk__gdn_gemm_f32__8x32__avx512 (16 zmm accumulators; masked
+       column tails, smaller row tiles); q/k normalisation, pair dots and block copies at 16 lanes.
+       MEASURED (AMD Zen 4 EPYC, 2 vCPUs shared with other jobs, 1 thread, H=16 HV=32 Dk=Dv=128, medians of
+       5-7 runs interleaved with --isa avx2; fp32 FMA peak 116-117 GFLOP/s for zmm and ymm alike, from a
+       register-only 12-accumulator FMA loop): recurrent prefill T=4096 (`amxk_bench gdn-prefill --t
+       4096`) 82.1 GFLOP/s (70% of peak) vs AVX2 75.3 in a quiet window (52 vs 55 under load from other
+       jobs); chunked (`--mode chunk`) 19.1 vs 9.4; decode batch 128 (`gdn-decode --batch 128`) moves the
+       state at 32.9 GB/s vs 33.4 (stream --mb 1024: 20-28 GB/s, so >= 100%: memory-bound, no change).
+       conv1d prefill T=4096 dim 8192 W=4 (`conv1d --dtype bf16|f32`): bf16 10.7 GB/s (avx512_bf16), 9.1
+       (avx512) vs AVX2 7.1, 38% of stream (28.0 GB/s): BELOW the 70% target, compute-bound (in L1 about
+       one cycle per zmm vector op; the silu's exp, division and bf16 rounding dominate); f32 16.6 vs
+       14.3 GB/s, 64% of stream (26 GB/s), also below 70%. PREDICTED for Sapphire Rapids (llvm-mca-19
+       -mcpu=sapphirerapids on the compiled inner loops, gcc 12 -O2; not measured): the pair sweep 12.1
+       cycles per 32-column state row and token pair = 32 flop/cycle (the model issues 512-bit FMAs on
+       port 0 only; with the second 512-bit FMA port of Xeon SKUs the FMA bound halves to 6 cycles, 64
+       flop/cycle); the 8x32 GEMM 16 cycles per k step (32 flop/cycle, same caveat); conv rows bf16 -> bf16
+       (vcvtne2ps2bf16 table) 70 cycles and f32 -> f32 57 cycles per 64 outputs (Zen 4 model: 69 and 64;
+       the Zen 4 measurement in L1, ~79 cycles for bf16, agrees). AMXK_GDN_AUTO picks the recurrent form on every
+       tier (it is the faster one without AMX tile matmuls; see bench/cmd_gdn.h); the chunked form is
+       always available explicitly and agrees with it (tests/test_gdn.c). Gating runs scalar on every
+       tier (it is T*HV scalars).
 
    THREADING
        conv: tasks = sequences x time blocks (>= max(64, W) tokens, at most 64 blocks per sequence; every
@@ -1278,8 +1308,9 @@ AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX2 */
 
 // >>avx512 ---------------------------------------------------------------------------------------
-/* AVX-512 (F/BW/VL/DQ) kernels: the table of every AVX-512 level and of the AMX level (no AMX kernels
-   here). 16 lanes; every tail goes through lane masks (no scalar tails). */
+/* AVX-512 (F/BW/VL/DQ) kernels: amxk__gdn_kernels_avx512 (avx512, avx512_vnni) and
+   amxk__gdn_kernels_avx512bf16 (avx512_bf16 and up, amx: no AMX kernels here; it differs only in the
+   conv's bf16 output rounding). 16 lanes; every tail goes through lane masks (no scalar tails). */
 
 #if AMXK__HAS_AVX512
 AMXK__TARGET_AVX512_BEGIN
@@ -1890,7 +1921,7 @@ AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX512 */
 
 // >>amx ------------------------------------------------------------------------------------------
-/* No AMX kernels in this module: the AMX level uses the AVX-512 table (see PATHS AND TIERS). */
+/* No AMX kernels in this module: the AMX level uses the AVX512_BF16 table (see PATHS AND TIERS). */
 
 // >>dispatch -------------------------------------------------------------------------------------
 
