@@ -1760,16 +1760,27 @@ AMXK__PRIV void amxk__gdn_recurrent_f32__32col__avx512(const amxk__gdn_args *a, 
     __m512 acc[2], acc2[2];
 #define AMXK__GDN_VM(v) ((v) == nv - 1 ? km : (__mmask16)0xffffu)
     for (v = 0; v < 2; v++) acc[v] = acc2[v] = _mm512_setzero_ps();
-    for (i = 0; i < dk; i++) {
-        const __m512 bk = _mm512_set1_ps(kh[i]), bk2 = _mm512_set1_ps(n > 1 ? kh[dkp + i] : 0.0f);
-        if (pf) { /* pfb bytes of the next task's state per row (into L2; see amxk__gdn_recurrent) */
-            size_t l;
-            for (l = 0; l < pfb; l += 64) _mm_prefetch(pf + i * pfb + l, _MM_HINT_T1);
+    if (n > 1) { /* S^T k1 and S^T k2 */
+        for (i = 0; i < dk; i++) {
+            const __m512 bk = _mm512_set1_ps(kh[i]), bk2 = _mm512_set1_ps(kh[dkp + i]);
+            if (pf) { /* (short calls: see below) */
+                size_t l;
+                for (l = 0; l < pfb; l += 64) _mm_prefetch(pf + i * pfb + l, _MM_HINT_T1);
+            }
+            for (v = 0; v < nv; v++) {
+                const __m512 sv = _mm512_maskz_loadu_ps(AMXK__GDN_VM(v), S + i * lds + 16 * v);
+                acc[v] = _mm512_fmadd_ps(sv, bk, acc[v]);
+                acc2[v] = _mm512_fmadd_ps(sv, bk2, acc2[v]);
+            }
         }
-        for (v = 0; v < nv; v++) {
-            const __m512 sv = _mm512_maskz_loadu_ps(AMXK__GDN_VM(v), S + i * lds + 16 * v);
-            acc[v] = _mm512_fmadd_ps(sv, bk, acc[v]);
-            if (n > 1) acc2[v] = _mm512_fmadd_ps(sv, bk2, acc2[v]);
+    } else { /* one token (decode): S^T k1, while the next task's state is prefetched */
+        for (i = 0; i < dk; i++) {
+            const __m512 bk = _mm512_set1_ps(kh[i]);
+            if (pf) { /* pfb bytes of the next task's state per row (into L2; see amxk__gdn_recurrent) */
+                size_t l;
+                for (l = 0; l < pfb; l += 64) _mm_prefetch(pf + i * pfb + l, _MM_HINT_T1);
+            }
+            for (v = 0; v < nv; v++) acc[v] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(AMXK__GDN_VM(v), S + i * lds + 16 * v), bk, acc[v]);
         }
     }
     for (v = 0; v < 2; v++) _mm512_storeu_ps(p1 + 16 * v, acc[v]), _mm512_storeu_ps(p2 + 16 * v, acc2[v]);
