@@ -98,7 +98,8 @@
        register-only 12-accumulator FMA loop): recurrent prefill T=4096 (`amxk_bench gdn-prefill --t
        4096`) 82.1 GFLOP/s (70% of peak) vs AVX2 75.3 in a quiet window (52 vs 55 under load from other
        jobs); chunked (`--mode chunk`) 19.1 vs 9.4; decode batch 128 (`gdn-decode --batch 128`) moves the
-       state at 32.9 GB/s vs 33.4 (stream --mb 1024: 20-28 GB/s, so >= 100%: memory-bound, no change).
+       state at 33.7 GB/s vs 35.0 for AVX2 (4% slower, not understood; 125% of stream --mb 1024, 27 GB/s:
+       memory-bound).
        conv1d prefill T=4096 dim 8192 W=4 (`conv1d --dtype bf16|f32`): bf16 10.7 GB/s (avx512_bf16), 9.1
        (avx512) vs AVX2 7.1, 38% of stream (28.0 GB/s): BELOW the 70% target, compute-bound (in L1 about
        one cycle per zmm vector op; the silu's exp, division and bf16 rounding dominate); f32 16.6 vs
@@ -1529,7 +1530,7 @@ static inline __attribute__((always_inline)) void amxk__conv_rows__2x32__avx512(
             for (j = 0; j < nt; j++) { /* nc * os is a multiple of 64: whole lines when the row is 64-byte aligned */
 #if !defined(AMXK_AVX512_EMULATE) /* (SIMDe 0.7.4 has no _mm512_stream_si512) */
                 if ((uintptr_t)orow[j] % 64 == 0) {
-                    for (k = 0; k < nc * os; k += 64) _mm512_stream_si512((void *)(orow[j] + k), _mm512_loadu_si512((const void *)(stg[j] + k)));
+                    for (k = 0; k < nc * os; k += 64) _mm512_stream_si512((__m512i *)(orow[j] + k), _mm512_loadu_si512((const void *)(stg[j] + k)));
                     continue;
                 }
 #endif
@@ -1752,7 +1753,8 @@ AMXK__PRIV void amxk__gdn_recurrent_f32__32col__avx512(const amxk__gdn_args *a, 
     const int nv = (int)AMXK__CEIL_DIV(nb, (size_t)16), tl = nb % 16 != 0;
     const __mmask16 km = amxk__gdn_mask16(nb - 16 * (size_t)(nv - 1));
     const size_t esz = amxk_dtype_size(a->in->dtype);
-    const amxk_dtype vt = a->in->dtype, ot = a->ot, osz = amxk_dtype_size(a->ot);
+    const amxk_dtype vt = a->in->dtype, ot = a->ot;
+    const size_t osz = amxk_dtype_size(a->ot);
     float *p1 = sm, *p2 = sm + CB, *u1 = p2 + CB, *u2 = u1 + CB, *w1 = u2 + CB, *oa = w1 + CB, *ob = oa + CB, *n1 = ob + CB, *n2 = n1 + CB;
     float gam = 1.0f; /* the block holds S / gam */
     size_t r, i, step, qx = qp ? qp->start : 0, qrow = qp ? qx / qp->nl : 0, ql = qp ? qx % qp->nl : 0;
