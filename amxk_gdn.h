@@ -50,8 +50,9 @@
    PATHS AND TIERS (honest status)
        Each op has one driver (>>dispatch: tiling, task split, workspace layout) that reaches its
        microkernels through the kernel table of the context's vector level (amxk__gdn_kernels_for, the only
-       place that looks at the level): amxk__gdn_kernels_scalar, or amxk__gdn_kernels_avx2 for every level
-       from avx2 up (avx2, the avx512 levels, amx). Kernel names say op, dtype, tile and ISA.
+       place that looks at the level): amxk__gdn_kernels_scalar; amxk__gdn_kernels_avx2 (avx2);
+       amxk__gdn_kernels_avx512 (avx512, avx512_vnni); amxk__gdn_kernels_avx512bf16 (avx512_bf16,
+       avx512_fp16, and amx: no AMX kernels in this module). Kernel names say op, dtype, tile and ISA.
        Scalar: portable C for everything. AVX2: conv over blocks of 256
        channels (their taps and x rows stay in L1) x two tokens at a time x 16 channels (each x row loaded
        once per token pair); bf16 x is split into even and odd channel lanes with a shift and a mask (the
@@ -78,10 +79,40 @@
        token sweep (rows of consecutive tokens are far apart; the hardware prefetchers miss them). A
        decode token reads and writes its state once from memory, while the next task's state is
        prefetched into L2); the chunked form uses an AVX2 4x16 fp32 GEMM for its
-       chunk products. There are no AVX-512 or AMX kernels in this module yet: the AVX-512 and AMX levels
-       run the AVX2 kernels. AMXK_GDN_AUTO picks the recurrent form on every tier (it is the faster one
-       without AMX tile matmuls; see bench/cmd_gdn.h); the chunked form is always available explicitly
-       and agrees with it (tests/test_gdn.c). Gating runs scalar (it is T*HV scalars).
+       chunk products.
+       AVX-512 (>>avx512; 16 lanes, every tail by lane masks, no scalar tails): the same algorithms at
+       twice the width. conv: amxk__conv_rows_f32__2x32__avx512 (32-channel groups: one 64-byte bf16 x load
+       split into even/odd lanes, two-source permutes or one word blend back to channel order; 64-byte
+       streaming stores) and amxk__conv_edge_f32__1x16__avx512; silu amxk__conv_silu__avx512, the AVX2
+       algorithm lane for lane (the same bits; the clamp is one vrangeps): the NUMERICS above hold. The
+       avx512_bf16 table rounds bf16 conv outputs with vcvtne2ps2bf16 (..__avx512bf16 rows and edge alike,
+       so prefill and update still agree bit for bit): the same values as the integer rounding except
+       subnormal outputs (|out| < 1.2e-38), which become zeros. Recurrent:
+       amxk__gdn_recurrent_f32__32col__avx512 sweeps the whole 32-column block in one pass (two zmm per
+       state row: per row and token pair 12 zmm FMAs, 6 broadcast loads, 2 loads, 2 stores) with the AVX2
+       kernel's token pairs, deferred decay and prefetches; it takes any block width (masked last vector),
+       so it is its own tail. Chunked: amxk__gdn_gemm_f32__8x32__avx512 (16 zmm accumulators; masked
+       column tails, smaller row tiles); q/k normalisation, pair dots and block copies at 16 lanes.
+       MEASURED (AMD Zen 4 EPYC, 2 vCPUs shared with other jobs, 1 thread, H=16 HV=32 Dk=Dv=128, medians of
+       5-7 runs interleaved with --isa avx2; fp32 FMA peak 116-117 GFLOP/s for zmm and ymm alike, from a
+       register-only 12-accumulator FMA loop): recurrent prefill T=4096 (`amxk_bench gdn-prefill --t
+       4096`) 82.1 GFLOP/s (70% of peak) vs AVX2 75.3 in a quiet window (52 vs 55 under load from other
+       jobs); chunked (`--mode chunk`) 19.1 vs 9.4; decode batch 128 (`gdn-decode --batch 128`) moves the
+       state at 33.7 GB/s vs 35.0 for AVX2 (4% slower, not understood; 125% of stream --mb 1024, 27 GB/s:
+       memory-bound).
+       conv1d prefill T=4096 dim 8192 W=4 (`conv1d --dtype bf16|f32`): bf16 10.7 GB/s (avx512_bf16), 9.1
+       (avx512) vs AVX2 7.1, 38% of stream (28.0 GB/s): BELOW the 70% target, compute-bound (in L1 about
+       one cycle per zmm vector op; the silu's exp, division and bf16 rounding dominate); f32 16.6 vs
+       14.3 GB/s, 64% of stream (26 GB/s), also below 70%. PREDICTED for Sapphire Rapids (llvm-mca-19
+       -mcpu=sapphirerapids on the compiled inner loops, gcc 12 -O2; not measured): the pair sweep 12.1
+       cycles per 32-column state row and token pair = 32 flop/cycle (the model issues 512-bit FMAs on
+       port 0 only; with the second 512-bit FMA port of Xeon SKUs the FMA bound halves to 6 cycles, 64
+       flop/cycle); the 8x32 GEMM 16 cycles per k step (32 flop/cycle, same caveat); conv rows bf16 -> bf16
+       (vcvtne2ps2bf16 table) 70 cycles and f32 -> f32 57 cycles per 64 outputs (Zen 4 model: 69 and 64;
+       the Zen 4 measurement in L1, ~79 cycles for bf16, agrees). AMXK_GDN_AUTO picks the recurrent form on every
+       tier (it is the faster one without AMX tile matmuls; see bench/cmd_gdn.h); the chunked form is
+       always available explicitly and agrees with it (tests/test_gdn.c). Gating runs scalar on every
+       tier (it is T*HV scalars).
 
    THREADING
        conv: tasks = sequences x time blocks (>= max(64, W) tokens, at most 64 blocks per sequence; every
@@ -712,7 +743,7 @@ AMXK__PRIV void amxk__gdn_recurrent_f32__1col__scalar(const amxk__gdn_args *a, f
 }
 
 // >>avx2 -----------------------------------------------------------------------------------------
-/* AVX2 kernels (the table of every level from AVX2 up; there are no AVX-512 or AMX ones yet). */
+/* AVX2 kernels (the AVX2 level's table; the AVX-512 and AMX levels have their own, >>avx512). */
 
 #if AMXK__HAS_AVX2
 AMXK__TARGET_AVX2_BEGIN
@@ -1278,10 +1309,632 @@ AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX2 */
 
 // >>avx512 ---------------------------------------------------------------------------------------
-/* No AVX-512 kernels in this module yet: the AVX-512 levels use the AVX2 table (see PATHS AND TIERS). */
+/* AVX-512 (F/BW/VL/DQ) kernels: amxk__gdn_kernels_avx512 (avx512, avx512_vnni) and
+   amxk__gdn_kernels_avx512bf16 (avx512_bf16 and up, amx: no AMX kernels here; it differs only in the
+   conv's bf16 output rounding). 16 lanes; every tail goes through lane masks (no scalar tails). */
+
+#if AMXK__HAS_AVX512
+AMXK__TARGET_AVX512_BEGIN
+
+/* The lane mask of the first min(cnt, 16) lanes. */
+static inline __attribute__((always_inline)) __mmask16 amxk__gdn_mask16(size_t cnt) {
+    return (__mmask16)(cnt >= 16 ? 0xffffu : (1u << cnt) - 1u);
+}
+/* The sum of 16 lanes in a fixed order. */
+static inline __attribute__((always_inline)) float amxk__gdn_hsum16(__m512 v) {
+    float t[16];
+    _mm512_storeu_ps(t, v);
+    return (((t[0] + t[8]) + (t[4] + t[12])) + ((t[2] + t[10]) + (t[6] + t[14]))) +
+           (((t[1] + t[9]) + (t[5] + t[13])) + ((t[3] + t[11]) + (t[7] + t[15])));
+}
+
+/* silu(y) at 16 lanes: the algorithm and constants of amxk__conv_silu__avx2 (see there; its NUMERICS in
+   PATHS AND TIERS) with the same values at every step, so the same bits: the clamp of y to [-87, 87] is
+   one vrangeps (sign of y, min(|y|, 87): the min/max pair's result; a NaN y still gives NaN, through the
+   final y / ...), and the 8-entry 2^(j/8) table is repeated in the 16-entry vpermps (the index's low 4
+   bits; lanes j and j + 8 hold the same value). */
+static inline __attribute__((always_inline)) __m512 amxk__conv_silu__avx512(__m512 y) {
+    const __m512 magic = _mm512_set1_ps(12582912.0f);
+    const __m512 tab = _mm512_setr_ps(1.0f, 1.0905077327f, 1.1892071150f, 1.2968395547f, 1.4142135624f, 1.5422108254f, 1.6817928305f,
+                                      1.8340080864f, 1.0f, 1.0905077327f, 1.1892071150f, 1.2968395547f, 1.4142135624f, 1.5422108254f,
+                                      1.6817928305f, 1.8340080864f);
+    __m512 yc = _mm512_range_ps(y, _mm512_set1_ps(87.0f), 0x02); /* sign(y) min(|y|, 87) */
+    __m512 x = _mm512_mul_ps(yc, _mm512_set1_ps(-11.541560327111707f)); /* -8 y log2 e */
+    __m512 t = _mm512_add_ps(x, magic);
+    __m512 f = _mm512_sub_ps(x, _mm512_sub_ps(t, magic)), p, s;
+    __m512i ti = _mm512_castps_si512(t);
+    p = _mm512_fmadd_ps(_mm512_set1_ps(0.000108396285f), f, _mm512_set1_ps(0.00375412641f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.0866434011f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.999999982f));
+    s = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(_mm512_permutexvar_ps(ti, tab)),
+                                             _mm512_slli_epi32(_mm512_srli_epi32(ti, 3), 23))); /* 2^(j/8) * 2^k */
+    return _mm512_div_ps(y, _mm512_fmadd_ps(p, s, _mm512_set1_ps(1.0f)));
+}
+
+/* 16 fp32 lanes -> bf16 (round to nearest even) in the high 16 bits of each 32-bit lane; a NaN (already
+   quiet: it comes out of an FMA or the silu) is kept (see amxk__conv_rne__avx2). */
+static inline __attribute__((always_inline)) __m512i amxk__conv_rne__avx512(__m512 v) {
+    __m512i u = _mm512_castps_si512(v);
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7fff)));
+    return _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), u);
+}
+
+/* 32 channels of x as two fp32 vectors: f32 x in channel order (0-15, 16-31); bf16 x (one 64-byte
+   load) split into the even and the odd channels with one shift and one mask. */
+static inline __attribute__((always_inline)) void amxk__conv_ld32__avx512(const char *p, amxk_dtype xt, __m512 *v0, __m512 *v1) {
+    if (xt == AMXK_DTYPE_F32) {
+        *v0 = _mm512_loadu_ps((const float *)p), *v1 = _mm512_loadu_ps((const float *)p + 16);
+    } else {
+        __m512i v = _mm512_loadu_si512((const void *)p);
+        *v0 = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+        *v1 = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)));
+    }
+}
+/* 32 fp32 values in channel order -> dst[0..15] the even, dst[16..31] the odd ones (bf16 lane order). */
+static inline __attribute__((always_inline)) void amxk__conv_split32__avx512(const float *p, float *dst) {
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    __m512 lo = _mm512_loadu_ps(p), hi = _mm512_loadu_ps(p + 16);
+    _mm512_storeu_ps(dst, _mm512_permutex2var_ps(lo, ie, hi));
+    _mm512_storeu_ps(dst + 16, _mm512_permutex2var_ps(lo, io, hi));
+}
+/* vcvtne2ps2bf16 (AVX512_BF16): words 0-15 = bf16(lo), 16-31 = bf16(hi), round to nearest even with
+   subnormal inputs read as zero (DAZ; MXCSR not consulted), a NaN made quiet ((u >> 16) | 0x40, as
+   amxk__f32_to_bf16). For the AVX512_BF16 table only (see amxk__gdn_kernels_for). Inline asm: the
+   AVX-512 region's target has no avx512bf16 and the kernels instantiate one body for both tables; the
+   emulated build runs the same rule in C (checked equal to the instruction on 64M patterns, Zen 4). */
+static inline __attribute__((always_inline)) __m512i amxk__gdn_cvtne2__avx512(__m512 hi, __m512 lo) {
+    __m512i r;
+#if defined(AMXK_AVX512_EMULATE)
+    float f[32];
+    uint16_t w[32];
+    int i;
+    _mm512_storeu_ps(f, lo), _mm512_storeu_ps(f + 16, hi);
+    for (i = 0; i < 32; i++) {
+        uint32_t u = amxk__f32_bits(f[i]);
+        if ((u & 0x7f800000u) == 0) u &= 0x80000000u;
+        w[i] = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u) : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+    memcpy(&r, w, 64);
+#else
+    __asm__("vcvtne2ps2bf16 %2, %1, %0" : "=v"(r) : "v"(hi), "v"(lo));
+#endif
+    return r;
+}
+
+/* 32 channels in the lane order of amxk__conv_ld32__avx512 for xt to p as ot: split lanes go back in
+   channel order with one two-source permute per vector (f32) or one word blend (bf16). BF (AVX512_BF16
+   table): bf16 outputs by one vcvtne2ps2bf16 (+ one word permute for split lanes) instead of the
+   integer rounding (the same values except subnormal outputs, which become zeros). */
+static inline __attribute__((always_inline)) void amxk__conv_st32__avx512(char *p, amxk_dtype xt, amxk_dtype ot, __m512 v0, __m512 v1, int BF) {
+    __m512i r0, r1;
+    if (ot == AMXK_DTYPE_BF16 && BF) {
+        r0 = amxk__gdn_cvtne2__avx512(v1, v0);
+        if (xt == AMXK_DTYPE_BF16) { /* words: even channels, then odd -> interleaved */
+            const __m512i iw = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3,
+                                                18, 2, 17, 1, 16, 0);
+            r0 = _mm512_permutexvar_epi16(iw, r0);
+        }
+        _mm512_storeu_si512((void *)p, r0);
+        return;
+    }
+    if (ot == AMXK_DTYPE_F32) {
+        if (xt == AMXK_DTYPE_BF16) {
+            const __m512i il = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+            const __m512i ih = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+            __m512 lo = _mm512_permutex2var_ps(v0, il, v1), hi = _mm512_permutex2var_ps(v0, ih, v1);
+            v0 = lo, v1 = hi;
+        }
+        _mm512_storeu_ps((float *)p, v0), _mm512_storeu_ps((float *)p + 16, v1);
+        return;
+    }
+    r0 = amxk__conv_rne__avx512(v0), r1 = amxk__conv_rne__avx512(v1);
+    if (xt == AMXK_DTYPE_BF16) {
+        r0 = _mm512_mask_blend_epi16((__mmask32)0xAAAAAAAAu, _mm512_srli_epi32(r0, 16), r1);
+    } else { /* the high words of r0 (channels 0-15), then of r1 (16-31) */
+        const __m512i iw = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27, 25, 23, 21, 19, 17, 15,
+                                            13, 11, 9, 7, 5, 3, 1);
+        r0 = _mm512_permutex2var_epi16(r0, iw, r1);
+    }
+    _mm512_storeu_si512((void *)p, r0);
+}
+
+/* The steady-state conv rows at 32 channels per group (see amxk__conv_rows__avx2: the same structure,
+   operands and FMA order, twice the lanes). */
+static inline __attribute__((always_inline)) void amxk__conv_rows__avx512(const amxk__conv_args *a, const char *const *xr, char *const *orow,
+                                                                         const char *const *pf, size_t ngrp, const float *wt, size_t ldw,
+                                                                         const float *bs, amxk_dtype xt, amxk_dtype ot, size_t W, int NT,
+                                                                         int BF) {
+    size_t v, j, w = W ? W : a->width;
+    const size_t xs = xt == AMXK_DTYPE_F32 ? 4 : 2, os = ot == AMXK_DTYPE_F32 ? 4 : 2;
+    const int silu = a->silu;
+    for (v = 0; v < ngrp; v++) {
+        const size_t c = 32 * v;
+        __m512 a0 = _mm512_loadu_ps(bs + c), a1 = _mm512_loadu_ps(bs + c + 16), b0 = a0, b1 = a1;
+        _mm_prefetch(pf[0] + c * xs, _MM_HINT_T0), _mm_prefetch(pf[1] + c * xs, _MM_HINT_T0);
+        if (xs == 4) _mm_prefetch(pf[0] + c * xs + 64, _MM_HINT_T0), _mm_prefetch(pf[1] + c * xs + 64, _MM_HINT_T0);
+#pragma GCC unroll 8
+        for (j = 0; j < w + (size_t)NT - 1; j++) {
+            __m512 x0, x1;
+            amxk__conv_ld32__avx512(xr[j] + c * xs, xt, &x0, &x1);
+            if (j < w) {
+                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(wt + j * ldw + c), x0, a0);
+                a1 = _mm512_fmadd_ps(_mm512_loadu_ps(wt + j * ldw + c + 16), x1, a1);
+            }
+            if (NT == 2 && j >= 1) {
+                b0 = _mm512_fmadd_ps(_mm512_loadu_ps(wt + (j - 1) * ldw + c), x0, b0);
+                b1 = _mm512_fmadd_ps(_mm512_loadu_ps(wt + (j - 1) * ldw + c + 16), x1, b1);
+            }
+        }
+        if (silu) {
+            a0 = amxk__conv_silu__avx512(a0), a1 = amxk__conv_silu__avx512(a1);
+            if (NT == 2) b0 = amxk__conv_silu__avx512(b0), b1 = amxk__conv_silu__avx512(b1);
+        }
+        amxk__conv_st32__avx512(orow[0] + c * os, xt, ot, a0, a1, BF);
+        if (NT == 2) amxk__conv_st32__avx512(orow[1] + c * os, xt, ot, b0, b1, BF);
+    }
+}
+
+/* bf: the AVX512_BF16 table's bf16 output rounding (amxk__conv_st32__avx512). */
+AMXK__PRIV void amxk__conv_rowsel__avx512(const amxk__conv_args *a, const char *const *xr, char *const *orow, const char *const *pf,
+                                          size_t ngrp, const float *wt, size_t ldw, const float *bs, int nt, int bf) {
+    const int bx = a->xt == AMXK_DTYPE_BF16, bo = a->ot == AMXK_DTYPE_BF16;
+#define AMXK__CONV_ROW(XT, OT, BF)                                                                                     \
+    do {                                                                                                               \
+        if (a->width == 4 && nt == 2) amxk__conv_rows__avx512(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 4, 2, BF); \
+        else if (a->width == 4) amxk__conv_rows__avx512(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 4, 1, BF);       \
+        else if (nt == 2) amxk__conv_rows__avx512(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 0, 2, BF);             \
+        else amxk__conv_rows__avx512(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 0, 1, BF);                          \
+    } while (0)
+    if (bx && bo && bf) AMXK__CONV_ROW(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16, 1);
+    else if (bo && bf) AMXK__CONV_ROW(AMXK_DTYPE_F32, AMXK_DTYPE_BF16, 1);
+    else if (bx && bo) AMXK__CONV_ROW(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16, 0);
+    else if (bx) AMXK__CONV_ROW(AMXK_DTYPE_BF16, AMXK_DTYPE_F32, 0);
+    else if (bo) AMXK__CONV_ROW(AMXK_DTYPE_F32, AMXK_DTYPE_BF16, 0);
+    else AMXK__CONV_ROW(AMXK_DTYPE_F32, AMXK_DTYPE_F32, 0);
+#undef AMXK__CONV_ROW
+}
+
+/* Conv tokens [td, tb1) of a sequence whose taps all lie in x, channels [0, nch) (a multiple of 32): the
+   blocking of amxk__conv_rows_f32__2x16__avx2 (channel blocks in L1, two tokens at a time, the block's
+   taps copied contiguous, split for bf16 x; streaming stores for large outputs) with 32-channel
+   groups. */
+static inline __attribute__((always_inline)) void amxk__conv_rows__2x32__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t td,
+                                                                               size_t tb1, size_t nch, int bf) {
+    const size_t t0 = q.t0, len = q.len, W = a->width, xs = a->esz, os = amxk_dtype_size(a->ot);
+    float wsc[32 * (AMXK__CONV_MAXW + 1)], stage[2 * AMXK__CONV_WSC];
+    const size_t cb = AMXK__MAX((size_t)1, AMXK__CONV_WSC / 32 / (W + 1)) * 32; /* 256 channels at W = 4 */
+    size_t c, t, j, k, nt;
+    for (c = 0; c < nch; c += cb) {
+        const size_t nc = AMXK__MIN(cb, nch - c);
+        const float *wt = wsc, *bs = wsc + W * nc;
+        const size_t ldw = nc;
+        for (j = 0; j <= W; j++) {
+            if (a->xt == AMXK_DTYPE_BF16)
+                for (k = 0; k < nc; k += 32) amxk__conv_split32__avx512(a->w + j * a->dimp + c + k, wsc + j * nc + k);
+            else memcpy(wsc + j * nc, a->w + j * a->dimp + c, nc * sizeof(float));
+        }
+        for (t = td; t < tb1; t += nt) {
+            const char *xr[AMXK__CONV_MAXW + 1], *pf[2];
+            char *orow[2], *stg[2];
+            nt = t + 1 < tb1 ? 2 : 1;
+            for (j = 0; j < W + nt - 1; j++) xr[j] = (const char *)a->x + ((t0 + t - (W - 1) + j) * a->ldx + c) * xs;
+            for (j = 0; j < nt; j++) orow[j] = (char *)a->out + ((t0 + t + j) * a->ldo + c) * os;
+            for (j = 0; j < 2; j++) pf[j] = (const char *)a->x + ((t0 + AMXK__MIN(t + nt + j, len - 1)) * a->ldx + c) * xs;
+            if (!a->nts) {
+                amxk__conv_rowsel__avx512(a, xr, orow, pf, nc / 32, wt, ldw, bs, (int)nt, bf);
+                continue;
+            }
+            stg[0] = (char *)stage, stg[1] = (char *)stage + nc * os;
+            amxk__conv_rowsel__avx512(a, xr, stg, pf, nc / 32, wt, ldw, bs, (int)nt, bf);
+            for (j = 0; j < nt; j++) { /* nc * os is a multiple of 64: whole lines when the row is 64-byte aligned */
+#if !defined(AMXK_AVX512_EMULATE) /* (SIMDe 0.7.4 has no _mm512_stream_si512) */
+                if ((uintptr_t)orow[j] % 64 == 0) {
+                    for (k = 0; k < nc * os; k += 64) _mm512_stream_si512((__m512i *)(orow[j] + k), _mm512_loadu_si512((const void *)(stg[j] + k)));
+                    continue;
+                }
+#endif
+                for (k = 0; k < nc * os; k += 32)
+                    _mm256_stream_si256((__m256i *)(orow[j] + k), _mm256_loadu_si256((const __m256i *)(stg[j] + k)));
+            }
+        }
+    }
+    if (a->nts) _mm_sfence();
+}
+AMXK__PRIV void amxk__conv_rows_f32__2x32__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t td, size_t tb1, size_t nch) {
+    amxk__conv_rows__2x32__avx512(a, q, td, tb1, nch, 0);
+}
+/* The AVX512_BF16 table's rows: bf16 outputs rounded by vcvtne2ps2bf16 (amxk__conv_st32__avx512). */
+AMXK__PRIV void amxk__conv_rows_f32__2x32__avx512bf16(const amxk__conv_args *a, amxk__conv_sq q, size_t td, size_t tb1, size_t nch) {
+    amxk__conv_rows__2x32__avx512(a, q, td, tb1, nch, 1);
+}
+
+/* Conv outputs of token t of a sequence, channels [c0, c1), any history, 16 lanes at a time (masked
+   tail): the same fp32 values in the same FMA order as the 2x32 rows, and the same bf16 rounding as the
+   rows of its table (BF), so prefill and update agree bit for bit. */
+static inline __attribute__((always_inline)) void amxk__conv_edge__1x16__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t t,
+                                                                               size_t c0, size_t c1, int BF) {
+    const size_t W = a->width, xs = a->esz;
+    size_t c, j, k;
+    for (c = c0; c < c1; c += 16) {
+        const size_t cnt = c1 - c;
+        const __mmask16 m = amxk__gdn_mask16(cnt);
+        __m512 acc = _mm512_maskz_loadu_ps(m, a->bias + c);
+        for (j = 0; j < W; j++) {
+            long p = (long)t - (long)(W - 1) + (long)j;
+            __m512 v;
+            if (p >= 0) {
+                v = amxk__vload__avx512((const char *)a->x + ((q.t0 + (size_t)p) * a->ldx + c) * xs, a->xt, m);
+            } else if (!q.sb || !q.init) {
+                v = _mm512_setzero_ps();
+            } else if (a->s_dim == 1) { /* SD layout: the channels of one position are contiguous */
+                v = amxk__vload__avx512(q.sb + (amxk__conv_hpos(a, q, p) * a->s_tok + c) * xs, a->xt, m);
+            } else {
+                float tmp[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+                for (k = 0; k < cnt && k < 16; k++) tmp[k] = amxk__conv_hist(a, q, p, c + k);
+                v = _mm512_loadu_ps(tmp);
+            }
+            acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a->w + j * a->dimp + c), v, acc);
+        }
+        if (a->silu) acc = amxk__conv_silu__avx512(acc);
+        if (BF && a->ot == AMXK_DTYPE_BF16)
+            _mm256_mask_storeu_epi16((char *)a->out + ((q.t0 + t) * a->ldo + c) * 2, m,
+                                     _mm512_castsi512_si256(amxk__gdn_cvtne2__avx512(_mm512_setzero_ps(), acc)));
+        else amxk__vstore__avx512((char *)a->out + ((q.t0 + t) * a->ldo + c) * amxk_dtype_size(a->ot), a->ot, acc, m);
+    }
+}
+AMXK__PRIV void amxk__conv_edge_f32__1x16__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t t, size_t c0, size_t c1) {
+    amxk__conv_edge__1x16__avx512(a, q, t, c0, c1, 0);
+}
+AMXK__PRIV void amxk__conv_edge_f32__1x16__avx512bf16(const amxk__conv_args *a, amxk__conv_sq q, size_t t, size_t c0, size_t c1) {
+    amxk__conv_edge__1x16__avx512(a, q, t, c0, c1, 1);
+}
+
+/* dst[r*ldd + c] = src[r*lds + c] for r < rows, c < nb (<= 32): two zmm moves per row (masked when
+   nb < 32). */
+AMXK__PRIV void amxk__gdn_copy_f32__32col__avx512(float *dst, size_t ldd, const float *src, size_t lds, size_t rows, size_t nb) {
+    size_t r, c;
+    if (nb == 32) {
+        for (r = 0; r < rows; r++) {
+            const __m512 x0 = _mm512_loadu_ps(src + r * lds), x1 = _mm512_loadu_ps(src + r * lds + 16);
+            _mm512_storeu_ps(dst + r * ldd, x0), _mm512_storeu_ps(dst + r * ldd + 16, x1);
+        }
+        return;
+    }
+    for (r = 0; r < rows; r++)
+        for (c = 0; c < nb; c += 16) {
+            const __mmask16 m = amxk__gdn_mask16(nb - c);
+            _mm512_mask_storeu_ps(dst + r * ldd + c, m, _mm512_maskz_loadu_ps(m, src + r * lds + c));
+        }
+}
+
+/* Normalised q/k head vector (see the scalar version), 16 lanes at a time (masked tail). */
+AMXK__PRIV void amxk__gdn_qk_f32__16col__avx512(const amxk__gdn_args *a, size_t t, size_t h, int which, float *dst) {
+    const amxk_gdn_inputs *in = a->in;
+    const void *src = which ? in->q : in->k;
+    const size_t base = t * (which ? in->ldq : in->ldk) + h * a->dk, dk = a->dk, es = amxk_dtype_size(in->dtype);
+    size_t i;
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), f;
+    float fs = which ? a->p->scale : 1.0f, raw[AMXK__GDN_MAXD];
+    for (i = 0; i < dk; i += 16) {
+        __m512 v = amxk__vload__avx512((const char *)src + (base + i) * es, in->dtype, amxk__gdn_mask16(dk - i));
+        _mm512_storeu_ps(raw + i, v); /* dk <= 256: i + 16 <= 256 */
+        if ((i / 16) & 1) s1 = _mm512_fmadd_ps(v, v, s1);
+        else s0 = _mm512_fmadd_ps(v, v, s0);
+    }
+    if (a->p->l2norm) fs /= sqrtf(amxk__gdn_hsum16(_mm512_add_ps(s0, s1)) + a->p->l2norm_eps);
+    f = _mm512_set1_ps(fs);
+    for (i = 0; i < dk; i += 16) _mm512_mask_storeu_ps(dst + i, amxk__gdn_mask16(dk - i), _mm512_mul_ps(_mm512_loadu_ps(raw + i), f));
+}
+
+/* k_r.k_{r+1} (kk[r], r + 1 < n) and k_r.q_r (kq[r]) of a chunk's normalised rows (dkp apart). */
+AMXK__PRIV void amxk__gdn_recurrent_prep_f32__16col__avx512(const float *kh, const float *qh, size_t n, size_t dk, size_t dkp, float *kk,
+                                                            float *kq) {
+    size_t r, i;
+    for (r = 0; r < n; r++) {
+        const float *k = kh + r * dkp, *q = qh + r * dkp, *k2 = kh + (r + 1) * dkp;
+        const int two = r + 1 < n;
+        __m512 x = _mm512_setzero_ps(), y = _mm512_setzero_ps();
+        for (i = 0; i < dk; i += 16) {
+            const __mmask16 m = amxk__gdn_mask16(dk - i);
+            const __m512 kv = _mm512_maskz_loadu_ps(m, k + i);
+            y = _mm512_fmadd_ps(kv, _mm512_maskz_loadu_ps(m, q + i), y);
+            if (two) x = _mm512_fmadd_ps(kv, _mm512_maskz_loadu_ps(m, k2 + i), x);
+        }
+        kk[r] = two ? amxk__gdn_hsum16(x) : 0.0f, kq[r] = amxk__gdn_hsum16(y);
+    }
+}
+
+/* State row loads / stores of vector v of NV (the last one masked with km when TL). */
+#define AMXK__GDN_LDS(p, v, NV, TL, km) ((TL) && (v) == (NV) - 1 ? _mm512_maskz_loadu_ps((km), (p)) : _mm512_loadu_ps(p))
+#define AMXK__GDN_STS(p, v, NV, TL, km, x)                                   \
+    do {                                                                     \
+        if ((TL) && (v) == (NV) - 1) _mm512_mask_storeu_ps((p), (km), (x));  \
+        else _mm512_storeu_ps((p), (x));                                     \
+    } while (0)
+
+/* One token's sweep over a column block of NV (<= 2) vectors (16*NV columns, the last one masked with km
+   when TL), rows lds apart: s = al*s + k_i u; o += s q_i. NV, TL compile-time constants. */
+static inline __attribute__((always_inline)) void amxk__gdn_sweep__avx512(float *S, size_t lds, size_t dk, const float *kh, const float *qh,
+                                                                         float al, const float *u, float *o, int NV, int TL, __mmask16 km) {
+    __m512 uu[2], oo[2], va = _mm512_set1_ps(al);
+    size_t i;
+    int v;
+#pragma GCC unroll 2
+    for (v = 0; v < NV; v++) uu[v] = _mm512_loadu_ps(u + 16 * v), oo[v] = _mm512_setzero_ps();
+    for (i = 0; i < dk; i++) {
+        float *row = S + i * lds;
+        const __m512 bk = _mm512_set1_ps(kh[i]), bq = _mm512_set1_ps(qh[i]);
+#pragma GCC unroll 2
+        for (v = 0; v < NV; v++) {
+            const __m512 sv = _mm512_fmadd_ps(bk, uu[v], _mm512_mul_ps(va, AMXK__GDN_LDS(row + 16 * v, v, NV, TL, km)));
+            AMXK__GDN_STS(row + 16 * v, v, NV, TL, km, sv);
+            oo[v] = _mm512_fmadd_ps(sv, bq, oo[v]);
+        }
+    }
+#pragma GCC unroll 2
+    for (v = 0; v < NV; v++) _mm512_storeu_ps(o + 16 * v, oo[v]);
+}
+
+/* Two tokens per sweep over NV (<= 2) vectors of state columns, the whole 32-column block in one pass
+   (see amxk__gdn_sweep2__avx2 for the arithmetic): per row, with the old s: oa += s q1_i; s' = aa s +
+   k1_i w1 + k2_i u2 (MUL = 0: aa = 1, no multiply); ob += s' q2_i; n1 += s' k3_i (NX >= 1); n2 += s' k4_i
+   (NX == 2). NV, NX, MUL, TL compile-time constants. */
+static inline __attribute__((always_inline)) void amxk__gdn_sweep2__avx512(float *S, size_t lds, size_t dk, const float *k1, const float *q1,
+                                                                          const float *k2, const float *q2, const float *k3, const float *k4,
+                                                                          float aa, const float *w1, const float *u2, float *oa, float *ob,
+                                                                          float *n1, float *n2, int NX, int NV, int MUL, int TL, __mmask16 km) {
+    __m512 A[2], B[2], N1[2], N2[2], Wv[2], U[2], va = _mm512_set1_ps(aa);
+    size_t i;
+    int v;
+#pragma GCC unroll 2
+    for (v = 0; v < NV; v++) {
+        Wv[v] = _mm512_loadu_ps(w1 + 16 * v), U[v] = _mm512_loadu_ps(u2 + 16 * v);
+        A[v] = B[v] = N1[v] = N2[v] = _mm512_setzero_ps();
+    }
+    for (i = 0; i < dk; i++) {
+        float *row = S + i * lds;
+        const __m512 bq1 = _mm512_set1_ps(q1[i]), bk1 = _mm512_set1_ps(k1[i]), bk2 = _mm512_set1_ps(k2[i]), bq2 = _mm512_set1_ps(q2[i]);
+        const __m512 bk3 = NX >= 1 ? _mm512_set1_ps(k3[i]) : va, bk4 = NX >= 2 ? _mm512_set1_ps(k4[i]) : va;
+#pragma GCC unroll 2
+        for (v = 0; v < NV; v++) {
+            const __m512 s0 = AMXK__GDN_LDS(row + 16 * v, v, NV, TL, km);
+            __m512 s1;
+            A[v] = _mm512_fmadd_ps(s0, bq1, A[v]);
+            s1 = _mm512_fmadd_ps(bk2, U[v], _mm512_fmadd_ps(bk1, Wv[v], MUL ? _mm512_mul_ps(va, s0) : s0));
+            AMXK__GDN_STS(row + 16 * v, v, NV, TL, km, s1);
+            B[v] = _mm512_fmadd_ps(s1, bq2, B[v]);
+            if (NX >= 1) N1[v] = _mm512_fmadd_ps(s1, bk3, N1[v]);
+            if (NX >= 2) N2[v] = _mm512_fmadd_ps(s1, bk4, N2[v]);
+        }
+    }
+#pragma GCC unroll 2
+    for (v = 0; v < NV; v++) {
+        _mm512_storeu_ps(oa + 16 * v, A[v]), _mm512_storeu_ps(ob + 16 * v, B[v]);
+        _mm512_storeu_ps(n1 + 16 * v, N1[v]), _mm512_storeu_ps(n2 + 16 * v, N2[v]);
+    }
+}
+
+/* The sweep2 instantiations: NV (1, 2) x tail (0, 1) x NX (0..2) x MUL (0, 1). */
+AMXK__PRIV void amxk__gdn_sweep2sel__avx512(float *S, size_t lds, size_t dk, const float *k1, const float *q1, const float *k2,
+                                            const float *q2, const float *k3, const float *k4, float aa, const float *w1, const float *u2,
+                                            float *oa, float *ob, float *n1, float *n2, int nx, int nv, int mul, int tl, __mmask16 km) {
+#define AMXK__GDN_S2(NX, NV, MUL, TL) amxk__gdn_sweep2__avx512(S, lds, dk, k1, q1, k2, q2, k3, k4, aa, w1, u2, oa, ob, n1, n2, NX, NV, MUL, TL, km)
+#define AMXK__GDN_S2M(NX, NV, TL) \
+    do {                          \
+        if (mul) AMXK__GDN_S2(NX, NV, 1, TL); \
+        else AMXK__GDN_S2(NX, NV, 0, TL);     \
+    } while (0)
+#define AMXK__GDN_S2X(NV, TL)                \
+    do {                                     \
+        if (nx == 2) AMXK__GDN_S2M(2, NV, TL); \
+        else if (nx == 1) AMXK__GDN_S2M(1, NV, TL); \
+        else AMXK__GDN_S2M(0, NV, TL);       \
+    } while (0)
+    if (nv == 2 && !tl) AMXK__GDN_S2X(2, 0);
+    else if (nv == 2) AMXK__GDN_S2X(2, 1);
+    else if (!tl) AMXK__GDN_S2X(1, 0);
+    else AMXK__GDN_S2X(1, 1);
+#undef AMXK__GDN_S2X
+#undef AMXK__GDN_S2M
+#undef AMXK__GDN_S2
+}
+
+/* Recurrent column block (see the scalar version): any nb <= 32 as one or two zmm columns vectors (the
+   last one masked when nb is not a multiple of 16), the whole block per sweep. The algorithm of
+   amxk__gdn_recurrent_f32__32col__avx2 (token pairs: one read and one write of the block per pair, 6
+   vector FMAs per 16 state elements and pair with the deferred decay; an odd last token alone; the same
+   prefetches): see there. sm: 9 x 32 floats of scratch. */
+AMXK__PRIV void amxk__gdn_recurrent_f32__32col__avx512(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t n, size_t hv,
+                                                       size_t j0, size_t nb, const float *kh, const float *qh, const float *al,
+                                                       const float *be, const float *kk, const float *kq, float *sm, const char *pf,
+                                                       size_t pfb, const amxk__gdn_qkpf *qp, int defer) {
+    const size_t dk = a->dk, dkp = AMXK__ROUND_UP(dk, (size_t)16), CB = AMXK__GDN_CB;
+    const int nv = (int)AMXK__CEIL_DIV(nb, (size_t)16), tl = nb % 16 != 0;
+    const __mmask16 km = amxk__gdn_mask16(nb - 16 * (size_t)(nv - 1));
+    const size_t esz = amxk_dtype_size(a->in->dtype);
+    const amxk_dtype vt = a->in->dtype, ot = a->ot;
+    const size_t osz = amxk_dtype_size(a->ot);
+    float *p1 = sm, *p2 = sm + CB, *u1 = p2 + CB, *u2 = u1 + CB, *w1 = u2 + CB, *oa = w1 + CB, *ob = oa + CB, *n1 = ob + CB, *n2 = n1 + CB;
+    float gam = 1.0f; /* the block holds S / gam */
+    size_t r, i, step, qx = qp ? qp->start : 0, qrow = qp ? qx / qp->nl : 0, ql = qp ? qx % qp->nl : 0;
+    int v;
+    __m512 acc[2], acc2[2];
+#define AMXK__GDN_VM(v) ((v) == nv - 1 ? km : (__mmask16)0xffffu)
+    for (v = 0; v < 2; v++) acc[v] = acc2[v] = _mm512_setzero_ps();
+    if (n > 1) { /* S^T k1 and S^T k2 */
+        for (i = 0; i < dk; i++) {
+            const __m512 bk = _mm512_set1_ps(kh[i]), bk2 = _mm512_set1_ps(kh[dkp + i]);
+            if (pf) { /* (short calls: see below) */
+                size_t l;
+                for (l = 0; l < pfb; l += 64) _mm_prefetch(pf + i * pfb + l, _MM_HINT_T1);
+            }
+            for (v = 0; v < nv; v++) {
+                const __m512 sv = _mm512_maskz_loadu_ps(AMXK__GDN_VM(v), S + i * lds + 16 * v);
+                acc[v] = _mm512_fmadd_ps(sv, bk, acc[v]);
+                acc2[v] = _mm512_fmadd_ps(sv, bk2, acc2[v]);
+            }
+        }
+    } else { /* one token (decode): S^T k1, while the next task's state is prefetched */
+        for (i = 0; i < dk; i++) {
+            const __m512 bk = _mm512_set1_ps(kh[i]);
+            if (pf) { /* pfb bytes of the next task's state per row (into L2; see amxk__gdn_recurrent) */
+                size_t l;
+                for (l = 0; l < pfb; l += 64) _mm_prefetch(pf + i * pfb + l, _MM_HINT_T1);
+            }
+            for (v = 0; v < nv; v++) acc[v] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(AMXK__GDN_VM(v), S + i * lds + 16 * v), bk, acc[v]);
+        }
+    }
+    for (v = 0; v < 2; v++) _mm512_storeu_ps(p1 + 16 * v, acc[v]), _mm512_storeu_ps(p2 + 16 * v, acc2[v]);
+    for (r = 0; r < n; r += step) {
+        const size_t t = t0 + r, vb = t * a->in->ldv + hv * a->dv + j0, obase = t * a->ldo + hv * a->dv + j0;
+        step = r + 1 < n ? 2 : 1;
+        if (n > 1) { /* this block's v values AMXK__GDN_VPF tokens ahead */
+            const size_t rp = r == 0 ? 0 : r + AMXK__GDN_VPF - 1, re = AMXK__MIN(n, r + step + AMXK__GDN_VPF - 1);
+            size_t rr;
+            for (rr = rp; rr < re; rr++) {
+                const char *vp = (const char *)a->in->v + ((t0 + rr) * a->in->ldv + hv * a->dv + j0) * esz;
+                _mm_prefetch(vp, _MM_HINT_T0);
+                _mm_prefetch(vp + nb * esz - 1, _MM_HINT_T0);
+            }
+        }
+        if (qp) { /* the next chunk's q/k rows: items [qx, xe) */
+            const size_t xe = AMXK__MIN(qp->items, qp->start + (r + step) * qp->per);
+            for (; qx < xe; qx++) {
+                _mm_prefetch(qp->base[qrow & 1] + (qrow >> 1) * qp->ld[qrow & 1] + AMXK__MIN(ql * 64, qp->rowb - 1), _MM_HINT_T0);
+                if (++ql == qp->nl) ql = 0, qrow++;
+            }
+        }
+        if (step == 1) { /* the last token alone: s = (gam a) s + k u, gam = 1 */
+            const __m512 ag = _mm512_set1_ps(al[r] * gam);
+            for (v = 0; v < nv; v++) {
+                const __m512 vv = amxk__vload__avx512((const char *)a->in->v + (vb + 16 * (size_t)v) * esz, vt, AMXK__GDN_VM(v));
+                _mm512_storeu_ps(u1 + 16 * v, _mm512_mul_ps(_mm512_set1_ps(be[r]), _mm512_fnmadd_ps(ag, _mm512_loadu_ps(p1 + 16 * v), vv)));
+            }
+            if (nv == 2 && !tl) amxk__gdn_sweep__avx512(S, lds, dk, kh + r * dkp, qh + r * dkp, al[r] * gam, u1, oa, 2, 0, km);
+            else if (nv == 2) amxk__gdn_sweep__avx512(S, lds, dk, kh + r * dkp, qh + r * dkp, al[r] * gam, u1, oa, 2, 1, km);
+            else if (!tl) amxk__gdn_sweep__avx512(S, lds, dk, kh + r * dkp, qh + r * dkp, al[r] * gam, u1, oa, 1, 0, km);
+            else amxk__gdn_sweep__avx512(S, lds, dk, kh + r * dkp, qh + r * dkp, al[r] * gam, u1, oa, 1, 1, km);
+            gam = 1.0f;
+            for (v = 0; v < nv; v++)
+                amxk__vstore__avx512((char *)a->o + (obase + 16 * (size_t)v) * osz, ot, _mm512_loadu_ps(oa + 16 * v), AMXK__GDN_VM(v));
+            continue;
+        }
+        {
+            const size_t nx = AMXK__MIN((size_t)2, n - r - 2), vb2 = vb + a->in->ldv, ob2 = obase + a->ldo;
+            const float *k1 = kh + r * dkp, *q1 = qh + r * dkp, *k2 = k1 + dkp, *q2 = q1 + dkp;
+            const float *k3 = nx >= 1 ? k2 + dkp : kh, *k4 = nx >= 2 ? k2 + 2 * dkp : kh;
+            const float g0 = gam, g1 = gam * al[r] * al[r + 1]; /* the block's scale before and after */
+            const int mul = !defer || !(g1 >= 8.67361737988403547206e-19f /* 2^-60 */);
+            const __m512 a1 = _mm512_set1_ps(al[r] * g0), a2 = _mm512_set1_ps(al[r + 1]), b1 = _mm512_set1_ps(be[r]);
+            const __m512 b2 = _mm512_set1_ps(be[r + 1]), c12 = _mm512_set1_ps(kk[r]);
+            __m512 sw, sg;
+            float *tp;
+            if (mul) gam = 1.0f;
+            else gam = g1;
+            sw = _mm512_set1_ps(mul ? al[r + 1] : al[r + 1] / g1), sg = _mm512_set1_ps(mul ? 1.0f : 1.0f / g1);
+            for (v = 0; v < nv; v++) { /* p1, p2 are products of the block at scale g0 */
+                const __m512 v1 = amxk__vload__avx512((const char *)a->in->v + (vb + 16 * (size_t)v) * esz, vt, AMXK__GDN_VM(v));
+                const __m512 v2 = amxk__vload__avx512((const char *)a->in->v + (vb2 + 16 * (size_t)v) * esz, vt, AMXK__GDN_VM(v));
+                const __m512 uu1 = _mm512_mul_ps(b1, _mm512_fnmadd_ps(a1, _mm512_loadu_ps(p1 + 16 * v), v1));
+                const __m512 s1k2 = _mm512_fmadd_ps(c12, uu1, _mm512_mul_ps(a1, _mm512_loadu_ps(p2 + 16 * v)));
+                _mm512_storeu_ps(u1 + 16 * v, uu1);
+                _mm512_storeu_ps(u2 + 16 * v, _mm512_mul_ps(sg, _mm512_mul_ps(b2, _mm512_fnmadd_ps(a2, s1k2, v2))));
+                _mm512_storeu_ps(w1 + 16 * v, _mm512_mul_ps(sw, uu1));
+            }
+            amxk__gdn_sweep2sel__avx512(S, lds, dk, k1, q1, k2, q2, k3, k4, g1, w1, u2, oa, ob, n1, n2, (int)nx, nv, mul, tl, km);
+            {
+                const __m512 cq = _mm512_set1_ps(kq[r]), gs = _mm512_set1_ps(gam);
+                for (v = 0; v < nv; v++) { /* oa is at scale g0, ob at scale gam */
+                    const __m512 o1 = _mm512_fmadd_ps(cq, _mm512_loadu_ps(u1 + 16 * v), _mm512_mul_ps(a1, _mm512_loadu_ps(oa + 16 * v)));
+                    amxk__vstore__avx512((char *)a->o + (obase + 16 * (size_t)v) * osz, ot, o1, AMXK__GDN_VM(v));
+                    amxk__vstore__avx512((char *)a->o + (ob2 + 16 * (size_t)v) * osz, ot, _mm512_mul_ps(gs, _mm512_loadu_ps(ob + 16 * v)),
+                                         AMXK__GDN_VM(v));
+                }
+            }
+            tp = p1, p1 = n1, n1 = tp; /* the next products (scale gam) */
+            tp = p2, p2 = n2, n2 = tp;
+        }
+    }
+    if (gam != 1.0f) {
+        const __m512 gs = _mm512_set1_ps(gam);
+        for (i = 0; i < dk; i++)
+            for (v = 0; v < nv; v++)
+                _mm512_mask_storeu_ps(S + i * lds + 16 * v, AMXK__GDN_VM(v),
+                                      _mm512_mul_ps(gs, _mm512_maskz_loadu_ps(AMXK__GDN_VM(v), S + i * lds + 16 * v)));
+    }
+#undef AMXK__GDN_VM
+}
+#undef AMXK__GDN_LDS
+#undef AMXK__GDN_STS
+
+/* mr x 16*NV block of C (+)= A B over k (the last vector's columns masked with km); MR <= 8, NV
+   compile-time constants. */
+static inline __attribute__((always_inline)) void amxk__gdn_mk__avx512(int acc, size_t k, const float *A, size_t lda, const float *B,
+                                                                      size_t ldb, float *C, size_t ldc, int MR, int NV, __mmask16 km) {
+    const __mmask16 k0 = NV == 1 ? km : (__mmask16)0xffffu;
+    __m512 c0[8], c1[8];
+    size_t kk;
+    int r;
+#pragma GCC unroll 8
+    for (r = 0; r < MR; r++) {
+        c0[r] = acc ? _mm512_maskz_loadu_ps(k0, C + r * ldc) : _mm512_setzero_ps();
+        c1[r] = NV == 2 && acc ? _mm512_maskz_loadu_ps(km, C + r * ldc + 16) : _mm512_setzero_ps();
+    }
+    for (kk = 0; kk < k; kk++) {
+        const __m512 b0 = _mm512_maskz_loadu_ps(k0, B + kk * ldb), b1 = NV == 2 ? _mm512_maskz_loadu_ps(km, B + kk * ldb + 16) : b0;
+#pragma GCC unroll 8
+        for (r = 0; r < MR; r++) {
+            const __m512 av = _mm512_set1_ps(A[r * lda + kk]);
+            c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
+            if (NV == 2) c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
+        }
+    }
+#pragma GCC unroll 8
+    for (r = 0; r < MR; r++) {
+        _mm512_mask_storeu_ps(C + r * ldc, k0, c0[r]);
+        if (NV == 2) _mm512_mask_storeu_ps(C + r * ldc + 16, km, c1[r]);
+    }
+}
+
+/* C (+)= A B (see the scalar version) in 8x32 register tiles (16 accumulators); row and column tails by
+   smaller tiles and lane masks. */
+AMXK__PRIV void amxk__gdn_gemm_f32__8x32__avx512(int acc, size_t m, size_t n, size_t k, const float *A, size_t lda, const float *B,
+                                                 size_t ldb, float *C, size_t ldc) {
+    size_t i, j;
+    for (i = 0; i < m; i += 8) {
+        const int mr = (int)AMXK__MIN((size_t)8, m - i);
+        const float *Ai = A + i * lda;
+        float *Ci = C + i * ldc;
+        for (j = 0; j < n; j += 32) {
+            const size_t nr = AMXK__MIN((size_t)32, n - j);
+            const __mmask16 km = amxk__gdn_mask16(nr > 16 ? nr - 16 : nr);
+#define AMXK__GDN_MK(NV)                                                                           \
+    switch (mr) {                                                                                  \
+    case 8: amxk__gdn_mk__avx512(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 8, NV, km); break;     \
+    case 7: amxk__gdn_mk__avx512(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 7, NV, km); break;     \
+    case 6: amxk__gdn_mk__avx512(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 6, NV, km); break;     \
+    case 5: amxk__gdn_mk__avx512(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 5, NV, km); break;     \
+    case 4: amxk__gdn_mk__avx512(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 4, NV, km); break;     \
+    case 3: amxk__gdn_mk__avx512(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 3, NV, km); break;     \
+    case 2: amxk__gdn_mk__avx512(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 2, NV, km); break;     \
+    default: amxk__gdn_mk__avx512(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 1, NV, km); break;    \
+    }
+            if (nr > 16) {
+                AMXK__GDN_MK(2)
+            } else {
+                AMXK__GDN_MK(1)
+            }
+#undef AMXK__GDN_MK
+        }
+    }
+}
+
+AMXK__TARGET_END
+#endif /* AMXK__HAS_AVX512 */
 
 // >>amx ------------------------------------------------------------------------------------------
-/* No AMX kernels in this module yet: the AMX level uses the AVX2 table (see PATHS AND TIERS). */
+/* No AMX kernels in this module: the AMX level uses the AVX512_BF16 table (see PATHS AND TIERS). */
 
 // >>dispatch -------------------------------------------------------------------------------------
 
@@ -1305,11 +1958,37 @@ static const amxk__gdn_kernels amxk__gdn_kernels_avx2 = {
     amxk__gdn_recurrent_f32__32col__avx2, amxk__gdn_recurrent_f32__1col__scalar, 8, AMXK__GDN_CB, 9 * AMXK__GDN_CB,
 };
 #endif
-/* The table of a vector level (amxk__vec_tier) usable here: every level from AVX2 up (AVX-512 levels,
-   AMX) has no kernels of its own in this module and uses the AVX2 table. The only place that looks at
-   the level; the drivers below never do. */
+#if AMXK__HAS_AVX512
+static const amxk__gdn_kernels amxk__gdn_kernels_avx512 = {
+    amxk__conv_rows_f32__2x32__avx512, amxk__conv_edge_f32__1x16__avx512, 32,
+    amxk__gdn_gating_f32__1x1__scalar, /* T*HV scalars: no vector kernel */
+    amxk__gdn_qk_f32__16col__avx512,
+    amxk__gdn_gemm_f32__8x32__avx512,
+    amxk__gdn_copy_f32__32col__avx512,
+    amxk__gdn_recurrent_prep_f32__16col__avx512,
+    /* any nb (masked tails): the block kernel is its own tail */
+    amxk__gdn_recurrent_f32__32col__avx512, amxk__gdn_recurrent_f32__32col__avx512, 1, AMXK__GDN_CB, 9 * AMXK__GDN_CB,
+};
+/* AVX512_BF16 and up: the AVX-512 table with the conv's bf16 outputs rounded by vcvtne2ps2bf16. */
+static const amxk__gdn_kernels amxk__gdn_kernels_avx512bf16 = {
+    amxk__conv_rows_f32__2x32__avx512bf16, amxk__conv_edge_f32__1x16__avx512bf16, 32,
+    amxk__gdn_gating_f32__1x1__scalar,
+    amxk__gdn_qk_f32__16col__avx512,
+    amxk__gdn_gemm_f32__8x32__avx512,
+    amxk__gdn_copy_f32__32col__avx512,
+    amxk__gdn_recurrent_prep_f32__16col__avx512,
+    amxk__gdn_recurrent_f32__32col__avx512, amxk__gdn_recurrent_f32__32col__avx512, 1, AMXK__GDN_CB, 9 * AMXK__GDN_CB,
+};
+#endif
+/* The table of a vector level (amxk__vec_tier) usable here: avx512_bf16 and up (avx512_fp16; AMX has
+   no kernels of its own in this module) the AVX512_BF16 table, avx512 and avx512_vnni the AVX-512
+   table, AVX2 its own, else scalar. The only place that looks at the level; the drivers below never do. */
 AMXK__PRIV const amxk__gdn_kernels *amxk__gdn_kernels_for(amxk_tier level) {
     (void)level;
+#if AMXK__HAS_AVX512
+    if (level >= AMXK_TIER_AVX512_BF16) return &amxk__gdn_kernels_avx512bf16;
+    if (level >= AMXK_TIER_AVX512) return &amxk__gdn_kernels_avx512;
+#endif
 #if AMXK__HAS_AVX2
     if (level >= AMXK_TIER_AVX2) return &amxk__gdn_kernels_avx2;
 #endif

@@ -361,10 +361,10 @@ static void conv_one(const conv_case *c) {
 static void test_conv(void) {
     static const int lens[10] = {1, 2, 3, 4, 5, 63, 64, 65, 300, 0};
     static const int32_t slots[10] = {5, 2, 9, -1, 0, 31, 7, 12, 3, 20};
-    size_t dims[3] = {96, 20, 1100}, Ws[4] = {4, 1, 2, 5};
+    size_t dims[4] = {96, 20, 1100, 49}, Ws[4] = {4, 1, 2, 5}; /* 49: the 32-channel rows of the AVX-512 kernels, then a 17-channel tail (16 lanes + 1) */
     int di, wi, v;
     TEST_SECTION("conv1d prefill / update vs fp64 oracle");
-    for (di = 0; di < 3; di++)
+    for (di = 0; di < 4; di++)
         for (wi = 0; wi < 4; wi++)
             for (v = 0; v < 2; v++) {
                 conv_case c;
@@ -378,6 +378,7 @@ static void test_conv(void) {
                 c.n_seqs = 10;
                 for (n = 0; n < 10; n++) c.lens[n] = lens[n], c.slots[n] = slots[n], c.init[n] = (uint8_t)((n + v) % 2);
                 if (di == 2 && wi != 0) continue; /* the large dim once */
+                if (di == 3 && wi != 0 && wi != 3) continue;
                 conv_one(&c);
             }
     if (!quick) { /* outputs over 8 MiB with aligned rows: the streaming-store path */
@@ -876,11 +877,13 @@ static void test_gdn_varlen(void) {
 }
 
 static void test_gdn_gva(void) {
-    static const size_t hk[5][2] = {{2, 2}, {2, 4}, {2, 6}, {1, 4}, {3, 3}};
-    static const size_t dims[5][2] = {{16, 16}, {32, 48}, {48, 32}, {20, 37}, {8, 9}};
+    /* dims not multiples of 16 / 32 hit the vector kernels' masked tails: Dv 37 = 32 + 5 columns, Dv 49 =
+       32 + 17 (a 16-lane vector + 1 lane), Dk 49, 20, 8: masked q/k rows and dot products */
+    static const size_t hk[7][2] = {{2, 2}, {2, 4}, {2, 6}, {1, 4}, {3, 3}, {1, 2}, {2, 2}};
+    static const size_t dims[7][2] = {{16, 16}, {32, 48}, {48, 32}, {20, 37}, {8, 9}, {49, 49}, {17, 1}};
     int i;
     TEST_SECTION("gdn: GVA 1..4, Dk != Dv, tails");
-    for (i = 0; i < 5; i++) {
+    for (i = 0; i < 7; i++) {
         gcase c = gc_single(hk[i][0], hk[i][1], dims[i][0], dims[i][1], 70);
         c.n_seqs = 2, c.lens[1] = 3, c.slots[1] = 0, c.vfirst = i % 2, c.fused = (i + 1) % 2;
         gdn_case(&c, 6, 0);
