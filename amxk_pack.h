@@ -149,7 +149,13 @@ AMXK_DEF amxk_status amxk_packed_linear_info(const void *packed, size_t bytes, a
    fp32 and group-major inside the pack (scale[(k / block_k) * ceil(N / block_n) + n / block_n]: the
    16 rows of a block are adjacent, one vector load per group for the kernels), then, for asymmetric ints, the zero grid, which starts at the next 64-byte
    boundary after the scale grid. Total: amxk_pack_quant_size.
-   amxk_linear accepts these buffers (x BF16 or F16): see PATHS for how each tier runs them. */
+   amxk_linear accepts these buffers (x BF16 or F16): see PATHS for how each tier runs them.
+   MXFP4 (OCP MX, gpt-oss): w = 2^(e - 127) * e2m1(q). q: a 4-bit e2m1 code (bit 3 sign, bits 1-2
+   exponent, bit 0 mantissa: magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 for codes 0..7), one e8m0 scale
+   byte e per 32 consecutive k of a row (e = 255: NaN; e = 0: 2^-127). asym = 0, block_n = 1 (0 means
+   1), block_k = 32, K a multiple of 32. The codes sit where symmetric INT4 fields do; the scale grid
+   holds the raw e8m0 bytes (1 byte per group instead of 4, same group-major order, padded to 64
+   bytes). Any code and any scale byte is valid. */
 typedef enum amxk_qformat {
     AMXK_QFMT_NONE = 0,
     AMXK_QFMT_INT8,
@@ -157,6 +163,7 @@ typedef enum amxk_qformat {
     AMXK_QFMT_INT2,
     AMXK_QFMT_FP8_E4M3,
     AMXK_QFMT_FP8_E5M2,
+    AMXK_QFMT_MXFP4,
     AMXK_QFMT_COUNT,
     AMXK_QFMT_FORCE_I32 = 0x7fffffff
 } amxk_qformat;
@@ -178,6 +185,9 @@ AMXK_DEF amxk_status amxk_pack_quant_size(const amxk_quant *q, size_t n, size_t 
    asymmetric ints over [lo, hi] = [min(min w, 0), max(max w, 0)]: s = (hi - lo) / (2^b - 1),
    z = clamp(rne(-lo / s), 0, 2^b - 1), q = clamp(rne(w / s) + z, 0, 2^b - 1); fp8 s = amax / max_finite,
    q = fp8_rne_saturating(w / s). A block of zeros gets s = 1 (and z = 0). rne = round half to even.
+   MXFP4 (the OCP MX rule): e = clamp(floor(log2(amax)) - 2 + 127, 0, 254) (amax subnormal: 0; a
+   block of zeros: 127), q = e2m1_rne_saturating(w / 2^(e - 127)) (ties to the even mantissa, |.| > 6
+   saturates to 6; -0 kept as code 8).
    NaN or infinite weights are not meaningful input: they give NaN or saturated scales.
    dst: AMXK_ALIGN aligned, dst_bytes >= amxk_pack_quant_size. Serial. Levels: scalar. */
 AMXK_DEF amxk_status amxk_quantize_pack(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const amxk_quant *q,
@@ -185,8 +195,10 @@ AMXK_DEF amxk_status amxk_quantize_pack(const amxk_ctx *ctx, void *dst, size_t d
 
 /* Packs already-quantized values: values[n * ldv + k] one per byte - int8_t for symmetric ints
    (within the b-bit range), uint8_t for asymmetric ints (< 2^b) and the raw fp8 code for fp8; scales
-   (and zeros for asym; NULL otherwise) on the grid above, row-major, fp32. Out-of-range values:
-   AMXK_ERR_ARG, nothing written. This is the entry point importers convert their layouts to. */
+   (and zeros for asym; NULL otherwise) on the grid above, row-major, fp32. MXFP4: values are the raw
+   e2m1 codes 0..15 (uint8_t), scales the e8m0 values as fp32: 2^i for -127 <= i <= 127 (2^-127 is
+   a subnormal float) or NaN (stored as e = 255). Out-of-range values or scales: AMXK_ERR_ARG,
+   nothing written. This is the entry point importers convert their layouts to. */
 AMXK_DEF amxk_status amxk_pack_quant(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const amxk_quant *q,
                                      const void *values, size_t ldv, const float *scales, const float *zeros, size_t n,
                                      size_t k);
@@ -218,7 +230,13 @@ AMXK_DEF amxk_status amxk_dequantize(const void *packed, size_t bytes, float *w,
      c sits at nibble ORDER[j], ORDER = {0, 4, 1, 5, 2, 6, 3, 7}; scales fp16 [K/G, N];
      w = (q - z) * scale. N must be a multiple of 8.
    DeepSeek fp8 (block-quantized e4m3): weight [N, K] e4m3 codes, weight_scale_inv fp32
-     [ceil(N/bn), ceil(K/bk)] (DeepSeek-V3: 128 x 128): w = fp8(weight) * weight_scale_inv. */
+     [ceil(N/bn), ceil(K/bk)] (DeepSeek-V3: 128 x 128): w = fp8(weight) * weight_scale_inv.
+   MXFP4 (gpt-oss; one expert's, or any [N, K] weight's, two tensors): blocks uint8 [N, K/32, 16], byte
+     j of a block holding k = 2j (low nibble) and k = 2j + 1 (high nibble) of that 32-column group as
+     e2m1 codes; scales uint8 [N, K/32] e8m0: w = 2^(scales[n][k/32] - 127) * e2m1(code) (e = 255:
+     NaN). K must be a multiple of 32 (AMXK_ERR_SHAPE). dst_bytes >= amxk_pack_quant_size of
+     {AMXK_QFMT_MXFP4, 0, 1, 32} (amxk_import_mxfp4_size). An [E, N, K/32, 16] expert stack: one call
+     per expert, blocks + e * N * K / 2, scales + e * N * K / 32. */
 AMXK_DEF amxk_status amxk_import_size(int bits, size_t group, size_t n, size_t k, size_t *bytes);
 AMXK_DEF amxk_status amxk_import_gptq(const amxk_ctx *ctx, void *dst, size_t dst_bytes, int bits, size_t group, int zero_offset,
                                       const int32_t *qweight, const int32_t *qzeros, const uint16_t *scales_fp16,
@@ -227,6 +245,9 @@ AMXK_DEF amxk_status amxk_import_awq(const amxk_ctx *ctx, void *dst, size_t dst_
                                      const int32_t *qzeros, const uint16_t *scales_fp16, size_t n, size_t k);
 AMXK_DEF amxk_status amxk_import_fp8_block(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const uint8_t *weight,
                                            const float *weight_scale_inv, size_t block_n, size_t block_k, size_t n, size_t k);
+AMXK_DEF amxk_status amxk_import_mxfp4_size(size_t n, size_t k, size_t *bytes);
+AMXK_DEF amxk_status amxk_import_mxfp4(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const uint8_t *blocks,
+                                       const uint8_t *scales_e8m0, size_t n, size_t k);
 
 /* ---- activation quantization ----------------------------------------------------------------
    Dynamic quantization of x[M,K] (BF16, F16 or F32; row stride ldx) per token group of `group`
@@ -378,11 +399,20 @@ typedef struct amxk__qview {
     size_t blk_bytes;             /* bytes per 16-row block */
     int no_nan;                   /* fp8: the header says no field is a NaN or infinite code */
     const uint8_t *data;
-    const float *scales, *zeros;
+    const float *scales, *zeros;  /* fp32 grids (NULL for MXFP4) */
+    const uint8_t *e8;            /* MXFP4: the e8m0 scale grid (same indexing), else NULL */
 } amxk__qview;
 
-AMXK__INLINE int amxk__q_bits(amxk_qformat f) { return f == AMXK_QFMT_INT4 ? 4 : f == AMXK_QFMT_INT2 ? 2 : 8; }
+AMXK__INLINE int amxk__q_bits(amxk_qformat f) { return f == AMXK_QFMT_INT4 || f == AMXK_QFMT_MXFP4 ? 4 : f == AMXK_QFMT_INT2 ? 2 : 8; }
 AMXK__INLINE int amxk__q_isfp8(amxk_qformat f) { return f == AMXK_QFMT_FP8_E4M3 || f == AMXK_QFMT_FP8_E5M2; }
+/* MXFP4's code -> value map, as twice the e2m1 value (integers, exact in int8 / f32 / bf16): the one
+   table every tier's decoder takes the place of int4's two's complement with (the kernels fold the
+   1/2 into a power of two they already apply: the x pre-scale, amxk__q_wscale). */
+static const int8_t amxk__mxfp4_x2[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+/* An e8m0 scale byte as f32: 2^(e - 127) (e = 0: the subnormal 2^-127), e = 255: NaN. */
+AMXK__INLINE float amxk__e8m0_to_f32(unsigned e) {
+    return amxk__bits_f32(e == 0 ? 0x00400000u : e == 255 ? 0x7fc00000u : (uint32_t)e << 23);
+}
 
 /* Validates q for W[N,K]; fills the geometry of v (data pointers left NULL) and the total size. */
 AMXK__PRIV amxk_status amxk__q_geometry(const amxk_quant *q, size_t n, size_t k, amxk__qview *v, size_t *bytes) {
@@ -396,6 +426,9 @@ AMXK__PRIV amxk_status amxk__q_geometry(const amxk_quant *q, size_t n, size_t k,
     v->bn = q->block_n, v->bk = q->block_k;
     if (amxk__q_isfp8(q->format)) {
         if (q->asym || v->bn == 0 || v->bk == 0) return AMXK_ERR_ARG;
+    } else if (q->format == AMXK_QFMT_MXFP4) { /* OCP MX: 32-element blocks along K */
+        if (v->bn == 0) v->bn = 1;
+        if (q->asym || v->bn != 1 || v->bk != 32 || k % 32 != 0) return AMXK_ERR_ARG;
     } else {
         if (v->bn == 0) v->bn = 1;
         if (v->bn != 1 || v->bk == 0 || k % v->bk != 0) return AMXK_ERR_ARG; /* group size must divide K */
@@ -403,7 +436,7 @@ AMXK__PRIV amxk_status amxk__q_geometry(const amxk_quant *q, size_t n, size_t k,
     v->kp = amxk__lin_kp(k);
     v->nbk = AMXK__CEIL_DIV(k, v->bk); /* any block size up to SIZE_MAX: 1 block (no wrap) */
     v->nbn = nbn = AMXK__CEIL_DIV(n, v->bn);
-    grid = amxk__sz_round(amxk__sz_mul(amxk__sz_mul(nbn, v->nbk, &ovf), 4, &ovf), (size_t)AMXK_ALIGN, &ovf);
+    grid = amxk__sz_round(amxk__sz_mul(amxk__sz_mul(nbn, v->nbk, &ovf), q->format == AMXK_QFMT_MXFP4 ? 1 : 4, &ovf), (size_t)AMXK_ALIGN, &ovf);
     v->blk_bytes = (size_t)AMXK__LIN_NB * v->kp * (size_t)v->bits / 8; /* k <= 2^40: fits */
     total = amxk__sz_add(sizeof(amxk__pack_hdr), amxk__sz_mul(amxk__lin_nblk(n), v->blk_bytes, &ovf), &ovf);
     total = amxk__sz_add(total, amxk__sz_mul(grid, q->asym ? 2 : 1, &ovf), &ovf);
@@ -421,6 +454,7 @@ AMXK__INLINE size_t amxk__q_gidx(const amxk__qview *v, size_t nb, size_t g) { re
 AMXK__INLINE void amxk__q_bind(amxk__qview *v, const void *base) {
     v->data = (const uint8_t *)base + sizeof(amxk__pack_hdr);
     v->scales = (const float *)(v->data + amxk__lin_nblk(v->n) * v->blk_bytes);
+    if (v->fmt == AMXK_QFMT_MXFP4) v->e8 = (const uint8_t *)v->scales, v->scales = NULL;
     v->zeros = v->asym ? v->scales + AMXK__ROUND_UP(AMXK__CEIL_DIV(v->n, v->bn) * v->nbk, (size_t)(AMXK_ALIGN / 4)) : NULL;
 }
 /* Byte offset and bit shift of (row r of its block, column k) inside a block. */
@@ -438,6 +472,7 @@ AMXK__INLINE float amxk__q_get(const amxk__qview *v, size_t n, size_t k) {
     float val;
     if (v->fmt == AMXK_QFMT_FP8_E4M3) val = amxk__e4m3_to_f32((uint8_t)f);
     else if (v->fmt == AMXK_QFMT_FP8_E5M2) val = amxk__e5m2_to_f32((uint8_t)f);
+    else if (v->fmt == AMXK_QFMT_MXFP4) return amxk__e8m0_to_f32(v->e8[g]) * (0.5f * (float)amxk__mxfp4_x2[f]); /* exact */
     else if (v->asym) val = (float)f - v->zeros[g];
     else val = (float)((int)f - (f >> (v->bits - 1) ? (1 << v->bits) : 0));
     return v->scales[g] * val;
@@ -558,7 +593,9 @@ AMXK__INLINE void amxk__linear_store_row(const amxk__linear_args *a, size_t row,
 
 /* The header dtype of a quantized pack of format f. */
 AMXK__INLINE amxk_dtype amxk__q_hdr_dtype(amxk_qformat f) {
-    return f == AMXK_QFMT_FP8_E4M3 ? AMXK_DTYPE_FP8_E4M3 : f == AMXK_QFMT_FP8_E5M2 ? AMXK_DTYPE_FP8_E5M2 : AMXK_DTYPE_I8;
+    return f == AMXK_QFMT_FP8_E4M3 ? AMXK_DTYPE_FP8_E4M3 : f == AMXK_QFMT_FP8_E5M2 ? AMXK_DTYPE_FP8_E5M2
+         : f == AMXK_QFMT_MXFP4    ? AMXK_DTYPE_U8
+                                   : AMXK_DTYPE_I8;
 }
 /* 1 when the n bytes at p are all zero. */
 AMXK__INLINE int amxk__zero_bytes(const uint8_t *p, size_t n) {
@@ -630,6 +667,11 @@ AMXK__INLINE float amxk__rne(float x) {
     return x < 0 ? -(float)i : (float)i;
 }
 
+/* Symmetric int packs in the decode kernels: the field's value reaches its 32-bit lane multiplied by
+   2^this (q at the top of the lane: 2^(32-b); MXFP4: the table's byte, twice the e2m1 value, at the
+   top: 2^24 * 2). */
+AMXK__INLINE int amxk__q_topsh(const amxk__qview *v) { return v->fmt == AMXK_QFMT_MXFP4 ? 25 : 32 - v->bits; }
+
 /* The x rows of the decode kernels (amxk__linear_qi__2x16__*, amxk__linear_fp8__2x16__*), from the f32
    pair-major panel xf (mr rows; xf[(p * MR + r) * 2 + s] = x[r][2p + s]): row r pre-multiplied by
    2^s_r (and, per column position j of a 64-byte row, divided by its field's power of two; see the
@@ -659,7 +701,7 @@ AMXK__PRIV int amxk__q_decode_prep(const amxk__linear_args *a, const float *xf, 
         post[r] = amxk__bits_f32((uint32_t)((fp8 ? (v->fmt == AMXK_QFMT_FP8_E4M3 ? 120 : 112) : 0) - sh + 127) << 23);
         for (j = 0; j < span; j++) { /* the pre-scale of column j of every 64-byte row: 2^(sh - its field's bit position) */
             const int fsh = 8 * (j % 4) + v->bits * (j / 4);
-            fac[j] = amxk__bits_f32((uint32_t)((fp8 ? sh : !v->asym ? sh - (32 - v->bits) : fsh + v->bits == 32 ? sh : sh - fsh) + 127) << 23);
+            fac[j] = amxk__bits_f32((uint32_t)((fp8 ? sh : !v->asym ? sh - amxk__q_topsh(v) : fsh + v->bits == 32 ? sh : sh - fsh) + 127) << 23);
         }
         for (kk = 0; kk < a->kp; kk += (size_t)span)
             for (j = 0; j < span; j++) xr[(size_t)r * a->kp + kk + (size_t)j] = fac[j] * xp[((kk + (size_t)j) / 2) * AMXK__LIN_MR * 2 + (j & 1)];
@@ -890,6 +932,12 @@ static inline __attribute__((always_inline)) __m256 amxk__q_field__avx2(__m256i 
 static inline __attribute__((always_inline)) void amxk__q_w16__avx2(__m256i v0, __m256i v1, int sh, amxk_qformat fmt, int sym,
                                                                    __m256 *w0, __m256 *w1) {
     __m256i t0, t1, h;
+    if (fmt == AMXK_QFMT_MXFP4) { /* the code through the table (lut[0] = 0 for the lane's upper bytes), sign-extended */
+        const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)amxk__mxfp4_x2)), m = _mm256_set1_epi32(15);
+        *w0 = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(_mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi32(v0, sh), m)), 24), 24));
+        *w1 = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(_mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi32(v1, sh), m)), 24), 24));
+        return;
+    }
     if (fmt != AMXK_QFMT_FP8_E4M3 && fmt != AMXK_QFMT_FP8_E5M2) {
         *w0 = amxk__q_field__avx2(v0, sh, amxk__q_bits(fmt), sym);
         *w1 = amxk__q_field__avx2(v1, sh, amxk__q_bits(fmt), sym);
@@ -911,7 +959,7 @@ static inline __attribute__((always_inline)) void amxk__q_w16__avx2(__m256i v0, 
         *w1 = _mm256_cvtph_ps(_mm256_extracti128_si256(f, 1));
     }
 }
-#define amxk__q_wscale(fmt) ((fmt) == AMXK_QFMT_FP8_E4M3 ? 256.0f : 1.0f)
+#define amxk__q_wscale(fmt) ((fmt) == AMXK_QFMT_FP8_E4M3 ? 256.0f : (fmt) == AMXK_QFMT_MXFP4 ? 0.5f : 1.0f)
 /* Group g's scales (or zeros) of the 16 rows of block b (0 past N): two vector loads for per-row
    grids (bn == 1, group-major: 16 adjacent entries), one broadcast when the 16 rows share a grid row,
    else one by one. The divisions by bn are done only for bn > 1. */
@@ -933,6 +981,29 @@ AMXK__INLINE void amxk__q_grid16(const amxk__qview *v, const float *grid, size_t
     *hi = _mm256_loadu_ps(t + 8);
 }
 
+/* Group g's scales of the 16 rows of block b (0 past N): amxk__q_grid16 of the fp32 grid, or the e8m0
+   bytes of an MXFP4 pack widened to 2^(e - 127) by a shift into the exponent field (e = 0 and 255
+   also get mantissa bit 22: 2^-127 and a quiet NaN). */
+AMXK__INLINE __m256 amxk__e8m0_f32x8__avx2(__m128i e8) {
+    const __m256i e = _mm256_cvtepu8_epi32(e8);
+    const __m256i sp = _mm256_or_si256(_mm256_cmpeq_epi32(e, _mm256_setzero_si256()), _mm256_cmpeq_epi32(e, _mm256_set1_epi32(255)));
+    return _mm256_castsi256_ps(_mm256_or_si256(_mm256_slli_epi32(e, 23), _mm256_and_si256(sp, _mm256_set1_epi32(0x00400000))));
+}
+AMXK__INLINE void amxk__q_sgrid16(const amxk__qview *v, size_t b, size_t g, __m256 *lo, __m256 *hi) {
+    const size_t n0 = b * 16;
+    if (!v->e8) {
+        amxk__q_grid16(v, v->scales, b, g, lo, hi);
+    } else if (n0 + 16 <= v->n) {
+        const __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(v->e8 + amxk__q_gidx(v, n0, g)));
+        *lo = amxk__e8m0_f32x8__avx2(e), *hi = amxk__e8m0_f32x8__avx2(_mm_srli_si128(e, 8));
+    } else {
+        float t[16];
+        size_t r;
+        for (r = 0; r < 16; r++) t[r] = n0 + r < v->n ? amxk__e8m0_to_f32(v->e8[amxk__q_gidx(v, n0 + r, g)]) : 0.0f;
+        *lo = _mm256_loadu_ps(t), *hi = _mm256_loadu_ps(t + 8);
+    }
+}
+
 /* Dequantizes block b to wf[k * 16 + r] like amxk__q_block_f32 (same values: s * (q - z) in f32). */
 static inline __attribute__((always_inline)) void amxk__q_block_f32_int__avx2(const amxk__qview *v, size_t b, float *wf, amxk_qformat fmt,
                                                                               int sym) {
@@ -942,7 +1013,7 @@ static inline __attribute__((always_inline)) void amxk__q_block_f32_int__avx2(co
     int j;
     for (g = 0; g < v->nbk; g++) {
         __m256 s0, s1, z0 = _mm256_setzero_ps(), z1 = _mm256_setzero_ps();
-        amxk__q_grid16(v, v->scales, b, g, &s0, &s1);
+        amxk__q_sgrid16(v, b, g, &s0, &s1);
         s0 = _mm256_mul_ps(s0, _mm256_set1_ps(amxk__q_wscale(fmt)));
         s1 = _mm256_mul_ps(s1, _mm256_set1_ps(amxk__q_wscale(fmt)));
         if (!sym) amxk__q_grid16(v, v->zeros, b, g, &z0, &z1);
@@ -975,6 +1046,7 @@ AMXK__PRIV void amxk__q_block_f32__avx2(const amxk__qview *v, size_t b, float *w
     case AMXK_QFMT_INT2 * 2: F(AMXK_QFMT_INT2, 1, __VA_ARGS__); break;                               \
     case AMXK_QFMT_INT2 * 2 + 1: F(AMXK_QFMT_INT2, 0, __VA_ARGS__); break;                           \
     case AMXK_QFMT_FP8_E4M3 * 2: F(AMXK_QFMT_FP8_E4M3, 1, __VA_ARGS__); break;                       \
+    case AMXK_QFMT_MXFP4 * 2: F(AMXK_QFMT_MXFP4, 1, __VA_ARGS__); break;                             \
     default: F(AMXK_QFMT_FP8_E5M2, 1, __VA_ARGS__); break;                                           \
     }
 #define AMXK__Q_DEQ(FMT, SYM, _) amxk__q_block_f32_int__avx2(v, b, wf, FMT, SYM)
@@ -1148,9 +1220,13 @@ static inline __attribute__((always_inline)) int amxk__linear_fp8__2x16__avx2(co
    two), asymmetric: t -= z * xsum_r (z the zero point, xsum the group's x sums times 2^s_r); then
    acc += scale * (t * post_r), post_r = 2^-s_r (undone per group: no partial sum exceeds the result's
    own range; amxk__q_decode_prep bounds t). A symmetric group of zero fields gives
-   t = 0 exactly (there is no offset to cancel). */
-static inline __attribute__((always_inline)) __m256i amxk__qi_tops__avx2(__m256i c, int f, int bits) {
+   t = 0 exactly (there is no offset to cancel). lut (MXFP4; bits 4, sym): the field's value is not
+   its two's complement but a 16-entry table (lutv: amxk__mxfp4_x2 in every 128-bit lane): the tops
+   step becomes one shift (f = 1), AND and vpshufb leaving the table's int8 in every byte (q * 2^24
+   in the lane after the same byte move; x pre-scaled by amxk__q_topsh). */
+static inline __attribute__((always_inline)) __m256i amxk__qi_tops__avx2(__m256i c, int f, int bits, int lut, __m256i lutv) {
     const int up = 8 - bits - bits * f; /* moves field f to the top of its byte */
+    if (lut) return _mm256_shuffle_epi8(lutv, _mm256_and_si256(f ? _mm256_srli_epi16(c, 4) : c, _mm256_set1_epi8(0x0f)));
     if (bits == 8) return c;
     return _mm256_and_si256(up ? _mm256_slli_epi32(c, up) : c, _mm256_set1_epi8((char)(0xff << (8 - bits))));
 }
@@ -1165,8 +1241,9 @@ static inline __attribute__((always_inline)) __m256 amxk__qi_ufield__avx2(__m256
     return _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(((1 << bits) - 1) << sh)));
 }
 static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx2(const amxk__qview *v, const float *xr, size_t ldr, const float *xsum,
-                                                                             size_t b, int mr, int bits, int sym, const float *post, float *out) {
+                                                                             size_t b, int mr, int bits, int sym, int lut, const float *post, float *out) {
     const int span = 32 / bits;
+    const __m256i lutv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)amxk__mxfp4_x2));
     const uint8_t *blk = v->data + b * v->blk_bytes;
     __m256 res[2][2];
     size_t g, rg;
@@ -1174,7 +1251,7 @@ static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx2(co
     for (r = 0; r < 2; r++) res[r][0] = res[r][1] = _mm256_setzero_ps();
     for (g = 0; g < v->nbk; g++) {
         __m256 sc[2], zp[2];
-        amxk__q_grid16(v, v->scales, b, g, &sc[0], &sc[1]);
+        amxk__q_sgrid16(v, b, g, &sc[0], &sc[1]);
         if (!sym) amxk__q_grid16(v, v->zeros, b, g, &zp[0], &zp[1]);
         else zp[0] = zp[1] = _mm256_set1_ps((float)(1 << (bits - 1)));
         for (h = 0; h < 2; h++) { /* rows 8h .. 8h+7: 4 accumulators, few registers */
@@ -1187,7 +1264,7 @@ static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx2(co
 #pragma GCC unroll 16
                 for (j = 0; j < span; j++) {
                     __m256 w;
-                    if (sym && j % 4 == 0) tops = amxk__qi_tops__avx2(c, j / 4, bits);
+                    if (sym && j % 4 == 0) tops = amxk__qi_tops__avx2(c, j / 4, bits, lut, lutv);
                     w = sym ? amxk__qi_sfield__avx2(tops, j % 4) : amxk__qi_ufield__avx2(c, 8 * (j % 4) + bits * (j / 4), bits);
 #pragma GCC unroll 2
                     for (r = 0; r < mr; r++) {
@@ -1224,21 +1301,22 @@ AMXK__PRIV void amxk__linear_q_panel__avx2(const amxk__linear_args *a, const flo
         for (r0 = 0; r0 < mr; r0 += 2) {
             int m2 = mr - r0 >= 2 ? 2 : 1;
             const float *x0 = xr + (size_t)r0 * a->kp, *s0 = xs + r0;
-#define AMXK__LIN_QI(BITS, SYM)                                                                      \
-    (m2 == 2 ? amxk__linear_qi__2x16__avx2(v, x0, a->kp, s0, b, 2, BITS, SYM, post + r0, out)          \
-             : amxk__linear_qi__2x16__avx2(v, x0, a->kp, s0, b, 1, BITS, SYM, post + r0, out))
+#define AMXK__LIN_QI(BITS, SYM, LUT)                                                                 \
+    (m2 == 2 ? amxk__linear_qi__2x16__avx2(v, x0, a->kp, s0, b, 2, BITS, SYM, LUT, post + r0, out)     \
+             : amxk__linear_qi__2x16__avx2(v, x0, a->kp, s0, b, 1, BITS, SYM, LUT, post + r0, out))
 #define AMXK__LIN_F8(FMT)                                                                            \
     if (!fast || (m2 == 2 ? amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 2, FMT, post + r0, out)      \
                           : amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 1, FMT, post + r0, out)))    \
     amxk__linear_q_exact__avx2(v, xf, b, r0, m2, out)
             switch ((int)v->fmt * 2 + v->asym) {
-            case AMXK_QFMT_INT8 * 2: AMXK__LIN_QI(8, 1); break;
-            case AMXK_QFMT_INT8 * 2 + 1: AMXK__LIN_QI(8, 0); break;
-            case AMXK_QFMT_INT4 * 2: AMXK__LIN_QI(4, 1); break;
-            case AMXK_QFMT_INT4 * 2 + 1: AMXK__LIN_QI(4, 0); break;
-            case AMXK_QFMT_INT2 * 2: AMXK__LIN_QI(2, 1); break;
-            case AMXK_QFMT_INT2 * 2 + 1: AMXK__LIN_QI(2, 0); break;
+            case AMXK_QFMT_INT8 * 2: AMXK__LIN_QI(8, 1, 0); break;
+            case AMXK_QFMT_INT8 * 2 + 1: AMXK__LIN_QI(8, 0, 0); break;
+            case AMXK_QFMT_INT4 * 2: AMXK__LIN_QI(4, 1, 0); break;
+            case AMXK_QFMT_INT4 * 2 + 1: AMXK__LIN_QI(4, 0, 0); break;
+            case AMXK_QFMT_INT2 * 2: AMXK__LIN_QI(2, 1, 0); break;
+            case AMXK_QFMT_INT2 * 2 + 1: AMXK__LIN_QI(2, 0, 0); break;
             case AMXK_QFMT_FP8_E4M3 * 2: AMXK__LIN_F8(AMXK_QFMT_FP8_E4M3); break;
+            case AMXK_QFMT_MXFP4 * 2: AMXK__LIN_QI(4, 1, 1); break;
             default: AMXK__LIN_F8(AMXK_QFMT_FP8_E5M2); break;
             }
 #undef AMXK__LIN_QI
@@ -1747,10 +1825,25 @@ AMXK__INLINE __m512 amxk__q_grid16__avx512(const amxk__qview *v, const float *gr
     for (r = 0; r < 16; r++) t[r] = n0 + r < v->n ? grid[amxk__q_gidx(v, (n0 + r) / v->bn, g)] : 0.0f;
     return _mm512_loadu_ps(t);
 }
+/* Group g's scales of the 16 rows of block b (0 past N) as one vector: amxk__q_sgrid16. */
+AMXK__INLINE __m512 amxk__q_sgrid16__avx512(const amxk__qview *v, size_t b, size_t g) {
+    const size_t n0 = b * 16;
+    float t[16];
+    size_t r;
+    if (!v->e8) return amxk__q_grid16__avx512(v, v->scales, b, g);
+    if (n0 + 16 <= v->n) {
+        const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(v->e8 + amxk__q_gidx(v, n0, g))));
+        const __mmask16 sp = _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()) | _mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(255));
+        return _mm512_castsi512_ps(_mm512_mask_or_epi32(_mm512_slli_epi32(e, 23), sp, _mm512_slli_epi32(e, 23), _mm512_set1_epi32(0x00400000)));
+    }
+    for (r = 0; r < 16; r++) t[r] = n0 + r < v->n ? amxk__e8m0_to_f32(v->e8[amxk__q_gidx(v, n0 + r, g)]) : 0.0f;
+    return _mm512_loadu_ps(t);
+}
 /* Int fields of a whole 64-byte row (16 lanes: every row of the block), as amxk__qi_tops__avx2,
    amxk__qi_sfield__avx2 and amxk__qi_ufield__avx2 do for 8. */
-static inline __attribute__((always_inline)) __m512i amxk__qi_tops__avx512(__m512i c, int f, int bits) {
+static inline __attribute__((always_inline)) __m512i amxk__qi_tops__avx512(__m512i c, int f, int bits, int lut, __m512i lutv) {
     const int up = 8 - bits - bits * f;
+    if (lut) return _mm512_shuffle_epi8(lutv, _mm512_and_si512(f ? _mm512_srli_epi16(c, 4) : c, _mm512_set1_epi8(0x0f)));
     if (bits == 8) return c;
     return _mm512_and_si512(up ? _mm512_slli_epi32(c, up) : c, _mm512_set1_epi8((char)(0xff << (8 - bits))));
 }
@@ -1768,14 +1861,15 @@ static inline __attribute__((always_inline)) __m512 amxk__qi_ufield__avx512(__m5
    with the 16 rows of the block in one vector. res[r] = the outputs of row r. */
 static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx512(const amxk__qview *v, const float *xr, size_t ldr,
                                                                                const float *xsum, size_t b, int mr, int bits, int sym,
-                                                                               const float *post, __m512 *res) {
+                                                                               int lut, const float *post, __m512 *res) {
     const int span = 32 / bits;
+    const __m512i lutv = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)amxk__mxfp4_x2));
     const uint8_t *blk = v->data + b * v->blk_bytes;
     size_t g, rg;
     int r, j;
     res[0] = res[1] = _mm512_setzero_ps();
     for (g = 0; g < v->nbk; g++) {
-        const __m512 sc = amxk__q_grid16__avx512(v, v->scales, b, g);
+        const __m512 sc = amxk__q_sgrid16__avx512(v, b, g);
         __m512 acc[2][2]; /* [row, or k pair parity for one row][k parity] */
         acc[0][0] = acc[0][1] = acc[1][0] = acc[1][1] = _mm512_setzero_ps();
         for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {
@@ -1785,7 +1879,7 @@ static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx512(
 #pragma GCC unroll 16
             for (j = 0; j < span; j++) {
                 __m512 w;
-                if (sym && j % 4 == 0) tops = amxk__qi_tops__avx512(c, j / 4, bits);
+                if (sym && j % 4 == 0) tops = amxk__qi_tops__avx512(c, j / 4, bits, lut, lutv);
                 w = sym ? amxk__qi_sfield__avx512(tops, j % 4) : amxk__qi_ufield__avx512(c, 8 * (j % 4) + bits * (j / 4), bits);
 #pragma GCC unroll 2
                 for (r = 0; r < mr; r++) {
@@ -1864,9 +1958,9 @@ AMXK__PRIV void amxk__linear_q_panel__avx512(const amxk__linear_args *a, const f
         for (r0 = 0; r0 < mr; r0 += 2) {
             const int m2 = mr - r0 >= 2 ? 2 : 1;
             const float *x0 = xr + (size_t)r0 * a->kp, *s0 = xs + r0;
-#define AMXK__LIN_QI(BITS, SYM)                                                                      \
-    (m2 == 2 ? amxk__linear_qi__2x16__avx512(v, x0, a->kp, s0, b, 2, BITS, SYM, post + r0, res)        \
-             : amxk__linear_qi__2x16__avx512(v, x0, a->kp, s0, b, 1, BITS, SYM, post + r0, res))
+#define AMXK__LIN_QI(BITS, SYM, LUT)                                                                 \
+    (m2 == 2 ? amxk__linear_qi__2x16__avx512(v, x0, a->kp, s0, b, 2, BITS, SYM, LUT, post + r0, res)   \
+             : amxk__linear_qi__2x16__avx512(v, x0, a->kp, s0, b, 1, BITS, SYM, LUT, post + r0, res))
 #define AMXK__LIN_F8(FMT)                                                                            \
     if (m2 == 2 ? amxk__linear_fp8__2x16__avx512(v, x0, a->kp, b, 2, FMT, post + r0, res)              \
                 : amxk__linear_fp8__2x16__avx512(v, x0, a->kp, b, 1, FMT, post + r0, res)) {           \
@@ -1875,13 +1969,14 @@ AMXK__PRIV void amxk__linear_q_panel__avx512(const amxk__linear_args *a, const f
         res[0] = _mm512_loadu_ps(ex), res[1] = _mm512_loadu_ps(ex + AMXK__LIN_NB);                   \
     }
             switch ((int)v->fmt * 2 + v->asym) {
-            case AMXK_QFMT_INT8 * 2: AMXK__LIN_QI(8, 1); break;
-            case AMXK_QFMT_INT8 * 2 + 1: AMXK__LIN_QI(8, 0); break;
-            case AMXK_QFMT_INT4 * 2: AMXK__LIN_QI(4, 1); break;
-            case AMXK_QFMT_INT4 * 2 + 1: AMXK__LIN_QI(4, 0); break;
-            case AMXK_QFMT_INT2 * 2: AMXK__LIN_QI(2, 1); break;
-            case AMXK_QFMT_INT2 * 2 + 1: AMXK__LIN_QI(2, 0); break;
+            case AMXK_QFMT_INT8 * 2: AMXK__LIN_QI(8, 1, 0); break;
+            case AMXK_QFMT_INT8 * 2 + 1: AMXK__LIN_QI(8, 0, 0); break;
+            case AMXK_QFMT_INT4 * 2: AMXK__LIN_QI(4, 1, 0); break;
+            case AMXK_QFMT_INT4 * 2 + 1: AMXK__LIN_QI(4, 0, 0); break;
+            case AMXK_QFMT_INT2 * 2: AMXK__LIN_QI(2, 1, 0); break;
+            case AMXK_QFMT_INT2 * 2 + 1: AMXK__LIN_QI(2, 0, 0); break;
             case AMXK_QFMT_FP8_E4M3 * 2: AMXK__LIN_F8(AMXK_QFMT_FP8_E4M3); break;
+            case AMXK_QFMT_MXFP4 * 2: AMXK__LIN_QI(4, 1, 1); break;
             default: AMXK__LIN_F8(AMXK_QFMT_FP8_E5M2); break;
             }
 #undef AMXK__LIN_QI
@@ -2160,7 +2255,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q4__2x16__avx512b
             tb = _mm512_add_ps(tb, _mm512_shuffle_ps(tb, tb, 0xb1));
             t = _mm512_permutex2var_ps(ta, perm, tb);
             if (!sym) t = _mm512_fnmadd_ps(amxk__q_grid16__avx512(v, v->zeros, b, g), _mm512_set1_ps(xsum[g * 2 + (size_t)r]), t);
-            res[r] = _mm512_fmadd_ps(amxk__q_grid16__avx512(v, v->scales, b, g), t, res[r]);
+            res[r] = _mm512_fmadd_ps(amxk__q_sgrid16__avx512(v, b, g), t, res[r]);
         }
     }
 }
@@ -2176,8 +2271,8 @@ AMXK__PRIV void amxk__linear_q4_block__avx512bf16(const amxk__linear_args *a, si
     __m512 res[2];
     size_t i, b, g, kk;
     int r, n;
-    for (n = 0; n < 16; n++) { /* bf16 code of the field value: q (two's complement) or u */
-        const uint16_t code = amxk__f32_to_bf16((float)(v->asym || n < 8 ? n : n - 16));
+    for (n = 0; n < 16; n++) { /* bf16 code of the field value: q (two's complement), u, or MXFP4's e2m1 value */
+        const uint16_t code = amxk__f32_to_bf16(v->fmt == AMXK_QFMT_MXFP4 ? 0.5f * (float)amxk__mxfp4_x2[n] : (float)(v->asym || n < 8 ? n : n - 16));
         tlo[n] = (uint8_t)(code & 0xff), thi[n] = (uint8_t)(code >> 8);
     }
     tl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)tlo));
@@ -2917,7 +3012,7 @@ AMXK__PRIV amxk_status amxk__linop_init(amxk__linop *op, const void *packed, siz
    64-byte rows (else FORMAT, or UNSUPPORTED for other group sizes). */
 AMXK__PRIV amxk_status amxk__linop_q8_check(const amxk__linop *op) {
     const amxk__qview *v = &op->q;
-    if (!op->quant || amxk__q_isfp8(v->fmt) || (v->fmt == AMXK_QFMT_INT8 && v->asym)) return AMXK_ERR_FORMAT;
+    if (!op->quant || amxk__q_isfp8(v->fmt) || v->fmt == AMXK_QFMT_MXFP4 || (v->fmt == AMXK_QFMT_INT8 && v->asym)) return AMXK_ERR_FORMAT;
     return v->bk % (size_t)(32 / v->bits) ? AMXK_ERR_UNSUPPORTED : AMXK_OK;
 }
 /* The plan and arguments of amxk_linear over m rows (a->plan = p, a->q into op: both must outlive a). */
@@ -3083,16 +3178,31 @@ static unsigned amxk__q_get_bytes(const void *src, const amxk__qview *v, size_t 
     (void)v;
     return s->vals[n * s->ldv + k];
 }
+/* f32 -> e2m1 code, round to nearest, ties to the even mantissa, saturating at +-6 (NaN: 0). */
+AMXK__INLINE unsigned amxk__f32_to_e2m1(float t) {
+    const float m = t < 0 ? -t : t;
+    unsigned c = m <= 0.25f ? 0u : m < 0.75f ? 1u : m <= 1.25f ? 2u : m < 1.75f ? 3u : m <= 2.5f ? 4u : m < 3.5f ? 5u : m <= 5.0f ? 6u : 7u;
+    if (!(m == m)) return 0u;
+    return c | (amxk__f32_bits(t) >> 31 << 3);
+}
+/* The e8m0 byte of a scale given as f32 (amxk_pack_quant): 2^i, -127 <= i <= 127, or NaN; 256 if it is none. */
+AMXK__INLINE unsigned amxk__f32_to_e8m0(float s) {
+    const uint32_t u = amxk__f32_bits(s);
+    if (s != s) return 255u;
+    if (u == 0x00400000u) return 0u;
+    return (u & 0x807fffffu) == 0 && (u >> 23) >= 1 && (u >> 23) <= 254 ? u >> 23 : 256u;
+}
 /* Quantizing W with the scale and zero grids already in the pack (amxk_quantize_pack's rules). */
 typedef struct amxk__q_weights { const void *w; amxk_dtype wt; size_t ldw; } amxk__q_weights;
 static unsigned amxk__q_get_quantized(const void *src, const amxk__qview *v, size_t n, size_t k) {
     const amxk__q_weights *s = (const amxk__q_weights *)src;
     size_t g = amxk__q_gidx(v, n / v->bn, k / v->bk);
     float x = s->wt == AMXK_DTYPE_F32 ? ((const float *)s->w)[n * s->ldw + k] : amxk__bf16_to_f32(((const uint16_t *)s->w)[n * s->ldw + k]);
-    float t = x / v->scales[g], r;
+    float t = v->e8 ? x / amxk__e8m0_to_f32(v->e8[g]) : x / v->scales[g], r;
     int qmax = v->asym ? (1 << v->bits) - 1 : (1 << (v->bits - 1)) - 1, qmin = v->asym ? 0 : -(1 << (v->bits - 1));
     if (v->fmt == AMXK_QFMT_FP8_E4M3) return amxk__f32_to_e4m3(t);
     if (v->fmt == AMXK_QFMT_FP8_E5M2) return amxk__f32_to_e5m2(t);
+    if (v->fmt == AMXK_QFMT_MXFP4) return amxk__f32_to_e2m1(t);
     r = amxk__rne(AMXK__MAX(AMXK__MIN(t, 65536.0f), -65536.0f)) + (v->asym ? v->zeros[g] : 0.0f);
     return (unsigned)(int)AMXK__MAX(AMXK__MIN(r, (float)qmax), (float)qmin);
 }
@@ -3156,6 +3266,11 @@ AMXK_DEF amxk_status amxk_quantize_pack(const amxk_ctx *ctx, void *dst, size_t d
                     lo = AMXK__MIN(lo, x), hi = AMXK__MAX(hi, x);
                 }
             amax = AMXK__MAX(-lo, hi);
+            if (v.fmt == AMXK_QFMT_MXFP4) { /* OCP: 2^(floor(log2 amax) - emax(e2m1) = 2), as an e8m0 byte */
+                const int ex = (int)(amxk__f32_bits(amax) >> 23);
+                ((uint8_t *)v.e8)[amxk__q_gidx(&v, gn, gk)] = (uint8_t)(amax == 0.0f ? 127 : ex >= 255 ? 255 : AMXK__MAX(ex - 2, 0));
+                continue;
+            }
             if (amxk__q_isfp8(v.fmt)) sc = amax / (v.fmt == AMXK_QFMT_FP8_E4M3 ? 448.0f : 57344.0f);
             else if (!v.asym) sc = amax / (float)((1 << (v.bits - 1)) - 1);
             else sc = (hi - lo) / (float)((1 << v.bits) - 1);
@@ -3184,15 +3299,18 @@ AMXK_DEF amxk_status amxk_pack_quant(const amxk_ctx *ctx, void *dst, size_t dst_
     if (amxk__overlap(dst, need, values, (n - 1) * ldv + k) || amxk__overlap(dst, need, scales, grid * 4) ||
         (zeros && amxk__overlap(dst, need, zeros, grid * 4)))
         return AMXK_ERR_ALIAS;
-    if (!amxk__q_isfp8(v.fmt)) /* every value within the b-bit range, before anything is written */
+    for (i = 0; i < grid && v.e8; i++) /* MXFP4: every scale an e8m0 value */
+        if (amxk__f32_to_e8m0(scales[i]) > 255u) return AMXK_ERR_ARG;
+    if (!amxk__q_isfp8(v.fmt)) /* every value within the b-bit range (MXFP4: a 4-bit code), before anything is written */
         for (i = 0; i < n; i++)
             for (j = 0; j < k; j++) {
-                int x = v.asym ? (int)((const uint8_t *)values)[i * ldv + j] : (int)((const int8_t *)values)[i * ldv + j];
-                if (v.asym ? x > (1 << v.bits) - 1 : (x < -(1 << (v.bits - 1)) || x > (1 << (v.bits - 1)) - 1)) return AMXK_ERR_ARG;
+                int x = v.asym || v.e8 ? (int)((const uint8_t *)values)[i * ldv + j] : (int)((const int8_t *)values)[i * ldv + j];
+                if (v.asym || v.e8 ? x > (1 << v.bits) - 1 : (x < -(1 << (v.bits - 1)) || x > (1 << (v.bits - 1)) - 1)) return AMXK_ERR_ARG;
             }
     for (i = 0; i < v.nbn; i++) /* the caller's row-major grid -> the pack's group-major one */
         for (j = 0; j < v.nbk; j++) {
-            ((float *)v.scales)[amxk__q_gidx(&v, i, j)] = scales[i * v.nbk + j];
+            if (v.e8) ((uint8_t *)v.e8)[amxk__q_gidx(&v, i, j)] = (uint8_t)amxk__f32_to_e8m0(scales[i * v.nbk + j]);
+            else ((float *)v.scales)[amxk__q_gidx(&v, i, j)] = scales[i * v.nbk + j];
             if (v.asym) ((float *)v.zeros)[amxk__q_gidx(&v, i, j)] = zeros[i * v.nbk + j];
         }
     {
@@ -3302,6 +3420,41 @@ AMXK_DEF amxk_status amxk_import_fp8_block(const amxk_ctx *ctx, void *dst, size_
     amxk_quant q;
     q.format = AMXK_QFMT_FP8_E4M3, q.asym = 0, q.block_n = block_n, q.block_k = block_k;
     return amxk_pack_quant(ctx, dst, dst_bytes, &q, weight, k, weight_scale_inv, NULL, n, k);
+}
+
+/* gpt-oss MXFP4: the code of (n, k) from blocks [N, K/32, 16] (two codes per byte, k even low). */
+typedef struct amxk__q_mxfp4_src { const uint8_t *blocks; size_t k; } amxk__q_mxfp4_src;
+static unsigned amxk__q_get_mxfp4(const void *src, const amxk__qview *v, size_t n, size_t k) {
+    const amxk__q_mxfp4_src *s = (const amxk__q_mxfp4_src *)src;
+    (void)v;
+    return (unsigned)(s->blocks[n * (s->k / 2) + k / 2] >> (4 * (k & 1))) & 15u;
+}
+
+AMXK_DEF amxk_status amxk_import_mxfp4_size(size_t n, size_t k, size_t *bytes) {
+    amxk_quant q;
+    if (k % 32) return AMXK_ERR_SHAPE;
+    q.format = AMXK_QFMT_MXFP4, q.asym = 0, q.block_n = 1, q.block_k = 32;
+    return amxk_pack_quant_size(&q, n, k, bytes);
+}
+
+AMXK_DEF amxk_status amxk_import_mxfp4(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const uint8_t *blocks, const uint8_t *scales_e8m0,
+                                       size_t n, size_t k) {
+    amxk_quant q;
+    amxk__qview v;
+    amxk__q_mxfp4_src src;
+    size_t need, i, g;
+    amxk_status s;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if (!dst || !blocks || !scales_e8m0) return AMXK_ERR_NULL;
+    if (n == 0 || k == 0 || k % 32) return AMXK_ERR_SHAPE;
+    q.format = AMXK_QFMT_MXFP4, q.asym = 0, q.block_n = 1, q.block_k = 32;
+    if ((s = amxk__q_prepare(ctx, dst, dst_bytes, &q, n, k, &v, &need)) != AMXK_OK) return s;
+    if (amxk__overlap(dst, need, blocks, n * (k / 2)) || amxk__overlap(dst, need, scales_e8m0, n * (k / 32))) return AMXK_ERR_ALIAS;
+    for (i = 0; i < n; i++) /* [N, K/32] -> the group-major grid */
+        for (g = 0; g < k / 32; g++) ((uint8_t *)v.e8)[amxk__q_gidx(&v, i, g)] = scales_e8m0[i * (k / 32) + g];
+    src.blocks = blocks, src.k = k;
+    amxk__q_write(dst, &v, amxk__q_get_mxfp4, &src);
+    return AMXK_OK;
 }
 
 AMXK_DEF amxk_status amxk_quantize_act(const amxk_ctx *ctx, size_t m, size_t k, const void *x, amxk_dtype xt, size_t ldx,
