@@ -2206,7 +2206,7 @@ AMXK__PRIV void amxk__linear_run16__avx512bf16(const uint32_t *xp, size_t ns, co
 
 /* ---- int4 packs with bf16 x, decode (w4a16): vdpbf16ps on fields turned into bf16 ---- */
 #ifndef AMXK__Q4_PREFETCH
-#define AMXK__Q4_PREFETCH 0
+#define AMXK__Q4_PREFETCH 1024 /* decode kernel: software prefetch distance in packed bytes (0: none) */
 #endif
 #ifndef AMXK__Q4_NB
 #define AMXK__Q4_NB 4 /* blocks (weight streams) per call of the decode kernel for one row */
