@@ -62,8 +62,10 @@
            (a header flag the packers set), MXCSR.DAZ is clear (subnormal codes become f32
            subnormals) and |x| < 2^100; otherwise through fp16 and vcvtph2ps (slower, also exact);
          the AVX-512 levels run the same decode kernels at 16 lanes (one vector holds the 16 rows of a
-           block); at AVX512_BF16 with bf16 x, int4 packs instead turn their nibbles into exact bf16 by two
-           vpshufb lookups and sum x * q on vdpbf16ps (no pre-scale of x; group scale applied once per group);
+           block); at AVX512_BF16 with bf16 x, int4 and MXFP4 packs instead turn their nibbles into exact
+           bf16 by two vpshufb lookups and sum x * q on vdpbf16ps (no pre-scale of x; group scale applied
+           once per group: symmetric packs in the lanes of the partial sums, reduced to columns once at
+           the end; one row streams 4 blocks at a time, software prefetch 1 KiB ahead);
          M >= 12 on AVX2 (prefill): each block dequantized to f32 (s * (q - z), one rounding) once per
            task, then the f32 6x16 kernel; fp8 decoded exactly through fp16 (bf16/fp16 packs take the
            same route: widened once per block per task; the next block is prefetched into L2 during
@@ -74,6 +76,15 @@
            the weight is rounded to bf16/fp16; through the AVX2 f32 dequantizer when the CPU has AVX2)
            and the bf16/fp16 tile kernel.
          Group sizes that are not a multiple of 32/b columns use the generic (scalar) dequantizer.
+         MXFP4 packs run every int4 path above with one change, the code -> value step: a 16-entry
+         table (amxk__mxfp4_x2, twice the e2m1 value: exact integers) instead of the two's complement
+         - scalar decoder; AVX2 / AVX-512 decode (the table by vpshufb where int4 sign-extends; the x
+         pre-scale divided by 2^25 instead of 2^28); f32 and bf16 dequantizers (prefill, AMX); the
+         AVX512_BF16 decode (tables of the bf16 codes of the e2m1 values). The e8m0 scale bytes are
+         widened by a shift into the f32 exponent field (e = 0: 2^-127, e = 255: NaN). The weight
+         2^(e - 127) * e2m1 is exact in f32 and bf16 (bf16 subnormal below 2^-126, which vdpbf16ps and
+         AMX read as zero), in fp16 only within its range. No w*a8 path (amxk_linear_q8: FORMAT;
+         amxk_moe_experts with act_int8: UNSUPPORTED).
        w8a8 (int8 activations): amxk_quantize_act + amxk_linear_q8, see there.
 
    THREADING
@@ -155,7 +166,7 @@ AMXK_DEF amxk_status amxk_packed_linear_info(const void *packed, size_t bytes, a
    byte e per 32 consecutive k of a row (e = 255: NaN; e = 0: 2^-127). asym = 0, block_n = 1 (0 means
    1), block_k = 32, K a multiple of 32. The codes sit where symmetric INT4 fields do; the scale grid
    holds the raw e8m0 bytes (1 byte per group instead of 4, same group-major order, padded to 64
-   bytes). Any code and any scale byte is valid. */
+   bytes). Any code and any scale byte is valid; code 8 (-0) reads as +0. Header dtype: U8. */
 typedef enum amxk_qformat {
     AMXK_QFMT_NONE = 0,
     AMXK_QFMT_INT8,
@@ -302,8 +313,8 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    summed in 16-bit lanes over 8 (int4) or 32 (int2) steps, which cannot overflow, then vpmaddwd to
    int32. AMX (M >= 5, AMX-INT8 or the emulator): TDPBSSD on 16 x 32 tiles, int4/int2 fields widened
    to int8 per k step (exact int32 as well). Scalar: int32 loops. Same parallel decomposition as
-   amxk_linear. The pack is validated as amxk_packed_linear_info says; a bf16/fp16 or fp8 pack (or
-   asymmetric int8) is AMXK_ERR_FORMAT, groups that are not whole 64-byte rows AMXK_ERR_UNSUPPORTED.
+   amxk_linear. The pack is validated as amxk_packed_linear_info says; a bf16/fp16, fp8 or MXFP4 pack
+   (or asymmetric int8) is AMXK_ERR_FORMAT, groups that are not whole 64-byte rows AMXK_ERR_UNSUPPORTED.
    Errors (nothing written): CONTEXT, NULL, SHAPE, DTYPE, ARG (layout, act_group, an xq of -128),
    FORMAT, UNSUPPORTED, ALIGN, STRIDE, ALIAS. */
 AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const int8_t *xq, size_t ldq,
@@ -2367,8 +2378,8 @@ AMXK__PRIV void amxk__linear_q4_block__avx512bf16(const amxk__linear_args *a, si
 }
 
 /* Rows [m0, m1) x blocks [b0, b1) at the AVX512_BF16 level: bf16 x on the vdpbf16ps tiles (bf16 packs
-   straight; quantized packs on the wide path dequantized to bf16 once per task), int4 packs with bf16
-   x on the decode path through amxk__linear_q4_block__avx512bf16; fp16 x and the other quantized
+   straight; quantized packs on the wide path dequantized to bf16 once per task), int4 and MXFP4 packs
+   with bf16 x on the decode path through amxk__linear_q4_block__avx512bf16; fp16 x and the other quantized
    decode cases: amxk__linear_block__avx512. */
 AMXK__PRIV void amxk__linear_block__avx512bf16(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     if (a->q && !a->plan->wide && a->dt == AMXK_DTYPE_BF16 && a->q->bits == 4) amxk__linear_q4_block__avx512bf16(a, m0, m1, b0, b1, ws);
