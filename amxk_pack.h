@@ -725,6 +725,21 @@ AMXK__PRIV int amxk__q_decode_prep(const amxk__linear_args *a, const float *xf, 
     return fast;
 }
 
+/* The decode kernels of one pack (v) by format: QI(bits, sym, lut) for the int kernels (lut: MXFP4's
+   code table), F8(fmt) for fp8; the one switch of the AVX2 and AVX-512 decode panels. */
+#define AMXK__Q_DECODE_CASES(QI, F8)                                                                 \
+    switch ((int)v->fmt * 2 + v->asym) {                                                             \
+    case AMXK_QFMT_INT8 * 2: QI(8, 1, 0); break;                                                     \
+    case AMXK_QFMT_INT8 * 2 + 1: QI(8, 0, 0); break;                                                 \
+    case AMXK_QFMT_INT4 * 2: QI(4, 1, 0); break;                                                     \
+    case AMXK_QFMT_INT4 * 2 + 1: QI(4, 0, 0); break;                                                 \
+    case AMXK_QFMT_INT2 * 2: QI(2, 1, 0); break;                                                     \
+    case AMXK_QFMT_INT2 * 2 + 1: QI(2, 0, 0); break;                                                 \
+    case AMXK_QFMT_FP8_E4M3 * 2: F8(AMXK_QFMT_FP8_E4M3); break;                                      \
+    case AMXK_QFMT_MXFP4 * 2: QI(4, 1, 1); break;                                                    \
+    default: F8(AMXK_QFMT_FP8_E5M2); break;                                                          \
+    }
+
 /* ---- w8a8 (amxk_linear_q8): shared by its kernels ---- */
 
 AMXK__INLINE float amxk__q8_xscale(const amxk__q8_args *a, size_t row, size_t kk) {
@@ -1319,17 +1334,7 @@ AMXK__PRIV void amxk__linear_q_panel__avx2(const amxk__linear_args *a, const flo
     if (!fast || (m2 == 2 ? amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 2, FMT, post + r0, out)      \
                           : amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 1, FMT, post + r0, out)))    \
     amxk__linear_q_exact__avx2(v, xf, b, r0, m2, out)
-            switch ((int)v->fmt * 2 + v->asym) {
-            case AMXK_QFMT_INT8 * 2: AMXK__LIN_QI(8, 1, 0); break;
-            case AMXK_QFMT_INT8 * 2 + 1: AMXK__LIN_QI(8, 0, 0); break;
-            case AMXK_QFMT_INT4 * 2: AMXK__LIN_QI(4, 1, 0); break;
-            case AMXK_QFMT_INT4 * 2 + 1: AMXK__LIN_QI(4, 0, 0); break;
-            case AMXK_QFMT_INT2 * 2: AMXK__LIN_QI(2, 1, 0); break;
-            case AMXK_QFMT_INT2 * 2 + 1: AMXK__LIN_QI(2, 0, 0); break;
-            case AMXK_QFMT_FP8_E4M3 * 2: AMXK__LIN_F8(AMXK_QFMT_FP8_E4M3); break;
-            case AMXK_QFMT_MXFP4 * 2: AMXK__LIN_QI(4, 1, 1); break;
-            default: AMXK__LIN_F8(AMXK_QFMT_FP8_E5M2); break;
-            }
+            AMXK__Q_DECODE_CASES(AMXK__LIN_QI, AMXK__LIN_F8)
 #undef AMXK__LIN_QI
 #undef AMXK__LIN_F8
             for (r = 0; r < m2; r++) amxk__linear_store_row(a, row + (size_t)(r0 + r), n0, cnt, out + r * AMXK__LIN_NB);
@@ -1979,17 +1984,7 @@ AMXK__PRIV void amxk__linear_q_panel__avx512(const amxk__linear_args *a, const f
         amxk__linear_q_exact__avx2(v, xf, b, r0, m2, ex);                                            \
         res[0] = _mm512_loadu_ps(ex), res[1] = _mm512_loadu_ps(ex + AMXK__LIN_NB);                   \
     }
-            switch ((int)v->fmt * 2 + v->asym) {
-            case AMXK_QFMT_INT8 * 2: AMXK__LIN_QI(8, 1, 0); break;
-            case AMXK_QFMT_INT8 * 2 + 1: AMXK__LIN_QI(8, 0, 0); break;
-            case AMXK_QFMT_INT4 * 2: AMXK__LIN_QI(4, 1, 0); break;
-            case AMXK_QFMT_INT4 * 2 + 1: AMXK__LIN_QI(4, 0, 0); break;
-            case AMXK_QFMT_INT2 * 2: AMXK__LIN_QI(2, 1, 0); break;
-            case AMXK_QFMT_INT2 * 2 + 1: AMXK__LIN_QI(2, 0, 0); break;
-            case AMXK_QFMT_FP8_E4M3 * 2: AMXK__LIN_F8(AMXK_QFMT_FP8_E4M3); break;
-            case AMXK_QFMT_MXFP4 * 2: AMXK__LIN_QI(4, 1, 1); break;
-            default: AMXK__LIN_F8(AMXK_QFMT_FP8_E5M2); break;
-            }
+            AMXK__Q_DECODE_CASES(AMXK__LIN_QI, AMXK__LIN_F8)
 #undef AMXK__LIN_QI
 #undef AMXK__LIN_F8
             for (r = 0; r < m2; r++) amxk__linear_store16__avx512(a, row + (size_t)(r0 + r), b, res[r]);
