@@ -494,6 +494,8 @@ static void pack_one(const mformat *f, amxk_dtype xt, void *dst, size_t bytes, s
     size_t i;
     amxk_status s;
     for (i = 0; i < n * k; i++) w[i] = (float)(test_uniform(-1, 1) * scale);
+    if (f->quant && f->q.format == AMXK_QFMT_MXFP4) /* rows of different magnitudes: scales that differ between columns */
+        for (i = 0; i < n * k; i++) w[i] = (float)ldexp(w[i], (int)((i / k) * 7 % 5) - 2);
     s = f->quant ? amxk_quantize_pack(NULL, dst, bytes, &f->q, w, AMXK_DTYPE_F32, n, k, k)
                  : amxk_pack_linear(NULL, dst, bytes, xt, w, AMXK_DTYPE_F32, n, k, k);
     if (s == AMXK_OK) s = amxk_dequantize(dst, bytes, deq, k);
