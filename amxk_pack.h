@@ -1848,9 +1848,13 @@ AMXK__INLINE __m512 amxk__q_sgrid16__avx512(const amxk__qview *v, size_t b, size
     size_t r;
     if (!v->e8) return amxk__q_grid16__avx512(v, v->scales, b, g);
     if (n0 + 16 <= v->n) {
-        const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(v->e8 + amxk__q_gidx(v, n0, g))));
-        const __mmask16 sp = _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()) | _mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(255));
-        return _mm512_castsi512_ps(_mm512_mask_or_epi32(_mm512_slli_epi32(e, 23), sp, _mm512_slli_epi32(e, 23), _mm512_set1_epi32(0x00400000)));
+        const __m128i e8 = _mm_loadu_si128((const __m128i *)(const void *)(v->e8 + amxk__q_gidx(v, n0, g)));
+        const __m128i t = _mm_add_epi8(e8, _mm_set1_epi8(1)); /* e = 255 or 0: t <= 1 (rare: the exact form below) */
+        const __m512i e = _mm512_cvtepu8_epi32(e8);
+        if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(1)), t)) == 0) return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23));
+        return _mm512_castsi512_ps(_mm512_mask_or_epi32(_mm512_slli_epi32(e, 23), _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()) |
+                                                                                      _mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(255)),
+                                                        _mm512_slli_epi32(e, 23), _mm512_set1_epi32(0x00400000)));
     }
     for (r = 0; r < 16; r++) t[r] = n0 + r < v->n ? amxk__e8m0_to_f32(v->e8[amxk__q_gidx(v, n0 + r, g)]) : 0.0f;
     return _mm512_loadu_ps(t);
@@ -2218,135 +2222,82 @@ AMXK__PRIV void amxk__linear_run16__avx512bf16(const uint32_t *xp, size_t ns, co
 #define AMXK__Q4_NB 4 /* blocks (weight streams) per call of the decode kernel for one row */
 #endif
 
-/* Rows 0 .. mr-1 (mr <= 2) of xr (bf16 rows, ldr apart, zero past K) against nb int4 / MXFP4 blocks b
-   .. b+nb-1 (nb 1, 2 or 4; more than 1 only for mr == 1 and symmetric packs: weight streams read
-   together; with 4, the lo and hi nibbles share their chains: registers). A 64-byte
-   row of a block holds, per column, k = 8q .. 8q+3 in the low nibbles of its 4 bytes and 8q+4 ..
-   8q+7 in the high ones. Each nibble set becomes exact bf16 values through two vpshufb lookups (tl /
-   th: low and high byte of the bf16 code of the field's value - q, u for asymmetric packs, or
-   MXFP4's e2m1 value) and one byte interleave, which leaves in every 32-bit lane the pair (k, k+1) of
-   one column: per 128-bit lane, columns 4i and 4i+1 (unpacklo: "A" lanes) or 4i+2 and 4i+3
-   (unpackhi: "B" lanes), pairs (8q, 8q+1) and (8q+2, 8q+3) - a vdpbf16ps operand against the
-   broadcast 64 bits x[8q .. 8q+3] (x[8q+4 .. 8q+7] for the high nibbles). Products are exact (bf16 x
-   small integers or e2m1 values), summed in fp32 per (column, pair position) lane over the group (lo
-   and hi nibbles in separate chains, added at the group's end). Symmetric packs: the group's A and B
-   sums are multiplied by the column's scale in their own lanes (the scale vector permuted to the A /
-   B lane order) and accumulated there (acc += s * t, one fma per lane and group); the two pair
-   positions of each column are added and the lanes put in column order once, at the end.
-   Asymmetric packs: per group the pair positions are added and the lanes put in column order, t -=
-   z * sum x, acc += s * t. No pre-scaling of x (no overflow or underflow beyond fp32's own).
-   vdpbf16ps reads bf16 subnormal x as zero and flushes subnormal partial sums. res[j * 2 + r]: the
-   16 outputs of row r against block b + j. */
-static inline __attribute__((always_inline)) void amxk__q_scale_ab__avx512bf16(const amxk__qview *v, size_t b, size_t g, __m512 *sa, __m512 *sb) {
-    const __m512i ia = _mm512_setr_epi32(0, 0, 1, 1, 4, 4, 5, 5, 8, 8, 9, 9, 12, 12, 13, 13);
-    __m512 sc;
-    if (v->e8 && (b + 1) * AMXK__LIN_NB <= v->n) { /* MXFP4: e8m0 bytes straight to the A / B lanes, unless one is 0 or 255 */
-        const __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(v->e8 + amxk__q_gidx(v, b * AMXK__LIN_NB, g)));
-        const __m128i t = _mm_add_epi8(e, _mm_set1_epi8(1)); /* e = 255 or 0: t <= 1 */
-        if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(1)), t)) == 0) {
-            const __m128i ea = _mm_setr_epi8(0, 0, 1, 1, 4, 4, 5, 5, 8, 8, 9, 9, 12, 12, 13, 13); /* the A lanes' columns */
-            *sa = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(e, ea)), 23));
-            *sb = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(e, _mm_add_epi8(ea, _mm_set1_epi8(2)))), 23));
-            return;
-        }
-    }
-    sc = amxk__q_sgrid16__avx512(v, b, g);
-    *sa = _mm512_permutexvar_ps(ia, sc);
-    *sb = _mm512_permutexvar_ps(_mm512_add_epi32(ia, _mm512_set1_epi32(2)), sc);
-}
+/* Rows 0 .. mr-1 (mr <= 2) of xr against nb int4 / MXFP4 blocks b .. b+nb-1 (nb 1 or 4; 4 only for
+   one row: weight streams read together). A 64-byte row of a block holds column r in its 32-bit lane
+   r: 16-bit element 2r holds the codes of k = 8q, 8q+4, 8q+1, 8q+5 in its nibbles 0..3, element 2r+1
+   those of k = 8q+2, 8q+6, 8q+3, 8q+7. Nibble i of every element (after a 16-bit shift by 4i) is
+   turned into its exact bf16 value by one vpermw (tw: the bf16 code of the value of (index & 15) -
+   q, u for asymmetric packs, or MXFP4's e2m1 value - repeated twice: vpermw reads 5 index bits),
+   which leaves every 32-bit lane the pair (k, k+2) of its column: a vdpbf16ps operand against the
+   broadcast x pair (x[k], x[k+2]) of a permuted copy of x (per 8 k: x0 x2 x4 x6 x1 x3 x5 x7). Per
+   group and column: t = the products of nibbles 0, 2 (k % 8 < 4) and of 1, 3 (k % 8 >= 4) in two
+   chains, added at the group's end (vdpbf16ps's pair order, fp32); asymmetric packs t -= z * sum x;
+   acc += s * t. Lanes are columns: no reduction or reordering. No pre-scaling of x (no overflow or
+   underflow beyond fp32's own); vdpbf16ps reads bf16 subnormal x as zero and flushes subnormal
+   partial sums. res[j * 2 + r]: the 16 outputs of row r against block b + j. */
 static inline __attribute__((always_inline)) void amxk__linear_q4__2x16__avx512bf16(const amxk__qview *v, const uint16_t *xr, size_t ldr,
                                                                                    const float *xsum, size_t b, int mr, int nb, int sym,
-                                                                                   __m512i tl, __m512i th, __m512 *res) {
+                                                                                   __m512i tw, __m512 *res) {
     const uint8_t *blk = v->data + b * v->blk_bytes;
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
-    const __m512i perm = _mm512_setr_epi32(0, 2, 16, 18, 4, 6, 20, 22, 8, 10, 24, 26, 12, 14, 28, 30);
-    const int sp = nb <= 2 ? 2 : 0; /* lo and hi nibbles in separate chains (sp = 2), or in one (4 blocks: registers) */
-    __m512 ra[4][2], rb[4][2]; /* symmetric: [block][row] running sums in the A / B lanes */
     size_t g, rg;
-    int r, h, j;
+    int r, j, i;
     for (j = 0; j < 4; j++)
-        for (r = 0; r < 2; r++) ra[j][r] = rb[j][r] = res[j * 2 + r] = _mm512_setzero_ps();
+        for (r = 0; r < 2; r++) res[j * 2 + r] = _mm512_setzero_ps();
     for (g = 0; g < v->nbk; g++) {
-        __m512 acc[4][2][4]; /* [block][row][A lo, B lo, A hi, B hi] */
+        __m512 acc[4][2][2]; /* [block][row][k % 8 < 4, >= 4] */
         for (j = 0; j < nb; j++)
-            for (r = 0; r < 2; r++) acc[j][r][0] = acc[j][r][1] = acc[j][r][2] = acc[j][r][3] = _mm512_setzero_ps();
+            for (r = 0; r < 2; r++) acc[j][r][0] = acc[j][r][1] = _mm512_setzero_ps();
         for (rg = g * v->bk / 8; rg < (g + 1) * v->bk / 8; rg++) {
 #pragma GCC unroll 4
             for (j = 0; j < nb; j++) {
                 const __m512i c = _mm512_loadu_si512((const void *)(blk + (size_t)j * v->blk_bytes + rg * 64));
                 if (AMXK__Q4_PREFETCH) _mm_prefetch((const char *)(blk + (size_t)j * v->blk_bytes + rg * 64 + AMXK__Q4_PREFETCH), _MM_HINT_T1);
-#pragma GCC unroll 2
-                for (h = 0; h < 2; h++) {
-                    const __m512i nbl = _mm512_and_si512(h ? _mm512_srli_epi16(c, 4) : c, m4);
-                    const __m512i lo = _mm512_shuffle_epi8(tl, nbl), hi = _mm512_shuffle_epi8(th, nbl);
-                    const __m512i wa = _mm512_unpacklo_epi8(lo, hi), wb = _mm512_unpackhi_epi8(lo, hi);
+#pragma GCC unroll 4
+                for (i = 0; i < 4; i++) { /* nibble i: k = 8q + 4 (i & 1) + (i >> 1) and k + 2 */
+                    const __m512i w = _mm512_permutexvar_epi16(i ? _mm512_srli_epi16(c, (unsigned)(4 * i)) : c, tw);
 #pragma GCC unroll 2
                     for (r = 0; r < mr; r++) {
-                        int64_t x4;
-                        __m512i xb;
-                        memcpy(&x4, xr + (size_t)r * ldr + rg * 8 + (size_t)h * 4, 8);
-                        xb = _mm512_set1_epi64(x4);
-                        acc[j][r][sp * h] = AMXK__DPBF16(acc[j][r][sp * h], wa, xb);
-                        acc[j][r][sp * h + 1] = AMXK__DPBF16(acc[j][r][sp * h + 1], wb, xb);
+                        uint32_t x2;
+                        memcpy(&x2, xr + (size_t)r * ldr + rg * 8 + (size_t)(2 * i), 4); /* the unit (x[k], x[k + 2]) */
+                        acc[j][r][i & 1] = AMXK__DPBF16(acc[j][r][i & 1], w, _mm512_set1_epi32((int)x2));
                     }
                 }
             }
         }
 #pragma GCC unroll 4
         for (j = 0; j < nb; j++) {
-            if (sym) {
-                __m512 sa, sb;
-                amxk__q_scale_ab__avx512bf16(v, b + (size_t)j, g, &sa, &sb);
-#pragma GCC unroll 2
-                for (r = 0; r < mr; r++) {
-                    ra[j][r] = _mm512_fmadd_ps(sa, sp ? _mm512_add_ps(acc[j][r][0], acc[j][r][2]) : acc[j][r][0], ra[j][r]);
-                    rb[j][r] = _mm512_fmadd_ps(sb, sp ? _mm512_add_ps(acc[j][r][1], acc[j][r][3]) : acc[j][r][1], rb[j][r]);
-                }
-                continue;
-            }
+            const __m512 sc = amxk__q_sgrid16__avx512(v, b + (size_t)j, g);
 #pragma GCC unroll 2
             for (r = 0; r < mr; r++) {
-                __m512 ta = _mm512_add_ps(acc[j][r][0], acc[j][r][2]), tb = _mm512_add_ps(acc[j][r][1], acc[j][r][3]), t;
-                ta = _mm512_add_ps(ta, _mm512_shuffle_ps(ta, ta, 0xb1)); /* the column's two pair positions */
-                tb = _mm512_add_ps(tb, _mm512_shuffle_ps(tb, tb, 0xb1));
-                t = _mm512_permutex2var_ps(ta, perm, tb);
-                t = _mm512_fnmadd_ps(amxk__q_grid16__avx512(v, v->zeros, b + (size_t)j, g), _mm512_set1_ps(xsum[g * 2 + (size_t)r]), t);
-                res[j * 2 + r] = _mm512_fmadd_ps(amxk__q_sgrid16__avx512(v, b + (size_t)j, g), t, res[j * 2 + r]);
+                __m512 t = _mm512_add_ps(acc[j][r][0], acc[j][r][1]);
+                if (!sym) t = _mm512_fnmadd_ps(amxk__q_grid16__avx512(v, v->zeros, b + (size_t)j, g), _mm512_set1_ps(xsum[g * 2 + (size_t)r]), t);
+                res[j * 2 + r] = _mm512_fmadd_ps(sc, t, res[j * 2 + r]);
             }
         }
     }
-    for (j = 0; j < nb && sym; j++)
-        for (r = 0; r < mr; r++) {
-            const __m512 ta = _mm512_add_ps(ra[j][r], _mm512_shuffle_ps(ra[j][r], ra[j][r], 0xb1));
-            const __m512 tb = _mm512_add_ps(rb[j][r], _mm512_shuffle_ps(rb[j][r], rb[j][r], 0xb1));
-            res[j * 2 + r] = _mm512_permutex2var_ps(ta, perm, tb);
-        }
 }
 /* Rows [m0, m1) x blocks [b0, b1) of an int4 or MXFP4 pack (groups of whole 64-byte rows) with bf16
-   x, decode path: per pair of rows, x copied to bf16 rows zero-padded to Kp (ws) and, asymmetric
-   packs, the group sums of x (k increasing, f32), then the blocks through the kernel above (one row
-   of a symmetric pack: AMXK__Q4_NB blocks at a time). */
+   x, decode path: per pair of rows, x copied to bf16 rows zero-padded to Kp in the kernel's order
+   (ws) and, asymmetric packs, the group sums of x (k increasing, f32), then the blocks through the
+   kernel above (one row: AMXK__Q4_NB blocks at a time). */
 AMXK__PRIV void amxk__linear_q4_block__avx512bf16(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
+    static const int ord[8] = {0, 2, 4, 6, 1, 3, 5, 7};
     const amxk__qview *v = a->q;
-    uint16_t *xr = (uint16_t *)ws;
+    uint16_t *xr = (uint16_t *)ws, tab[32];
     float *xs = (float *)(ws + AMXK__ROUND_UP(2 * a->kp * 2, (size_t)AMXK_ALIGN));
-    uint8_t tlo[16], thi[16];
-    __m512i tl, th;
+    __m512i tw;
     __m512 res[8];
     size_t i, b, g, kk;
     int r, n, nb;
-    for (n = 0; n < 16; n++) { /* bf16 code of the field value: q (two's complement), u, or MXFP4's e2m1 value */
-        const uint16_t code = amxk__f32_to_bf16(v->fmt == AMXK_QFMT_MXFP4 ? 0.5f * (float)amxk__mxfp4_x2[n] : (float)(v->asym || n < 8 ? n : n - 16));
-        tlo[n] = (uint8_t)(code & 0xff), thi[n] = (uint8_t)(code >> 8);
-    }
-    tl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)tlo));
-    th = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)thi));
+    for (n = 0; n < 32; n++) /* bf16 code of the field value: q (two's complement), u, or MXFP4's e2m1 value */
+        tab[n] = amxk__f32_to_bf16(v->fmt == AMXK_QFMT_MXFP4 ? 0.5f * (float)amxk__mxfp4_x2[n & 15] : (float)(v->asym || (n & 15) < 8 ? n & 15 : (n & 15) - 16));
+    tw = _mm512_loadu_si512((const void *)tab);
     for (i = m0; i < m1; i += 2) {
         const int mr = m1 - i >= 2 ? 2 : 1;
         for (r = 0; r < mr; r++) {
             const uint16_t *src = (const uint16_t *)a->x + (i + (size_t)r) * a->ldx;
-            memcpy(xr + (size_t)r * a->kp, src, a->k * 2);
-            memset(xr + (size_t)r * a->kp + a->k, 0, (a->kp - a->k) * 2);
+            uint16_t *d = xr + (size_t)r * a->kp;
+            for (kk = 0; kk < a->kp; kk++) d[kk] = kk - kk % 8 + (size_t)ord[kk % 8] < a->k ? src[kk - kk % 8 + (size_t)ord[kk % 8]] : 0;
             for (g = 0; g < v->nbk && v->asym; g++) {
                 float sum = 0.0f;
                 for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) sum += amxk__bits_f32((uint32_t)src[kk] << 16);
@@ -2354,17 +2305,17 @@ AMXK__PRIV void amxk__linear_q4_block__avx512bf16(const amxk__linear_args *a, si
             }
         }
         for (b = b0; b < b1; b += (size_t)nb) {
-            nb = 1;
+            nb = mr == 1 && b + AMXK__Q4_NB <= b1 ? AMXK__Q4_NB : 1;
             if (mr == 2) {
-                if (v->asym) amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 2, 1, 0, tl, th, res);
-                else amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 2, 1, 1, tl, th, res);
+                if (v->asym) amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 2, 1, 0, tw, res);
+                else amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 2, 1, 1, tw, res);
+            } else if (nb > 1) {
+                if (v->asym) amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 1, AMXK__Q4_NB, 0, tw, res);
+                else amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 1, AMXK__Q4_NB, 1, tw, res);
             } else if (v->asym) {
-                amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 1, 1, 0, tl, th, res);
-            } else if (b + AMXK__Q4_NB <= b1) {
-                amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 1, AMXK__Q4_NB, 1, tl, th, res);
-                nb = AMXK__Q4_NB;
+                amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 1, 1, 0, tw, res);
             } else {
-                amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 1, 1, 1, tl, th, res);
+                amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 1, 1, 1, tw, res);
             }
             for (n = 0; n < nb; n++)
                 for (r = 0; r < mr; r++) amxk__linear_store16__avx512(a, i + (size_t)r, b + (size_t)n, res[n * 2 + r]);
