@@ -2241,14 +2241,14 @@ static inline __attribute__((always_inline)) void amxk__linear_q4__2x16__avx512b
     const uint8_t *blk = v->data + b * v->blk_bytes;
     size_t g, rg;
     int r, j, i;
-    for (j = 0; j < 4; j++)
+    for (j = 0; j < nb; j++)
         for (r = 0; r < 2; r++) res[j * 2 + r] = _mm512_setzero_ps();
     for (g = 0; g < v->nbk; g++) {
-        __m512 acc[4][2][2]; /* [block][row][k % 8 < 4, >= 4] */
+        __m512 acc[AMXK__Q4_NB][2][2]; /* [block][row][k % 8 < 4, >= 4] */
         for (j = 0; j < nb; j++)
             for (r = 0; r < 2; r++) acc[j][r][0] = acc[j][r][1] = _mm512_setzero_ps();
         for (rg = g * v->bk / 8; rg < (g + 1) * v->bk / 8; rg++) {
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (j = 0; j < nb; j++) {
                 const __m512i c = _mm512_loadu_si512((const void *)(blk + (size_t)j * v->blk_bytes + rg * 64));
                 if (AMXK__Q4_PREFETCH) _mm_prefetch((const char *)(blk + (size_t)j * v->blk_bytes + rg * 64 + AMXK__Q4_PREFETCH), _MM_HINT_T1);
@@ -2264,7 +2264,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q4__2x16__avx512b
                 }
             }
         }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (j = 0; j < nb; j++) {
             const __m512 sc = amxk__q_sgrid16__avx512(v, b + (size_t)j, g);
 #pragma GCC unroll 2
@@ -2286,7 +2286,7 @@ AMXK__PRIV void amxk__linear_q4_block__avx512bf16(const amxk__linear_args *a, si
     uint16_t *xr = (uint16_t *)ws, tab[32];
     float *xs = (float *)(ws + AMXK__ROUND_UP(2 * a->kp * 2, (size_t)AMXK_ALIGN));
     __m512i tw;
-    __m512 res[8];
+    __m512 res[2 * AMXK__Q4_NB];
     size_t i, b, g, kk;
     int r, n, nb;
     for (n = 0; n < 32; n++) /* bf16 code of the field value: q (two's complement), u, or MXFP4's e2m1 value */
