@@ -63,9 +63,9 @@
            subnormals) and |x| < 2^100; otherwise through fp16 and vcvtph2ps (slower, also exact);
          the AVX-512 levels run the same decode kernels at 16 lanes (one vector holds the 16 rows of a
            block); at AVX512_BF16 with bf16 x, int4 and MXFP4 packs instead turn their nibbles into exact
-           bf16 by two vpshufb lookups and sum x * q on vdpbf16ps (no pre-scale of x; group scale applied
-           once per group: symmetric packs in the lanes of the partial sums, reduced to columns once at
-           the end; one row streams 4 blocks at a time, software prefetch to L2 4 KiB ahead);
+           bf16 by one vpermw per nibble of a 16-bit element (a 16-entry table of bf16 codes) and sum
+           x * q on vdpbf16ps against x pairs (k, k+2) (no pre-scale of x; group scale applied once per
+           group; one row streams 4 blocks at a time, software prefetch to L2 4 KiB ahead);
          M >= 12 on AVX2 (prefill): each block dequantized to f32 (s * (q - z), one rounding) once per
            task, then the f32 6x16 kernel; fp8 decoded exactly through fp16 (bf16/fp16 packs take the
            same route: widened once per block per task; the next block is prefetched into L2 during
@@ -80,7 +80,7 @@
          table (amxk__mxfp4_x2, twice the e2m1 value: exact integers) instead of the two's complement
          - scalar decoder; AVX2 / AVX-512 decode (the table by vpshufb where int4 sign-extends; the x
          pre-scale divided by 2^25 instead of 2^28); f32 and bf16 dequantizers (prefill, AMX); the
-         AVX512_BF16 decode (tables of the bf16 codes of the e2m1 values). The e8m0 scale bytes are
+         AVX512_BF16 decode (its vpermw table: the bf16 codes of the e2m1 values). The e8m0 scale bytes are
          widened by a shift into the f32 exponent field (e = 0: 2^-127, e = 255: NaN). The weight
          2^(e - 127) * e2m1 is exact in f32 and bf16 (bf16 subnormal below 2^-126, which vdpbf16ps and
          AMX read as zero), in fp16 only within its range. No w*a8 path (amxk_linear_q8: FORMAT;
