@@ -65,7 +65,7 @@
            block); at AVX512_BF16 with bf16 x, int4 and MXFP4 packs instead turn their nibbles into exact
            bf16 by one vpermw per nibble of a 16-bit element (a 16-entry table of bf16 codes) and sum
            x * q on vdpbf16ps against x pairs (k, k+2) (no pre-scale of x; group scale applied once per
-           group; one row streams 4 blocks at a time, software prefetch to L2 4 KiB ahead);
+           group; one row streams 4 blocks at a time, software prefetch to L2 2 KiB ahead);
          M >= 12 on AVX2 (prefill): each block dequantized to f32 (s * (q - z), one rounding) once per
            task, then the f32 6x16 kernel; fp8 decoded exactly through fp16 (bf16/fp16 packs take the
            same route: widened once per block per task; the next block is prefetched into L2 during
@@ -2216,7 +2216,10 @@ AMXK__PRIV void amxk__linear_run16__avx512bf16(const uint32_t *xp, size_t ns, co
 
 /* ---- int4 packs with bf16 x, decode (w4a16): vdpbf16ps on fields turned into bf16 ---- */
 #ifndef AMXK__Q4_PREFETCH
-#define AMXK__Q4_PREFETCH 4096 /* decode kernel: software prefetch distance in packed bytes, into L2 (0: none) */
+#define AMXK__Q4_PREFETCH 2048 /* decode kernel: software prefetch distance in packed bytes (0: none) ... */
+#endif
+#ifndef AMXK__Q4_HINT
+#define AMXK__Q4_HINT _MM_HINT_T1 /* ... into L2 (measured, M=1 4096^2 MXFP4: none / T0 1 KiB / T1 2, 4, 8 KiB: 460 / 464 / 436, 446, 459 us) */
 #endif
 #ifndef AMXK__Q4_NB
 #define AMXK__Q4_NB 4 /* blocks (weight streams) per call of the decode kernel for one row */
@@ -2251,7 +2254,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q4__2x16__avx512b
 #pragma GCC unroll 8
             for (j = 0; j < nb; j++) {
                 const __m512i c = _mm512_loadu_si512((const void *)(blk + (size_t)j * v->blk_bytes + rg * 64));
-                if (AMXK__Q4_PREFETCH) _mm_prefetch((const char *)(blk + (size_t)j * v->blk_bytes + rg * 64 + AMXK__Q4_PREFETCH), _MM_HINT_T1);
+                if (AMXK__Q4_PREFETCH) _mm_prefetch((const char *)(blk + (size_t)j * v->blk_bytes + rg * 64 + AMXK__Q4_PREFETCH), AMXK__Q4_HINT);
 #pragma GCC unroll 4
                 for (i = 0; i < 4; i++) { /* nibble i: k = 8q + 4 (i & 1) + (i >> 1) and k + 2 */
                     const __m512i w = _mm512_permutexvar_epi16(i ? _mm512_srli_epi16(c, (unsigned)(4 * i)) : c, tw);
