@@ -62,8 +62,10 @@
            (a header flag the packers set), MXCSR.DAZ is clear (subnormal codes become f32
            subnormals) and |x| < 2^100; otherwise through fp16 and vcvtph2ps (slower, also exact);
          the AVX-512 levels run the same decode kernels at 16 lanes (one vector holds the 16 rows of a
-           block); at AVX512_BF16 with bf16 x, int4 packs instead turn their nibbles into exact bf16 by two
-           vpshufb lookups and sum x * q on vdpbf16ps (no pre-scale of x; group scale applied once per group);
+           block); at AVX512_BF16 with bf16 x, int4 and MXFP4 packs instead turn their nibbles into exact
+           bf16 by one vpermw per nibble of a 16-bit element (a 16-entry table of bf16 codes) and sum
+           x * q on vdpbf16ps against x pairs (k, k+2) (no pre-scale of x; group scale applied once per
+           group; one row streams 4 blocks at a time, software prefetch to L2 2 KiB ahead);
          M >= 12 on AVX2 (prefill): each block dequantized to f32 (s * (q - z), one rounding) once per
            task, then the f32 6x16 kernel; fp8 decoded exactly through fp16 (bf16/fp16 packs take the
            same route: widened once per block per task; the next block is prefetched into L2 during
@@ -74,6 +76,15 @@
            the weight is rounded to bf16/fp16; through the AVX2 f32 dequantizer when the CPU has AVX2)
            and the bf16/fp16 tile kernel.
          Group sizes that are not a multiple of 32/b columns use the generic (scalar) dequantizer.
+         MXFP4 packs run every int4 path above with one change, the code -> value step: a 16-entry
+         table (amxk__mxfp4_x2, twice the e2m1 value: exact integers) instead of the two's complement
+         - scalar decoder; AVX2 / AVX-512 decode (the table by vpshufb where int4 sign-extends; the x
+         pre-scale divided by 2^25 instead of 2^28); f32 and bf16 dequantizers (prefill, AMX); the
+         AVX512_BF16 decode (its vpermw table: the bf16 codes of the e2m1 values). The e8m0 scale bytes are
+         widened by a shift into the f32 exponent field (e = 0: 2^-127, e = 255: NaN). The weight
+         2^(e - 127) * e2m1 is exact in f32 and bf16 (bf16 subnormal below 2^-126, which vdpbf16ps and
+         AMX read as zero), in fp16 only within its range. No w*a8 path (amxk_linear_q8: FORMAT;
+         amxk_moe_experts with act_int8: UNSUPPORTED).
        w8a8 (int8 activations): amxk_quantize_act + amxk_linear_q8, see there.
 
    THREADING
@@ -149,7 +160,13 @@ AMXK_DEF amxk_status amxk_packed_linear_info(const void *packed, size_t bytes, a
    fp32 and group-major inside the pack (scale[(k / block_k) * ceil(N / block_n) + n / block_n]: the
    16 rows of a block are adjacent, one vector load per group for the kernels), then, for asymmetric ints, the zero grid, which starts at the next 64-byte
    boundary after the scale grid. Total: amxk_pack_quant_size.
-   amxk_linear accepts these buffers (x BF16 or F16): see PATHS for how each tier runs them. */
+   amxk_linear accepts these buffers (x BF16 or F16): see PATHS for how each tier runs them.
+   MXFP4 (OCP MX, gpt-oss): w = 2^(e - 127) * e2m1(q). q: a 4-bit e2m1 code (bit 3 sign, bits 1-2
+   exponent, bit 0 mantissa: magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 for codes 0..7), one e8m0 scale
+   byte e per 32 consecutive k of a row (e = 255: NaN; e = 0: 2^-127). asym = 0, block_n = 1 (0 means
+   1), block_k = 32, K a multiple of 32. The codes sit where symmetric INT4 fields do; the scale grid
+   holds the raw e8m0 bytes (1 byte per group instead of 4, same group-major order, padded to 64
+   bytes). Any code and any scale byte is valid; code 8 (-0) reads as +0. Header dtype: U8. */
 typedef enum amxk_qformat {
     AMXK_QFMT_NONE = 0,
     AMXK_QFMT_INT8,
@@ -157,6 +174,7 @@ typedef enum amxk_qformat {
     AMXK_QFMT_INT2,
     AMXK_QFMT_FP8_E4M3,
     AMXK_QFMT_FP8_E5M2,
+    AMXK_QFMT_MXFP4,
     AMXK_QFMT_COUNT,
     AMXK_QFMT_FORCE_I32 = 0x7fffffff
 } amxk_qformat;
@@ -178,6 +196,9 @@ AMXK_DEF amxk_status amxk_pack_quant_size(const amxk_quant *q, size_t n, size_t 
    asymmetric ints over [lo, hi] = [min(min w, 0), max(max w, 0)]: s = (hi - lo) / (2^b - 1),
    z = clamp(rne(-lo / s), 0, 2^b - 1), q = clamp(rne(w / s) + z, 0, 2^b - 1); fp8 s = amax / max_finite,
    q = fp8_rne_saturating(w / s). A block of zeros gets s = 1 (and z = 0). rne = round half to even.
+   MXFP4 (the OCP MX rule): e = clamp(floor(log2(amax)) - 2 + 127, 0, 254) (amax subnormal: 0; a
+   block of zeros: 127), q = e2m1_rne_saturating(w / 2^(e - 127)) (ties to the even mantissa, |.| > 6
+   saturates to 6; -0 kept as code 8).
    NaN or infinite weights are not meaningful input: they give NaN or saturated scales.
    dst: AMXK_ALIGN aligned, dst_bytes >= amxk_pack_quant_size. Serial. Levels: scalar. */
 AMXK_DEF amxk_status amxk_quantize_pack(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const amxk_quant *q,
@@ -185,8 +206,10 @@ AMXK_DEF amxk_status amxk_quantize_pack(const amxk_ctx *ctx, void *dst, size_t d
 
 /* Packs already-quantized values: values[n * ldv + k] one per byte - int8_t for symmetric ints
    (within the b-bit range), uint8_t for asymmetric ints (< 2^b) and the raw fp8 code for fp8; scales
-   (and zeros for asym; NULL otherwise) on the grid above, row-major, fp32. Out-of-range values:
-   AMXK_ERR_ARG, nothing written. This is the entry point importers convert their layouts to. */
+   (and zeros for asym; NULL otherwise) on the grid above, row-major, fp32. MXFP4: values are the raw
+   e2m1 codes 0..15 (uint8_t), scales the e8m0 values as fp32: 2^i for -127 <= i <= 127 (2^-127 is
+   a subnormal float) or NaN (stored as e = 255). Out-of-range values or scales: AMXK_ERR_ARG,
+   nothing written. This is the entry point importers convert their layouts to. */
 AMXK_DEF amxk_status amxk_pack_quant(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const amxk_quant *q,
                                      const void *values, size_t ldv, const float *scales, const float *zeros, size_t n,
                                      size_t k);
@@ -220,7 +243,13 @@ AMXK_DEF amxk_status amxk_dequantize(const void *packed, size_t bytes, float *w,
      c sits at nibble ORDER[j], ORDER = {0, 4, 1, 5, 2, 6, 3, 7}; scales [K/G, N] (scales_dtype);
      w = (q - z) * scale. N must be a multiple of 8.
    DeepSeek fp8 (block-quantized e4m3): weight [N, K] e4m3 codes, weight_scale_inv fp32
-     [ceil(N/bn), ceil(K/bk)] (DeepSeek-V3: 128 x 128): w = fp8(weight) * weight_scale_inv. */
+     [ceil(N/bn), ceil(K/bk)] (DeepSeek-V3: 128 x 128): w = fp8(weight) * weight_scale_inv.
+   MXFP4 (gpt-oss; one expert's, or any [N, K] weight's, two tensors): blocks uint8 [N, K/32, 16], byte
+     j of a block holding k = 2j (low nibble) and k = 2j + 1 (high nibble) of that 32-column group as
+     e2m1 codes; scales uint8 [N, K/32] e8m0: w = 2^(scales[n][k/32] - 127) * e2m1(code) (e = 255:
+     NaN). K must be a multiple of 32 (AMXK_ERR_SHAPE). dst_bytes >= amxk_pack_quant_size of
+     {AMXK_QFMT_MXFP4, 0, 1, 32} (amxk_import_mxfp4_size). An [E, N, K/32, 16] expert stack: one call
+     per expert, blocks + e * N * K / 2, scales + e * N * K / 32. */
 AMXK_DEF amxk_status amxk_import_size(int bits, size_t group, size_t n, size_t k, size_t *bytes);
 AMXK_DEF amxk_status amxk_import_gptq(const amxk_ctx *ctx, void *dst, size_t dst_bytes, int bits, size_t group, int zero_offset,
                                       const int32_t *qweight, const int32_t *qzeros, const void *scales, amxk_dtype scales_dtype,
@@ -229,6 +258,9 @@ AMXK_DEF amxk_status amxk_import_awq(const amxk_ctx *ctx, void *dst, size_t dst_
                                      const int32_t *qzeros, const void *scales, amxk_dtype scales_dtype, size_t n, size_t k);
 AMXK_DEF amxk_status amxk_import_fp8_block(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const uint8_t *weight,
                                            const float *weight_scale_inv, size_t block_n, size_t block_k, size_t n, size_t k);
+AMXK_DEF amxk_status amxk_import_mxfp4_size(size_t n, size_t k, size_t *bytes);
+AMXK_DEF amxk_status amxk_import_mxfp4(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const uint8_t *blocks,
+                                       const uint8_t *scales_e8m0, size_t n, size_t k);
 
 /* ---- activation quantization ----------------------------------------------------------------
    Dynamic quantization of x[M,K] (BF16, F16 or F32; row stride ldx) per token group of `group`
@@ -283,8 +315,8 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    summed in 16-bit lanes over 8 (int4) or 32 (int2) steps, which cannot overflow, then vpmaddwd to
    int32. AMX (M >= 5, AMX-INT8 or the emulator): TDPBSSD on 16 x 32 tiles, int4/int2 fields widened
    to int8 per k step (exact int32 as well). Scalar: int32 loops. Same parallel decomposition as
-   amxk_linear. The pack is validated as amxk_packed_linear_info says; a bf16/fp16 or fp8 pack (or
-   asymmetric int8) is AMXK_ERR_FORMAT, groups that are not whole 64-byte rows AMXK_ERR_UNSUPPORTED.
+   amxk_linear. The pack is validated as amxk_packed_linear_info says; a bf16/fp16, fp8 or MXFP4 pack
+   (or asymmetric int8) is AMXK_ERR_FORMAT, groups that are not whole 64-byte rows AMXK_ERR_UNSUPPORTED.
    Errors (nothing written): CONTEXT, NULL, SHAPE, DTYPE, ARG (layout, act_group, an xq of -128),
    FORMAT, UNSUPPORTED, ALIGN, STRIDE, ALIAS. */
 AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const int8_t *xq, size_t ldq,
@@ -380,11 +412,20 @@ typedef struct amxk__qview {
     size_t blk_bytes;             /* bytes per 16-row block */
     int no_nan;                   /* fp8: the header says no field is a NaN or infinite code */
     const uint8_t *data;
-    const float *scales, *zeros;
+    const float *scales, *zeros;  /* fp32 grids (NULL for MXFP4) */
+    const uint8_t *e8;            /* MXFP4: the e8m0 scale grid (same indexing), else NULL */
 } amxk__qview;
 
-AMXK__INLINE int amxk__q_bits(amxk_qformat f) { return f == AMXK_QFMT_INT4 ? 4 : f == AMXK_QFMT_INT2 ? 2 : 8; }
+AMXK__INLINE int amxk__q_bits(amxk_qformat f) { return f == AMXK_QFMT_INT4 || f == AMXK_QFMT_MXFP4 ? 4 : f == AMXK_QFMT_INT2 ? 2 : 8; }
 AMXK__INLINE int amxk__q_isfp8(amxk_qformat f) { return f == AMXK_QFMT_FP8_E4M3 || f == AMXK_QFMT_FP8_E5M2; }
+/* MXFP4's code -> value map, as twice the e2m1 value (integers, exact in int8 / f32 / bf16): the one
+   table every tier's decoder takes the place of int4's two's complement with (the kernels fold the
+   1/2 into a power of two they already apply: the x pre-scale, amxk__q_wscale). */
+static const int8_t amxk__mxfp4_x2[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+/* An e8m0 scale byte as f32: 2^(e - 127) (e = 0: the subnormal 2^-127), e = 255: NaN. */
+AMXK__INLINE float amxk__e8m0_to_f32(unsigned e) {
+    return amxk__bits_f32(e == 0 ? 0x00400000u : e == 255 ? 0x7fc00000u : (uint32_t)e << 23);
+}
 
 /* Validates q for W[N,K]; fills the geometry of v (data pointers left NULL) and the total size. */
 AMXK__PRIV amxk_status amxk__q_geometry(const amxk_quant *q, size_t n, size_t k, amxk__qview *v, size_t *bytes) {
@@ -398,6 +439,9 @@ AMXK__PRIV amxk_status amxk__q_geometry(const amxk_quant *q, size_t n, size_t k,
     v->bn = q->block_n, v->bk = q->block_k;
     if (amxk__q_isfp8(q->format)) {
         if (q->asym || v->bn == 0 || v->bk == 0) return AMXK_ERR_ARG;
+    } else if (q->format == AMXK_QFMT_MXFP4) { /* OCP MX: 32-element blocks along K */
+        if (v->bn == 0) v->bn = 1;
+        if (q->asym || v->bn != 1 || v->bk != 32 || k % 32 != 0) return AMXK_ERR_ARG;
     } else {
         if (v->bn == 0) v->bn = 1;
         if (v->bn != 1 || v->bk == 0 || k % v->bk != 0) return AMXK_ERR_ARG; /* group size must divide K */
@@ -405,7 +449,7 @@ AMXK__PRIV amxk_status amxk__q_geometry(const amxk_quant *q, size_t n, size_t k,
     v->kp = amxk__lin_kp(k);
     v->nbk = AMXK__CEIL_DIV(k, v->bk); /* any block size up to SIZE_MAX: 1 block (no wrap) */
     v->nbn = nbn = AMXK__CEIL_DIV(n, v->bn);
-    grid = amxk__sz_round(amxk__sz_mul(amxk__sz_mul(nbn, v->nbk, &ovf), 4, &ovf), (size_t)AMXK_ALIGN, &ovf);
+    grid = amxk__sz_round(amxk__sz_mul(amxk__sz_mul(nbn, v->nbk, &ovf), q->format == AMXK_QFMT_MXFP4 ? 1 : 4, &ovf), (size_t)AMXK_ALIGN, &ovf);
     v->blk_bytes = (size_t)AMXK__LIN_NB * v->kp * (size_t)v->bits / 8; /* k <= 2^40: fits */
     total = amxk__sz_add(sizeof(amxk__pack_hdr), amxk__sz_mul(amxk__lin_nblk(n), v->blk_bytes, &ovf), &ovf);
     total = amxk__sz_add(total, amxk__sz_mul(grid, q->asym ? 2 : 1, &ovf), &ovf);
@@ -423,6 +467,7 @@ AMXK__INLINE size_t amxk__q_gidx(const amxk__qview *v, size_t nb, size_t g) { re
 AMXK__INLINE void amxk__q_bind(amxk__qview *v, const void *base) {
     v->data = (const uint8_t *)base + sizeof(amxk__pack_hdr);
     v->scales = (const float *)(v->data + amxk__lin_nblk(v->n) * v->blk_bytes);
+    if (v->fmt == AMXK_QFMT_MXFP4) v->e8 = (const uint8_t *)v->scales, v->scales = NULL;
     v->zeros = v->asym ? v->scales + AMXK__ROUND_UP(AMXK__CEIL_DIV(v->n, v->bn) * v->nbk, (size_t)(AMXK_ALIGN / 4)) : NULL;
 }
 /* Byte offset and bit shift of (row r of its block, column k) inside a block. */
@@ -440,6 +485,7 @@ AMXK__INLINE float amxk__q_get(const amxk__qview *v, size_t n, size_t k) {
     float val;
     if (v->fmt == AMXK_QFMT_FP8_E4M3) val = amxk__e4m3_to_f32((uint8_t)f);
     else if (v->fmt == AMXK_QFMT_FP8_E5M2) val = amxk__e5m2_to_f32((uint8_t)f);
+    else if (v->fmt == AMXK_QFMT_MXFP4) return amxk__e8m0_to_f32(v->e8[g]) * (0.5f * (float)amxk__mxfp4_x2[f]); /* exact */
     else if (v->asym) val = (float)f - v->zeros[g];
     else val = (float)((int)f - (f >> (v->bits - 1) ? (1 << v->bits) : 0));
     return v->scales[g] * val;
@@ -560,7 +606,9 @@ AMXK__INLINE void amxk__linear_store_row(const amxk__linear_args *a, size_t row,
 
 /* The header dtype of a quantized pack of format f. */
 AMXK__INLINE amxk_dtype amxk__q_hdr_dtype(amxk_qformat f) {
-    return f == AMXK_QFMT_FP8_E4M3 ? AMXK_DTYPE_FP8_E4M3 : f == AMXK_QFMT_FP8_E5M2 ? AMXK_DTYPE_FP8_E5M2 : AMXK_DTYPE_I8;
+    return f == AMXK_QFMT_FP8_E4M3 ? AMXK_DTYPE_FP8_E4M3 : f == AMXK_QFMT_FP8_E5M2 ? AMXK_DTYPE_FP8_E5M2
+         : f == AMXK_QFMT_MXFP4    ? AMXK_DTYPE_U8
+                                   : AMXK_DTYPE_I8;
 }
 /* 1 when the n bytes at p are all zero. */
 AMXK__INLINE int amxk__zero_bytes(const uint8_t *p, size_t n) {
@@ -632,6 +680,11 @@ AMXK__INLINE float amxk__rne(float x) {
     return x < 0 ? -(float)i : (float)i;
 }
 
+/* Symmetric int packs in the decode kernels: the field's value reaches its 32-bit lane multiplied by
+   2^this (q at the top of the lane: 2^(32-b); MXFP4: the table's byte, twice the e2m1 value, at the
+   top: 2^24 * 2). */
+AMXK__INLINE int amxk__q_topsh(const amxk__qview *v) { return v->fmt == AMXK_QFMT_MXFP4 ? 25 : 32 - v->bits; }
+
 /* The x rows of the decode kernels (amxk__linear_qi__2x16__*, amxk__linear_fp8__2x16__*), from the f32
    pair-major panel xf (mr rows; xf[(p * MR + r) * 2 + s] = x[r][2p + s]): row r pre-multiplied by
    2^s_r (and, per column position j of a 64-byte row, divided by its field's power of two; see the
@@ -661,7 +714,7 @@ AMXK__PRIV int amxk__q_decode_prep(const amxk__linear_args *a, const float *xf, 
         post[r] = amxk__bits_f32((uint32_t)((fp8 ? (v->fmt == AMXK_QFMT_FP8_E4M3 ? 120 : 112) : 0) - sh + 127) << 23);
         for (j = 0; j < span; j++) { /* the pre-scale of column j of every 64-byte row: 2^(sh - its field's bit position) */
             const int fsh = 8 * (j % 4) + v->bits * (j / 4);
-            fac[j] = amxk__bits_f32((uint32_t)((fp8 ? sh : !v->asym ? sh - (32 - v->bits) : fsh + v->bits == 32 ? sh : sh - fsh) + 127) << 23);
+            fac[j] = amxk__bits_f32((uint32_t)((fp8 ? sh : !v->asym ? sh - amxk__q_topsh(v) : fsh + v->bits == 32 ? sh : sh - fsh) + 127) << 23);
         }
         for (kk = 0; kk < a->kp; kk += (size_t)span)
             for (j = 0; j < span; j++) xr[(size_t)r * a->kp + kk + (size_t)j] = fac[j] * xp[((kk + (size_t)j) / 2) * AMXK__LIN_MR * 2 + (j & 1)];
@@ -673,6 +726,21 @@ AMXK__PRIV int amxk__q_decode_prep(const amxk__linear_args *a, const float *xf, 
     }
     return fast;
 }
+
+/* The decode kernels of one pack (v) by format: QI(bits, sym, lut) for the int kernels (lut: MXFP4's
+   code table), F8(fmt) for fp8; the one switch of the AVX2 and AVX-512 decode panels. */
+#define AMXK__Q_DECODE_CASES(QI, F8)                                                                 \
+    switch ((int)v->fmt * 2 + v->asym) {                                                             \
+    case AMXK_QFMT_INT8 * 2: QI(8, 1, 0); break;                                                     \
+    case AMXK_QFMT_INT8 * 2 + 1: QI(8, 0, 0); break;                                                 \
+    case AMXK_QFMT_INT4 * 2: QI(4, 1, 0); break;                                                     \
+    case AMXK_QFMT_INT4 * 2 + 1: QI(4, 0, 0); break;                                                 \
+    case AMXK_QFMT_INT2 * 2: QI(2, 1, 0); break;                                                     \
+    case AMXK_QFMT_INT2 * 2 + 1: QI(2, 0, 0); break;                                                 \
+    case AMXK_QFMT_FP8_E4M3 * 2: F8(AMXK_QFMT_FP8_E4M3); break;                                      \
+    case AMXK_QFMT_MXFP4 * 2: QI(4, 1, 1); break;                                                    \
+    default: F8(AMXK_QFMT_FP8_E5M2); break;                                                          \
+    }
 
 /* ---- w8a8 (amxk_linear_q8): shared by its kernels ---- */
 
@@ -892,6 +960,12 @@ static inline __attribute__((always_inline)) __m256 amxk__q_field__avx2(__m256i 
 static inline __attribute__((always_inline)) void amxk__q_w16__avx2(__m256i v0, __m256i v1, int sh, amxk_qformat fmt, int sym,
                                                                    __m256 *w0, __m256 *w1) {
     __m256i t0, t1, h;
+    if (fmt == AMXK_QFMT_MXFP4) { /* the code through the table (lut[0] = 0 for the lane's upper bytes), sign-extended */
+        const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)amxk__mxfp4_x2)), m = _mm256_set1_epi32(15);
+        *w0 = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(_mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi32(v0, sh), m)), 24), 24));
+        *w1 = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(_mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi32(v1, sh), m)), 24), 24));
+        return;
+    }
     if (fmt != AMXK_QFMT_FP8_E4M3 && fmt != AMXK_QFMT_FP8_E5M2) {
         *w0 = amxk__q_field__avx2(v0, sh, amxk__q_bits(fmt), sym);
         *w1 = amxk__q_field__avx2(v1, sh, amxk__q_bits(fmt), sym);
@@ -913,7 +987,7 @@ static inline __attribute__((always_inline)) void amxk__q_w16__avx2(__m256i v0, 
         *w1 = _mm256_cvtph_ps(_mm256_extracti128_si256(f, 1));
     }
 }
-#define amxk__q_wscale(fmt) ((fmt) == AMXK_QFMT_FP8_E4M3 ? 256.0f : 1.0f)
+#define amxk__q_wscale(fmt) ((fmt) == AMXK_QFMT_FP8_E4M3 ? 256.0f : (fmt) == AMXK_QFMT_MXFP4 ? 0.5f : 1.0f)
 /* Group g's scales (or zeros) of the 16 rows of block b (0 past N): two vector loads for per-row
    grids (bn == 1, group-major: 16 adjacent entries), one broadcast when the 16 rows share a grid row,
    else one by one. The divisions by bn are done only for bn > 1. */
@@ -935,6 +1009,29 @@ AMXK__INLINE void amxk__q_grid16(const amxk__qview *v, const float *grid, size_t
     *hi = _mm256_loadu_ps(t + 8);
 }
 
+/* Group g's scales of the 16 rows of block b (0 past N): amxk__q_grid16 of the fp32 grid, or the e8m0
+   bytes of an MXFP4 pack widened to 2^(e - 127) by a shift into the exponent field (e = 0 and 255
+   also get mantissa bit 22: 2^-127 and a quiet NaN). */
+AMXK__INLINE __m256 amxk__e8m0_f32x8__avx2(__m128i e8) {
+    const __m256i e = _mm256_cvtepu8_epi32(e8);
+    const __m256i sp = _mm256_or_si256(_mm256_cmpeq_epi32(e, _mm256_setzero_si256()), _mm256_cmpeq_epi32(e, _mm256_set1_epi32(255)));
+    return _mm256_castsi256_ps(_mm256_or_si256(_mm256_slli_epi32(e, 23), _mm256_and_si256(sp, _mm256_set1_epi32(0x00400000))));
+}
+AMXK__INLINE void amxk__q_sgrid16(const amxk__qview *v, size_t b, size_t g, __m256 *lo, __m256 *hi) {
+    const size_t n0 = b * 16;
+    if (!v->e8) {
+        amxk__q_grid16(v, v->scales, b, g, lo, hi);
+    } else if (n0 + 16 <= v->n) {
+        const __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(v->e8 + amxk__q_gidx(v, n0, g)));
+        *lo = amxk__e8m0_f32x8__avx2(e), *hi = amxk__e8m0_f32x8__avx2(_mm_srli_si128(e, 8));
+    } else {
+        float t[16];
+        size_t r;
+        for (r = 0; r < 16; r++) t[r] = n0 + r < v->n ? amxk__e8m0_to_f32(v->e8[amxk__q_gidx(v, n0 + r, g)]) : 0.0f;
+        *lo = _mm256_loadu_ps(t), *hi = _mm256_loadu_ps(t + 8);
+    }
+}
+
 /* Dequantizes block b to wf[k * 16 + r] like amxk__q_block_f32 (same values: s * (q - z) in f32). */
 static inline __attribute__((always_inline)) void amxk__q_block_f32_int__avx2(const amxk__qview *v, size_t b, float *wf, amxk_qformat fmt,
                                                                               int sym) {
@@ -944,7 +1041,7 @@ static inline __attribute__((always_inline)) void amxk__q_block_f32_int__avx2(co
     int j;
     for (g = 0; g < v->nbk; g++) {
         __m256 s0, s1, z0 = _mm256_setzero_ps(), z1 = _mm256_setzero_ps();
-        amxk__q_grid16(v, v->scales, b, g, &s0, &s1);
+        amxk__q_sgrid16(v, b, g, &s0, &s1);
         s0 = _mm256_mul_ps(s0, _mm256_set1_ps(amxk__q_wscale(fmt)));
         s1 = _mm256_mul_ps(s1, _mm256_set1_ps(amxk__q_wscale(fmt)));
         if (!sym) amxk__q_grid16(v, v->zeros, b, g, &z0, &z1);
@@ -977,6 +1074,7 @@ AMXK__PRIV void amxk__q_block_f32__avx2(const amxk__qview *v, size_t b, float *w
     case AMXK_QFMT_INT2 * 2: F(AMXK_QFMT_INT2, 1, __VA_ARGS__); break;                               \
     case AMXK_QFMT_INT2 * 2 + 1: F(AMXK_QFMT_INT2, 0, __VA_ARGS__); break;                           \
     case AMXK_QFMT_FP8_E4M3 * 2: F(AMXK_QFMT_FP8_E4M3, 1, __VA_ARGS__); break;                       \
+    case AMXK_QFMT_MXFP4 * 2: F(AMXK_QFMT_MXFP4, 1, __VA_ARGS__); break;                             \
     default: F(AMXK_QFMT_FP8_E5M2, 1, __VA_ARGS__); break;                                           \
     }
 #define AMXK__Q_DEQ(FMT, SYM, _) amxk__q_block_f32_int__avx2(v, b, wf, FMT, SYM)
@@ -1150,9 +1248,13 @@ static inline __attribute__((always_inline)) int amxk__linear_fp8__2x16__avx2(co
    two), asymmetric: t -= z * xsum_r (z the zero point, xsum the group's x sums times 2^s_r); then
    acc += scale * (t * post_r), post_r = 2^-s_r (undone per group: no partial sum exceeds the result's
    own range; amxk__q_decode_prep bounds t). A symmetric group of zero fields gives
-   t = 0 exactly (there is no offset to cancel). */
-static inline __attribute__((always_inline)) __m256i amxk__qi_tops__avx2(__m256i c, int f, int bits) {
+   t = 0 exactly (there is no offset to cancel). lut (MXFP4; bits 4, sym): the field's value is not
+   its two's complement but a 16-entry table (lutv: amxk__mxfp4_x2 in every 128-bit lane): the tops
+   step becomes one shift (f = 1), AND and vpshufb leaving the table's int8 in every byte (q * 2^24
+   in the lane after the same byte move; x pre-scaled by amxk__q_topsh). */
+static inline __attribute__((always_inline)) __m256i amxk__qi_tops__avx2(__m256i c, int f, int bits, int lut, __m256i lutv) {
     const int up = 8 - bits - bits * f; /* moves field f to the top of its byte */
+    if (lut) return _mm256_shuffle_epi8(lutv, _mm256_and_si256(f ? _mm256_srli_epi16(c, 4) : c, _mm256_set1_epi8(0x0f)));
     if (bits == 8) return c;
     return _mm256_and_si256(up ? _mm256_slli_epi32(c, up) : c, _mm256_set1_epi8((char)(0xff << (8 - bits))));
 }
@@ -1167,8 +1269,9 @@ static inline __attribute__((always_inline)) __m256 amxk__qi_ufield__avx2(__m256
     return _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(((1 << bits) - 1) << sh)));
 }
 static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx2(const amxk__qview *v, const float *xr, size_t ldr, const float *xsum,
-                                                                             size_t b, int mr, int bits, int sym, const float *post, float *out) {
+                                                                             size_t b, int mr, int bits, int sym, int lut, const float *post, float *out) {
     const int span = 32 / bits;
+    const __m256i lutv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)amxk__mxfp4_x2));
     const uint8_t *blk = v->data + b * v->blk_bytes;
     __m256 res[2][2];
     size_t g, rg;
@@ -1176,7 +1279,7 @@ static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx2(co
     for (r = 0; r < 2; r++) res[r][0] = res[r][1] = _mm256_setzero_ps();
     for (g = 0; g < v->nbk; g++) {
         __m256 sc[2], zp[2];
-        amxk__q_grid16(v, v->scales, b, g, &sc[0], &sc[1]);
+        amxk__q_sgrid16(v, b, g, &sc[0], &sc[1]);
         if (!sym) amxk__q_grid16(v, v->zeros, b, g, &zp[0], &zp[1]);
         else zp[0] = zp[1] = _mm256_set1_ps((float)(1 << (bits - 1)));
         for (h = 0; h < 2; h++) { /* rows 8h .. 8h+7: 4 accumulators, few registers */
@@ -1189,7 +1292,7 @@ static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx2(co
 #pragma GCC unroll 16
                 for (j = 0; j < span; j++) {
                     __m256 w;
-                    if (sym && j % 4 == 0) tops = amxk__qi_tops__avx2(c, j / 4, bits);
+                    if (sym && j % 4 == 0) tops = amxk__qi_tops__avx2(c, j / 4, bits, lut, lutv);
                     w = sym ? amxk__qi_sfield__avx2(tops, j % 4) : amxk__qi_ufield__avx2(c, 8 * (j % 4) + bits * (j / 4), bits);
 #pragma GCC unroll 2
                     for (r = 0; r < mr; r++) {
@@ -1226,23 +1329,14 @@ AMXK__PRIV void amxk__linear_q_panel__avx2(const amxk__linear_args *a, const flo
         for (r0 = 0; r0 < mr; r0 += 2) {
             int m2 = mr - r0 >= 2 ? 2 : 1;
             const float *x0 = xr + (size_t)r0 * a->kp, *s0 = xs + r0;
-#define AMXK__LIN_QI(BITS, SYM)                                                                      \
-    (m2 == 2 ? amxk__linear_qi__2x16__avx2(v, x0, a->kp, s0, b, 2, BITS, SYM, post + r0, out)          \
-             : amxk__linear_qi__2x16__avx2(v, x0, a->kp, s0, b, 1, BITS, SYM, post + r0, out))
+#define AMXK__LIN_QI(BITS, SYM, LUT)                                                                 \
+    (m2 == 2 ? amxk__linear_qi__2x16__avx2(v, x0, a->kp, s0, b, 2, BITS, SYM, LUT, post + r0, out)     \
+             : amxk__linear_qi__2x16__avx2(v, x0, a->kp, s0, b, 1, BITS, SYM, LUT, post + r0, out))
 #define AMXK__LIN_F8(FMT)                                                                            \
     if (!fast || (m2 == 2 ? amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 2, FMT, post + r0, out)      \
                           : amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 1, FMT, post + r0, out)))    \
     amxk__linear_q_exact__avx2(v, xf, b, r0, m2, out)
-            switch ((int)v->fmt * 2 + v->asym) {
-            case AMXK_QFMT_INT8 * 2: AMXK__LIN_QI(8, 1); break;
-            case AMXK_QFMT_INT8 * 2 + 1: AMXK__LIN_QI(8, 0); break;
-            case AMXK_QFMT_INT4 * 2: AMXK__LIN_QI(4, 1); break;
-            case AMXK_QFMT_INT4 * 2 + 1: AMXK__LIN_QI(4, 0); break;
-            case AMXK_QFMT_INT2 * 2: AMXK__LIN_QI(2, 1); break;
-            case AMXK_QFMT_INT2 * 2 + 1: AMXK__LIN_QI(2, 0); break;
-            case AMXK_QFMT_FP8_E4M3 * 2: AMXK__LIN_F8(AMXK_QFMT_FP8_E4M3); break;
-            default: AMXK__LIN_F8(AMXK_QFMT_FP8_E5M2); break;
-            }
+            AMXK__Q_DECODE_CASES(AMXK__LIN_QI, AMXK__LIN_F8)
 #undef AMXK__LIN_QI
 #undef AMXK__LIN_F8
             for (r = 0; r < m2; r++) amxk__linear_store_row(a, row + (size_t)(r0 + r), n0, cnt, out + r * AMXK__LIN_NB);
@@ -1749,10 +1843,29 @@ AMXK__INLINE __m512 amxk__q_grid16__avx512(const amxk__qview *v, const float *gr
     for (r = 0; r < 16; r++) t[r] = n0 + r < v->n ? grid[amxk__q_gidx(v, (n0 + r) / v->bn, g)] : 0.0f;
     return _mm512_loadu_ps(t);
 }
+/* Group g's scales of the 16 rows of block b (0 past N) as one vector: amxk__q_sgrid16. */
+AMXK__INLINE __m512 amxk__q_sgrid16__avx512(const amxk__qview *v, size_t b, size_t g) {
+    const size_t n0 = b * 16;
+    float t[16];
+    size_t r;
+    if (!v->e8) return amxk__q_grid16__avx512(v, v->scales, b, g);
+    if (n0 + 16 <= v->n) {
+        const __m128i e8 = _mm_loadu_si128((const __m128i *)(const void *)(v->e8 + amxk__q_gidx(v, n0, g)));
+        const __m128i t = _mm_add_epi8(e8, _mm_set1_epi8(1)); /* e = 255 or 0: t <= 1 (rare: the exact form below) */
+        const __m512i e = _mm512_cvtepu8_epi32(e8);
+        if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(1)), t)) == 0) return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23));
+        return _mm512_castsi512_ps(_mm512_mask_or_epi32(_mm512_slli_epi32(e, 23), _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()) |
+                                                                                      _mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(255)),
+                                                        _mm512_slli_epi32(e, 23), _mm512_set1_epi32(0x00400000)));
+    }
+    for (r = 0; r < 16; r++) t[r] = n0 + r < v->n ? amxk__e8m0_to_f32(v->e8[amxk__q_gidx(v, n0 + r, g)]) : 0.0f;
+    return _mm512_loadu_ps(t);
+}
 /* Int fields of a whole 64-byte row (16 lanes: every row of the block), as amxk__qi_tops__avx2,
    amxk__qi_sfield__avx2 and amxk__qi_ufield__avx2 do for 8. */
-static inline __attribute__((always_inline)) __m512i amxk__qi_tops__avx512(__m512i c, int f, int bits) {
+static inline __attribute__((always_inline)) __m512i amxk__qi_tops__avx512(__m512i c, int f, int bits, int lut, __m512i lutv) {
     const int up = 8 - bits - bits * f;
+    if (lut) return _mm512_shuffle_epi8(lutv, _mm512_and_si512(f ? _mm512_srli_epi16(c, 4) : c, _mm512_set1_epi8(0x0f)));
     if (bits == 8) return c;
     return _mm512_and_si512(up ? _mm512_slli_epi32(c, up) : c, _mm512_set1_epi8((char)(0xff << (8 - bits))));
 }
@@ -1770,14 +1883,15 @@ static inline __attribute__((always_inline)) __m512 amxk__qi_ufield__avx512(__m5
    with the 16 rows of the block in one vector. res[r] = the outputs of row r. */
 static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx512(const amxk__qview *v, const float *xr, size_t ldr,
                                                                                const float *xsum, size_t b, int mr, int bits, int sym,
-                                                                               const float *post, __m512 *res) {
+                                                                               int lut, const float *post, __m512 *res) {
     const int span = 32 / bits;
+    const __m512i lutv = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)amxk__mxfp4_x2));
     const uint8_t *blk = v->data + b * v->blk_bytes;
     size_t g, rg;
     int r, j;
     res[0] = res[1] = _mm512_setzero_ps();
     for (g = 0; g < v->nbk; g++) {
-        const __m512 sc = amxk__q_grid16__avx512(v, v->scales, b, g);
+        const __m512 sc = amxk__q_sgrid16__avx512(v, b, g);
         __m512 acc[2][2]; /* [row, or k pair parity for one row][k parity] */
         acc[0][0] = acc[0][1] = acc[1][0] = acc[1][1] = _mm512_setzero_ps();
         for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {
@@ -1787,7 +1901,7 @@ static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx512(
 #pragma GCC unroll 16
             for (j = 0; j < span; j++) {
                 __m512 w;
-                if (sym && j % 4 == 0) tops = amxk__qi_tops__avx512(c, j / 4, bits);
+                if (sym && j % 4 == 0) tops = amxk__qi_tops__avx512(c, j / 4, bits, lut, lutv);
                 w = sym ? amxk__qi_sfield__avx512(tops, j % 4) : amxk__qi_ufield__avx512(c, 8 * (j % 4) + bits * (j / 4), bits);
 #pragma GCC unroll 2
                 for (r = 0; r < mr; r++) {
@@ -1866,9 +1980,9 @@ AMXK__PRIV void amxk__linear_q_panel__avx512(const amxk__linear_args *a, const f
         for (r0 = 0; r0 < mr; r0 += 2) {
             const int m2 = mr - r0 >= 2 ? 2 : 1;
             const float *x0 = xr + (size_t)r0 * a->kp, *s0 = xs + r0;
-#define AMXK__LIN_QI(BITS, SYM)                                                                      \
-    (m2 == 2 ? amxk__linear_qi__2x16__avx512(v, x0, a->kp, s0, b, 2, BITS, SYM, post + r0, res)        \
-             : amxk__linear_qi__2x16__avx512(v, x0, a->kp, s0, b, 1, BITS, SYM, post + r0, res))
+#define AMXK__LIN_QI(BITS, SYM, LUT)                                                                 \
+    (m2 == 2 ? amxk__linear_qi__2x16__avx512(v, x0, a->kp, s0, b, 2, BITS, SYM, LUT, post + r0, res)   \
+             : amxk__linear_qi__2x16__avx512(v, x0, a->kp, s0, b, 1, BITS, SYM, LUT, post + r0, res))
 #define AMXK__LIN_F8(FMT)                                                                            \
     if (m2 == 2 ? amxk__linear_fp8__2x16__avx512(v, x0, a->kp, b, 2, FMT, post + r0, res)              \
                 : amxk__linear_fp8__2x16__avx512(v, x0, a->kp, b, 1, FMT, post + r0, res)) {           \
@@ -1876,16 +1990,7 @@ AMXK__PRIV void amxk__linear_q_panel__avx512(const amxk__linear_args *a, const f
         amxk__linear_q_exact__avx2(v, xf, b, r0, m2, ex);                                            \
         res[0] = _mm512_loadu_ps(ex), res[1] = _mm512_loadu_ps(ex + AMXK__LIN_NB);                   \
     }
-            switch ((int)v->fmt * 2 + v->asym) {
-            case AMXK_QFMT_INT8 * 2: AMXK__LIN_QI(8, 1); break;
-            case AMXK_QFMT_INT8 * 2 + 1: AMXK__LIN_QI(8, 0); break;
-            case AMXK_QFMT_INT4 * 2: AMXK__LIN_QI(4, 1); break;
-            case AMXK_QFMT_INT4 * 2 + 1: AMXK__LIN_QI(4, 0); break;
-            case AMXK_QFMT_INT2 * 2: AMXK__LIN_QI(2, 1); break;
-            case AMXK_QFMT_INT2 * 2 + 1: AMXK__LIN_QI(2, 0); break;
-            case AMXK_QFMT_FP8_E4M3 * 2: AMXK__LIN_F8(AMXK_QFMT_FP8_E4M3); break;
-            default: AMXK__LIN_F8(AMXK_QFMT_FP8_E5M2); break;
-            }
+            AMXK__Q_DECODE_CASES(AMXK__LIN_QI, AMXK__LIN_F8)
 #undef AMXK__LIN_QI
 #undef AMXK__LIN_F8
             for (r = 0; r < m2; r++) amxk__linear_store16__avx512(a, row + (size_t)(r0 + r), b, res[r]);
@@ -2112,107 +2217,120 @@ AMXK__PRIV void amxk__linear_run16__avx512bf16(const uint32_t *xp, size_t ns, co
 }
 
 /* ---- int4 packs with bf16 x, decode (w4a16): vdpbf16ps on fields turned into bf16 ---- */
+#ifndef AMXK__Q4_PREFETCH
+#define AMXK__Q4_PREFETCH 2048 /* decode kernel: software prefetch distance in packed bytes (0: none) ... */
+#endif
+#ifndef AMXK__Q4_HINT
+#define AMXK__Q4_HINT _MM_HINT_T1 /* ... into L2 (measured, M=1 4096^2 MXFP4: none / T0 1 KiB / T1 2, 4, 8 KiB: 460 / 464 / 436, 446, 459 us) */
+#endif
+#ifndef AMXK__Q4_NB
+#define AMXK__Q4_NB 4 /* blocks (weight streams) per call of the decode kernel for one row */
+#endif
 
-/* Rows 0 .. mr-1 (mr <= 2) of xr (bf16 rows, ldr apart, zero past K) against int4 block b. A 64-byte
-   row of the block holds, per column, k = 8q .. 8q+3 in the low nibbles of its 4 bytes and 8q+4 ..
-   8q+7 in the high ones. Each nibble set becomes exact bf16 values through two vpshufb lookups (low
-   and high byte of the bf16 code of q, or of u for asymmetric packs) and one byte interleave, which
-   leaves in every 32-bit lane the pair (k, k+1) of one column: per 128-bit lane, columns 4i and 4i+1
-   (unpacklo) or 4i+2 and 4i+3 (unpackhi), pairs (8q, 8q+1) and (8q+2, 8q+3) - a vdpbf16ps operand
-   against the broadcast 64 bits x[8q .. 8q+3] (x[8q+4 .. 8q+7] for the high nibbles). Products are exact
-   (bf16 x small integers), summed in fp32 per (column, pair position) lane over the group (lo and hi
-   nibbles in separate chains), then the two pair positions of each column are added and the lanes
-   put in column order; asymmetric packs subtract z * sum x; acc += scale * t. No pre-scaling of x
-   (no overflow or underflow beyond fp32's own). vdpbf16ps reads bf16 subnormal x as zero and flushes
-   subnormal partial sums. res[r]: the 16 outputs of row r. */
+/* Rows 0 .. mr-1 (mr <= 2) of xr against nb int4 / MXFP4 blocks b .. b+nb-1 (nb 1 or 4; 4 only for
+   one row: weight streams read together). A 64-byte row of a block holds column r in its 32-bit lane
+   r: 16-bit element 2r holds the codes of k = 8q, 8q+4, 8q+1, 8q+5 in its nibbles 0..3, element 2r+1
+   those of k = 8q+2, 8q+6, 8q+3, 8q+7. Nibble i of every element (after a 16-bit shift by 4i) is
+   turned into its exact bf16 value by one vpermw (tw: the bf16 code of the value of (index & 15) -
+   q, u for asymmetric packs, or MXFP4's e2m1 value - repeated twice: vpermw reads 5 index bits),
+   which leaves every 32-bit lane the pair (k, k+2) of its column: a vdpbf16ps operand against the
+   broadcast x pair (x[k], x[k+2]) of a permuted copy of x (per 8 k: x0 x2 x4 x6 x1 x3 x5 x7). Per
+   group and column: t = the products of nibbles 0, 2 (k % 8 < 4) and of 1, 3 (k % 8 >= 4) in two
+   chains, added at the group's end (vdpbf16ps's pair order, fp32); asymmetric packs t -= z * sum x;
+   acc += s * t. Lanes are columns: no reduction or reordering. No pre-scaling of x (no overflow or
+   underflow beyond fp32's own); vdpbf16ps reads bf16 subnormal x as zero and flushes subnormal
+   partial sums. res[j * 2 + r]: the 16 outputs of row r against block b + j. */
 static inline __attribute__((always_inline)) void amxk__linear_q4__2x16__avx512bf16(const amxk__qview *v, const uint16_t *xr, size_t ldr,
-                                                                                   const float *xsum, size_t b, int mr, int sym, __m512i tl,
-                                                                                   __m512i th, __m512 *res) {
+                                                                                   const float *xsum, size_t b, int mr, int nb, int sym,
+                                                                                   __m512i tw, __m512 *res) {
     const uint8_t *blk = v->data + b * v->blk_bytes;
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
-    const __m512i perm = _mm512_setr_epi32(0, 2, 16, 18, 4, 6, 20, 22, 8, 10, 24, 26, 12, 14, 28, 30);
     size_t g, rg;
-    int r, h;
-    res[0] = res[1] = _mm512_setzero_ps();
+    int r, j, i;
+    for (j = 0; j < nb; j++)
+        for (r = 0; r < 2; r++) res[j * 2 + r] = _mm512_setzero_ps();
     for (g = 0; g < v->nbk; g++) {
-        __m512 acc[2][4]; /* [row][A lo, B lo, A hi, B hi] */
-        for (r = 0; r < 2; r++) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = _mm512_setzero_ps();
+        __m512 acc[AMXK__Q4_NB][2][2]; /* [block][row][k % 8 < 4, >= 4] */
+        for (j = 0; j < nb; j++)
+            for (r = 0; r < 2; r++) acc[j][r][0] = acc[j][r][1] = _mm512_setzero_ps();
         for (rg = g * v->bk / 8; rg < (g + 1) * v->bk / 8; rg++) {
-            const __m512i c = _mm512_loadu_si512((const void *)(blk + rg * 64));
+#pragma GCC unroll 8
+            for (j = 0; j < nb; j++) {
+                const __m512i c = _mm512_loadu_si512((const void *)(blk + (size_t)j * v->blk_bytes + rg * 64));
+                if (AMXK__Q4_PREFETCH) _mm_prefetch((const char *)(blk + (size_t)j * v->blk_bytes + rg * 64 + AMXK__Q4_PREFETCH), AMXK__Q4_HINT);
+#pragma GCC unroll 4
+                for (i = 0; i < 4; i++) { /* nibble i: k = 8q + 4 (i & 1) + (i >> 1) and k + 2 */
+                    const __m512i w = _mm512_permutexvar_epi16(i ? _mm512_srli_epi16(c, (unsigned)(4 * i)) : c, tw);
 #pragma GCC unroll 2
-            for (h = 0; h < 2; h++) {
-                const __m512i nb = _mm512_and_si512(h ? _mm512_srli_epi16(c, 4) : c, m4);
-                const __m512i lo = _mm512_shuffle_epi8(tl, nb), hi = _mm512_shuffle_epi8(th, nb);
-                const __m512i wa = _mm512_unpacklo_epi8(lo, hi), wb = _mm512_unpackhi_epi8(lo, hi);
-#pragma GCC unroll 2
-                for (r = 0; r < mr; r++) {
-                    int64_t x4;
-                    __m512i xb;
-                    memcpy(&x4, xr + (size_t)r * ldr + rg * 8 + (size_t)h * 4, 8);
-                    xb = _mm512_set1_epi64(x4);
-                    acc[r][2 * h] = AMXK__DPBF16(acc[r][2 * h], wa, xb);
-                    acc[r][2 * h + 1] = AMXK__DPBF16(acc[r][2 * h + 1], wb, xb);
+                    for (r = 0; r < mr; r++) {
+                        uint32_t x2;
+                        memcpy(&x2, xr + (size_t)r * ldr + rg * 8 + (size_t)(2 * i), 4); /* the unit (x[k], x[k + 2]) */
+                        acc[j][r][i & 1] = AMXK__DPBF16(acc[j][r][i & 1], w, _mm512_set1_epi32((int)x2));
+                    }
                 }
             }
         }
+#pragma GCC unroll 8
+        for (j = 0; j < nb; j++) {
+            const __m512 sc = amxk__q_sgrid16__avx512(v, b + (size_t)j, g);
 #pragma GCC unroll 2
-        for (r = 0; r < mr; r++) {
-            __m512 ta = _mm512_add_ps(acc[r][0], acc[r][2]), tb = _mm512_add_ps(acc[r][1], acc[r][3]), t;
-            ta = _mm512_add_ps(ta, _mm512_shuffle_ps(ta, ta, 0xb1)); /* the column's two pair positions */
-            tb = _mm512_add_ps(tb, _mm512_shuffle_ps(tb, tb, 0xb1));
-            t = _mm512_permutex2var_ps(ta, perm, tb);
-            if (!sym) t = _mm512_fnmadd_ps(amxk__q_grid16__avx512(v, v->zeros, b, g), _mm512_set1_ps(xsum[g * 2 + (size_t)r]), t);
-            res[r] = _mm512_fmadd_ps(amxk__q_grid16__avx512(v, v->scales, b, g), t, res[r]);
+            for (r = 0; r < mr; r++) {
+                __m512 t = _mm512_add_ps(acc[j][r][0], acc[j][r][1]);
+                if (!sym) t = _mm512_fnmadd_ps(amxk__q_grid16__avx512(v, v->zeros, b + (size_t)j, g), _mm512_set1_ps(xsum[g * 2 + (size_t)r]), t);
+                res[j * 2 + r] = _mm512_fmadd_ps(sc, t, res[j * 2 + r]);
+            }
         }
     }
 }
-/* Rows [m0, m1) x blocks [b0, b1) of an int4 pack (groups of whole 64-byte rows) with bf16 x, decode
-   path: per pair of rows, x copied to bf16 rows zero-padded to Kp (ws) and, asymmetric packs, the group
-   sums of x (k increasing, f32), then every block through the kernel above. */
+/* Rows [m0, m1) x blocks [b0, b1) of an int4 or MXFP4 pack (groups of whole 64-byte rows) with bf16
+   x, decode path: per pair of rows, x copied to bf16 rows zero-padded to Kp in the kernel's order
+   (ws) and, asymmetric packs, the group sums of x (k increasing, f32), then the blocks through the
+   kernel above (one row: AMXK__Q4_NB blocks at a time). */
 AMXK__PRIV void amxk__linear_q4_block__avx512bf16(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
+    static const int ord[8] = {0, 2, 4, 6, 1, 3, 5, 7};
     const amxk__qview *v = a->q;
-    uint16_t *xr = (uint16_t *)ws;
+    uint16_t *xr = (uint16_t *)ws, tab[32];
     float *xs = (float *)(ws + AMXK__ROUND_UP(2 * a->kp * 2, (size_t)AMXK_ALIGN));
-    uint8_t tlo[16], thi[16];
-    __m512i tl, th;
-    __m512 res[2];
+    __m512i tw;
+    __m512 res[2 * AMXK__Q4_NB];
     size_t i, b, g, kk;
-    int r, n;
-    for (n = 0; n < 16; n++) { /* bf16 code of the field value: q (two's complement) or u */
-        const uint16_t code = amxk__f32_to_bf16((float)(v->asym || n < 8 ? n : n - 16));
-        tlo[n] = (uint8_t)(code & 0xff), thi[n] = (uint8_t)(code >> 8);
-    }
-    tl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)tlo));
-    th = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)thi));
+    int r, n, nb;
+    for (n = 0; n < 32; n++) /* bf16 code of the field value: q (two's complement), u, or MXFP4's e2m1 value */
+        tab[n] = amxk__f32_to_bf16(v->fmt == AMXK_QFMT_MXFP4 ? 0.5f * (float)amxk__mxfp4_x2[n & 15] : (float)(v->asym || (n & 15) < 8 ? n & 15 : (n & 15) - 16));
+    tw = _mm512_loadu_si512((const void *)tab);
     for (i = m0; i < m1; i += 2) {
         const int mr = m1 - i >= 2 ? 2 : 1;
         for (r = 0; r < mr; r++) {
             const uint16_t *src = (const uint16_t *)a->x + (i + (size_t)r) * a->ldx;
-            memcpy(xr + (size_t)r * a->kp, src, a->k * 2);
-            memset(xr + (size_t)r * a->kp + a->k, 0, (a->kp - a->k) * 2);
+            uint16_t *d = xr + (size_t)r * a->kp;
+            for (kk = 0; kk < a->kp; kk++) d[kk] = kk - kk % 8 + (size_t)ord[kk % 8] < a->k ? src[kk - kk % 8 + (size_t)ord[kk % 8]] : 0;
             for (g = 0; g < v->nbk && v->asym; g++) {
                 float sum = 0.0f;
                 for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) sum += amxk__bits_f32((uint32_t)src[kk] << 16);
                 xs[g * 2 + (size_t)r] = sum;
             }
         }
-        for (b = b0; b < b1; b++) {
+        for (b = b0; b < b1; b += (size_t)nb) {
+            nb = mr == 1 && b + AMXK__Q4_NB <= b1 ? AMXK__Q4_NB : 1;
             if (mr == 2) {
-                if (v->asym) amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 2, 0, tl, th, res);
-                else amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 2, 1, tl, th, res);
+                if (v->asym) amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 2, 1, 0, tw, res);
+                else amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 2, 1, 1, tw, res);
+            } else if (nb > 1) {
+                if (v->asym) amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 1, AMXK__Q4_NB, 0, tw, res);
+                else amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 1, AMXK__Q4_NB, 1, tw, res);
             } else if (v->asym) {
-                amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 1, 0, tl, th, res);
+                amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 1, 1, 0, tw, res);
             } else {
-                amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 1, 1, tl, th, res);
+                amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 1, 1, 1, tw, res);
             }
-            for (r = 0; r < mr; r++) amxk__linear_store16__avx512(a, i + (size_t)r, b, res[r]);
+            for (n = 0; n < nb; n++)
+                for (r = 0; r < mr; r++) amxk__linear_store16__avx512(a, i + (size_t)r, b + (size_t)n, res[n * 2 + r]);
         }
     }
 }
 
 /* Rows [m0, m1) x blocks [b0, b1) at the AVX512_BF16 level: bf16 x on the vdpbf16ps tiles (bf16 packs
-   straight; quantized packs on the wide path dequantized to bf16 once per task), int4 packs with bf16
-   x on the decode path through amxk__linear_q4_block__avx512bf16; fp16 x and the other quantized
+   straight; quantized packs on the wide path dequantized to bf16 once per task), int4 and MXFP4 packs
+   with bf16 x on the decode path through amxk__linear_q4_block__avx512bf16; fp16 x and the other quantized
    decode cases: amxk__linear_block__avx512. */
 AMXK__PRIV void amxk__linear_block__avx512bf16(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     if (a->q && !a->plan->wide && a->dt == AMXK_DTYPE_BF16 && a->q->bits == 4) amxk__linear_q4_block__avx512bf16(a, m0, m1, b0, b1, ws);
@@ -2987,7 +3105,7 @@ AMXK__PRIV amxk_status amxk__linop_init(amxk__linop *op, const void *packed, siz
    64-byte rows (else FORMAT, or UNSUPPORTED for other group sizes). */
 AMXK__PRIV amxk_status amxk__linop_q8_check(const amxk__linop *op) {
     const amxk__qview *v = &op->q;
-    if (!op->quant || amxk__q_isfp8(v->fmt) || (v->fmt == AMXK_QFMT_INT8 && v->asym)) return AMXK_ERR_FORMAT;
+    if (!op->quant || amxk__q_isfp8(v->fmt) || v->fmt == AMXK_QFMT_MXFP4 || (v->fmt == AMXK_QFMT_INT8 && v->asym)) return AMXK_ERR_FORMAT;
     return v->bk % (size_t)(32 / v->bits) ? AMXK_ERR_UNSUPPORTED : AMXK_OK;
 }
 /* The plan and arguments of amxk_linear over m rows (a->plan = p, a->q into op: both must outlive a). */
@@ -3153,16 +3271,31 @@ static unsigned amxk__q_get_bytes(const void *src, const amxk__qview *v, size_t 
     (void)v;
     return s->vals[n * s->ldv + k];
 }
+/* f32 -> e2m1 code, round to nearest, ties to the even mantissa, saturating at +-6 (NaN: 0). */
+AMXK__INLINE unsigned amxk__f32_to_e2m1(float t) {
+    const float m = t < 0 ? -t : t;
+    unsigned c = m <= 0.25f ? 0u : m < 0.75f ? 1u : m <= 1.25f ? 2u : m < 1.75f ? 3u : m <= 2.5f ? 4u : m < 3.5f ? 5u : m <= 5.0f ? 6u : 7u;
+    if (!(m == m)) return 0u;
+    return c | (amxk__f32_bits(t) >> 31 << 3);
+}
+/* The e8m0 byte of a scale given as f32 (amxk_pack_quant): 2^i, -127 <= i <= 127, or NaN; 256 if it is none. */
+AMXK__INLINE unsigned amxk__f32_to_e8m0(float s) {
+    const uint32_t u = amxk__f32_bits(s);
+    if (s != s) return 255u;
+    if (u == 0x00400000u) return 0u;
+    return (u & 0x807fffffu) == 0 && (u >> 23) >= 1 && (u >> 23) <= 254 ? u >> 23 : 256u;
+}
 /* Quantizing W with the scale and zero grids already in the pack (amxk_quantize_pack's rules). */
 typedef struct amxk__q_weights { const void *w; amxk_dtype wt; size_t ldw; } amxk__q_weights;
 static unsigned amxk__q_get_quantized(const void *src, const amxk__qview *v, size_t n, size_t k) {
     const amxk__q_weights *s = (const amxk__q_weights *)src;
     size_t g = amxk__q_gidx(v, n / v->bn, k / v->bk);
     float x = s->wt == AMXK_DTYPE_F32 ? ((const float *)s->w)[n * s->ldw + k] : amxk__bf16_to_f32(((const uint16_t *)s->w)[n * s->ldw + k]);
-    float t = x / v->scales[g], r;
+    float t = v->e8 ? x / amxk__e8m0_to_f32(v->e8[g]) : x / v->scales[g], r;
     int qmax = v->asym ? (1 << v->bits) - 1 : (1 << (v->bits - 1)) - 1, qmin = v->asym ? 0 : -(1 << (v->bits - 1));
     if (v->fmt == AMXK_QFMT_FP8_E4M3) return amxk__f32_to_e4m3(t);
     if (v->fmt == AMXK_QFMT_FP8_E5M2) return amxk__f32_to_e5m2(t);
+    if (v->fmt == AMXK_QFMT_MXFP4) return amxk__f32_to_e2m1(t);
     r = amxk__rne(AMXK__MAX(AMXK__MIN(t, 65536.0f), -65536.0f)) + (v->asym ? v->zeros[g] : 0.0f);
     return (unsigned)(int)AMXK__MAX(AMXK__MIN(r, (float)qmax), (float)qmin);
 }
@@ -3226,6 +3359,11 @@ AMXK_DEF amxk_status amxk_quantize_pack(const amxk_ctx *ctx, void *dst, size_t d
                     lo = AMXK__MIN(lo, x), hi = AMXK__MAX(hi, x);
                 }
             amax = AMXK__MAX(-lo, hi);
+            if (v.fmt == AMXK_QFMT_MXFP4) { /* OCP: 2^(floor(log2 amax) - emax(e2m1) = 2), as an e8m0 byte */
+                const int ex = (int)(amxk__f32_bits(amax) >> 23);
+                ((uint8_t *)v.e8)[amxk__q_gidx(&v, gn, gk)] = (uint8_t)(amax == 0.0f ? 127 : ex >= 255 ? 255 : AMXK__MAX(ex - 2, 0));
+                continue;
+            }
             if (amxk__q_isfp8(v.fmt)) sc = amax / (v.fmt == AMXK_QFMT_FP8_E4M3 ? 448.0f : 57344.0f);
             else if (!v.asym) sc = amax / (float)((1 << (v.bits - 1)) - 1);
             else sc = (hi - lo) / (float)((1 << v.bits) - 1);
@@ -3254,15 +3392,18 @@ AMXK_DEF amxk_status amxk_pack_quant(const amxk_ctx *ctx, void *dst, size_t dst_
     if (amxk__overlap(dst, need, values, (n - 1) * ldv + k) || amxk__overlap(dst, need, scales, grid * 4) ||
         (zeros && amxk__overlap(dst, need, zeros, grid * 4)))
         return AMXK_ERR_ALIAS;
-    if (!amxk__q_isfp8(v.fmt)) /* every value within the b-bit range, before anything is written */
+    for (i = 0; i < grid && v.e8; i++) /* MXFP4: every scale an e8m0 value */
+        if (amxk__f32_to_e8m0(scales[i]) > 255u) return AMXK_ERR_ARG;
+    if (!amxk__q_isfp8(v.fmt)) /* every value within the b-bit range (MXFP4: a 4-bit code), before anything is written */
         for (i = 0; i < n; i++)
             for (j = 0; j < k; j++) {
-                int x = v.asym ? (int)((const uint8_t *)values)[i * ldv + j] : (int)((const int8_t *)values)[i * ldv + j];
-                if (v.asym ? x > (1 << v.bits) - 1 : (x < -(1 << (v.bits - 1)) || x > (1 << (v.bits - 1)) - 1)) return AMXK_ERR_ARG;
+                int x = v.asym || v.e8 ? (int)((const uint8_t *)values)[i * ldv + j] : (int)((const int8_t *)values)[i * ldv + j];
+                if (v.asym || v.e8 ? x > (1 << v.bits) - 1 : (x < -(1 << (v.bits - 1)) || x > (1 << (v.bits - 1)) - 1)) return AMXK_ERR_ARG;
             }
     for (i = 0; i < v.nbn; i++) /* the caller's row-major grid -> the pack's group-major one */
         for (j = 0; j < v.nbk; j++) {
-            ((float *)v.scales)[amxk__q_gidx(&v, i, j)] = scales[i * v.nbk + j];
+            if (v.e8) ((uint8_t *)v.e8)[amxk__q_gidx(&v, i, j)] = (uint8_t)amxk__f32_to_e8m0(scales[i * v.nbk + j]);
+            else ((float *)v.scales)[amxk__q_gidx(&v, i, j)] = scales[i * v.nbk + j];
             if (v.asym) ((float *)v.zeros)[amxk__q_gidx(&v, i, j)] = zeros[i * v.nbk + j];
         }
     {
@@ -3373,6 +3514,41 @@ AMXK_DEF amxk_status amxk_import_fp8_block(const amxk_ctx *ctx, void *dst, size_
     amxk_quant q;
     q.format = AMXK_QFMT_FP8_E4M3, q.asym = 0, q.block_n = block_n, q.block_k = block_k;
     return amxk_pack_quant(ctx, dst, dst_bytes, &q, weight, k, weight_scale_inv, NULL, n, k);
+}
+
+/* gpt-oss MXFP4: the code of (n, k) from blocks [N, K/32, 16] (two codes per byte, k even low). */
+typedef struct amxk__q_mxfp4_src { const uint8_t *blocks; size_t k; } amxk__q_mxfp4_src;
+static unsigned amxk__q_get_mxfp4(const void *src, const amxk__qview *v, size_t n, size_t k) {
+    const amxk__q_mxfp4_src *s = (const amxk__q_mxfp4_src *)src;
+    (void)v;
+    return (unsigned)(s->blocks[n * (s->k / 2) + k / 2] >> (4 * (k & 1))) & 15u;
+}
+
+AMXK_DEF amxk_status amxk_import_mxfp4_size(size_t n, size_t k, size_t *bytes) {
+    amxk_quant q;
+    if (k % 32) return AMXK_ERR_SHAPE;
+    q.format = AMXK_QFMT_MXFP4, q.asym = 0, q.block_n = 1, q.block_k = 32;
+    return amxk_pack_quant_size(&q, n, k, bytes);
+}
+
+AMXK_DEF amxk_status amxk_import_mxfp4(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const uint8_t *blocks, const uint8_t *scales_e8m0,
+                                       size_t n, size_t k) {
+    amxk_quant q;
+    amxk__qview v;
+    amxk__q_mxfp4_src src;
+    size_t need, i, g;
+    amxk_status s;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if (!dst || !blocks || !scales_e8m0) return AMXK_ERR_NULL;
+    if (n == 0 || k == 0 || k % 32) return AMXK_ERR_SHAPE;
+    q.format = AMXK_QFMT_MXFP4, q.asym = 0, q.block_n = 1, q.block_k = 32;
+    if ((s = amxk__q_prepare(ctx, dst, dst_bytes, &q, n, k, &v, &need)) != AMXK_OK) return s;
+    if (amxk__overlap(dst, need, blocks, n * (k / 2)) || amxk__overlap(dst, need, scales_e8m0, n * (k / 32))) return AMXK_ERR_ALIAS;
+    for (i = 0; i < n; i++) /* [N, K/32] -> the group-major grid */
+        for (g = 0; g < k / 32; g++) ((uint8_t *)v.e8)[amxk__q_gidx(&v, i, g)] = scales_e8m0[i * (k / 32) + g];
+    src.blocks = blocks, src.k = k;
+    amxk__q_write(dst, &v, amxk__q_get_mxfp4, &src);
+    return AMXK_OK;
 }
 
 AMXK_DEF amxk_status amxk_quantize_act(const amxk_ctx *ctx, size_t m, size_t k, const void *x, amxk_dtype xt, size_t ldx,

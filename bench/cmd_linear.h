@@ -1,6 +1,6 @@
 /* cmd_linear.h - the `linear` subcommand of amxk_bench (included by amxk_bench.c after bench_env).
 
-   amxk_bench linear --m M --n N --k K [--dtype bf16|fp16|int8|int4|int2|fp8e4m3|fp8e5m2]
+   amxk_bench linear --m M --n N --k K [--dtype bf16|fp16|int8|int4|int2|fp8e4m3|fp8e5m2|mxfp4]
                      [--group G] [--asym 0|1] [--act bf16] [--out f32|bf16|fp16] [--bias 0|1]
                      [--threads T] [--isa ...] [--rotate-mb R] [--reps N] [--warmup W]
 
@@ -8,7 +8,8 @@
    bf16 / fp16: amxk_pack_linear, x of the same dtype. Quantized dtypes: amxk_quantize_pack of the
    same f32 weights (int formats: one scale per group of G columns, G must divide K, default 128,
    --asym 1 for unsigned values + zero points; fp8: G x G scale blocks, default 128, partial edge
-   blocks allowed), workspace from amxk_linear_workspace_size_for. Activations: --act bf16 runs
+   blocks allowed; mxfp4: the OCP rule, groups of 32, --group / --asym do not apply), workspace from
+   amxk_linear_workspace_size_for. Activations: --act bf16 runs
    amxk_linear on bf16 x; --act int8 (int8 symmetric, int4, int2 weights) times amxk_quantize_act
    (per token group of G columns, int8, row-major scales) followed by amxk_linear_q8: the w8a8 /
    w4a8 / w2a8 path, activation quantization included in the time.
@@ -61,6 +62,7 @@ static amxk_qformat linear_qformat(const char *s) {
     if (strcmp(s, "int2") == 0) return AMXK_QFMT_INT2;
     if (strcmp(s, "fp8e4m3") == 0 || strcmp(s, "e4m3") == 0) return AMXK_QFMT_FP8_E4M3;
     if (strcmp(s, "fp8e5m2") == 0 || strcmp(s, "e5m2") == 0) return AMXK_QFMT_FP8_E5M2;
+    if (strcmp(s, "mxfp4") == 0) return AMXK_QFMT_MXFP4;
     return AMXK_QFMT_NONE;
 }
 
@@ -90,9 +92,13 @@ static int cmd_linear(bench_env *env, const bench_args *a) {
         if ((st = amxk_pack_linear_size(j.dt, j.n, j.k, &j.packed_bytes)) != AMXK_OK) bench_die("pack size: %s", amxk_status_string(st));
     } else {
         const int fp8 = qf == AMXK_QFMT_FP8_E4M3 || qf == AMXK_QFMT_FP8_E5M2;
+        if (qf == AMXK_QFMT_MXFP4) { /* fixed 32-column blocks, symmetric */
+            if (bench_str(a, "group", NULL) || bench_str(a, "asym", NULL)) bench_die("--group and --asym do not apply to mxfp4 (groups of 32)");
+            group = 32;
+        }
         j.a8 = strcmp(acts, "int8") == 0;
         if (!j.a8 && strcmp(acts, "bf16") != 0) bench_die("--act must be bf16 or int8, not '%s'", acts);
-        if (j.a8 && (fp8 || (qf == AMXK_QFMT_INT8 && asym))) bench_die("--act int8 needs an int format (int8 symmetric, int4, int2)");
+        if (j.a8 && (fp8 || qf == AMXK_QFMT_MXFP4 || (qf == AMXK_QFMT_INT8 && asym))) bench_die("--act int8 needs an int format (int8 symmetric, int4, int2)");
         j.group = (size_t)group;
         if (group < 1) bench_die("--group must be >= 1");
         if (asym != 0 && asym != 1) bench_die("--asym must be 0 or 1");

@@ -1,12 +1,12 @@
 /* cmd_moe.h - the `moe` subcommand of amxk_bench (included by amxk_bench.c after bench_env).
 
-   amxk_bench moe --m M --experts E --topk k --hidden K --inter N [--dtype bf16|fp16|int8|int4|int2|fp8e4m3]
+   amxk_bench moe --m M --experts E --topk k --hidden K --inter N [--dtype bf16|fp16|int8|int4|int2|fp8e4m3|mxfp4]
                   [--act bf16|int8] [--fn silu|gelu_tanh|gelu_erf|swiglu_oai] [--layers L] [--seed S] [--routing-out FILE] [--threads T] [--isa ...]
                   [--reps N] [--warmup W]
 
    Builds L copies of one MoE layer's expert weights (E experts, w13 [2N, K] and w2 [K, N] each,
    packed in --dtype: int8/int4/int2 symmetric with group 128 (or K / N when smaller), fp8 e4m3 with
-   128 x 128 blocks) and cycles through them call by call, so with L large enough the active experts come
+   128 x 128 blocks, mxfp4 (groups of 32; K and N multiples of 32)) and cycles through them call by call, so with L large enough the active experts come
    from DRAM as in a real multi-layer model. Routing: a seeded generator draws, per token, topk
    distinct experts (uniform) and weights; the same routing is used for every call. --routing-out
    writes those ids (one token per line, ids separated by spaces) so another program can replay it.
@@ -45,6 +45,18 @@ static uint32_t moe_rng(uint32_t *s) {
     return *s;
 }
 
+/* The quantized format of --dtype for a [*, k] weight. */
+static void moe_quant(const char *dts, size_t k, amxk_quant *q) {
+    memset(q, 0, sizeof *q);
+    q->block_n = 1, q->block_k = k % 128 ? k : 128;
+    if (strcmp(dts, "int8") == 0) q->format = AMXK_QFMT_INT8;
+    else if (strcmp(dts, "int4") == 0) q->format = AMXK_QFMT_INT4;
+    else if (strcmp(dts, "int2") == 0) q->format = AMXK_QFMT_INT2;
+    else if (strcmp(dts, "fp8e4m3") == 0) q->format = AMXK_QFMT_FP8_E4M3, q->block_n = 128, q->block_k = 128;
+    else if (strcmp(dts, "mxfp4") == 0) q->format = AMXK_QFMT_MXFP4, q->block_k = 32; /* K a multiple of 32 */
+    else bench_die("unsupported --dtype '%s' (bf16, fp16, int8, int4, int2, fp8e4m3, mxfp4)", dts);
+}
+
 static void moe_pack(const char *dts, void *dst, size_t bytes, const float *w, size_t n, size_t k) {
     amxk_status st;
     amxk_quant q;
@@ -52,11 +64,7 @@ static void moe_pack(const char *dts, void *dst, size_t bytes, const float *w, s
     if (strcmp(dts, "bf16") == 0 || strcmp(dts, "fp16") == 0) {
         st = amxk_pack_linear(NULL, dst, bytes, strcmp(dts, "bf16") == 0 ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F16, w, AMXK_DTYPE_F32, n, k, k);
     } else {
-        if (strcmp(dts, "int8") == 0) q.format = AMXK_QFMT_INT8, q.block_n = 1, q.block_k = k % 128 ? k : 128;
-        else if (strcmp(dts, "int4") == 0) q.format = AMXK_QFMT_INT4, q.block_n = 1, q.block_k = k % 128 ? k : 128;
-        else if (strcmp(dts, "int2") == 0) q.format = AMXK_QFMT_INT2, q.block_n = 1, q.block_k = k % 128 ? k : 128;
-        else if (strcmp(dts, "fp8e4m3") == 0) q.format = AMXK_QFMT_FP8_E4M3, q.block_n = 128, q.block_k = 128;
-        else bench_die("unsupported --dtype '%s' (bf16, fp16, int8, int4, int2, fp8e4m3)", dts);
+        moe_quant(dts, k, &q);
         st = amxk_quantize_pack(NULL, dst, bytes, &q, w, AMXK_DTYPE_F32, n, k, k);
     }
     if (st != AMXK_OK) bench_die("pack: %s", amxk_status_string(st));
@@ -70,11 +78,7 @@ static size_t moe_pack_size(const char *dts, size_t n, size_t k) {
     if (strcmp(dts, "bf16") == 0) st = amxk_pack_linear_size(AMXK_DTYPE_BF16, n, k, &bytes);
     else if (strcmp(dts, "fp16") == 0) st = amxk_pack_linear_size(AMXK_DTYPE_F16, n, k, &bytes);
     else {
-        if (strcmp(dts, "int8") == 0) q.format = AMXK_QFMT_INT8, q.block_n = 1, q.block_k = k % 128 ? k : 128;
-        else if (strcmp(dts, "int4") == 0) q.format = AMXK_QFMT_INT4, q.block_n = 1, q.block_k = k % 128 ? k : 128;
-        else if (strcmp(dts, "int2") == 0) q.format = AMXK_QFMT_INT2, q.block_n = 1, q.block_k = k % 128 ? k : 128;
-        else if (strcmp(dts, "fp8e4m3") == 0) q.format = AMXK_QFMT_FP8_E4M3, q.block_n = 128, q.block_k = 128;
-        else bench_die("unsupported --dtype '%s' (bf16, fp16, int8, int4, int2, fp8e4m3)", dts);
+        moe_quant(dts, k, &q);
         st = amxk_pack_quant_size(&q, n, k, &bytes);
     }
     if (st != AMXK_OK) bench_die("pack size: %s", amxk_status_string(st));

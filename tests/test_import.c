@@ -7,6 +7,7 @@
             w = (q - z) * scale[g][n]                    (v1: zero_offset 1; v2 / AutoRound asym: 0)
      AWQ:   column 8c + j of a word at nibble ORDER[j], ORDER = {0, 4, 1, 5, 2, 6, 3, 7}; w = (q - z) * s
      fp8:   w = e4m3(weight[n][k]) * scale_inv[n / bn][k / bk]
+     MXFP4: w = 2^(scales[n][k/32] - 127) * e2m1(nibble k % 2 of blocks[n][k/32][(k%32)/2])
 
    The test builds the checkpoint tensors from random q, z, scales (so the expected weights are known
    exactly), imports, and compares amxk_dequantize and amxk_linear (on every tier) with them. */
@@ -198,6 +199,47 @@ static void test_fp8_importer(void) {
     free(wq), free(w);
 }
 
+/* gpt-oss MXFP4: blocks uint8 [E, N, K/32, 16] (byte j of a block: k = 2j low nibble, 2j + 1 high),
+   scales uint8 [E, N, K/32] e8m0; w = 2^(e - 127) * e2m1(code), e2m1 = sign, 2 exponent bits (bias
+   1), 1 mantissa bit (exponent 0: 0 or 0.5); e = 255: NaN. Imported expert by expert (pointer
+   offsets into the stacked tensors, as a loader would). */
+typedef struct mxck { const uint8_t *blocks, *scales; size_t k; } mxck;
+static double mx_wfn(const void *ctx, size_t n, size_t k) {
+    const mxck *m = (const mxck *)ctx;
+    const unsigned c = (m->blocks[n * (m->k / 2) + k / 2] >> (4 * (k & 1))) & 15u, e = m->scales[n * (m->k / 32) + k / 32];
+    const unsigned ex = (c >> 1) & 3u, mt = c & 1u;
+    const double mag = ex == 0 ? 0.5 * mt : ldexp(1.0 + 0.5 * mt, (int)ex - 1);
+    return (e == 255 ? NAN : ldexp(1.0, (int)e - 127)) * ((c & 8u) ? -mag : mag) + 0.0; /* -0 reads as +0 */
+}
+static void test_mxfp4_importer(void) {
+    const size_t E = 3, n = 40, k = 2880 / 10; /* K = 9 groups */
+    uint8_t *blocks = (uint8_t *)malloc(E * n * k / 2), *scales = (uint8_t *)malloc(E * n * k / 32);
+    float *w = (float *)malloc(n * k * 4);
+    size_t bytes = 0, i, j, e, bad;
+    TEST_SECTION("gpt-oss MXFP4 importer (expert stack [E, N, K/32, 16] + e8m0 [E, N, K/32])");
+    test_case_begin(test_case_id("import mxfp4", 0));
+    for (i = 0; i < E * n * k / 2; i++) blocks[i] = (uint8_t)test_rand();
+    for (i = 0; i < E * n * k / 32; i++) scales[i] = (uint8_t)(118 + test_rand() % 12);
+    scales[5] = 255, scales[n * k / 32 + 7] = 0; /* a NaN scale in expert 0, 2^-127 in expert 1 */
+    CHECK(amxk_import_mxfp4_size(n, k, &bytes) == AMXK_OK, "size");
+    for (e = 0; e < E; e++) {
+        void *p = test_alloc(bytes);
+        mxck m;
+        m.blocks = blocks + e * n * k / 2, m.scales = scales + e * n * k / 32, m.k = k;
+        CHECK(amxk_import_mxfp4(NULL, p, bytes, m.blocks, m.scales, n, k) == AMXK_OK, "import expert %zu", e);
+        CHECK(amxk_dequantize(p, bytes, w, k) == AMXK_OK, "dequantize");
+        for (bad = 0, i = 0; i < n; i++)
+            for (j = 0; j < k; j++) {
+                const double ref = mx_wfn(&m, i, j);
+                if (isnan(ref) ? !isnan(w[i * k + j]) : (double)w[i * k + j] != ref || !signbit(w[i * k + j]) != !signbit(ref)) bad++;
+            }
+        CHECK(bad == 0, "expert %zu: %zu weights differ from 2^(e-127) * e2m1", e, bad);
+        if (e == 2) check_linear(p, bytes, n, k, mx_wfn, &m, "mxfp4 gpt-oss expert");
+        test_free(p);
+    }
+    free(blocks), free(scales), free(w);
+}
+
 static void test_bad_input(void) {
     ckpt c;
     size_t bytes = 0;
@@ -222,6 +264,9 @@ static void test_bad_input(void) {
     CHECK(amxk_import_awq(NULL, p, bytes, 32, c.qweight, c.qzeros, c.scales, AMXK_DTYPE_F16, 12, 64) == AMXK_ERR_SHAPE, "awq N % 8");
     CHECK(amxk_import_gptq(NULL, p, bytes, 4, 32, 1, c.qweight, c.qzeros, c.scales, AMXK_DTYPE_I8, NULL, 16, 64) == AMXK_ERR_DTYPE, "scales int8");
     CHECK(amxk_import_awq(NULL, p, bytes, 32, c.qweight, c.qzeros, c.scales, AMXK_DTYPE_FP8_E4M3, 16, 64) == AMXK_ERR_DTYPE, "awq scales fp8");
+    CHECK(amxk_import_mxfp4(NULL, p, bytes, (const uint8_t *)c.qweight, (const uint8_t *)c.scales, 16, 48) == AMXK_ERR_SHAPE, "mxfp4 K 48");
+    CHECK(amxk_import_mxfp4(NULL, p, bytes, NULL, (const uint8_t *)c.scales, 16, 64) == AMXK_ERR_NULL, "mxfp4 NULL blocks");
+    CHECK(amxk_import_mxfp4(NULL, p, 64, (const uint8_t *)c.qweight, (const uint8_t *)c.scales, 16, 64) == AMXK_ERR_WORKSPACE, "mxfp4 dst small");
     for (i = 0; i < bytes; i++)
         if (p[i] != 0x5a) break;
     CHECK(i == bytes, "dst untouched after the errors (first changed byte %zu)", i);
@@ -234,6 +279,7 @@ int main(void) {
     test_init();
     test_int_importers();
     test_fp8_importer();
+    test_mxfp4_importer();
     test_bad_input();
     return test_finish();
 }

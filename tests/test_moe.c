@@ -494,6 +494,8 @@ static void pack_one(const mformat *f, amxk_dtype xt, void *dst, size_t bytes, s
     size_t i;
     amxk_status s;
     for (i = 0; i < n * k; i++) w[i] = (float)(test_uniform(-1, 1) * scale);
+    if (f->quant && f->q.format == AMXK_QFMT_MXFP4) /* rows of different magnitudes: scales that differ between columns */
+        for (i = 0; i < n * k; i++) w[i] = (float)ldexp(w[i], (int)((i / k) * 7 % 5) - 2);
     s = f->quant ? amxk_quantize_pack(NULL, dst, bytes, &f->q, w, AMXK_DTYPE_F32, n, k, k)
                  : amxk_pack_linear(NULL, dst, bytes, xt, w, AMXK_DTYPE_F32, n, k, k);
     if (s == AMXK_OK) s = amxk_dequantize(dst, bytes, deq, k);
@@ -1063,6 +1065,7 @@ static void test_bad_q8(void) {
         {"int8-asym-g16", 1, {AMXK_QFMT_INT8, 1, 1, 16}}, {"fp8e4m3-16x32", 1, {AMXK_QFMT_FP8_E4M3, 0, 16, 32}},
         {"int4-sym-g4", 1, {AMXK_QFMT_INT4, 0, 1, 4}}, /* groups of less than a 64-byte row */
         {"int2-sym-g8", 1, {AMXK_QFMT_INT2, 0, 1, 8}}, {"fp16", 0, {AMXK_QFMT_NONE, 0, 0, 0}},
+        {"mxfp4", 1, {AMXK_QFMT_MXFP4, 0, 1, 32}}, /* no w*a8 path: refused */
     };
     const size_t M = 5, topk = 2, K = 64, N = 32, E = 4;
     mset good, ms;
@@ -1260,11 +1263,43 @@ static void test_bad(void) {
     test_bad_q8();
 }
 
+/* MXFP4 experts (gpt-oss style: w13 interleaved gate/up rows, biases, SWIGLU_OAI alpha 1.702 limit 7,
+   top-4 of E = 8), K = 96 and N = 64 (multiples of 32, as MXFP4 needs), every tier, decode and
+   prefill row counts, with and without a shared expert; the reference multiplies amxk_dequantize's
+   weights (checked against the documented layout in test_quant). */
+static void test_mxfp4_experts(void) {
+    static const mformat mx = {"mxfp4", 1, {AMXK_QFMT_MXFP4, 0, 1, 32}};
+    const size_t E = 8, K = 96, N = 64, Ns = 32, ms_[] = {1, 2, 4, 13, 40};
+    amxk_ctx ctx;
+    amxk_tier tier;
+    mset ms;
+    TEST_SECTION("fused experts, MXFP4 packs (gpt-oss: interleaved w13, biases, SWIGLU_OAI, top-4 of 8) vs fp64, every tier");
+    test_case_begin(test_case_id("moe mxfp4 weights", 0));
+    mset_make(&ms, &mx, AMXK_DTYPE_BF16, E, K, N, Ns);
+    TEST_FOR_EACH_TIER(tier, ctx) {
+        size_t mi;
+        int ci;
+        for (mi = 0; mi < sizeof ms_ / sizeof ms_[0]; mi++)
+            for (ci = 0; ci < 3; ci++) {
+                mcase c;
+                memset(&c, 0, sizeof c);
+                c.M = ms_[mi], c.topk = 4, c.ldx = K, c.ldo = K + 3, c.bias = 1, c.interleaved = 1;
+                c.act = AMXK_MOE_ACT_SWIGLU_OAI, c.alpha = 1.702f, c.limit = 7.0f;
+                c.ot = ci == 0 ? AMXK_DTYPE_F32 : ci == 1 ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F16;
+                c.shared = ci == 2, c.on_input = ci == 1, c.routing = ci == 1 ? 2 : 0, c.arrays = ci % 2;
+                c.id = test_case_mix(test_case_id("moe mxfp4", mi), (uint64_t)ci);
+                moe_case(&ctx, &ms, &c, "mxfp4", NULL);
+            }
+    }
+    mset_free(&ms);
+}
+
 int main(void) {
     test_init();
     test_routing();
     test_align();
     test_experts();
+    test_mxfp4_experts();
     test_bad();
     return test_finish();
 }

@@ -89,6 +89,7 @@ static const char *fmt_name(amxk_qformat f, int asym) {
     case AMXK_QFMT_INT2: return asym ? "int2a" : "int2s";
     case AMXK_QFMT_FP8_E4M3: return "e4m3";
     case AMXK_QFMT_FP8_E5M2: return "e5m2";
+    case AMXK_QFMT_MXFP4: return "mxfp4";
     default: return "?";
     }
 }
@@ -1514,6 +1515,289 @@ static void print_stats(void) {
            qstats.blocks, qstats.values, qstats.near_ties, qstats.bound_checked, qstats.max_err_ratio);
 }
 
+/* ---- MXFP4 ------------------------------------------------------------------------------------------
+   Decoded from the documented layout (codes where symmetric int4 fields sit; then the e8m0 grid, one
+   byte per (group, row), group-major, after the blocks), values from the e2m1 definition (sign, 2
+   exponent bits with bias 1, 1 mantissa bit; exponent 0: subnormal m * 0.5), scales 2^(e - 127)
+   (e = 255: NaN), all in double. */
+
+static double mx_e2m1(unsigned c) {
+    const unsigned e = (c >> 1) & 3u, m = c & 1u;
+    const double mag = e == 0 ? 0.5 * m : ldexp(1.0 + 0.5 * m, (int)e - 1);
+    return (c & 8u) ? -mag : mag;
+}
+static double mx_e8m0(unsigned e) { return e == 255 ? NAN : ldexp(1.0, (int)e - 127); }
+static size_t mx_grid_off(size_t n, size_t k) { return HDR + ceil_div(n, 16) * 16 * (k / 2); }
+static unsigned mx_code(const unsigned char *p, size_t n, size_t k, size_t r, size_t kk) {
+    (void)n;
+    return (p[HDR + (r / 16) * 16 * (k / 2) + (kk / 8) * 64 + (r % 16) * 4 + kk % 4] >> (((kk / 4) % 2) * 4)) & 15u;
+}
+static unsigned mx_e(const unsigned char *p, size_t n, size_t k, size_t r, size_t kk) { return p[mx_grid_off(n, k) + (kk / 32) * n + r]; }
+static double mx_w(const unsigned char *p, size_t n, size_t k, size_t r, size_t kk) {
+    return mx_e8m0(mx_e(p, n, k, r, kk)) * mx_e2m1(mx_code(p, n, k, r, kk));
+}
+/* OCP quantization in double: the code of t (ties to the even mantissa, saturating), sign kept. */
+static unsigned mx_ref_code(double t) {
+    unsigned best = 0, c;
+    double a = fabs(t);
+    for (c = 1; c < 8; c++) {
+        double d = fabs(mx_e2m1(c) - a), db = fabs(mx_e2m1(best) - a);
+        if (d < db || (d == db && (c & 1u) == 0)) best = c;
+    }
+    return best | (signbit(t) ? 8u : 0u);
+}
+
+static const amxk_quant mxq = {AMXK_QFMT_MXFP4, 0, 1, 32};
+
+/* A random MXFP4 weight as gpt-oss stores it: blocks [N, K/32, 16], scales [N, K/32]; e in [elo, ehi]. */
+static void mx_random(size_t n, size_t k, unsigned char *blocks, unsigned char *scales, int elo, int ehi) {
+    size_t i;
+    for (i = 0; i < n * k / 2; i++) blocks[i] = (unsigned char)test_randint(0, 255);
+    for (i = 0; i < n * k / 32; i++) scales[i] = (unsigned char)test_randint(elo, ehi);
+}
+
+static void test_mxfp4_pack(void) {
+    static const size_t ns[] = {1, 15, 17, 40}, ks[] = {32, 64, 224, 2880};
+    size_t ni, ki, i, j;
+    TEST_SECTION("MXFP4: pack_quant / import / quantize_pack / dequantize / info against the documented layout");
+    for (ni = 0; ni < 4; ni++)
+        for (ki = 0; ki < 4; ki++) {
+            const size_t n = ns[ni], k = ks[ki], g = k / 32;
+            size_t bytes = 0, b2 = 0, bad = 0, badq = 0, bade = 0;
+            unsigned char *blocks = (unsigned char *)malloc(n * k / 2), *sc8 = (unsigned char *)malloc(n * g), *codes = (unsigned char *)malloc(n * k);
+            float *scf = (float *)malloc(n * g * 4), *wd = (float *)malloc(n * k * 4), *w = (float *)malloc(n * k * 4);
+            unsigned char *p1, *p2, *p3;
+            amxk_quant qi;
+            size_t qn = 0, qk = 0;
+            amxk_dtype pdt = AMXK_DTYPE_INVALID;
+            test_case_begin(test_case_id("mxfp4 pack", ni * 4 + ki));
+            mx_random(n, k, blocks, sc8, 0, 255);
+            for (i = 0; i < n; i++)
+                for (j = 0; j < k; j++) codes[i * k + j] = (unsigned char)((blocks[i * (k / 2) + j / 2] >> (4 * (j & 1))) & 15u);
+            for (i = 0; i < n * g; i++) scf[i] = sc8[i] == 255 ? NAN : (float)ldexp(1.0, sc8[i] - 127);
+            CHECK(amxk_pack_quant_size(&mxq, n, k, &bytes) == AMXK_OK && amxk_import_mxfp4_size(n, k, &b2) == AMXK_OK && b2 == bytes,
+                  "sizes %zu %zu", bytes, b2);
+            CHECK(bytes == round_up(mx_grid_off(n, k) + n * g, 64), "size %zu for N %zu K %zu", bytes, n, k);
+            p1 = (unsigned char *)test_alloc(bytes), p2 = (unsigned char *)test_alloc(bytes), p3 = (unsigned char *)test_alloc(bytes);
+            CHECK(amxk_pack_quant(NULL, p1, bytes, &mxq, codes, k, scf, NULL, n, k) == AMXK_OK, "pack_quant");
+            CHECK(amxk_import_mxfp4(NULL, p2, bytes, blocks, sc8, n, k) == AMXK_OK, "import");
+            CHECK(memcmp(p1, p2, bytes) == 0 && test_guard_ok(p1) && test_guard_ok(p2), "import != pack_quant N %zu K %zu", n, k);
+            for (i = 0; i < n; i++)
+                for (j = 0; j < k; j++) {
+                    bad += mx_code(p1, n, k, i, j) != codes[i * k + j];
+                    bade += mx_e(p1, n, k, i, j) != sc8[i * g + j / 32];
+                }
+            CHECK(bad == 0 && bade == 0, "layout: %zu codes, %zu scales wrong (N %zu K %zu)", bad, bade, n, k);
+            CHECK(amxk_packed_quant_info(p1, bytes, &qi, &qn, &qk) == AMXK_OK && qi.format == AMXK_QFMT_MXFP4 && qi.asym == 0 && qi.block_n == 1 &&
+                      qi.block_k == 32 && qn == n && qk == k,
+                  "info");
+            CHECK(amxk_packed_linear_info(p1, bytes, &pdt, NULL, NULL) == AMXK_OK && pdt == AMXK_DTYPE_U8, "linear_info dtype %d", (int)pdt);
+            CHECK(amxk_dequantize(p1, bytes, wd, k) == AMXK_OK, "dequantize");
+            for (bad = 0, i = 0; i < n; i++)
+                for (j = 0; j < k; j++) bad += !same_f32(wd[i * k + j], (float)(mx_e8m0(sc8[i * g + j / 32]) * mx_e2m1(codes[i * k + j]) + 0.0)); /* -0 reads as +0 */
+            CHECK(bad == 0, "dequantize: %zu values differ (N %zu K %zu)", bad, n, k);
+            /* quantize_pack: the OCP rule, re-implemented in double; groups with special amax */
+            for (i = 0; i < n * k; i++) w[i] = (float)(randn_ish() * ldexp(1.0, test_randint(-3, 3)));
+            for (i = 0; i < n; i++) {
+                float *gw = w + i * k + 32 * (i % g);
+                switch (i % 6) {
+                case 0: for (j = 0; j < 32; j++) gw[j] = 0.0f; break;                    /* zeros: e = 127 */
+                case 1: for (j = 0; j < 32; j++) gw[j] = (float)ldexp(mx_e2m1(j % 16) + (j & 1 ? 0.25 : -0.25), 3); gw[0] = 48.0f; break; /* ties */
+                case 2: for (j = 0; j < 32; j++) gw[j] = (float)ldexp(test_uniform(-1, 1), -140); break; /* subnormal amax: e = 0 */
+                case 3: gw[5] = 7.0f * 8.0f, gw[6] = -0.0f; break;
+                default: break;
+                }
+            }
+            CHECK(amxk_quantize_pack(NULL, p3, bytes, &mxq, w, AMXK_DTYPE_F32, n, k, k) == AMXK_OK, "quantize_pack");
+            for (bad = 0, i = 0; i < n; i++)
+                for (j = 0; j < g; j++) {
+                    double amax = 0;
+                    size_t t;
+                    int e;
+                    for (t = 0; t < 32; t++) amax = fmax(amax, fabs(w[i * k + j * 32 + t]));
+                    e = amax == 0 ? 127 : (int)floor(log2(amax)) - 2 + 127;
+                    e = e < 0 ? 0 : e > 254 ? 254 : e;
+                    bade = mx_e(p3, n, k, i, j * 32) != (unsigned)e;
+                    bad += bade;
+                    for (t = 0; t < 32 && !bade; t++) badq += mx_code(p3, n, k, i, j * 32 + t) != mx_ref_code(w[i * k + j * 32 + t] / ldexp(1.0, e - 127));
+                }
+            CHECK(bad == 0 && badq == 0, "quantize_pack: %zu scales, %zu codes differ from the OCP rule (N %zu K %zu)", bad, badq, n, k);
+            test_free(p1), test_free(p2), test_free(p3);
+            free(blocks), free(sc8), free(codes), free(scf), free(wd), free(w);
+        }
+}
+
+static void test_mxfp4_bad(void) {
+    const size_t n = 20, k = 64;
+    size_t bytes = 0, i, b;
+    unsigned char codes[20 * 64], blocks[20 * 32], sc8[40], *dst, *p;
+    float scf[40], y[4 * 20];
+    amxk_ctx ctx;
+    amxk_quant q;
+    int8_t xq[4 * 64];
+    TEST_SECTION("MXFP4: bad arguments and forged headers (the right status, nothing written)");
+    ctx_for(&ctx, AMXK_TIER_SCALAR, 1);
+    test_case_begin(test_case_id("mxfp4 bad", 0));
+    memset(codes, 3, sizeof codes), memset(blocks, 0x21, sizeof blocks), memset(sc8, 127, sizeof sc8), memset(xq, 1, sizeof xq);
+    for (i = 0; i < 40; i++) scf[i] = 1.0f;
+    CHECK(amxk_pack_quant_size(&mxq, n, k, &bytes) == AMXK_OK, "size");
+    {
+        struct { amxk_qformat f; int asym; size_t bn, bk, k; } cs[] = {{AMXK_QFMT_MXFP4, 1, 1, 32, 64}, {AMXK_QFMT_MXFP4, 0, 2, 32, 64},
+                                                                  {AMXK_QFMT_MXFP4, 0, 1, 64, 64}, {AMXK_QFMT_MXFP4, 0, 1, 16, 64},
+                                                                  {AMXK_QFMT_MXFP4, 0, 1, 32, 48}, {AMXK_QFMT_MXFP4, 0, 1, 0, 64}};
+        for (i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+            q.format = cs[i].f, q.asym = cs[i].asym, q.block_n = cs[i].bn, q.block_k = cs[i].bk;
+            CHECK(amxk_pack_quant_size(&q, n, cs[i].k, &b) == AMXK_ERR_ARG, "size case %zu", i);
+        }
+    }
+    dst = (unsigned char *)test_alloc(bytes);
+#define MX_UNTOUCHED(what) do { size_t z_, nz_ = 0; for (z_ = 0; z_ < bytes; z_++) nz_ += dst[z_] != 0xff; CHECK(nz_ == 0 && test_guard_ok(dst), "%s: dst written", what); } while (0)
+    codes[77] = 16;
+    CHECK(amxk_pack_quant(&ctx, dst, bytes, &mxq, codes, k, scf, NULL, n, k) == AMXK_ERR_ARG, "code 16");
+    MX_UNTOUCHED("code 16");
+    codes[77] = 3;
+    {
+        const float badsc[] = {3.0f, -1.0f, 0.0f, INFINITY, 0x1p-128f, 1.5f, -0.0f};
+        for (i = 0; i < sizeof badsc / sizeof badsc[0]; i++) {
+            scf[13] = badsc[i];
+            CHECK(amxk_pack_quant(&ctx, dst, bytes, &mxq, codes, k, scf, NULL, n, k) == AMXK_ERR_ARG, "scale %g", (double)badsc[i]);
+            MX_UNTOUCHED("bad scale");
+        }
+        scf[13] = 0x1p-127f;
+        CHECK(amxk_pack_quant(&ctx, dst, bytes - 1, &mxq, codes, k, scf, NULL, n, k) == AMXK_ERR_WORKSPACE, "small dst");
+        MX_UNTOUCHED("small dst");
+    }
+    CHECK(amxk_import_mxfp4(&ctx, dst, bytes, blocks, sc8, n, 48) == AMXK_ERR_SHAPE, "import K 48");
+    CHECK(amxk_import_mxfp4_size(n, 48, &b) == AMXK_ERR_SHAPE, "import size K 48");
+    CHECK(amxk_import_mxfp4(&ctx, dst, bytes, NULL, sc8, n, k) == AMXK_ERR_NULL, "import NULL");
+    CHECK(amxk_import_mxfp4(&ctx, dst, bytes - 64, blocks, sc8, n, k) == AMXK_ERR_WORKSPACE, "import small");
+    CHECK(amxk_import_mxfp4(&ctx, dst + 1, bytes - 64, blocks, sc8, n, k) == AMXK_ERR_ALIGN, "import align");
+    MX_UNTOUCHED("import");
+#undef MX_UNTOUCHED
+    /* a valid pack, then forged headers: every reader says FORMAT, y untouched */
+    p = (unsigned char *)test_alloc(bytes);
+    CHECK(amxk_pack_quant(&ctx, p, bytes, &mxq, codes, k, scf, NULL, n, k) == AMXK_OK, "pack");
+    CHECK(amxk_linear_q8(&ctx, 4, n, k, xq, k, scf, AMXK_SCALES_ROW_MAJOR, 1, k, p, bytes, NULL, y, AMXK_DTYPE_F32, n) == AMXK_ERR_FORMAT,
+          "linear_q8 with an MXFP4 pack");
+    {
+        struct { size_t off; uint32_t val; int w64; } fz[] = {{36, 1, 0},          /* asym 1 */
+                                                             {48, 64, 1},          /* block_k 64 */
+                                                             {40, 2, 1},           /* block_n 2 */
+                                                             {56, 1, 0},           /* flags: no_nan (fp8 only) */
+                                                             {12, AMXK_DTYPE_I8, 0}, /* dtype */
+                                                             {24, 48, 1}};         /* K 48 */
+        unsigned char *f = (unsigned char *)test_alloc(bytes);
+        float *yb = (float *)test_alloc(4 * n * 4), *ws;
+        size_t wsb = 0, z;
+        uint16_t x[4 * 64];
+        for (i = 0; i < 4 * 64; i++) x[i] = 0x3f80;
+        CHECK(amxk_linear_workspace_size(&ctx, 4, n, k, &wsb) == AMXK_OK, "ws");
+        ws = (float *)test_alloc(wsb + 4096);
+        for (i = 0; i < sizeof fz / sizeof fz[0] + 1; i++) {
+            amxk_status s1, s2;
+            size_t nz = 0;
+            memcpy(f, p, bytes);
+            if (i < sizeof fz / sizeof fz[0]) {
+                if (fz[i].w64) { uint64_t v = fz[i].val; memcpy(f + fz[i].off, &v, 8); }
+                else if (fz[i].off == 56) f[56] = (unsigned char)fz[i].val;
+                else memcpy(f + fz[i].off, &fz[i].val, 4);
+            }
+            s1 = amxk_packed_quant_info(f, i < sizeof fz / sizeof fz[0] ? bytes : bytes - 1, NULL, NULL, NULL);
+            test_poison(yb, 4 * n * 4);
+            s2 = amxk_linear(&ctx, 4, n, k, x, AMXK_DTYPE_BF16, k, f, i < sizeof fz / sizeof fz[0] ? bytes : bytes - 1, NULL, yb, AMXK_DTYPE_F32, n,
+                             ws, wsb + 4096);
+            for (z = 0; z < 4 * n * 4; z++) nz += ((unsigned char *)yb)[z] != 0xff;
+            CHECK(s1 == AMXK_ERR_FORMAT && s2 == AMXK_ERR_FORMAT && nz == 0, "forged header %zu: info %d linear %d, %zu y bytes written", i, (int)s1,
+                  (int)s2, nz);
+        }
+        test_free(f), test_free(yb), test_free(ws);
+    }
+    test_free(p), test_free(dst);
+}
+
+/* amxk_linear with MXFP4 packs on every tier against the fp64 reference (TOLERANCE above, C = 1; the
+   dequantized weights are exact in bf16 and fp16 for the scales used, so the 16-bit tile paths share
+   the reference). Also: a NaN scale (e = 255) makes exactly its row's outputs NaN; e = 0 (2^-127)
+   with x near 2^122 (bf16 x, decode shapes, no bias). */
+static void mx_linear_case(size_t m, size_t n, size_t k, amxk_dtype xt, amxk_dtype yt, int special, uint64_t id) {
+    const size_t g = k / 32;
+    unsigned char *blocks = (unsigned char *)malloc(n * k / 2), *sc8 = (unsigned char *)malloc(n * g), *p;
+    uint16_t *x = (uint16_t *)test_alloc(m * k * 2);
+    double *xd = (double *)malloc(m * k * 8);
+    float bias[64];
+    size_t bytes = 0, i, j, kk;
+    amxk_tier t;
+    amxk_ctx ctx;
+    const size_t nan_row = n > 3 ? 3 : 0;
+    test_case_begin(id);
+    mx_random(n, k, blocks, sc8, 123, 130);
+    if (special == 1) sc8[nan_row * g + g / 2] = 255;
+    if (special == 2)
+        for (i = 0; i < n * g; i++) sc8[i] = (unsigned char)(i % 3 == 0 ? 0 : test_randint(0, 3));
+    for (i = 0; i < m * k; i++) {
+        x[i] = (uint16_t)test_ref_encode(xt, (float)(special == 2 ? ldexp(test_uniform(-1, 1), 122) : randn_ish()));
+        xd[i] = test_ref_decode(xt, x[i]);
+    }
+    for (i = 0; i < n; i++) bias[i] = special == 2 ? 0.0f : test_randf(-1, 1);
+    CHECK(amxk_import_mxfp4_size(n, k, &bytes) == AMXK_OK, "size");
+    p = (unsigned char *)test_alloc(bytes);
+    CHECK(amxk_import_mxfp4(NULL, p, bytes, blocks, sc8, n, k) == AMXK_OK, "import");
+    TEST_FOR_EACH_TIER(t, ctx) {
+        size_t wsb = 0, nbad = 0;
+        void *ws, *y;
+        amxk_status s;
+        char first[200] = "";
+        CHECK(amxk_linear_workspace_size_for(&ctx, m, p, bytes, &wsb) == AMXK_OK, "ws");
+        ws = test_alloc(wsb);
+        y = test_alloc(m * n * amxk_dtype_size(yt));
+        test_noise_fill(ws, wsb);
+        s = amxk_linear(&ctx, m, n, k, x, xt, k, p, bytes, bias, y, yt, n, ws, wsb);
+        CHECK(s == AMXK_OK, "[%s] status %d", amxk_tier_name(t), (int)s);
+        for (i = 0; i < m && s == AMXK_OK; i++)
+            for (j = 0; j < n; j++) {
+                double ref = 0, mag = 0, got, tol;
+                int want_nan = 0;
+                for (kk = 0; kk < k; kk++) {
+                    double wv = mx_w(p, n, k, j, kk);
+                    if (isnan(wv)) want_nan = 1;
+                    else ref += xd[i * k + kk] * wv, mag += fabs(xd[i * k + kk] * wv);
+                }
+                ref += bias[j], mag += fabs(bias[j]);
+                got = yt == AMXK_DTYPE_F32 ? ((float *)y)[i * n + j] : test_ref_decode(yt, ((uint16_t *)y)[i * n + j]);
+                tol = (yt == AMXK_DTYPE_F32 ? 0 : ldexp(1, -8)) * fabs(ref) + (yt == AMXK_DTYPE_F32 ? 0 : ldexp(1, -134)) +
+                      (1 + (yt == AMXK_DTYPE_F32 ? 0 : ldexp(1, -8))) * TOL_C * (double)(k + 2 + g) * ldexp(1, -24) * mag;
+                if (want_nan ? !isnan(got) : !(fabs(got - ref) <= tol)) {
+                    if (nbad++ == 0) snprintf(first, sizeof first, "(%zu, %zu) got %.9g want %.9g tol %.3g", i, j, got, ref, tol);
+                }
+            }
+        CHECK(nbad == 0, "[%s] MXFP4 M %zu N %zu K %zu x %s y %s special %d: %zu bad, first %s", amxk_tier_name(t), m, n, k, dt_name(xt), dt_name(yt),
+              special, nbad, first);
+        CHECK(test_guard_ok(y) && test_guard_ok(ws) && test_guard_ok(x) && test_guard_ok(p), "[%s] guards", amxk_tier_name(t));
+        test_free(ws), test_free(y);
+    }
+    test_free(p), test_free(x);
+    free(blocks), free(sc8), free(xd);
+}
+static void test_mxfp4_linear(void) {
+    static const size_t ms[] = {1, 2, 3, 4, 5, 12, 13, 33}, ns[] = {1, 15, 16, 17, 40}, ks[] = {32, 64, 224, 416, 2880};
+    size_t mi, ni, ki;
+    uint64_t c = 0;
+    TEST_SECTION("MXFP4: amxk_linear on every tier vs fp64 (shapes, x bf16 / f16, y f32 / bf16, NaN scale 0xFF, e = 0)");
+    for (mi = 0; mi < 8; mi++)
+        for (ni = 0; ni < 5; ni++)
+            for (ki = 0; ki < 5; ki++) {
+                if (quick && (mi + ni + ki) % 3) continue;
+                if (ks[ki] == 2880 && (mi % 3 || ni % 2)) continue;
+                mx_linear_case(ms[mi], ns[ni], ks[ki], (mi + ki) % 2 ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16, (ni + mi) % 3 == 2 ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F32,
+                               0, test_case_id("mxfp4 linear", c++));
+            }
+    for (mi = 0; mi < 8; mi++) {
+        mx_linear_case(ms[mi], 17, 96, AMXK_DTYPE_BF16, AMXK_DTYPE_F32, 1, test_case_id("mxfp4 nan", mi));
+        mx_linear_case(ms[mi], 17, 96, AMXK_DTYPE_F16, AMXK_DTYPE_F32, 1, test_case_id("mxfp4 nan f16", mi));
+        if (ms[mi] <= 4) mx_linear_case(ms[mi], 33, 128, AMXK_DTYPE_BF16, AMXK_DTYPE_F32, 2, test_case_id("mxfp4 tiny scale", mi));
+    }
+}
+
 int main(void) {
     const char *q = getenv("AMXK_TEST_QUICK");
     double t0 = now_s();
@@ -1533,6 +1817,9 @@ int main(void) {
     test_portability();
     test_threads();
     test_sweep();
+    test_mxfp4_pack();
+    test_mxfp4_bad();
+    test_mxfp4_linear();
     print_stats();
     accuracy_table();
     printf("total cpu time %.1f s\n", now_s() - t0);

@@ -52,7 +52,8 @@ int main(int argc, char **argv) {
     static const struct { amxk_qformat f; int asym; size_t bn, bk; } qs[] = {
         {AMXK_QFMT_NONE, 0, 0, 0},        {AMXK_QFMT_INT8, 0, 1, 0},        {AMXK_QFMT_INT8, 1, 1, 8},  {AMXK_QFMT_INT4, 0, 1, 8},
         {AMXK_QFMT_INT4, 1, 1, 0},        {AMXK_QFMT_INT2, 0, 1, 16},       {AMXK_QFMT_INT2, 1, 1, 0},  {AMXK_QFMT_FP8_E4M3, 0, 1, 0},
-        {AMXK_QFMT_FP8_E4M3, 0, 128, 128}, {AMXK_QFMT_FP8_E4M3, 0, 16, 16}, {AMXK_QFMT_FP8_E5M2, 0, 1, 0}, {AMXK_QFMT_FP8_E5M2, 0, 0, 0}};
+        {AMXK_QFMT_FP8_E4M3, 0, 128, 128}, {AMXK_QFMT_FP8_E4M3, 0, 16, 16}, {AMXK_QFMT_FP8_E5M2, 0, 1, 0}, {AMXK_QFMT_FP8_E5M2, 0, 0, 0},
+        {AMXK_QFMT_MXFP4, 0, 1, 32}};
     static const size_t shapes[][2] = {{20, 40}, {32, 64}, {16, 96}};
     unsigned char prm[PARAMS];
     size_t i, s, bytes;
@@ -69,6 +70,7 @@ int main(int argc, char **argv) {
             const size_t n = shapes[s][0], k = shapes[s][1];
             amxk_quant q;
             void *p;
+            if (i < sizeof qs / sizeof qs[0] && qs[i].f == AMXK_QFMT_MXFP4 && k % 32) continue; /* MXFP4: K a multiple of 32 */
             if (i < sizeof qs / sizeof qs[0] && qs[i].f != AMXK_QFMT_NONE) {
                 q.format = qs[i].f, q.asym = qs[i].asym, q.block_n = qs[i].bn ? qs[i].bn : n, q.block_k = qs[i].bk ? qs[i].bk : k;
                 if (k % q.block_k && q.format < AMXK_QFMT_FP8_E4M3) q.block_k = k;
