@@ -2224,7 +2224,11 @@ AMXK__PRIV void amxk__linear_run16__avx512bf16(const uint32_t *xp, size_t ns, co
 #define AMXK__Q4_HINT _MM_HINT_T1 /* ... into L2 (measured, M=1 4096^2 MXFP4: none / T0 1 KiB / T1 2, 4, 8 KiB: 460 / 464 / 436, 446, 459 us) */
 #endif
 #ifndef AMXK__Q4_NB
-#define AMXK__Q4_NB 4 /* blocks (weight streams) per call of the decode kernel for one row */
+#define AMXK__Q4_NB 4 /* blocks (weight streams) per call of the decode kernel for one row ... */
+#endif
+#ifndef AMXK__Q4_D1B
+#define AMXK__Q4_D1B 16384 /* ... when a packed block has more bytes than this; else one block at a time (Zen 4, M = 1, MoE
+                              Qwen3-30B-A3B int4 g128 decode, K = 2048 / 768: 4 streams 1102 us, 1 stream see the commit) */
 #endif
 
 /* Rows 0 .. mr-1 (mr <= 2) of xr against nb int4 / MXFP4 blocks b .. b+nb-1 (nb 1 or 4; 4 only for
@@ -2310,7 +2314,7 @@ AMXK__PRIV void amxk__linear_q4_block__avx512bf16(const amxk__linear_args *a, si
             }
         }
         for (b = b0; b < b1; b += (size_t)nb) {
-            nb = mr == 1 && b + AMXK__Q4_NB <= b1 ? AMXK__Q4_NB : 1;
+            nb = mr == 1 && b + AMXK__Q4_NB <= b1 && v->blk_bytes > AMXK__Q4_D1B ? AMXK__Q4_NB : 1;
             if (mr == 2) {
                 if (v->asym) amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 2, 1, 0, tw, res);
                 else amxk__linear_q4__2x16__avx512bf16(v, xr, a->kp, xs, b, 2, 1, 1, tw, res);

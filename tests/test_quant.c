@@ -1023,7 +1023,7 @@ static void test_sweep(void) {
             {AMXK_QFMT_INT4, 0, 1, 128, 1, 64, 4096}, {AMXK_QFMT_INT4, 1, 1, 128, 2, 33, 4096}, {AMXK_QFMT_INT8, 1, 1, 4096, 1, 17, 4096},
             {AMXK_QFMT_INT2, 1, 1, 32, 33, 40, 1024}, {AMXK_QFMT_INT8, 0, 1, 64, 12, 48, 1024}, {AMXK_QFMT_INT2, 0, 1, 128, 5, 31, 1024},
             {AMXK_QFMT_FP8_E4M3, 0, 128, 128, 1, 200, 1000}, {AMXK_QFMT_FP8_E5M2, 0, 128, 128, 13, 200, 1000},
-            {AMXK_QFMT_FP8_E4M3, 0, 1, 4096, 3, 40, 4096}};
+            {AMXK_QFMT_FP8_E4M3, 0, 1, 4096, 3, 40, 4096}, {AMXK_QFMT_INT4, 1, 1, 64, 1, 260, 4160}, {AMXK_QFMT_INT4, 0, 1, 32, 1, 260, 4160}};
         for (ci = 0; ci < sizeof big / sizeof big[0]; ci++) {
             amxk_quant q;
             if (quick && ci % 3) continue;
@@ -1724,7 +1724,7 @@ static void mx_linear_case(size_t m, size_t n, size_t k, amxk_dtype xt, amxk_dty
     unsigned char *blocks = (unsigned char *)malloc(n * k / 2), *sc8 = (unsigned char *)malloc(n * g), *p;
     uint16_t *x = (uint16_t *)test_alloc(m * k * 2);
     double *xd = (double *)malloc(m * k * 8);
-    float bias[64];
+    float *bias = (float *)malloc(n * sizeof(float));
     size_t bytes = 0, i, j, kk;
     amxk_tier t;
     amxk_ctx ctx;
@@ -1776,7 +1776,7 @@ static void mx_linear_case(size_t m, size_t n, size_t k, amxk_dtype xt, amxk_dty
         test_free(ws), test_free(y);
     }
     test_free(p), test_free(x);
-    free(blocks), free(sc8), free(xd);
+    free(blocks), free(sc8), free(xd), free(bias);
 }
 static void test_mxfp4_linear(void) {
     static const size_t ms[] = {1, 2, 3, 4, 5, 12, 13, 33}, ns[] = {1, 15, 16, 17, 40}, ks[] = {32, 64, 224, 416, 2880};
@@ -1796,6 +1796,11 @@ static void test_mxfp4_linear(void) {
         mx_linear_case(ms[mi], 17, 96, AMXK_DTYPE_F16, AMXK_DTYPE_F32, 1, test_case_id("mxfp4 nan f16", mi));
         if (ms[mi] <= 4) mx_linear_case(ms[mi], 33, 128, AMXK_DTYPE_BF16, AMXK_DTYPE_F32, 2, test_case_id("mxfp4 tiny scale", mi));
     }
+    /* one bf16 row against > 16 KiB packed blocks (K = 2880) and enough of them (N = 260: 17 blocks, the
+       last ragged) that a decode task holds 4 or more: the kernel streams 4 blocks at once there
+       (AMXK__Q4_D1B), one at a time otherwise */
+    mx_linear_case(1, 260, 2880, AMXK_DTYPE_BF16, AMXK_DTYPE_F32, 0, test_case_id("mxfp4 linear 4 streams", 0));
+    mx_linear_case(1, 260, 2880, AMXK_DTYPE_BF16, AMXK_DTYPE_BF16, 1, test_case_id("mxfp4 linear 4 streams nan", 0));
 }
 
 int main(void) {
