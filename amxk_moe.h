@@ -9,8 +9,8 @@
    STATUS (honest): complete in API. Decode and prefill share one strategy: every active expert (and
    the shared expert) is a unit with two GEMMs run by amxk_pack.h's block kernels with the plan
    amxk_linear would make for its row count (same kernels and sums: results equal per-expert
-   amxk_linear calls; panels of 1 to 4 rows against bf16/fp16 packs on the AVX2 small-M path: its
-   software-prefetching kernels, one row streaming two blocks at a time), but all units' work is one
+   amxk_linear calls; at the AVX2 level panels of 1 to 4 rows against bf16/fp16 packs take its
+   software-prefetching small-M kernels), but all units' work is one
    parallel loop per GEMM phase: gate+up items
    (unit, row chunk, slice of intermediate columns, activation fused in when N % 16 == 0), then
    down items (slice of K columns for every unit, followed by the weighted top-k sum of those
@@ -18,21 +18,25 @@
    whatever the number of experts, and every worker streams its own share of every active
    expert's weights, each byte once. No intermediate-cache fusion of gate+up with down, and no
    dedicated tile/VNNI prefill kernel: prefill uses amxk_linear's kernels (AMX where it would).
-   Measured (Zen 3, AVX2, 2026-11-21 11:55 UTC `make bench`; README "Measured" and
-   bench/results.md have the tables): Qwen3-30B-A3B layer (E=128 topk=8 K=2048 N=768, --layers 8):
-   bf16 decode M = 1, 4, 16 at 1.85-3.15x the oneDNN peer (per-expert gather + f32 matmuls) and
-   83-123% of `stream`; int4 g128 decode M=1 2.3x / 3.5x the peer (1 / 2 threads; w4a8 4.4x /
-   5.4x); bf16 prefill M=512 1.48x / 1.88x (the AVX2 fp32-FMA kernels of amxk_pack.h, each weight
-   block widened once per task while the next one is prefetched into L2).
+   This module's own elementwise kernels (the activations - SiLU, GELU tanh, clamped SwiGLU, also on
+   interleaved gate/up; GELU erf stays scalar - and the weighted top-k combine) come from its table
+   (amxk__moe_kernels_for): 8 lanes at avx2, 16 from avx512 up.
+   Measured (Zen 4, avx512_bf16, 2026-11-24, README "MoE, Gated DeltaNet, MXFP4 on AVX-512"):
+   Qwen3-30B-A3B layer (E=128 topk=8 K=2048 N=768) against a per-expert oneDNN peer with bf16 weights:
+   bf16 decode M = 1, 4, 16 at 1.37x / 1.34x / 1.49x (1 thread) and 1.27x / 1.03x / 1.19x (2 threads),
+   M=1 at 88% / 99% of `stream`; int4 g128 decode M=1 w4a8 4.7x / 3.7x; bf16 prefill M=512 1.08x /
+   1.03x (197 / 347 GFLOP/s: the peer is at 81% of vdpbf16ps's peak); w8a8 prefill 1.5x the bf16 peer.
+   Earlier (Zen 3, AVX2, 2026-11-21, against the peer's f32 matmuls): bf16 decode 1.85-3.15x, prefill
+   M=512 1.48x / 1.88x.
    Every weight format amxk_linear accepts works (bf16, fp16, int8/int4/int2 sym/asym, fp8 e4m3 /
-   e5m2 block-scaled), at every level amxk_linear runs (scalar, AVX2, the AVX-512 levels through
-   the AVX2 GEMM kernels with this module's SiLU at 16 lanes, AMX / emulator), with bias, activation parameters and every option honoured by every format.
+   e5m2 block-scaled, MXFP4), at every level amxk_linear runs (scalar, AVX2, the AVX-512 levels, AMX /
+   emulator), with bias, activation parameters and every option honoured by every format.
    w8a8 / w4a8 / w2a8 (opts.act_int8, see ACT_INT8): the same phases with int8 activations through
-   amxk_linear_q8's kernels (scalar, AVX2 vpmaddubsw, AMX-INT8 TDPBSSD from 5 rows per unit / the
-   emulator), for every pack amxk_linear_q8 takes (INT8 symmetric, INT4 / INT2 symmetric or
-   asymmetric, groups of whole 64-byte rows). Measured (see ACT_INT8): w8a8 decode at 92% of
-   `stream`; w8a8 prefill M=512 2.3x the oneDNN peer, below the issue's 3x (w4a8 2.8x), bound by
-   amxk_pack.h's AVX2 int8 kernel (quantization and activation passes: < 2% of the call).
+   amxk_linear_q8's kernels (scalar, AVX2 vpmaddubsw or AVX-VNNI, AVX512-VNNI vpdpbusd, AMX-INT8
+   TDPBSSD from 5 rows per unit / the emulator), for every pack amxk_linear_q8 takes (INT8 symmetric, INT4 / INT2 symmetric or
+   asymmetric, groups of whole 64-byte rows). Measured (Zen 3, AVX2, see ACT_INT8): w8a8 decode at 92%
+   of `stream`; w8a8 prefill M=512 2.3x the oneDNN f32 peer (w4a8 2.8x), bound by amxk_pack.h's AVX2
+   int8 kernel (quantization and activation passes: < 2% of the call). Zen 4: see above.
 
    WHAT IS HERE
        amxk_moe_topk            routing: softmax / sigmoid scores, optional grouped top-k (DeepSeek),
