@@ -157,15 +157,18 @@ AMXK_DEF amxk_status amxk_packed_linear_info(const void *packed, size_t bytes, a
    v = 8 / b values per byte and f = (k / 4) % v: 16 rows x 4 k per 64 bytes (the AMX-INT8 B-tile
    row), int4 puts the next 4 k of the same rows in the high nibble, int2 the next 12 in bits 2..7.
    K is padded to a multiple of 32 and N to a multiple of 16 with zero fields. Then the scale grid,
-   fp32 and group-major inside the pack (scale[(k / block_k) * ceil(N / block_n) + n / block_n]: the
-   16 rows of a block are adjacent, one vector load per group for the kernels), then, for asymmetric ints, the zero grid, which starts at the next 64-byte
-   boundary after the scale grid. Total: amxk_pack_quant_size.
+   fp32 inside the pack in tiles of 16 row blocks: with nb = n / block_n and g = k / block_k, entry
+   (nb / 16) * ceil(K / block_k) * 16 + g * 16 + nb % 16 (the 16 rows of a block are adjacent: one
+   vector load per group; a block's groups are consecutive: decode reads them as one stream; the
+   ceil(N / block_n) rows rounded up to 16, the extra entries zero), then, for asymmetric ints, the
+   zero grid (same order), which starts at the next 64-byte boundary after the scale grid. Total:
+   amxk_pack_quant_size.
    amxk_linear accepts these buffers (x BF16 or F16): see PATHS for how each tier runs them.
    MXFP4 (OCP MX, gpt-oss): w = 2^(e - 127) * e2m1(q). q: a 4-bit e2m1 code (bit 3 sign, bits 1-2
    exponent, bit 0 mantissa: magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 for codes 0..7), one e8m0 scale
    byte e per 32 consecutive k of a row (e = 255: NaN; e = 0: 2^-127). asym = 0, block_n = 1 (0 means
    1), block_k = 32, K a multiple of 32. The codes sit where symmetric INT4 fields do; the scale grid
-   holds the raw e8m0 bytes (1 byte per group instead of 4, same group-major order, padded to 64
+   holds the raw e8m0 bytes (1 byte per group instead of 4, same tiled order, padded to 64
    bytes). Any code and any scale byte is valid; code 8 (-0) reads as +0. Header dtype: U8. */
 typedef enum amxk_qformat {
     AMXK_QFMT_NONE = 0,
@@ -380,7 +383,7 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
 #ifndef AMXK__Q_PREFETCH
 #define AMXK__Q_PREFETCH 2048 /* decode kernels: software prefetch distance in packed bytes */
 #endif
-#define AMXK__PACK_VERSION 2u /* 2: group-major scale grid */
+#define AMXK__PACK_VERSION 3u /* 2: group-major scale grid; 3: grid tiled by 16 row blocks (amxk__q_gidx) */
 
 typedef struct amxk__pack_hdr {
     char magic[8]; /* "AMXKPACK" */
@@ -449,7 +452,8 @@ AMXK__PRIV amxk_status amxk__q_geometry(const amxk_quant *q, size_t n, size_t k,
     v->kp = amxk__lin_kp(k);
     v->nbk = AMXK__CEIL_DIV(k, v->bk); /* any block size up to SIZE_MAX: 1 block (no wrap) */
     v->nbn = nbn = AMXK__CEIL_DIV(n, v->bn);
-    grid = amxk__sz_round(amxk__sz_mul(amxk__sz_mul(nbn, v->nbk, &ovf), q->format == AMXK_QFMT_MXFP4 ? 1 : 4, &ovf), (size_t)AMXK_ALIGN, &ovf);
+    grid = amxk__sz_round(amxk__sz_mul(amxk__sz_mul(amxk__sz_round(nbn, 16, &ovf), v->nbk, &ovf), q->format == AMXK_QFMT_MXFP4 ? 1 : 4, &ovf),
+                          (size_t)AMXK_ALIGN, &ovf);
     v->blk_bytes = (size_t)AMXK__LIN_NB * v->kp * (size_t)v->bits / 8; /* k <= 2^40: fits */
     total = amxk__sz_add(sizeof(amxk__pack_hdr), amxk__sz_mul(amxk__lin_nblk(n), v->blk_bytes, &ovf), &ovf);
     total = amxk__sz_add(total, amxk__sz_mul(grid, q->asym ? 2 : 1, &ovf), &ovf);
@@ -461,14 +465,18 @@ AMXK__PRIV amxk_status amxk__q_geometry(const amxk_quant *q, size_t n, size_t k,
    columns): the AVX2 kernels stream those; else 1 (generic dequantization). */
 AMXK__INLINE int amxk__q_kind(const amxk__qview *v) { return v->bk % (size_t)(32 / v->bits) == 0 ? 2 : 1; }
 /* Index in the scale (and zero) grid of row block nb (= n / bn) and column block g (= k / bk): the
-   grid is group-major, [ceil(K/bk)][ceil(N/bn)], so the 16 rows of a packed block are adjacent. */
-AMXK__INLINE size_t amxk__q_gidx(const amxk__qview *v, size_t nb, size_t g) { return g * v->nbn + nb; }
+   grid is tiled by 16 row blocks, [ceil(N/bn/16)][ceil(K/bk)][16]: the 16 rows of a packed block are
+   adjacent (one vector load per group), and a block's groups follow each other, so a decode stream
+   reads its scales sequentially (format version 3; version 2, group-major [K/bk][N/bn], put each
+   group of a stream a whole grid row - N entries - after the last: on Zen 4 17% of the MXFP4 M=1
+   decode samples stalled on those loads). Entries past N are zero. */
+AMXK__INLINE size_t amxk__q_gidx(const amxk__qview *v, size_t nb, size_t g) { return (nb / 16) * (v->nbk * 16) + g * 16 + nb % 16; }
 /* Points v (geometry filled) at the fields, scale grid and zero grid of the pack at base. */
 AMXK__INLINE void amxk__q_bind(amxk__qview *v, const void *base) {
     v->data = (const uint8_t *)base + sizeof(amxk__pack_hdr);
     v->scales = (const float *)(v->data + amxk__lin_nblk(v->n) * v->blk_bytes);
     if (v->fmt == AMXK_QFMT_MXFP4) v->e8 = (const uint8_t *)v->scales, v->scales = NULL;
-    v->zeros = v->asym ? v->scales + AMXK__ROUND_UP(AMXK__CEIL_DIV(v->n, v->bn) * v->nbk, (size_t)(AMXK_ALIGN / 4)) : NULL;
+    v->zeros = v->asym ? v->scales + AMXK__ROUND_UP(AMXK__ROUND_UP(v->nbn, (size_t)16) * v->nbk, (size_t)(AMXK_ALIGN / 4)) : NULL;
 }
 /* Byte offset and bit shift of (row r of its block, column k) inside a block. */
 AMXK__INLINE size_t amxk__q_pos(const amxk__qview *v, size_t r, size_t k, int *shift) {
@@ -989,7 +997,7 @@ static inline __attribute__((always_inline)) void amxk__q_w16__avx2(__m256i v0, 
 }
 #define amxk__q_wscale(fmt) ((fmt) == AMXK_QFMT_FP8_E4M3 ? 256.0f : (fmt) == AMXK_QFMT_MXFP4 ? 0.5f : 1.0f)
 /* Group g's scales (or zeros) of the 16 rows of block b (0 past N): two vector loads for per-row
-   grids (bn == 1, group-major: 16 adjacent entries), one broadcast when the 16 rows share a grid row,
+   grids (bn == 1: 16 adjacent entries), one broadcast when the 16 rows share a grid row,
    else one by one. The divisions by bn are done only for bn > 1. */
 AMXK__INLINE void amxk__q_grid16(const amxk__qview *v, const float *grid, size_t b, size_t g, __m256 *lo, __m256 *hi) {
     const size_t n0 = b * 16;
@@ -2256,6 +2264,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q4__2x16__avx512b
         __m512 acc[AMXK__Q4_NB][2][2]; /* [block][row][k % 8 < 4, >= 4] */
         for (j = 0; j < nb; j++)
             for (r = 0; r < 2; r++) acc[j][r][0] = acc[j][r][1] = _mm512_setzero_ps();
+#pragma GCC unroll 4
         for (rg = g * v->bk / 8; rg < (g + 1) * v->bk / 8; rg++) {
 #pragma GCC unroll 8
             for (j = 0; j < nb; j++) {
@@ -2290,7 +2299,8 @@ static inline __attribute__((always_inline)) void amxk__linear_q4__2x16__avx512b
    (ws) and, asymmetric packs, the group sums of x (k increasing, f32), then the blocks through the
    kernel above (one row: AMXK__Q4_NB blocks at a time). */
 AMXK__PRIV void amxk__linear_q4_block__avx512bf16(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
-    static const int ord[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+    const __m512i perm = _mm512_set_epi16(31, 29, 27, 25, 30, 28, 26, 24, 23, 21, 19, 17, 22, 20, 18, 16, 15, 13, 11, 9, 14, 12, 10, 8, 7, 5, 3, 1,
+                                          6, 4, 2, 0); /* x0 x2 x4 x6 x1 x3 x5 x7 per 8 */
     const amxk__qview *v = a->q;
     uint16_t *xr = (uint16_t *)ws, tab[32];
     float *xs = (float *)(ws + AMXK__ROUND_UP(2 * a->kp * 2, (size_t)AMXK_ALIGN));
@@ -2306,7 +2316,11 @@ AMXK__PRIV void amxk__linear_q4_block__avx512bf16(const amxk__linear_args *a, si
         for (r = 0; r < mr; r++) {
             const uint16_t *src = (const uint16_t *)a->x + (i + (size_t)r) * a->ldx;
             uint16_t *d = xr + (size_t)r * a->kp;
-            for (kk = 0; kk < a->kp; kk++) d[kk] = kk - kk % 8 + (size_t)ord[kk % 8] < a->k ? src[kk - kk % 8 + (size_t)ord[kk % 8]] : 0;
+            for (kk = 0; kk < a->kp; kk += 32) { /* 32 at a time: per 8 k the order of ord, zero past K */
+                const size_t c = AMXK__MIN((size_t)32, a->k - AMXK__MIN(a->k, kk));
+                const __m512i xv = _mm512_maskz_loadu_epi16((__mmask32)(c == 32 ? ~0u : (1u << c) - 1u), src + kk);
+                _mm512_storeu_si512((void *)(d + kk), _mm512_permutexvar_epi16(perm, xv));
+            }
             for (g = 0; g < v->nbk && v->asym; g++) {
                 float sum = 0.0f;
                 for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) sum += amxk__bits_f32((uint32_t)src[kk] << 16);
@@ -2430,10 +2444,10 @@ AMXK__TARGET_AVX512VNNI_BEGIN
 #  define AMXK__DPBUSD512B(acc, u, p) __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*(const uint32_t *)(p)))
 #endif
 
-/* Group g's 16 grid entries (scales or zeros) of block b, 0 past N (int packs: bn == 1, group-major). */
+/* Group g's 16 grid entries (scales or zeros) of block b, 0 past N (int packs: bn == 1). */
 static inline __attribute__((always_inline)) __m512 amxk__q_grid16__avx512vnni(const amxk__qview *v, const float *grid, size_t b, size_t g) {
     const size_t n0 = b * AMXK__LIN_NB;
-    const float *p = grid + g * v->nbn + n0;
+    const float *p = grid + amxk__q_gidx(v, n0, g);
     if (n0 + AMXK__LIN_NB <= v->n) return _mm512_loadu_ps(p);
     return _mm512_maskz_loadu_ps((__mmask16)((1u << (v->n - n0)) - 1u), p);
 }
@@ -3304,6 +3318,13 @@ static unsigned amxk__q_get_quantized(const void *src, const amxk__qview *v, siz
     return (unsigned)(int)AMXK__MAX(AMXK__MIN(r, (float)qmax), (float)qmin);
 }
 
+/* Zeroes the scale (and zero) grids of the pack dst of need bytes (v bound to it): the entries past
+   N and the padding stay zero, whatever the writer fills. Called once the inputs are validated. */
+AMXK__PRIV void amxk__q_grid_clear(void *dst, const amxk__qview *v, size_t need) {
+    const uint8_t *g0 = v->e8 ? v->e8 : (const uint8_t *)v->scales;
+    memset((uint8_t *)dst + (g0 - (const uint8_t *)dst), 0, need - (size_t)(g0 - (const uint8_t *)dst));
+}
+
 /* Writes the header and every field of a quantized pack; the scale (and zero) grids must already be
    in place (v points into dst). */
 AMXK__PRIV void amxk__q_write(void *dst, const amxk__qview *v, amxk__q_get_fn get, const void *src) {
@@ -3354,6 +3375,7 @@ AMXK_DEF amxk_status amxk_quantize_pack(const amxk_ctx *ctx, void *dst, size_t d
     if (wt != AMXK_DTYPE_F32 && wt != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
     if (ldw < k) return AMXK_ERR_STRIDE;
     if (amxk__overlap(dst, need, w, ((n - 1) * ldw + k) * amxk_dtype_size(wt))) return AMXK_ERR_ALIAS;
+    amxk__q_grid_clear(dst, &v, need);
     for (gn = 0; gn < AMXK__CEIL_DIV(n, v.bn); gn++) /* the scale (and zero) grid first */
         for (gk = 0; gk < v.nbk; gk++) {
             float lo = 0.0f, hi = 0.0f, amax, sc, z = 0.0f;
@@ -3404,7 +3426,8 @@ AMXK_DEF amxk_status amxk_pack_quant(const amxk_ctx *ctx, void *dst, size_t dst_
                 int x = v.asym || v.e8 ? (int)((const uint8_t *)values)[i * ldv + j] : (int)((const int8_t *)values)[i * ldv + j];
                 if (v.asym || v.e8 ? x > (1 << v.bits) - 1 : (x < -(1 << (v.bits - 1)) || x > (1 << (v.bits - 1)) - 1)) return AMXK_ERR_ARG;
             }
-    for (i = 0; i < v.nbn; i++) /* the caller's row-major grid -> the pack's group-major one */
+    amxk__q_grid_clear(dst, &v, need);
+    for (i = 0; i < v.nbn; i++) /* the caller's row-major grid -> the pack's tiled one */
         for (j = 0; j < v.nbk; j++) {
             if (v.e8) ((uint8_t *)v.e8)[amxk__q_gidx(&v, i, j)] = (uint8_t)amxk__f32_to_e8m0(scales[i * v.nbk + j]);
             else ((float *)v.scales)[amxk__q_gidx(&v, i, j)] = scales[i * v.nbk + j];
@@ -3484,6 +3507,7 @@ AMXK__PRIV amxk_status amxk__import_int(const amxk_ctx *ctx, void *dst, size_t d
         amxk__q_prepare(ctx, dst, dst_bytes, &q, c->n, c->k, &v, &need);
         c->sym_shift = 1 << (c->bits - 1);
     }
+    amxk__q_grid_clear(dst, &v, need);
     for (n = 0; n < c->n; n++) /* grids are [N][K/G]; the checkpoint's are [K/G][N] */
         for (g = 0; g < ng; g++) {
             ((float *)v.scales)[amxk__q_gidx(&v, n, g)] = amxk__ld_elem(scales, st, g * c->n + n);
@@ -3548,7 +3572,8 @@ AMXK_DEF amxk_status amxk_import_mxfp4(const amxk_ctx *ctx, void *dst, size_t ds
     q.format = AMXK_QFMT_MXFP4, q.asym = 0, q.block_n = 1, q.block_k = 32;
     if ((s = amxk__q_prepare(ctx, dst, dst_bytes, &q, n, k, &v, &need)) != AMXK_OK) return s;
     if (amxk__overlap(dst, need, blocks, n * (k / 2)) || amxk__overlap(dst, need, scales_e8m0, n * (k / 32))) return AMXK_ERR_ALIAS;
-    for (i = 0; i < n; i++) /* [N, K/32] -> the group-major grid */
+    amxk__q_grid_clear(dst, &v, need);
+    for (i = 0; i < n; i++) /* [N, K/32] -> the tiled grid */
         for (g = 0; g < k / 32; g++) ((uint8_t *)v.e8)[amxk__q_gidx(&v, i, g)] = scales_e8m0[i * (k / 32) + g];
     src.blocks = blocks, src.k = k;
     amxk__q_write(dst, &v, amxk__q_get_mxfp4, &src);

@@ -102,8 +102,10 @@ static void t_fp8_block_sizes(void) {
         CHECK(amxk_pack_quant_size(&q, N, K, &bytes) == AMXK_OK && bytes == want, "block_n %lu: %lu bytes, want %lu", (unsigned long)big[i],
               (unsigned long)bytes, (unsigned long)want);
         q.block_n = 128, q.block_k = big[i];
-        CHECK(amxk_pack_quant_size(&q, N, K, &bytes) == AMXK_OK && bytes == want, "block_k %lu: %lu bytes", (unsigned long)big[i],
-              (unsigned long)bytes);
+        /* one grid row (tiled: 16 rows, 15 of them zero) x ceil(K / block_k) groups, padded to 64 B */
+        CHECK(amxk_pack_quant_size(&q, N, K, &bytes) == AMXK_OK &&
+                  bytes == want - 64 + (16 * 4 * ((K + (big[i] < K ? big[i] - 1 : 0)) / (big[i] < K ? big[i] : K)) + 63) / 64 * 64,
+              "block_k %lu: %lu bytes", (unsigned long)big[i], (unsigned long)bytes);
     }
     test_case_begin(test_case_id("fp8 blocks", 0));
     {
@@ -376,7 +378,7 @@ static void t_size_sweep(void) {
                     const size_t g = size_vals[c];
                     double grid;
                     q.format = qf[f], q.asym = !fp8 && c % 2, q.block_n = fp8 ? size_vals[(c + 5) % NVALS] : 1, q.block_k = g;
-                    grid = ceil(n / (double)q.block_n) * ceil(k / (double)g) * 4;
+                    grid = ceil(ceil(n / (double)q.block_n) / 16) * 16 * ceil(k / (double)g) * 4; /* grid rows in tiles of 16 */
                     grid = ceil(grid / 64) * 64;
                     bytes = 0;
                     s = amxk_pack_quant_size(&q, size_vals[a], size_vals[b], &bytes);
@@ -449,7 +451,7 @@ static void t_size_sweep(void) {
                 amxk_pack_linear_size(AMXK_DTYPE_BF16, K, N, &b2);
                 memset(h13, 0, HDR), memset(h2, 0, HDR);
                 memcpy(h13, "AMXKPACK", 8), memcpy(h2, "AMXKPACK", 8);
-                put_u64(h13, OFF_VERSION, 2 | ((uint64_t)AMXK_DTYPE_BF16 << 32)), put_u64(h2, OFF_VERSION, 2 | ((uint64_t)AMXK_DTYPE_BF16 << 32));
+                put_u64(h13, OFF_VERSION, 3 | ((uint64_t)AMXK_DTYPE_BF16 << 32)), put_u64(h2, OFF_VERSION, 3 | ((uint64_t)AMXK_DTYPE_BF16 << 32));
                 put_u64(h13, OFF_N, 2 * N), put_u64(h13, OFF_K, K), put_u64(h2, OFF_N, K), put_u64(h2, OFF_K, N);
                 memset(&mw, 0, sizeof mw);
                 mw.n_experts = 1, mw.hidden = K, mw.inter = N;

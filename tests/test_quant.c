@@ -7,7 +7,8 @@
      - the packed bytes are decoded by this file from the layout documented in amxk_pack.h (header of
        64 bytes; ceil(N/16) blocks of 16 rows; row r, column k in byte (k/(4v))*64 + r*4 + k%4, bits
        [b*f, b*f+b), v = 8/b, f = (k/4)%v; K padded to a multiple of 32; then the fp32 scale grid,
-       group-major in the pack: scale[(k/bk)*ceil(N/bn) + n/bn], then the zero grid; callers pass
+       tiled by 16 grid rows in the pack: with gn = n/bn, gk = k/bk, scale[(gn/16)*ceil(K/bk)*16 +
+       gk*16 + gn%16] (ceil(N/bn) rounded up to 16 rows), then the zero grid; callers pass
        grids row-major, [(n/bn)*ceil(K/bk) + k/bk]). ONE ASSUMPTION the documentation does
        not state: the zero grid starts at the next 64-byte boundary after the scale grid (checked
        indirectly: amxk_dequantize must agree with this decoder bit for bit);
@@ -140,7 +141,7 @@ static void qgeo_make(qgeo *g, const amxk_quant *q, size_t n, size_t k) {
     g->f8dt = q->format == AMXK_QFMT_FP8_E5M2 ? AMXK_DTYPE_FP8_E5M2 : AMXK_DTYPE_FP8_E4M3;
     g->n = n, g->k = k, g->kp = round_up(k, 32);
     g->bn = g->fp8 ? q->block_n : 1, g->bk = q->block_k;
-    g->gn = ceil_div(n, g->bn), g->gk = ceil_div(k, g->bk), g->grid = g->gn * g->gk;
+    g->gn = ceil_div(n, g->bn), g->gk = ceil_div(k, g->bk), g->grid = round_up(g->gn, 16) * g->gk;
     g->nblk = ceil_div(n, 16), g->blk_bytes = 16 * g->kp * (size_t)g->bits / 8;
     g->scale_off = HDR + g->nblk * g->blk_bytes;
     g->zero_off = g->scale_off + round_up(g->grid * 4, 64); /* the one assumption (see the top) */
@@ -164,8 +165,8 @@ static int field_int(const qgeo *g, unsigned f) {
     if (!g->asym && (f >> (g->bits - 1))) return (int)f - (1 << g->bits);
     return (int)f;
 }
-/* the pack's grid index of block (gn, gk) (group-major), and of weight (n, k) */
-static size_t bidx(const qgeo *g, size_t gn, size_t gk) { return gk * g->gn + gn; }
+/* the pack's grid index of block (gn, gk) (tiles of 16 grid rows), and of weight (n, k) */
+static size_t bidx(const qgeo *g, size_t gn, size_t gk) { return (gn / 16) * g->gk * 16 + gk * 16 + gn % 16; }
 static size_t gidx(const qgeo *g, size_t n, size_t k) { return bidx(g, n / g->bn, k / g->bk); }
 /* the callers' (row-major) grid index of weight (n, k) */
 static size_t cidx(const qgeo *g, size_t n, size_t k) { return (n / g->bn) * g->gk + k / g->bk; }
@@ -1517,7 +1518,7 @@ static void print_stats(void) {
 
 /* ---- MXFP4 ------------------------------------------------------------------------------------------
    Decoded from the documented layout (codes where symmetric int4 fields sit; then the e8m0 grid, one
-   byte per (group, row), group-major, after the blocks), values from the e2m1 definition (sign, 2
+   byte per (group, row), in tiles of 16 rows as the fp32 grids, after the blocks), values from the e2m1 definition (sign, 2
    exponent bits with bias 1, 1 mantissa bit; exponent 0: subnormal m * 0.5), scales 2^(e - 127)
    (e = 255: NaN), all in double. */
 
@@ -1532,7 +1533,10 @@ static unsigned mx_code(const unsigned char *p, size_t n, size_t k, size_t r, si
     (void)n;
     return (p[HDR + (r / 16) * 16 * (k / 2) + (kk / 8) * 64 + (r % 16) * 4 + kk % 4] >> (((kk / 4) % 2) * 4)) & 15u;
 }
-static unsigned mx_e(const unsigned char *p, size_t n, size_t k, size_t r, size_t kk) { return p[mx_grid_off(n, k) + (kk / 32) * n + r]; }
+static unsigned mx_e(const unsigned char *p, size_t n, size_t k, size_t r, size_t kk) {
+    (void)n;
+    return p[mx_grid_off(n, k) + (r / 16) * (k / 32) * 16 + (kk / 32) * 16 + r % 16];
+}
 static double mx_w(const unsigned char *p, size_t n, size_t k, size_t r, size_t kk) {
     return mx_e8m0(mx_e(p, n, k, r, kk)) * mx_e2m1(mx_code(p, n, k, r, kk));
 }
@@ -1580,7 +1584,7 @@ static void test_mxfp4_pack(void) {
             for (i = 0; i < n * g; i++) scf[i] = sc8[i] == 255 ? NAN : (float)ldexp(1.0, sc8[i] - 127);
             CHECK(amxk_pack_quant_size(&mxq, n, k, &bytes) == AMXK_OK && amxk_import_mxfp4_size(n, k, &b2) == AMXK_OK && b2 == bytes,
                   "sizes %zu %zu", bytes, b2);
-            CHECK(bytes == round_up(mx_grid_off(n, k) + n * g, 64), "size %zu for N %zu K %zu", bytes, n, k);
+            CHECK(bytes == round_up(mx_grid_off(n, k) + round_up(n, 16) * g, 64), "size %zu for N %zu K %zu", bytes, n, k);
             p1 = (unsigned char *)test_alloc(bytes), p2 = (unsigned char *)test_alloc(bytes), p3 = (unsigned char *)test_alloc(bytes);
             CHECK(amxk_pack_quant(NULL, p1, bytes, &mxq, codes, k, scf, NULL, n, k) == AMXK_OK, "pack_quant");
             CHECK(amxk_import_mxfp4(NULL, p2, bytes, blocks, sc8, n, k) == AMXK_OK, "import");
