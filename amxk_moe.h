@@ -18,8 +18,8 @@
    whatever the number of experts, and every worker streams its own share of every active
    expert's weights, each byte once. No intermediate-cache fusion of gate+up with down, and no
    dedicated tile/VNNI prefill kernel: prefill uses amxk_linear's kernels (AMX where it would).
-   This module's own elementwise kernels (the activations - SiLU, GELU tanh, clamped SwiGLU, also on
-   interleaved gate/up; GELU erf stays scalar - and the weighted top-k combine) come from its table
+   This module's own elementwise kernels (the activations - SiLU, GELU tanh, GELU erf, clamped
+   SwiGLU, also on interleaved gate/up - and the weighted top-k combine) come from its table
    (amxk__moe_kernels_for): 8 lanes at avx2, 16 from avx512 up.
    Measured (Zen 4, avx512_bf16, 2026-11-24, README "MoE, Gated DeltaNet, MXFP4 on AVX-512"):
    Qwen3-30B-A3B layer (E=128 topk=8 K=2048 N=768) against a per-expert oneDNN peer with bf16 weights:
@@ -115,7 +115,8 @@
                     otherwise):
                            SILU       act = gate * sigmoid(gate) * up
                            GELU_TANH  act = 0.5 gate (1 + tanh(sqrt(2/pi) (gate + 0.044715 gate^3))) * up
-                           GELU_ERF   act = 0.5 gate (1 + erf(gate / sqrt(2))) * up       (erff)
+                           GELU_ERF   act = 0.5 gate (1 + erf(gate / sqrt(2))) * up       (erff; the
+                                      vector levels: gate Phi(gate) within 8 ulp, amxk.h)
                            SWIGLU_OAI (gpt-oss) g = min(gate, limit), u = clamp(up, -limit, limit),
                                       act = g * sigmoid(alpha g) * (u + 1)    (alpha finite, limit > 0)
        Duplicate ids within a token are allowed (each slot counts).
@@ -697,11 +698,14 @@ AMXK__PRIV void amxk__moe_combine__1__scalar(const amxk__moe_comb *c, size_t k0,
    16-bit rounding of the result or its int8 quantization). GELU_TANH as gate * sigmoid(2 y) * up,
    y = sqrt(2/pi) (gate + 0.044715 gate^3) (the same function: 0.5 (1 + tanh y) = sigmoid(2 y), and
    no cancellation for negative y). SWIGLU_OAI clamps as the scalar loop (a NaN gate becomes limit, a
-   NaN up stays NaN). GELU_ERF has no vector form. Returns the end of the columns done from n0 (avx2:
-   whole groups of 8; avx512: all), the caller does the rest. */
+   NaN up stays NaN). GELU_ERF as amxk__vgelu_erf__<isa>(gate) * up (erf from a fitted polynomial /
+   exp-scaled tail, within 8 ulp of gate Phi(gate): see amxk.h). Returns the end of the columns done
+   from n0 (avx2: whole groups of 8; avx512: all), the caller does the rest. */
 #define AMXK__MOE_VACT(isa, V, act, g, u, alpha, limit, v)                                                    \
     do {                                                                                                      \
-        if ((act) == AMXK_MOE_ACT_GELU_TANH) {                                                                \
+        if ((act) == AMXK_MOE_ACT_GELU_ERF) {                                                                 \
+            v = V##_MUL(amxk__vgelu_erf__##isa(g), u);                                                        \
+        } else if ((act) == AMXK_MOE_ACT_GELU_TANH) {                                                         \
             const V##_T y2 = V##_MUL(g, V##_FMADD(V##_MUL(g, g), V##_SET1(0.0713548162726f), V##_SET1(1.5957691216057308f))); \
             v = V##_MUL(V##_MUL(g, amxk__vsigmoid__##isa(y2)), u);                                            \
         } else if ((act) == AMXK_MOE_ACT_SWIGLU_OAI) {                                                        \
@@ -718,7 +722,6 @@ AMXK__PRIV size_t amxk__moe_act__8__avx2(amxk_moe_act act, float alpha, float li
                                          size_t n0, size_t n1, amxk_dtype t) {
     const size_t es = amxk_dtype_size(t);
     size_t n;
-    if (act == AMXK_MOE_ACT_GELU_ERF) return n0;
     for (n = n0; n + 8 <= n1; n += 8) {
         __m256 g, u, v;
         if (inter) { /* deinterleave 16 floats: even lanes gate, odd lanes up */
@@ -767,7 +770,6 @@ AMXK__PRIV size_t amxk__moe_act__16__avx512(amxk_moe_act act, float alpha, float
     const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
     size_t n;
-    if (act == AMXK_MOE_ACT_GELU_ERF) return n0;
     for (n = n0; n < n1; n += 16) {
         const size_t c = AMXK__MIN((size_t)16, n1 - n);
         const __mmask16 k = (__mmask16)(c == 16 ? 0xffffu : (1u << c) - 1u);
