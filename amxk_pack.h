@@ -603,6 +603,10 @@ typedef struct amxk__pack_kernels {
     /* quantized block b dequantized to the 16-bit VNNI pair layout of dtype t (the AMX path's weights;
        wf: an f32 16 x Kp scratch) */
     void (*q_block_16)(const amxk__qview *v, size_t b, amxk_dtype t, float *wf, uint16_t *d);
+    /* the epilogue of `rows` rows from `row`: y[row + i][n0 .. n0 + cnt) = acc[i * ldacc + 0 .. cnt)
+       (+ bias), one rounding to y's dtype: the values of amxk__linear_store_row (the AMX path's f32
+       scratch out through the vector level) */
+    void (*store_rows)(const amxk__linear_args *a, size_t row, size_t rows, size_t n0, size_t cnt, const float *acc, size_t ldacc);
 } amxk__pack_kernels;
 
 /* Epilogue for one row segment: y[row][n0 .. n0+cnt) = acc[0..cnt) + bias. */
@@ -610,6 +614,13 @@ AMXK__INLINE void amxk__linear_store_row(const amxk__linear_args *a, size_t row,
     size_t j;
     for (j = 0; j < cnt; j++)
         amxk__st_elem(a->y, a->yt, row * a->ldy + n0 + j, acc[j] + (a->bias ? a->bias[n0 + j] : 0.0f));
+}
+
+/* store_rows of the scalar table: the row store per row. */
+AMXK__PRIV void amxk__linear_store_rows__scalar(const amxk__linear_args *a, size_t row, size_t rows, size_t n0, size_t cnt, const float *acc,
+                                                size_t ldacc) {
+    size_t i;
+    for (i = 0; i < rows; i++) amxk__linear_store_row(a, row + i, n0, cnt, acc + i * ldacc);
 }
 
 /* The header dtype of a quantized pack of format f. */
@@ -1462,6 +1473,23 @@ AMXK__PRIV void amxk__linear_rows__avx2(const amxk__linear_args *a, size_t m0, s
    weights (bf16/fp16: amxk__linear_rows__avx2). Wide (M >= AMXK__LIN_WIDE_M): all x panels of the
    task are converted first, then each weight block is widened to f32 once and swept by every panel
    (pure f32 FMA, no widening in the inner loop). Both sum each output in the same order. */
+/* store_rows at 8 lanes: f32 loads, bias added in f32, one rounding by amxk__vstore__avx2 (bitwise the
+   scalar row store); the last cnt % 8 columns of a row through amxk__linear_store_row. */
+AMXK__PRIV void amxk__linear_store_rows__avx2(const amxk__linear_args *a, size_t row, size_t rows, size_t n0, size_t cnt, const float *acc,
+                                              size_t ldacc) {
+    const size_t es = amxk_dtype_size(a->yt);
+    size_t i, j;
+    for (i = 0; i < rows; i++) {
+        const float *c = acc + i * ldacc;
+        char *y = (char *)a->y + ((row + i) * a->ldy + n0) * es;
+        for (j = 0; j + 8 <= cnt; j += 8) {
+            __m256 v = _mm256_loadu_ps(c + j);
+            if (a->bias) v = _mm256_add_ps(v, _mm256_loadu_ps(a->bias + n0 + j));
+            amxk__vstore__avx2(y + j * es, a->yt, v);
+        }
+        if (j < cnt) amxk__linear_store_row(a, row + i, n0 + j, cnt - j, c + j);
+    }
+}
 AMXK__PRIV void amxk__linear_block__avx2(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     const size_t panel = (size_t)AMXK__LIN_MR * a->kp; /* floats per x panel */
     float *xf = (float *)ws, *wf = (float *)(ws + a->plan->ws_a); /* ws_w follows ws_a */
@@ -1807,6 +1835,23 @@ AMXK__INLINE void amxk__store16__avx512(void *y, amxk_dtype yt, size_t ldy, size
     amxk__vstore__avx512((char *)y + (row * ldy + n0) * amxk_dtype_size(yt), yt, v, k);
 }
 #define amxk__linear_store16__avx512(a, row, b, v) amxk__store16__avx512((a)->y, (a)->yt, (a)->ldy, (a)->n, (a)->bias, (row), (b), (v))
+/* store_rows at 16 lanes (masked tail): f32 loads, bias added in f32, one rounding by
+   amxk__vstore__avx512 (vcvtne2ps2bf16-free RNE, bitwise the scalar row store). */
+AMXK__PRIV void amxk__linear_store_rows__avx512(const amxk__linear_args *a, size_t row, size_t rows, size_t n0, size_t cnt, const float *acc,
+                                                size_t ldacc) {
+    const size_t es = amxk_dtype_size(a->yt);
+    size_t i, j;
+    for (i = 0; i < rows; i++) {
+        const float *c = acc + i * ldacc;
+        char *y = (char *)a->y + ((row + i) * a->ldy + n0) * es;
+        for (j = 0; j < cnt; j += 16) {
+            const __mmask16 k = (__mmask16)(cnt - j >= 16 ? 0xffffu : (1u << (cnt - j)) - 1u);
+            __m512 v = _mm512_maskz_loadu_ps(k, c + j);
+            if (a->bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, a->bias + n0 + j));
+            amxk__vstore__avx512(y + j * es, a->yt, v, k);
+        }
+    }
+}
 /* mr rows (mr <= 8) of x (bytes rows ldx apart, kbytes each) as a panel of 32-bit units, unit-major:
    xp[u * 8 + r] = bytes [4u, 4u + 4) of row r, zero past kbytes and for rows r >= mr, units u < nu:
    one broadcast operand per row and unit (a bf16 pair for vdpbf16ps, 4 int8 for vpdpbusd), the rows
@@ -2778,8 +2823,10 @@ AMXK__TARGET_AMX_BEGIN
    panel runs its TDPs over all of K, so a task loads its weights (and dequantizes them) once, and the
    block pair (2 x 16 x Kp 16-bit values, 256 KiB at K = 4096) stays in L2 across the panels. A last
    single block runs 2 TDPs per k step (B tile 6 only), a panel of at most 16 rows 2 (A tile 4 only).
-   C tiles go to a 32x32 f32 scratch and out through the scalar row store (bias, conversion: not yet
-   the AVX-512 epilogue of issue 17). Tile counters: bench/amx_model.sh. */
+   Epilogue per 16-row half: f32 y without bias, 16 rows and whole blocks: the C tiles are stored
+   straight into y (row stride ldy); else to a 16 x 32 f32 scratch and out through the vector level's
+   store_rows (bias, one rounding to y's dtype, 16 / 8 lanes: the scalar row store's values). Tile
+   counters: bench/amx_model.sh. */
 AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     uint16_t *xa = (uint16_t *)ws, *wq = (uint16_t *)(ws + a->plan->ws_a); /* wq: dequantized blocks */
     float *cs = (float *)(ws + a->plan->ws_a + a->plan->ws_w);
@@ -2787,9 +2834,10 @@ AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_
     void (*deq)(const amxk__qview *, size_t, amxk_dtype, float *, uint16_t *) = a->plan->vec->q_block_16;
     const size_t kp = a->kp, lda = kp * 2, blk = (size_t)AMXK__LIN_NB * kp, panel = (size_t)AMXK__LIN_AMX_M * kp; /* lda in bytes */
     const size_t np = AMXK__CEIL_DIV(m1 - m0, (size_t)AMXK__LIN_AMX_M);
-    const int fp16 = a->dt == AMXK_DTYPE_F16;
+    const int fp16 = a->dt == AMXK_DTYPE_F16, direct = a->yt == AMXK_DTYPE_F32 && !a->bias;
+    void (*store)(const amxk__linear_args *, size_t, size_t, size_t, size_t, const float *, size_t) = a->plan->vec->store_rows;
     amxk__tilecfg cfg;
-    size_t i, b, kk, pi, r;
+    size_t h, b, kk, pi, r;
     int t;
     for (r = 0; r < np * AMXK__LIN_AMX_M; r++) { /* panels: rows past m1 and columns past K are zero */
         uint16_t *d = xa + r * kp;
@@ -2837,12 +2885,20 @@ AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_
                     if (hi && two) AMXK__TDPBF16PS(3, 5, 7);
                 }
             }
-            AMXK__TILE_STORED(0, cs, 128);
-            if (two) AMXK__TILE_STORED(1, cs + 16, 128);
-            if (hi) AMXK__TILE_STORED(2, cs + 16 * 32, 128);
-            if (hi && two) AMXK__TILE_STORED(3, cs + 16 * 32 + 16, 128);
-            for (i = 0; i < mr; i++)
-                amxk__linear_store_row(a, i0 + i, b * AMXK__LIN_NB, AMXK__MIN((size_t)(two ? 32 : 16), a->n - b * AMXK__LIN_NB), cs + i * 32);
+            for (h = 0; h < 1 + (size_t)hi; h++) { /* the 16-row halves: C tiles 2h, 2h + 1 */
+                const size_t rows = AMXK__MIN((size_t)16, mr - 16 * h), cnt = AMXK__MIN((size_t)(two ? 32 : 16), a->n - b * AMXK__LIN_NB);
+                const int straight = direct && rows == 16 && cnt == (size_t)(two ? 32 : 16); /* f32, no bias, whole tiles */
+                float *const yp = straight ? (float *)a->y + (i0 + 16 * h) * a->ldy + b * AMXK__LIN_NB : cs;
+                const size_t ld = straight ? a->ldy : 32;
+                if (h == 0) { /* tile numbers are immediates */
+                    AMXK__TILE_STORED(0, yp, ld * 4);
+                    if (two) AMXK__TILE_STORED(1, yp + 16, ld * 4);
+                } else {
+                    AMXK__TILE_STORED(2, yp, ld * 4);
+                    if (two) AMXK__TILE_STORED(3, yp + 16, ld * 4);
+                }
+                if (!straight) store(a, i0 + 16 * h, rows, b * AMXK__LIN_NB, cnt, cs, 32);
+            }
         }
     }
     AMXK__TILE_RELEASE();
@@ -2986,33 +3042,33 @@ AMXK__PRIV int amxk__linear_q8_takes__amx(const amxk__qview *v) {
 
 static const amxk__pack_kernels amxk__pack_kernels_scalar = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__scalar, amxk__linear__1x16__scalar, NULL, amxk__linear_q8__1x16__scalar, NULL,
-    amxk__q_block_16};
+    amxk__q_block_16, amxk__linear_store_rows__scalar};
 #if AMXK__HAS_AVX2
 static const amxk__pack_kernels amxk__pack_kernels_avx2 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avx2,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2};
 #endif
 #if AMXK__HAS_AVXVNNI
 /* the AVX2 level on a CPU with AVX-VNNI: w8a8 on VEX vpdpbusd */
 static const amxk__pack_kernels amxk__pack_kernels_avx2vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avxvnni,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2};
 #endif
 #if AMXK__HAS_AVX512
 static const amxk__pack_kernels amxk__pack_kernels_avx512 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx2,
-    amxk__actq_group__avx512, amxk__q_block_16__avx2};
+    amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512};
 static const amxk__pack_kernels amxk__pack_kernels_avx512vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx512vnni,
-    amxk__actq_group__avx512, amxk__q_block_16__avx2};
+    amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512};
 static const amxk__pack_kernels amxk__pack_kernels_avx512bf16 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512bf16, NULL,
-    amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx2};
+    amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512};
 #endif
 #if AMXK__HAS_AMX
 static const amxk__pack_kernels amxk__pack_kernels_amx = {
     AMXK__LIN_MC, AMXK__LIN_AMX_MIN_M, AMXK__LIN_NC, amxk__linear_takes__amx, amxk__linear_ws__amx, amxk__linear_block__32x32__amx,
-    amxk__linear_q8_takes__amx, amxk__linear_q8_block__16x32__amx, NULL, NULL};
+    amxk__linear_q8_takes__amx, amxk__linear_q8_block__16x32__amx, NULL, NULL, NULL};
 #endif
 
 /* The table of ISA level `level` (a context's tier, or a vector level): the one place that maps levels
