@@ -1,4 +1,4 @@
-/* amxk_pack.h - v0.1.0 - amxk module: VNNI weight packing and packed linear (bf16 / fp16)
+/* amxk_pack.h - v0.1.0 - amxk module: VNNI weight packing and packed linear (bf16 / fp16 / fp32)
    Public domain or MIT, your choice (see amxk.h).
 
    Include after or without amxk.h (this header includes it). Define AMXK_IMPLEMENTATION in exactly one
@@ -19,6 +19,9 @@
        j*16*Kp + (k/2)*32 + (n%16)*2 + (k%2), where Kp = K rounded up to a multiple of 32. Padding rows
        (n >= N) and columns (k >= K) hold zero. A 16-pair slice of one block is exactly an AMX B tile
        (16 rows x 64 bytes); a pair row is 16 lanes of 32 bits for the vector kernels.
+       fp32 packs (packed dtype F32: router / gate weights) have the same header and blocks of 16 rows x
+       Kp, k-major instead of paired: element (n, k) at element offset j*16*Kp + k*16 + (n%16) (one
+       64-byte row per k: the layout of the f32-widened blocks the vector kernels read), zero padding.
 
    PATHS
        AMX (level amx; M >= 5): 32x32 output tiles, TDPBF16PS (TDPFP16PS for fp16, which needs AMX-FP16
@@ -46,6 +49,15 @@
        Every path accumulates each output in fp32 in a fixed order: k increasing, except the two-chain
        (even / odd) forms stated above, vdpbf16ps's pair order and the AMX path's 32-wide k steps (as
        the hardware does); bias is added after the sum; one rounding to the output dtype.
+       fp32 packs (x F32, BF16 or F16, converted to f32 once per row panel: exact): every level runs the
+       fp32 FMA kernels straight on the packed blocks, which already have the f32-widened layout (no
+       staging, no widening): AVX-512 levels the 16-lane tiles (decode M <= 4: 4 blocks (weight
+       streams) at a time, 1-2 rows in even / odd k chains; prefill: 8 rows x 3 blocks), AVX2 the
+       1x32 / 4x16 decode kernels and the 6x16 microkernel, scalar the portable loop; the amx level
+       runs its vector level (AMX has no fp32 tiles). Sums and orders as for the bf16 pack on fp32
+       FMA at the same level (k increasing; even / odd k chains where stated above); the products
+       x * w are rounded to fp32 (fused into the FMA on the vector levels). bf16/fp16 packs keep x
+       of their own dtype; amxk_linear_q8 and the MoE experts do not take fp32 packs.
        Quantized packs (x bf16/fp16, "w*a16": activations are not quantized):
          M < 12 on AVX2 (decode): fields unpacked in registers, per group t = sum x*q in fp32 (k split
            over 2-4 interleaved partial sums), then acc += s * (t - z * sum x) (scale applied once per
@@ -112,14 +124,16 @@
 extern "C" {
 #endif
 
-/* Bytes needed to pack a W[N,K] weight as `packed_dtype` (AMXK_DTYPE_BF16 or AMXK_DTYPE_F16).
+/* Bytes needed to pack a W[N,K] weight as `packed_dtype` (AMXK_DTYPE_BF16, AMXK_DTYPE_F16 or
+   AMXK_DTYPE_F32: 64 + ceil(N/16) * 16 * Kp * element size, Kp = K rounded up to 32).
    Always a multiple of 64. Errors: AMXK_ERR_NULL (bytes), AMXK_ERR_SHAPE (n or k == 0 or above 2^40,
    or a size that does not fit a size_t: overflow-checked), AMXK_ERR_DTYPE (packed_dtype). */
 AMXK_DEF amxk_status amxk_pack_linear_size(amxk_dtype packed_dtype, size_t n, size_t k, size_t *bytes);
 
 /* Packs row-major W[N,K] (element (n,k) at w[n*ldw + k]; ldw >= k, in elements) of dtype w_dtype
-   (F32, BF16 or F16) into dst, converting to packed_dtype (BF16 or F16; F32 sources are rounded to
-   nearest even, a 16-bit source of the other kind is converted through f32 with one rounding).
+   (F32, BF16 or F16) into dst, converting to packed_dtype (BF16 or F16: F32 sources are rounded to
+   nearest even, a 16-bit source of the other kind is converted through f32 with one rounding; F32:
+   every source converted exactly).
    dst: dst_bytes >= amxk_pack_linear_size(...), AMXK_ALIGN aligned, must not overlap w.
    Serial loop: for (j = 0; j < ceil(N/16); j++) pack_block(j). Levels: scalar (packing is memory bound).
    Errors: NULL, SHAPE, STRIDE (ldw < k), DTYPE, ALIGN, WORKSPACE (dst_bytes too small), ALIAS. */
@@ -138,7 +152,7 @@ AMXK_DEF amxk_status amxk_pack_linear_batched(const amxk_ctx *ctx, void *dst, si
    of a pack (this, amxk_packed_quant_info, amxk_dequantize, amxk_linear, amxk_linear_q8, the MoE
    experts) treats it as untrusted bytes: magic, version, every header field (dtype, N, K, format,
    asymmetry, block sizes, flags, reserved bytes) checked against each other and the buffer size with
-   overflow-checked sizes, and zero padding columns past K (bf16/fp16 and fp8 packs; the columns the
+   overflow-checked sizes, and zero padding columns past K (bf16/fp16/f32 and fp8 packs; the columns the
    kernels would multiply by x's zero padding): AMXK_ERR_FORMAT otherwise. Readers of the body
    (dequantize, linear, linear_q8) also need it AMXK_ALIGN aligned (AMXK_ERR_ALIGN). */
 AMXK_DEF amxk_status amxk_packed_linear_info(const void *packed, size_t bytes, amxk_dtype *packed_dtype, size_t *n,
@@ -318,7 +332,7 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    summed in 16-bit lanes over 8 (int4) or 32 (int2) steps, which cannot overflow, then vpmaddwd to
    int32. AMX (M >= 5, AMX-INT8 or the emulator): TDPBSSD on 16 x 32 tiles, int4/int2 fields widened
    to int8 per k step (exact int32 as well). Scalar: int32 loops. Same parallel decomposition as
-   amxk_linear. The pack is validated as amxk_packed_linear_info says; a bf16/fp16, fp8 or MXFP4 pack
+   amxk_linear. The pack is validated as amxk_packed_linear_info says; a bf16/fp16/f32, fp8 or MXFP4 pack
    (or asymmetric int8) is AMXK_ERR_FORMAT, groups that are not whole 64-byte rows AMXK_ERR_UNSUPPORTED.
    Errors (nothing written): CONTEXT, NULL, SHAPE, DTYPE, ARG (layout, act_group, an xq of -128),
    FORMAT, UNSUPPORTED, ALIGN, STRIDE, ALIAS. */
@@ -327,7 +341,8 @@ AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, siz
                                     const void *packed, size_t packed_bytes, const float *bias, void *y, amxk_dtype y_dtype,
                                     size_t ldy);
 
-/* Workspace bytes amxk_linear needs for this context (tier, worker count) and shape. May be 0.
+/* Workspace bytes amxk_linear needs for this context (tier, worker count) and shape, bf16/fp16 packs
+   (f32 and quantized packs: amxk_linear_workspace_size_for). May be 0.
    AMXK_ERR_SHAPE for n or k above 2^40 (no pack is larger) or a size that does not fit a size_t (the
    worker count multiplies it; overflow-checked). */
 AMXK_DEF amxk_status amxk_linear_workspace_size(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t *bytes);
@@ -336,14 +351,16 @@ AMXK_DEF amxk_status amxk_linear_workspace_size_for(const amxk_ctx *ctx, size_t 
                                                     size_t *bytes);
 
 /* y[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]), for m < M, n < N.
-   x: x_dtype BF16 or F16, equal to the packed dtype (any of the two for quantized packs); element
-   (m,k) at x[m*ldx + k], ldx >= K.
+   x: x_dtype BF16 or F16, equal to the packed dtype for bf16/fp16 packs (any of the two for quantized
+   packs); F32, BF16 or F16 for f32 packs (converted to f32, exact); element (m,k) at x[m*ldx + k],
+   ldx >= K. Another x dtype: AMXK_ERR_DTYPE; an x dtype the pack does not take: AMXK_ERR_FORMAT.
    packed/packed_bytes: from amxk_pack_linear, amxk_quantize_pack or amxk_pack_quant with the same N
    and K (checked: AMXK_ERR_FORMAT).
    bias: NULL or N floats. y: y_dtype F32, BF16 or F16; element (m,n) at y[m*ldy + n], ldy >= N; only
    those elements are written. y must not overlap x, packed, bias or workspace (AMXK_ERR_ALIAS).
    workspace: >= amxk_linear_workspace_size(ctx, M, N, K) bytes for bf16/fp16 packs,
-   amxk_linear_workspace_size_for(ctx, M, packed, packed_bytes) for any pack; AMXK_ALIGN aligned
+   amxk_linear_workspace_size_for(ctx, M, packed, packed_bytes) for any pack (f32 packs: this one; at
+   the amx level they run the vector level's kernels, which need more than the AMX path); AMXK_ALIGN aligned
    (NULL if 0).
    Any M, N, K >= 1. Levels and the parallel decomposition: see the top of this header.
    The pack is validated as amxk_packed_linear_info says (untrusted bytes: FORMAT, ALIGN); the
@@ -400,6 +417,14 @@ typedef struct amxk__pack_hdr {
 
 AMXK__INLINE size_t amxk__lin_kp(size_t k) { return AMXK__ROUND_UP(k, (size_t)AMXK__LIN_KALIGN); }
 AMXK__INLINE size_t amxk__lin_nblk(size_t n) { return AMXK__CEIL_DIV(n, (size_t)AMXK__LIN_NB); }
+/* Element offset of (lane r, column k) inside one block of a bf16/fp16/f32 pack (PACKED FORMAT): 16-bit
+   packs in VNNI pairs, f32 packs k-major (16 lanes of one k adjacent: the f32-widened block layout
+   wf[k * 16 + lane] every f32 kernel reads). */
+AMXK__INLINE size_t amxk__lin_idx(amxk_dtype pt, size_t r, size_t k) {
+    return pt == AMXK_DTYPE_F32 ? k * AMXK__LIN_NB + r : (k / 2) * 2 * AMXK__LIN_NB + r * 2 + (k % 2);
+}
+/* Bytes of one block of a bf16/fp16/f32 pack with padded K kp. */
+AMXK__INLINE size_t amxk__lin_blk_bytes(amxk_dtype pt, size_t kp) { return (size_t)AMXK__LIN_NB * kp * amxk_dtype_size(pt); }
 
 /* f as a 16-bit float of dtype t (BF16 or F16, RNE); element access in general: amxk__ld_elem /
    amxk__st_elem (amxk.h). */
@@ -546,11 +571,12 @@ typedef struct amxk__linear_plan {
 typedef struct amxk__linear_args {
     size_t m, n, k, kp, ldx, ldy;
     const void *x;
-    const uint16_t *w;      /* first block (bf16/fp16 packs) */
+    const uint16_t *w;      /* first block (bf16/fp16/f32 packs; amxk__lin_blk) */
     const amxk__qview *q;   /* quantized packs, else NULL */
     const float *bias;
     void *y;
-    amxk_dtype dt, yt;
+    amxk_dtype dt, yt;      /* x and y dtypes */
+    amxk_dtype wt;          /* the pack's header dtype (BF16, F16, F32; quantized: amxk__q_hdr_dtype) */
     char *ws;
     const amxk__linear_plan *plan;
 } amxk__linear_args;
@@ -587,8 +613,8 @@ typedef struct amxk__pack_kernels {
     size_t mc;    /* rows per task: a multiple of the row tiles of the level's linear and w8a8 kernels */
     size_t min_m; /* fewest rows its linear and w8a8 kernels take */
     size_t nc;    /* column blocks per task outside decode: a multiple of its kernels' column tiles */
-    /* amxk_linear: NULL or 0 for x dtypes it does not run */
-    int (*lin_takes)(amxk_dtype x_dtype);
+    /* amxk_linear: NULL or 0 for the dtypes it does not multiply in (amxk__pack_layout's dt) */
+    int (*lin_takes)(amxk_dtype dt);
     /* the per-worker workspace of a plan (mc set) for m rows, Kp and quant (amxk__pack_layout's
        argument): sets wide, ws_a, ws_w, ws_c; nondecreasing in m (amxk__linop_ws relies on it) */
     void (*lin_ws)(amxk__linear_plan *p, size_t m, size_t kp, int quant);
@@ -608,6 +634,11 @@ typedef struct amxk__pack_kernels {
        scratch out through the vector level) */
     void (*store_rows)(const amxk__linear_args *a, size_t row, size_t rows, size_t n0, size_t cnt, const float *acc, size_t ldacc);
 } amxk__pack_kernels;
+
+/* Block b of a bf16/fp16/f32 pack. */
+AMXK__INLINE const void *amxk__lin_blk(const amxk__linear_args *a, size_t b) {
+    return (const char *)a->w + b * amxk__lin_blk_bytes(a->wt, a->kp);
+}
 
 /* Epilogue for one row segment: y[row][n0 .. n0+cnt) = acc[0..cnt) + bias. */
 AMXK__INLINE void amxk__linear_store_row(const amxk__linear_args *a, size_t row, size_t n0, size_t cnt, const float *acc) {
@@ -637,8 +668,9 @@ AMXK__INLINE int amxk__zero_bytes(const uint8_t *p, size_t n) {
     return acc == 0;
 }
 /* 1 when the padding columns [K, Kp) of every block are zero fields (NaN or infinite codes there would
-   meet the zero x padding in the 16-bit and fp8 kernels, and 0 * NaN reaches the outputs). bf16/fp16
-   blocks: 16 x 2 elements per 64-byte pair row; fp8 blocks: 16 x 4 codes per 64-byte row. Integer
+   meet the zero x padding in the 16-bit, f32 and fp8 kernels, and 0 * NaN reaches the outputs). bf16/fp16
+   blocks: 16 x 2 elements per 64-byte pair row; fp8 blocks: 16 x 4 codes per 64-byte row; f32 blocks
+   (esz 4): 16 x 1 per 64-byte row. Integer
    packs are not checked: no kernel reads their padding (their groups divide K). Reads at most 31
    columns of every block: nothing when K is a multiple of 32. */
 AMXK__PRIV int amxk__pad_zero(const uint8_t *blocks, size_t nblk, size_t blk_bytes, size_t k, size_t kp, size_t esz) {
@@ -672,8 +704,9 @@ AMXK__PRIV amxk_status amxk__pack_open(const void *packed, size_t bytes, amxk__p
         if (h->asym || h->block_n || h->block_k || h->flags) return AMXK_ERR_FORMAT;
         if (amxk_pack_linear_size((amxk_dtype)h->dtype, (size_t)h->n, (size_t)h->k, &need) != AMXK_OK || bytes < need)
             return AMXK_ERR_FORMAT;
-        if (!amxk__pad_zero((const uint8_t *)packed + sizeof *h, amxk__lin_nblk((size_t)h->n), AMXK__LIN_NB * 2 * amxk__lin_kp((size_t)h->k),
-                            (size_t)h->k, amxk__lin_kp((size_t)h->k), 2))
+        if (!amxk__pad_zero((const uint8_t *)packed + sizeof *h, amxk__lin_nblk((size_t)h->n),
+                            amxk__lin_blk_bytes((amxk_dtype)h->dtype, amxk__lin_kp((size_t)h->k)), (size_t)h->k, amxk__lin_kp((size_t)h->k),
+                            amxk_dtype_size((amxk_dtype)h->dtype)))
             return AMXK_ERR_FORMAT;
     } else {
         amxk_quant q;
@@ -787,18 +820,17 @@ AMXK__INLINE size_t amxk__q8_kstep(size_t bk) {
    quantized weights from a block dequantized into ws (f32 [k][16]). */
 AMXK__PRIV void amxk__linear__1x16__scalar(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     size_t i, b, kk, j;
-    float *wf = (float *)ws;
     for (b = b0; b < b1; b++) {
-        const uint16_t *wb = a->w + b * AMXK__LIN_NB * a->kp;
+        const void *wb = a->q ? (const void *)ws : amxk__lin_blk(a, b); /* quantized: dequantized f32 block */
+        const amxk_dtype wt = a->q ? AMXK_DTYPE_F32 : a->wt;
         size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
-        if (a->q) amxk__q_block_f32(a->q, b, wf);
+        if (a->q) amxk__q_block_f32(a->q, b, (float *)ws);
         for (i = m0; i < m1; i++) {
             float acc[AMXK__LIN_NB];
             for (j = 0; j < AMXK__LIN_NB; j++) acc[j] = 0.0f;
             for (kk = 0; kk < a->k; kk++) {
                 float xv = amxk__ld_elem(a->x, a->dt, i * a->ldx + kk);
-                const uint16_t *wr = wb + (kk / 2) * 2 * AMXK__LIN_NB + (kk % 2);
-                for (j = 0; j < cnt; j++) acc[j] += xv * (a->q ? wf[kk * AMXK__LIN_NB + j] : amxk__ld_elem(wr, a->dt, 2 * j));
+                for (j = 0; j < cnt; j++) acc[j] += xv * amxk__ld_elem(wb, wt, amxk__lin_idx(wt, j, kk));
             }
             amxk__linear_store_row(a, i, n0, cnt, acc);
         }
@@ -903,19 +935,17 @@ static inline __attribute__((always_inline)) void amxk__linear__6x16__avx2(const
 
 /* x rows [m0, m0+mr) -> f32 panel, pair-major (see above), zero past K (rows past mr are not read). */
 AMXK__PRIV void amxk__linear_panel__avx2(const amxk__linear_args *a, size_t m0, int mr, float *xf) {
+    const size_t xsz = amxk_dtype_size(a->dt);
     float row[16];
     size_t kk, j;
     int r;
     for (r = 0; r < mr; r++) {
-        const uint16_t *src = (const uint16_t *)a->x + (m0 + (size_t)r) * a->ldx;
+        const char *src = (const char *)a->x + (m0 + (size_t)r) * a->ldx * xsz;
         for (kk = 0; kk < a->kp; kk += 16) {
             size_t cnt = kk < a->k ? AMXK__MIN((size_t)16, a->k - kk) : 0;
-            if (cnt == 16 && a->dt == AMXK_DTYPE_BF16) {
-                _mm256_storeu_ps(row, amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)(src + kk))));
-                _mm256_storeu_ps(row + 8, amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)(src + kk + 8))));
-            } else if (cnt == 16) {
-                _mm256_storeu_ps(row, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + kk))));
-                _mm256_storeu_ps(row + 8, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + kk + 8))));
+            if (cnt == 16) {
+                _mm256_storeu_ps(row, amxk__vload__avx2(src + kk * xsz, a->dt));
+                _mm256_storeu_ps(row + 8, amxk__vload__avx2(src + (kk + 8) * xsz, a->dt));
             } else {
                 for (j = 0; j < 16; j++) row[j] = j < cnt ? amxk__ld_elem(src, a->dt, kk + j) : 0.0f;
             }
@@ -1370,8 +1400,9 @@ AMXK__PRIV void amxk__linear_q_panel__avx2(const amxk__linear_args *a, const flo
    (even and odd k in separate accumulators, k increasing, added at the end). Two blocks are two
    memory streams and twice the independent FMA chains: measured (Zen 3, 1 thread, 4096 x 4096 bf16
    from DRAM) 15.5 -> 21 GB/s, above a one-stream `stream` read. */
-static inline __attribute__((always_inline)) void amxk__linear__1x32__avx2(const float *xf, size_t kp, const uint16_t *wb, size_t bstride,
+static inline __attribute__((always_inline)) void amxk__linear__1x32__avx2(const float *xf, size_t kp, const void *wb, size_t bstride,
                                                                           amxk_dtype dt, int nb, float *out) {
+    const size_t prow = dt == AMXK_DTYPE_F32 ? 128 : 64; /* bytes per pair row */
     __m256 ev[2][2], od[2][2];
     size_t p;
     int j, h;
@@ -1380,8 +1411,9 @@ static inline __attribute__((always_inline)) void amxk__linear__1x32__avx2(const
         const __m256 xe = _mm256_broadcast_ss(xf + p * 2 * AMXK__LIN_MR), xo = _mm256_broadcast_ss(xf + p * 2 * AMXK__LIN_MR + 1);
 #pragma GCC unroll 2
         for (j = 0; j < nb; j++) {
-            const uint16_t *w = wb + (size_t)j * bstride;
-            _mm_prefetch((const char *)(w + p * 32) + AMXK__LIN_PREFETCH, _MM_HINT_T0);
+            const char *w = (const char *)wb + (size_t)j * bstride;
+            _mm_prefetch(w + p * prow + AMXK__LIN_PREFETCH, _MM_HINT_T0);
+            if (prow > 64) _mm_prefetch(w + p * prow + 64 + AMXK__LIN_PREFETCH, _MM_HINT_T0);
             ev[j][0] = _mm256_fmadd_ps(xe, amxk__lin_w__avx2(w, dt, p, 0, 0), ev[j][0]);
             ev[j][1] = _mm256_fmadd_ps(xe, amxk__lin_w__avx2(w, dt, p, 1, 0), ev[j][1]);
             od[j][0] = _mm256_fmadd_ps(xo, amxk__lin_w__avx2(w, dt, p, 0, 1), od[j][0]);
@@ -1395,8 +1427,9 @@ static inline __attribute__((always_inline)) void amxk__linear__1x32__avx2(const
 /* mr (2..4) rows against one block with the prefetch of the kernel above: the same sums as
    amxk__linear__6x16__avx2 (mr = 2: even and odd k in separate accumulators added at the end; mr >=
    3: one accumulator, even then odd k of each pair, k increasing). */
-static inline __attribute__((always_inline)) void amxk__linear__4x16__avx2(const float *xf, size_t kp, const uint16_t *wb, amxk_dtype dt,
+static inline __attribute__((always_inline)) void amxk__linear__4x16__avx2(const float *xf, size_t kp, const void *wb, amxk_dtype dt,
                                                                           int mr, float *out) {
+    const size_t prow = dt == AMXK_DTYPE_F32 ? 128 : 64;
     __m256 ev[4][2], od[2][2];
     size_t p;
     int r, h;
@@ -1406,7 +1439,8 @@ static inline __attribute__((always_inline)) void amxk__linear__4x16__avx2(const
         const float *xp = xf + p * 2 * AMXK__LIN_MR;
         const __m256 we0 = amxk__lin_w__avx2(wb, dt, p, 0, 0), we1 = amxk__lin_w__avx2(wb, dt, p, 1, 0);
         const __m256 wo0 = amxk__lin_w__avx2(wb, dt, p, 0, 1), wo1 = amxk__lin_w__avx2(wb, dt, p, 1, 1);
-        _mm_prefetch((const char *)(wb + p * 32) + AMXK__LIN_PREFETCH, _MM_HINT_T0);
+        _mm_prefetch((const char *)wb + p * prow + AMXK__LIN_PREFETCH, _MM_HINT_T0);
+        if (prow > 64) _mm_prefetch((const char *)wb + p * prow + 64 + AMXK__LIN_PREFETCH, _MM_HINT_T0);
 #pragma GCC unroll 4
         for (r = 0; r < mr; r++) {
             const __m256 xe = _mm256_broadcast_ss(xp + 2 * r);
@@ -1434,17 +1468,17 @@ static inline __attribute__((always_inline)) void amxk__linear__4x16__avx2(const
    block with the kernels above, larger panels with amxk__linear_tile__avx2. ws: the x panel. */
 AMXK__PRIV void amxk__linear_rows__avx2(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     float *xf = (float *)ws, out[4 * AMXK__LIN_NB];
-    const size_t bs = (size_t)AMXK__LIN_NB * a->kp;
+    const size_t bs = amxk__lin_blk_bytes(a->wt, a->kp);
     size_t b, i, j;
     for (i = m0; i < m1; i += AMXK__LIN_MR) {
         const int mr = (int)AMXK__MIN((size_t)AMXK__LIN_MR, m1 - i);
         amxk__linear_panel__avx2(a, i, mr, xf);
         if (mr > 4) {
-            for (b = b0; b < b1; b++) amxk__linear_tile__avx2(a, xf, a->w + b * bs, a->dt, i, mr, b, NULL, 0);
+            for (b = b0; b < b1; b++) amxk__linear_tile__avx2(a, xf, amxk__lin_blk(a, b), a->wt, i, mr, b, NULL, 0);
             continue;
         }
         for (b = b0; b < b1; b += mr == 1 ? 2 : 1) {
-            const uint16_t *wb = a->w + b * bs;
+            const void *wb = amxk__lin_blk(a, b);
             const int nb = mr == 1 && b + 1 < b1 ? 2 : 1;
 #define AMXK__LIN_SMALL(DT)                                                                          \
     switch (mr) {                                                                                    \
@@ -1455,7 +1489,9 @@ AMXK__PRIV void amxk__linear_rows__avx2(const amxk__linear_args *a, size_t m0, s
         if (nb == 2) amxk__linear__1x32__avx2(xf, a->kp, wb, bs, DT, 2, out);                        \
         else amxk__linear__1x32__avx2(xf, a->kp, wb, bs, DT, 1, out);                                \
     }
-            if (a->dt == AMXK_DTYPE_BF16) {
+            if (a->wt == AMXK_DTYPE_F32) {
+                AMXK__LIN_SMALL(AMXK_DTYPE_F32)
+            } else if (a->wt == AMXK_DTYPE_BF16) {
                 AMXK__LIN_SMALL(AMXK_DTYPE_BF16)
             } else {
                 AMXK__LIN_SMALL(AMXK_DTYPE_F16)
@@ -1511,12 +1547,14 @@ AMXK__PRIV void amxk__linear_block__avx2(const amxk__linear_args *a, size_t m0, 
     for (b = b0; b < b1; b++) {
         /* the next block is prefetched into L2 during the first panel's sweep (weights from DRAM) */
         const char *next = b + 1 >= b1 ? NULL : a->q ? (const char *)(a->q->data + (b + 1) * a->q->blk_bytes)
-                                                     : (const char *)(a->w + (b + 1) * AMXK__LIN_NB * a->kp);
-        const size_t next_bytes = a->q ? a->q->blk_bytes : (size_t)AMXK__LIN_NB * a->kp * 2;
+                                                     : (const char *)amxk__lin_blk(a, b + 1);
+        const size_t next_bytes = a->q ? a->q->blk_bytes : amxk__lin_blk_bytes(a->wt, a->kp);
+        const float *wb = wf; /* f32 packs: the block itself (already the widened layout) */
         if (a->q) amxk__q_block_f32__avx2(a->q, b, wf);
-        else amxk__linear_widen__avx2(a->w + b * AMXK__LIN_NB * a->kp, a->dt, a->kp, wf);
+        else if (a->wt == AMXK_DTYPE_F32) wb = (const float *)amxk__lin_blk(a, b);
+        else amxk__linear_widen__avx2((const uint16_t *)amxk__lin_blk(a, b), a->wt, a->kp, wf);
         for (i = m0; i < m1; i += AMXK__LIN_MR)
-            amxk__linear_tile__avx2(a, xf + (i - m0) / AMXK__LIN_MR * panel, wf, AMXK_DTYPE_F32, i,
+            amxk__linear_tile__avx2(a, xf + (i - m0) / AMXK__LIN_MR * panel, wb, AMXK_DTYPE_F32, i,
                                     (int)AMXK__MIN((size_t)AMXK__LIN_MR, m1 - i), b, i == m0 ? next : NULL, next_bytes);
     }
 }
@@ -2068,8 +2106,10 @@ AMXK__LIN16_KERNEL(amxk__linear_f32__8x64__avx512, __m512, __m512, AMXK__LIN16_L
 AMXK__LIN16_KERNEL(amxk__linear_w16__4x64__avx512, __m512, __m512, AMXK__LIN16_LD_PACKED, AMXK__LIN16_BC_F32, AMXK__LIN16_FMA)
 AMXK__PRIV void amxk__linear_run16__avx512(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, int decode,
                                            __m512 *out) {
-    (void)dt; /* decode: bf16 packs only (fp16 packs run amxk__linear_run16f16__avx512) */
-    if (!decode) {
+    /* dt: what w holds, f32 blocks or (decode) packed bf16 pairs (fp16 packs run amxk__linear_run16f16__avx512) */
+    if (decode && dt == AMXK_DTYPE_F32) {
+        AMXK__LIN16_DECODE(amxk__linear_f32__8x64__avx512, AMXK_DTYPE_F32)
+    } else if (!decode) {
         AMXK__LIN16_PREFILL(amxk__linear_f32__8x64__avx512, AMXK_DTYPE_F32)
     } else {
         AMXK__LIN16_DECODE(amxk__linear_w16__4x64__avx512, AMXK_DTYPE_BF16)
@@ -2172,6 +2212,7 @@ AMXK__PRIV void amxk__linear_run16f16__avx512(const uint32_t *xp, size_t ns, con
 AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws, int pairs,
                                              amxk__lin16_run_fn run) {
     const size_t units = pairs == 1 ? a->kp / 2 : a->kp, panel = (size_t)AMXK__LIN_XS16 * units, bs = (size_t)AMXK__LIN_NB * a->kp;
+    const size_t xsz = amxk_dtype_size(a->dt);
     const size_t steps = pairs ? a->kp / 2 : a->kp, wbs = pairs == 1 ? bs : 2 * bs; /* 16-bit elements per staged block */
     const int decode = m1 - m0 <= 4 && !a->q, nr_max = decode ? AMXK__LIN_DNR16 : AMXK__LIN_NR16, mr_max = decode ? 4 : AMXK__LIN_MR16;
     const size_t n_panels = AMXK__CEIL_DIV(m1 - m0, (size_t)mr_max);
@@ -2192,7 +2233,8 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
         for (r = 0; r < mr; r++) /* f32 rows, zero past K */
             for (kk = 0; kk < a->kp; kk += 16) {
                 const __mmask16 km = (__mmask16)(kk >= a->k ? 0u : a->k - kk >= 16 ? 0xffffu : (1u << (a->k - kk)) - 1u);
-                _mm512_storeu_ps(xrow + (size_t)r * a->kp + kk, amxk__vload__avx512((const uint16_t *)a->x + (row + (size_t)r) * a->ldx + kk, a->dt, km));
+                _mm512_storeu_ps(xrow + (size_t)r * a->kp + kk,
+                                 amxk__vload__avx512((const char *)a->x + ((row + (size_t)r) * a->ldx + kk) * xsz, a->dt, km));
             }
         if (pairs == 2) { /* 64-bit units (f32 pairs): xp[2 (8 q + r)] = x[r][2q], x[r][2q + 1] */
             uint64_t *x64 = (uint64_t *)(void *)(xp + pi * panel);
@@ -2206,18 +2248,19 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
     }
     for (b = b0; b < b1;) {
         const int nr = b + (size_t)nr_max <= b1 ? nr_max : 1; /* full-width tiles, then block by block */
-        const void *w = a->w + b * bs;
-        if (!decode && (a->q || !pairs)) { /* stage the group's blocks */
+        const void *w = a->q ? NULL : amxk__lin_blk(a, b); /* bs elements of the pack's dtype apart */
+        if (!decode && (a->q || (!pairs && a->wt != AMXK_DTYPE_F32))) { /* stage the group's blocks (f32 packs: none) */
             for (j = 0; j < nr; j++) {
                 if (pairs == 1) amxk__q_block_16__avx2(a->q, b + (size_t)j, AMXK_DTYPE_BF16, wf, wq + (size_t)j * wbs);
                 else if (a->q) amxk__q_block_f32__avx2(a->q, b + (size_t)j, (float *)(wq + (size_t)j * wbs));
-                else amxk__linear_widen__avx2(a->w + (b + (size_t)j) * bs, a->dt, a->kp, (float *)(wq + (size_t)j * wbs));
+                else amxk__linear_widen__avx2((const uint16_t *)amxk__lin_blk(a, b + (size_t)j), a->wt, a->kp, (float *)(wq + (size_t)j * wbs));
             }
             w = wq;
         }
         for (pi = 0, i = m0; i < m1; pi++, i += (size_t)mr_max) {
             const int mr = (int)AMXK__MIN((size_t)mr_max, m1 - i);
-            run(xp + pi * panel, steps, w, w == (const void *)wq ? (pairs ? wbs : wbs / 2) : bs, a->dt, mr, nr, decode, out);
+            run(xp + pi * panel, steps, w, w == (const void *)wq ? (pairs ? wbs : wbs / 2) : bs,
+                w == (const void *)wq ? (pairs ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F32) : a->wt, mr, nr, decode, out);
             for (r = 0; r < mr; r++)
                 for (j = 0; j < nr; j++) amxk__linear_store16__avx512(a, i + (size_t)r, b + (size_t)j, out[r * 4 + j]);
         }
@@ -2234,7 +2277,7 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
 AMXK__PRIV void amxk__linear_block__avx512(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     float *xf = (float *)ws, *xs = (float *)(ws + a->plan->ws_a);
     size_t i;
-    if (!a->q && a->dt == AMXK_DTYPE_F16) {
+    if (!a->q && a->wt == AMXK_DTYPE_F16) {
         amxk__linear_tiles16__avx512(a, m0, m1, b0, b1, ws, 2, amxk__linear_run16f16__avx512);
         return;
     }
@@ -2397,7 +2440,7 @@ AMXK__PRIV void amxk__linear_q4_block__avx512bf16(const amxk__linear_args *a, si
    decode cases: amxk__linear_block__avx512. */
 AMXK__PRIV void amxk__linear_block__avx512bf16(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     if (a->q && !a->plan->wide && a->dt == AMXK_DTYPE_BF16 && a->q->bits == 4) amxk__linear_q4_block__avx512bf16(a, m0, m1, b0, b1, ws);
-    else if (a->dt != AMXK_DTYPE_BF16 || (a->q && !a->plan->wide)) amxk__linear_block__avx512(a, m0, m1, b0, b1, ws);
+    else if (a->dt != AMXK_DTYPE_BF16 || a->wt == AMXK_DTYPE_F32 || (a->q && !a->plan->wide)) amxk__linear_block__avx512(a, m0, m1, b0, b1, ws);
     else amxk__linear_tiles16__avx512(a, m0, m1, b0, b1, ws, 1, amxk__linear_run16__avx512bf16);
 }
 AMXK__TARGET_END
@@ -3026,10 +3069,10 @@ AMXK__PRIV void amxk__linear_ws__amx(amxk__linear_plan *p, size_t m, size_t kp, 
     p->ws_w = quant ? 2 * (size_t)AMXK__LIN_NB * kp * 2 + (size_t)AMXK__LIN_NB * kp * 4 : 0; /* + f32 scratch */
     p->ws_c = (size_t)AMXK__LIN_AMX_M * 2 * AMXK__LIN_NB * 4;
 }
-/* fp16 tiles need AMX-FP16 (or the emulator). */
+/* bf16 tiles; fp16 tiles need AMX-FP16 (or the emulator); no fp32 tiles (f32 packs: the vector level). */
 AMXK__PRIV int amxk__linear_takes__amx(amxk_dtype dt) {
     const amxk_cpu *cpu = amxk_cpu_init();
-    return dt != AMXK_DTYPE_F16 || cpu->amx_emulated || (cpu->usable & AMXK_CPU_AMX_FP16);
+    return dt == AMXK_DTYPE_BF16 || (dt == AMXK_DTYPE_F16 && (cpu->amx_emulated || (cpu->usable & AMXK_CPU_AMX_FP16)));
 }
 /* A k step dividing the weight group, and AMX-INT8 (or the emulator). */
 AMXK__PRIV int amxk__linear_q8_takes__amx(const amxk__qview *v) {
@@ -3104,10 +3147,11 @@ AMXK__INLINE const amxk__pack_kernels *amxk__pack_kernels_vec(const amxk_ctx *ct
 #define AMXK__OP_Q8 1
 
 /* The plan of op (AMXK__OP_LINEAR, or AMXK__OP_Q8: no workspace) for m rows of an [n, k] pack: q its
-   quantized view (NULL: a 16-bit pack, or a size query without one, with quant = 0); dt the x dtype
-   (linear). The context level's table when its kernel takes the call, else the vector level's;
+   quantized view (NULL: a bf16/fp16/f32 pack, or a size query without one, with quant = 0); dt the
+   dtype the linear kernels multiply in: x's for bf16/fp16 and quantized packs, AMXK_DTYPE_F32 for f32
+   packs (amxk__lin_mul_dt). The context level's table when its kernel takes the call, else the vector level's;
    row chunks of the table's mc; decode (m <= 4) splits N so that every worker streams its own part
-   of the weights. quant: 0 bf16/fp16 pack; 1 quantized; 2 quantized int format whose groups hold
+   of the weights. quant: 0 bf16/fp16/f32 pack; 1 quantized; 2 quantized int format whose groups hold
    whole 64-byte rows of the packed block (amxk__q_kind). */
 AMXK__PRIV void amxk__pack_layout(const amxk_ctx *ctx, int op, size_t m, size_t n, size_t k, amxk_dtype dt, const amxk__qview *q,
                                   amxk__linear_plan *p) {
@@ -3154,13 +3198,17 @@ static void amxk__linear_q8_task(void *task_ctx, size_t task, int worker) {
 
 /* ---- an opened pack and the arguments of one call (the public entry points and >>linop) ---- */
 
+/* The dtype the linear kernels multiply in for x dtype xt and a pack of header dtype pt (f32 packs widen
+   every x to f32). */
+AMXK__INLINE amxk_dtype amxk__lin_mul_dt(amxk_dtype pt, amxk_dtype xt) { return pt == AMXK_DTYPE_F32 ? AMXK_DTYPE_F32 : xt; }
+
 /* A validated pack of either kind, as the drivers read it. */
 typedef struct amxk__linop {
     amxk__qview q;     /* quantized packs: the view (q.data etc.) */
-    const uint16_t *w; /* bf16/fp16 packs: the first block */
+    const uint16_t *w; /* bf16/fp16/f32 packs: the first block */
     size_t n, k;
-    amxk_dtype pt;     /* the header's dtype (BF16 / F16 for 16-bit packs) */
-    int quant;         /* 0: bf16/fp16 pack; else amxk__q_kind of the view */
+    amxk_dtype pt;     /* the header's dtype (BF16 / F16 / F32 for unquantized packs) */
+    int quant;         /* 0: bf16/fp16/f32 pack; else amxk__q_kind of the view */
 } amxk__linop;
 
 /* Parses and validates a pack (amxk__pack_open's errors; AMXK_ERR_ALIGN when it is not AMXK_ALIGN
@@ -3186,11 +3234,11 @@ AMXK__PRIV amxk_status amxk__linop_q8_check(const amxk__linop *op) {
 AMXK__PRIV void amxk__linear_bind(const amxk_ctx *ctx, const amxk__linop *op, size_t m, const void *x, amxk_dtype xt, size_t ldx,
                                   const float *bias, void *y, amxk_dtype yt, size_t ldy, void *ws, amxk__linear_args *a,
                                   amxk__linear_plan *p) {
-    amxk__pack_layout(ctx, AMXK__OP_LINEAR, m, op->n, op->k, xt, op->quant ? &op->q : NULL, p);
+    amxk__pack_layout(ctx, AMXK__OP_LINEAR, m, op->n, op->k, amxk__lin_mul_dt(op->pt, xt), op->quant ? &op->q : NULL, p);
     memset(a, 0, sizeof *a);
     a->m = m, a->n = op->n, a->k = op->k, a->kp = amxk__lin_kp(op->k), a->ldx = ldx, a->ldy = ldy;
     a->x = x, a->w = op->w, a->q = op->quant ? &op->q : NULL;
-    a->bias = bias, a->y = y, a->dt = xt, a->yt = yt, a->ws = (char *)ws, a->plan = p;
+    a->bias = bias, a->y = y, a->dt = xt, a->yt = yt, a->wt = op->pt, a->ws = (char *)ws, a->plan = p;
 }
 /* The plan and arguments of amxk_linear_q8 over m rows (the same lifetimes). */
 AMXK__PRIV void amxk__q8_bind(const amxk_ctx *ctx, const amxk__linop *op, size_t m, const int8_t *xq, size_t ldq, const float *xs,
@@ -3238,18 +3286,19 @@ static void amxk__actq_row(void *task_ctx, size_t row, int worker) {
     }
 }
 
-AMXK__PRIV void amxk__pack_block(uint16_t *dst, amxk_dtype pt, const void *w, amxk_dtype wt, size_t n, size_t k,
+/* Block j of W (dtype wt) as a block of a pack of dtype pt (amxk__lin_idx; zero padding). f32 packs:
+   every source converted exactly. */
+AMXK__PRIV void amxk__pack_block(void *dst, amxk_dtype pt, const void *w, amxk_dtype wt, size_t n, size_t k,
                                  size_t ldw, size_t j) {
     size_t kp = amxk__lin_kp(k), r, kk;
-    memset(dst, 0, (size_t)AMXK__LIN_NB * kp * 2);
+    memset(dst, 0, amxk__lin_blk_bytes(pt, kp));
     for (r = 0; r < AMXK__LIN_NB && j * AMXK__LIN_NB + r < n; r++) {
         size_t row = (j * AMXK__LIN_NB + r) * ldw;
         for (kk = 0; kk < k; kk++) {
-            uint16_t h;
-            if (wt == pt) h = ((const uint16_t *)w)[row + kk];
-            else if (wt == AMXK_DTYPE_F32) h = amxk__to16(((const float *)w)[row + kk], pt);
-            else h = amxk__to16(amxk__ld_elem(w, wt, row + kk), pt);
-            dst[(kk / 2) * 2 * AMXK__LIN_NB + r * 2 + (kk % 2)] = h;
+            const size_t at = amxk__lin_idx(pt, r, kk);
+            if (pt == AMXK_DTYPE_F32) ((float *)dst)[at] = amxk__ld_elem(w, wt, row + kk);
+            else if (wt == pt) ((uint16_t *)dst)[at] = ((const uint16_t *)w)[row + kk];
+            else ((uint16_t *)dst)[at] = amxk__to16(amxk__ld_elem(w, wt, row + kk), pt);
         }
     }
 }
@@ -3260,9 +3309,9 @@ AMXK_DEF amxk_status amxk_pack_linear_size(amxk_dtype pt, size_t n, size_t k, si
     size_t total;
     int ovf = 0;
     if (!bytes) return AMXK_ERR_NULL;
-    if (pt != AMXK_DTYPE_BF16 && pt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
+    if (pt != AMXK_DTYPE_BF16 && pt != AMXK_DTYPE_F16 && pt != AMXK_DTYPE_F32) return AMXK_ERR_DTYPE;
     if (n == 0 || k == 0 || k > ((size_t)1 << 40) || n > ((size_t)1 << 40)) return AMXK_ERR_SHAPE;
-    total = amxk__sz_mul(amxk__sz_mul(amxk__lin_nblk(n), (size_t)AMXK__LIN_NB * 2, &ovf), amxk__lin_kp(k), &ovf);
+    total = amxk__sz_mul(amxk__sz_mul(amxk__lin_nblk(n), (size_t)AMXK__LIN_NB * amxk_dtype_size(pt), &ovf), amxk__lin_kp(k), &ovf);
     total = amxk__sz_add(total, sizeof(amxk__pack_hdr), &ovf);
     if (ovf) return AMXK_ERR_SHAPE; /* the pack would not fit in memory */
     *bytes = total;
@@ -3295,7 +3344,7 @@ AMXK_DEF amxk_status amxk_pack_linear_batched(const amxk_ctx *ctx, void *dst, si
         h.k = k;
         memcpy(d, &h, sizeof h);
         for (j = 0; j < amxk__lin_nblk(n); j++)
-            amxk__pack_block((uint16_t *)(d + sizeof h) + j * AMXK__LIN_NB * amxk__lin_kp(k), pt, we, wt, n, k, ldw, j);
+            amxk__pack_block(d + sizeof h + j * amxk__lin_blk_bytes(pt, amxk__lin_kp(k)), pt, we, wt, n, k, ldw, j);
     }
     return AMXK_OK;
 }
@@ -3733,8 +3782,9 @@ AMXK_DEF amxk_status amxk_dequantize(const void *packed, size_t bytes, float *w,
             if (h.qformat != AMXK_QFMT_NONE) {
                 w[n * ldw + kk] = amxk__q_get(&v, n, kk);
             } else {
-                const uint16_t *blk = (const uint16_t *)((const char *)packed + sizeof h) + (n / AMXK__LIN_NB) * AMXK__LIN_NB * kp;
-                w[n * ldw + kk] = amxk__ld_elem(blk, (amxk_dtype)h.dtype, (kk / 2) * 2 * AMXK__LIN_NB + (n % AMXK__LIN_NB) * 2 + kk % 2);
+                const amxk_dtype pt = (amxk_dtype)h.dtype;
+                const char *blk = (const char *)packed + sizeof h + (n / AMXK__LIN_NB) * amxk__lin_blk_bytes(pt, kp);
+                w[n * ldw + kk] = amxk__ld_elem(blk, pt, amxk__lin_idx(pt, n % AMXK__LIN_NB, kk));
             }
         }
     return AMXK_OK;
@@ -3748,7 +3798,7 @@ AMXK_DEF amxk_status amxk_linear_workspace_size(const amxk_ctx *ctx, size_t m, s
     if (!bytes) return AMXK_ERR_NULL;
     if (m == 0 || n == 0 || k == 0 || n > ((size_t)1 << 40) || k > ((size_t)1 << 40)) return AMXK_ERR_SHAPE; /* no pack is larger */
     /* the plan's workspace does not depend on the dtype except through the AMX fp16 fallback, which
-       needs less than the AMX path; take the larger of the two */
+       needs less than the AMX path; take the larger of the two (f32 packs: amxk_linear_workspace_size_for) */
     for (t = 0; t < 2; t++) {
         amxk__pack_layout(ctx, AMXK__OP_LINEAR, m, n, k, t ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16, NULL, &p);
         if (p.ws_overflow) return AMXK_ERR_SHAPE; /* workspace beyond SIZE_MAX (n_workers) */
@@ -3769,8 +3819,9 @@ AMXK_DEF amxk_status amxk_linear_workspace_size_for(const amxk_ctx *ctx, size_t 
     if (!bytes) return AMXK_ERR_NULL;
     if ((s = amxk__linop_init(&op, packed, packed_bytes)) != AMXK_OK) return s;
     if (m == 0) return AMXK_ERR_SHAPE;
-    for (t = 0; t < 2; t++) { /* either x dtype */
-        amxk__pack_layout(ctx, AMXK__OP_LINEAR, m, op.n, op.k, t ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16, op.quant ? &op.q : NULL, &p);
+    for (t = 0; t < 2; t++) { /* either 16-bit x dtype */
+        amxk__pack_layout(ctx, AMXK__OP_LINEAR, m, op.n, op.k, amxk__lin_mul_dt(op.pt, t ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16),
+                          op.quant ? &op.q : NULL, &p);
         if (p.ws_overflow) return AMXK_ERR_SHAPE;
         best = AMXK__MAX(best, p.ws_total);
     }
@@ -3789,11 +3840,13 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!x || !packed || !y) return AMXK_ERR_NULL;
     if (m == 0 || n == 0 || k == 0) return AMXK_ERR_SHAPE;
-    if (xt != AMXK_DTYPE_BF16 && xt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
+    if (xt != AMXK_DTYPE_BF16 && xt != AMXK_DTYPE_F16 && xt != AMXK_DTYPE_F32) return AMXK_ERR_DTYPE;
     if (yt != AMXK_DTYPE_F32 && yt != AMXK_DTYPE_BF16 && yt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
     if (ldx < k || ldy < n) return AMXK_ERR_STRIDE;
     if ((s = amxk__linop_init(&op, packed, packed_bytes)) != AMXK_OK) return s;
-    if ((!op.quant && op.pt != xt) || op.n != n || op.k != k) return AMXK_ERR_FORMAT;
+    /* x: the pack's dtype for bf16/fp16 packs, BF16 / F16 for quantized packs, any of the three for f32 packs */
+    if (op.pt != AMXK_DTYPE_F32 && (op.quant ? xt == AMXK_DTYPE_F32 : op.pt != xt)) return AMXK_ERR_FORMAT;
+    if (op.n != n || op.k != k) return AMXK_ERR_FORMAT;
     amxk__linear_bind(ctx, &op, m, x, xt, ldx, bias, y, yt, ldy, workspace, &a, &p);
     if (p.ws_overflow) return AMXK_ERR_WORKSPACE; /* no workspace can be that large */
     if (p.ws_total) {
@@ -3801,7 +3854,7 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
         if ((uintptr_t)workspace % AMXK_ALIGN) return AMXK_ERR_ALIGN;
     }
     ybytes = ((m - 1) * ldy + n) * ysz;
-    if (amxk__overlap(y, ybytes, x, ((m - 1) * ldx + k) * 2) || amxk__overlap(y, ybytes, packed, packed_bytes) ||
+    if (amxk__overlap(y, ybytes, x, ((m - 1) * ldx + k) * amxk_dtype_size(xt)) || amxk__overlap(y, ybytes, packed, packed_bytes) ||
         (bias && amxk__overlap(y, ybytes, bias, n * 4)) || amxk__overlap(y, ybytes, workspace, p.ws_total))
         return AMXK_ERR_ALIAS;
     amxk__parallel(ctx, amxk__linear_task, &a, p.m_tasks * p.n_tasks);
@@ -3818,14 +3871,15 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
 #define AMXK__LINOP_NB AMXK__LIN_NB /* outputs per column block: column ranges count blocks */
 
 /* Opens packed as an [n, k] operator: the pack is validated (AMXK_ERR_NULL for NULL; AMXK_ERR_FORMAT
-   when it is not a pack, has another shape, or is a bf16/fp16 pack of another dtype than xt, which
+   when it is not a pack, has another shape, or is a bf16/fp16/f32 pack of another dtype than xt, which
    AMXK_DTYPE_INVALID leaves open); q8: it will run on int8 activations with one scale per row, so
-   it must be a pack amxk_linear_q8 takes (else AMXK_ERR_UNSUPPORTED). */
+   it must be a pack amxk_linear_q8 takes (else AMXK_ERR_UNSUPPORTED). f32 packs (amxk_linear only):
+   AMXK_ERR_UNSUPPORTED. */
 AMXK__PRIV amxk_status amxk__linop_open(amxk__linop *op, const void *packed, size_t bytes, size_t n, size_t k, amxk_dtype xt, int q8) {
     amxk_status s = amxk__linop_init(op, packed, bytes);
     if (s != AMXK_OK) return s;
     if (op->n != n || op->k != k || (!op->quant && xt != AMXK_DTYPE_INVALID && op->pt != xt)) return AMXK_ERR_FORMAT;
-    if (q8 && amxk__linop_q8_check(op) != AMXK_OK) return AMXK_ERR_UNSUPPORTED;
+    if ((q8 && amxk__linop_q8_check(op) != AMXK_OK) || op->pt == AMXK_DTYPE_F32) return AMXK_ERR_UNSUPPORTED;
     return AMXK_OK;
 }
 

@@ -11,7 +11,10 @@
    eps_out: 0 (f32 output), 2^-8 (bf16), 2^-11 (fp16): half an ulp, relative; abs_out: half the
    smallest subnormal step of the output (2^-25 for fp16, 2^-134 for bf16, 0 for f32). A sequential
    fp32 sum of K exact products errs by at most (K - 1) * 2^-24 * S (first order) and the bias
-   addition by 2^-24 * |sum|, so C = 1 is a sound bound (not a fitted one). The program prints, per
+   addition by 2^-24 * |sum|, so C = 1 is a sound bound (not a fitted one). f32 packs: the products
+   (f32 or 16-bit x times f32 w) are not exact in fp32; each product may round once (FMA: fused with
+   its addition) and each addition once, so (K + 1) becomes 2K + 2 there (2K + 1 roundings at most,
+   plus one for the second-order terms). The program prints, per
    tier and output dtype, the largest observed ratio
        (|y - ref| - eps_out * |ref| - abs_out) / ((1 + eps_out) * (K + 1) * 2^-24 * S)
    which must stay <= C. It also prints, for bf16 and fp16 outputs, how many outputs are more than
@@ -76,12 +79,26 @@ static long ord16(unsigned code) {
     long mag = (long)(code & 0x7fffu);
     return (code & 0x8000u) ? -mag : mag;
 }
+static double ref_value(const void *p, amxk_dtype t, size_t i);
 /* Packed-dtype code of source element i of W (dtype wt), as amxk_pack_linear documents: same dtype
-   copied, otherwise the exact value rounded to nearest even. */
-static unsigned ref_w_code(const void *w, amxk_dtype wt, size_t i, amxk_dtype pt) {
+   copied, otherwise the exact value rounded to nearest even; f32 packs: the exact value's f32 bits. */
+static uint32_t ref_w_code(const void *w, amxk_dtype wt, size_t i, amxk_dtype pt) {
+    if (pt == AMXK_DTYPE_F32) {
+        float f = (float)ref_value(w, wt, i); /* exact: every source dtype is a subset of f32 */
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        return u;
+    }
     if (wt == pt) return ((const uint16_t *)w)[i];
     if (wt == AMXK_DTYPE_F32) return test_ref_encode(pt, ((const float *)w)[i]);
     return test_ref_encode(pt, (float)test_ref_decode(wt, ((const uint16_t *)w)[i]));
+}
+/* The value of packed-dtype code u. */
+static double ref_code_value(amxk_dtype pt, uint32_t u) {
+    float f;
+    if (pt != AMXK_DTYPE_F32) return test_ref_decode(pt, (unsigned)u);
+    memcpy(&f, &u, 4);
+    return f;
 }
 static double ref_value(const void *p, amxk_dtype t, size_t i) {
     if (t == AMXK_DTYPE_F32) return ((const float *)p)[i];
@@ -102,13 +119,19 @@ static void put_random(void *p, amxk_dtype t, size_t i, double scale) {
 #define HDR 64 /* documented header size */
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 static size_t ref_kp(size_t k) { return ceil_div(k, 32) * 32; }
-static size_t ref_packed_bytes(size_t n, size_t k) { return HDR + ceil_div(n, 16) * 16 * ref_kp(k) * 2; }
+/* Bytes of a pack of dtype pt (2-byte elements, f32 packs 4). */
+static size_t ref_packed_bytes_dt(amxk_dtype pt, size_t n, size_t k) {
+    return HDR + ceil_div(n, 16) * 16 * ref_kp(k) * (pt == AMXK_DTYPE_F32 ? 4 : 2);
+}
+static size_t ref_packed_bytes(size_t n, size_t k) { return ref_packed_bytes_dt(AMXK_DTYPE_BF16, n, k); }
 
 /* Number of body elements that differ from the documented layout of the codes wq[n*k] (row-major,
-   packed dtype), plus 1 if the magic is wrong. First difference described in msg. */
-static size_t layout_mismatches(const void *packed, size_t n, size_t k, const uint16_t *wq, char *msg, size_t msg_len) {
+   packed dtype pt), plus 1 if the magic is wrong. First difference described in msg. 16-bit packs:
+   VNNI pairs, element (n, k) at block n/16, (k/2)*32 + (n%16)*2 + k%2; f32 packs: k-major blocks,
+   element (n, k) at block n/16, k*16 + n%16 (blocks of 16 x Kp elements). */
+static size_t layout_mismatches(const void *packed, amxk_dtype pt, size_t n, size_t k, const uint32_t *wq, char *msg, size_t msg_len) {
     const unsigned char *p = (const unsigned char *)packed;
-    const uint16_t *body = (const uint16_t *)(p + HDR);
+    const unsigned char *body = p + HDR;
     size_t kp = ref_kp(k), nblk = ceil_div(n, 16), j, r, c, bad = 0;
     msg[0] = 0;
     if (memcmp(p, "AMXKPACK", 8) != 0) {
@@ -119,10 +142,16 @@ static size_t layout_mismatches(const void *packed, size_t n, size_t k, const ui
         for (c = 0; c < kp; c++)
             for (r = 0; r < 16; r++) {
                 size_t nn = j * 16 + r;
-                unsigned want = (nn < n && c < k) ? wq[nn * k + c] : 0u;
-                unsigned got = body[j * 16 * kp + (c / 2) * 32 + r * 2 + (c % 2)];
+                uint32_t want = (nn < n && c < k) ? wq[nn * k + c] : 0u, got = 0;
+                if (pt == AMXK_DTYPE_F32) {
+                    memcpy(&got, body + (j * 16 * kp + c * 16 + r) * 4, 4);
+                } else {
+                    uint16_t h;
+                    memcpy(&h, body + (j * 16 * kp + (c / 2) * 32 + r * 2 + (c % 2)) * 2, 2);
+                    got = h;
+                }
                 if (got != want && bad++ == 0)
-                    snprintf(msg, msg_len, "n=%zu k=%zu: got 0x%04x want 0x%04x", nn, c, got, want);
+                    snprintf(msg, msg_len, "n=%zu k=%zu: got 0x%04x want 0x%04x", nn, c, (unsigned)got, (unsigned)want);
             }
     return bad;
 }
@@ -144,7 +173,8 @@ static tier_stats stats[AMXK_TIER_COUNT];
 
 typedef struct lcase {
     size_t m, n, k, ldx, ldy, ldw;
-    amxk_dtype xt, wt, yt; /* packed dtype = xt */
+    amxk_dtype xt, wt, yt;
+    amxk_dtype pt; /* packed dtype; AMXK_DTYPE_INVALID (0): xt */
     int bias;
     double scale;
     int workers; /* context workers for the run (1: serial) */
@@ -155,20 +185,23 @@ typedef struct ldata {
     lcase c;
     void *w, *x;
     float *bias;
-    uint16_t *wq; /* n*k packed-dtype codes */
+    uint32_t *wq; /* n*k packed-dtype codes */
     double *ref, *mag; /* m*n: exact-ish result (double), sum |x w| + |bias| */
     size_t xbytes, wbytes, ybytes, pbytes;
 } ldata;
 
+static amxk_dtype lc_pt(const lcase *c) { return c->pt ? c->pt : c->xt; }
+
 static void ldata_make(ldata *d, const lcase *c) {
     size_t i, j, kk, wsz = amxk_dtype_size(c->wt);
+    const amxk_dtype pt = lc_pt(c);
     double *xd, *wd;
     memset(d, 0, sizeof *d);
     d->c = *c;
     d->wbytes = ((c->n - 1) * c->ldw + c->k) * wsz;
-    d->xbytes = ((c->m - 1) * c->ldx + c->k) * 2;
+    d->xbytes = ((c->m - 1) * c->ldx + c->k) * amxk_dtype_size(c->xt);
     d->ybytes = ((c->m - 1) * c->ldy + c->n) * amxk_dtype_size(c->yt);
-    d->pbytes = ref_packed_bytes(c->n, c->k);
+    d->pbytes = ref_packed_bytes_dt(pt, c->n, c->k);
     d->w = test_alloc(d->wbytes); /* 0xFF: gaps between rows stay NaN */
     d->x = test_alloc(d->xbytes);
     for (i = 0; i < c->n; i++)
@@ -179,7 +212,7 @@ static void ldata_make(ldata *d, const lcase *c) {
         d->bias = (float *)test_alloc(c->n * 4);
         for (i = 0; i < c->n; i++) d->bias[i] = test_randf(-1.0f, 1.0f);
     }
-    d->wq = (uint16_t *)malloc(c->n * c->k * 2);
+    d->wq = (uint32_t *)malloc(c->n * c->k * 4);
     xd = (double *)malloc(c->m * c->k * sizeof(double));
     wd = (double *)malloc(c->n * c->k * sizeof(double));
     d->ref = (double *)malloc(c->m * c->n * sizeof(double));
@@ -190,8 +223,8 @@ static void ldata_make(ldata *d, const lcase *c) {
     }
     for (i = 0; i < c->n; i++)
         for (kk = 0; kk < c->k; kk++) {
-            d->wq[i * c->k + kk] = (uint16_t)ref_w_code(d->w, c->wt, i * c->ldw + kk, c->xt);
-            wd[i * c->k + kk] = test_ref_decode(c->xt, d->wq[i * c->k + kk]);
+            d->wq[i * c->k + kk] = ref_w_code(d->w, c->wt, i * c->ldw + kk, pt);
+            wd[i * c->k + kk] = ref_code_value(pt, d->wq[i * c->k + kk]);
         }
     for (i = 0; i < c->m; i++)
         for (kk = 0; kk < c->k; kk++) xd[i * c->k + kk] = ref_value(d->x, c->xt, i * c->ldx + kk);
@@ -200,7 +233,7 @@ static void ldata_make(ldata *d, const lcase *c) {
             double s = 0, a = 0;
             const double *xr = xd + i * c->k, *wr = wd + j * c->k;
             for (kk = 0; kk < c->k; kk++) {
-                double p = xr[kk] * wr[kk]; /* exact: 8x8 or 11x11 significand bits */
+                double p = xr[kk] * wr[kk]; /* exact: 8x8, 11x11 or at most 24x24 significand bits */
                 s += p;
                 a += fabs(p);
             }
@@ -222,8 +255,8 @@ static void ldata_free(ldata *d) {
 
 static const char *case_str(const lcase *c) {
     static char s[200];
-    snprintf(s, sizeof s, "M=%zu N=%zu K=%zu ldx=%zu ldy=%zu ldw=%zu x=%s w=%s y=%s%s w%d", c->m, c->n, c->k, c->ldx, c->ldy,
-             c->ldw, dt_name(c->xt), dt_name(c->wt), dt_name(c->yt), c->bias ? " bias" : "", c->workers);
+    snprintf(s, sizeof s, "M=%zu N=%zu K=%zu ldx=%zu ldy=%zu ldw=%zu x=%s w=%s packed=%s y=%s%s w%d", c->m, c->n, c->k, c->ldx, c->ldy,
+             c->ldw, dt_name(c->xt), dt_name(c->wt), dt_name(lc_pt(c)), dt_name(c->yt), c->bias ? " bias" : "", c->workers);
     return s;
 }
 
@@ -235,6 +268,7 @@ static size_t check_y(const ldata *d, const void *y, unsigned char gap_byte, amx
     const double eps_out = c->yt == AMXK_DTYPE_F32 ? 0.0 : c->yt == AMXK_DTYPE_BF16 ? ldexp(1.0, -8) : ldexp(1.0, -11);
     const double abs_out = c->yt == AMXK_DTYPE_F32 ? 0.0 : c->yt == AMXK_DTYPE_BF16 ? ldexp(1.0, -134) : ldexp(1.0, -25);
     const size_t ysz = amxk_dtype_size(c->yt);
+    const size_t roundings = lc_pt(c) == AMXK_DTYPE_F32 ? 2 * c->k + 2 : c->k + 1; /* see TOLERANCE */
     tier_stats *st = &stats[t];
     size_t i, j, b, bad = 0;
     msg[0] = 0;
@@ -246,7 +280,7 @@ static size_t check_y(const ldata *d, const void *y, unsigned char gap_byte, amx
             if (c->yt == AMXK_DTYPE_F32) v = ((const float *)y)[e];
             else code = ((const uint16_t *)y)[e], v = test_ref_decode(c->yt, code);
             err = fabs(v - ref);
-            denom = (1.0 + eps_out) * (double)(c->k + 1) * ldexp(1.0, -24) * d->mag[i * c->n + j];
+            denom = (1.0 + eps_out) * (double)roundings * ldexp(1.0, -24) * d->mag[i * c->n + j];
             ratio = err - eps_out * fabs(ref) - abs_out;
             ratio = ratio <= 0 ? 0.0 : denom > 0 ? ratio / denom : INFINITY;
             if (!isfinite(v)) ratio = INFINITY;
@@ -298,23 +332,24 @@ static void run_case(const lcase *c, unsigned tier_mask) {
     int t;
     ldata_make(&d, c);
     ctx_for(&sctx, AMXK_TIER_SCALAR, 1);
-    s = amxk_pack_linear_size(c->xt, c->n, c->k, &bytes);
+    const amxk_dtype pt = lc_pt(c);
+    s = amxk_pack_linear_size(pt, c->n, c->k, &bytes);
     CHECK(s == AMXK_OK && bytes == d.pbytes, "pack size %zu (want %zu) status %d: %s", bytes, d.pbytes, (int)s, case_str(c));
     if (s != AMXK_OK || bytes != d.pbytes) {
         ldata_free(&d);
         return;
     }
     packed = (unsigned char *)test_alloc(bytes);
-    s = amxk_pack_linear(&sctx, packed, bytes, c->xt, d.w, c->wt, c->n, c->k, c->ldw);
+    s = amxk_pack_linear(&sctx, packed, bytes, pt, d.w, c->wt, c->n, c->k, c->ldw);
     CHECK(s == AMXK_OK, "pack status %d: %s", (int)s, case_str(c));
-    nb = layout_mismatches(packed, c->n, c->k, d.wq, msg, sizeof msg);
+    nb = layout_mismatches(packed, pt, c->n, c->k, d.wq, msg, sizeof msg);
     CHECK(nb == 0, "packed layout: %zu mismatches (%s): %s", nb, msg, case_str(c));
     CHECK(test_guard_ok(packed), "pack guards: %s", case_str(c));
     {
-        amxk_dtype pt = AMXK_DTYPE_INVALID;
+        amxk_dtype ipt = AMXK_DTYPE_INVALID;
         size_t pn = 0, pk = 0;
-        s = amxk_packed_linear_info(packed, bytes, &pt, &pn, &pk);
-        CHECK(s == AMXK_OK && pt == c->xt && pn == c->n && pk == c->k, "info: status %d dtype %d n %zu k %zu: %s", (int)s, (int)pt, pn,
+        s = amxk_packed_linear_info(packed, bytes, &ipt, &pn, &pk);
+        CHECK(s == AMXK_OK && ipt == pt && pn == c->n && pk == c->k, "info: status %d dtype %d n %zu k %zu: %s", (int)s, (int)ipt, pn,
               pk, case_str(c));
     }
     pcopy = (unsigned char *)malloc(bytes);
@@ -331,12 +366,20 @@ static void run_case(const lcase *c, unsigned tier_mask) {
         ctx_for(&ctx, (amxk_tier)t, c->workers);
         /* packing with this tier's context gives the same bytes */
         p2 = (unsigned char *)test_alloc(bytes);
-        s = amxk_pack_linear(&ctx, p2, bytes, c->xt, d.w, c->wt, c->n, c->k, c->ldw);
+        s = amxk_pack_linear(&ctx, p2, bytes, pt, d.w, c->wt, c->n, c->k, c->ldw);
         CHECK(s == AMXK_OK && memcmp(p2, packed, bytes) == 0, "[%s] pack differs from the scalar-context pack: %s",
               amxk_tier_name((amxk_tier)t), case_str(c));
         test_free(p2);
 
-        s = amxk_linear_workspace_size(&ctx, c->m, c->n, c->k, &wsb);
+        if (pt == AMXK_DTYPE_F32) { /* the shape-only query covers bf16/fp16 packs */
+            size_t wsb1 = 0;
+            s = amxk_linear_workspace_size_for(&ctx, c->m, packed, bytes, &wsb);
+            CHECK(amxk_linear_workspace_size(&ctx, c->m, c->n, c->k, &wsb1) == AMXK_OK &&
+                      (t == AMXK_TIER_AMX || wsb1 == wsb), "[%s] f32 pack workspace %zu, shape query %zu: %s", amxk_tier_name((amxk_tier)t),
+                  wsb, wsb1, case_str(c));
+        } else {
+            s = amxk_linear_workspace_size(&ctx, c->m, c->n, c->k, &wsb);
+        }
         CHECK(s == AMXK_OK, "[%s] workspace size status %d: %s", amxk_tier_name((amxk_tier)t), (int)s, case_str(c));
         ws = test_alloc(wsb); /* 0xFF bytes: NaN as f32, bf16 and fp16 */
         y = test_alloc(d.ybytes);
@@ -580,20 +623,23 @@ static void test_threads(void) {
         int di;
         if (!tier_usable((amxk_tier)t)) continue;
         for (mi = 0; mi < 3; mi++)
-            for (di = 0; di < 2; di++) {
+            for (di = 0; di < 4; di++) { /* x bf16, f16 on their packs; 2, 3: f32 packs, x f32 / bf16 */
                 lcase c;
                 ldata d;
                 unsigned char *packed, *y0 = NULL;
-                size_t bytes = ref_packed_bytes(n, k);
+                size_t bytes;
                 int v;
                 memset(&c, 0, sizeof c);
                 c.m = ms[mi], c.n = n, c.k = k, c.ldx = k + 3, c.ldy = n + 1, c.ldw = k;
-                c.xt = di ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16, c.wt = AMXK_DTYPE_F32, c.yt = AMXK_DTYPE_F32, c.bias = 1, c.scale = 1.0;
+                c.xt = di == 2 ? AMXK_DTYPE_F32 : di == 1 ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16, c.wt = AMXK_DTYPE_F32, c.yt = AMXK_DTYPE_F32;
+                c.pt = di >= 2 ? AMXK_DTYPE_F32 : AMXK_DTYPE_INVALID, c.bias = 1, c.scale = 1.0;
+                bytes = ref_packed_bytes_dt(lc_pt(&c), n, k);
                 if (quick && t == AMXK_TIER_AMX && mi == 2) continue;
-                test_case_begin(test_case_id("pack threads", mi * 2 + (size_t)di)); /* the same data on every tier */
+                /* the same data on every tier */
+                test_case_begin(test_case_id("pack threads", di < 2 ? mi * 2 + (size_t)di : 100 + mi * 2 + (size_t)di));
                 ldata_make(&d, &c);
                 packed = (unsigned char *)test_alloc(bytes);
-                CHECK(amxk_pack_linear(NULL, packed, bytes, c.xt, d.w, c.wt, n, k, c.ldw) == AMXK_OK, "pack");
+                CHECK(amxk_pack_linear(NULL, packed, bytes, lc_pt(&c), d.w, c.wt, n, k, c.ldw) == AMXK_OK, "pack");
                 /* variants: 0 serial (1 worker), 1 serial with n_workers 7 and no callback, 2..5 pools 1, 2, 3, 7 */
                 for (v = 0; v < 6; v++) {
                     amxk_ctx ctx;
@@ -612,7 +658,7 @@ static void test_threads(void) {
                         ctx_for(&ctx, (amxk_tier)t, nw);
                         if (nw == 1) amxk_pool_bind(test_pool(1), &ctx); /* a real pool of one worker */
                     }
-                    CHECK(amxk_linear_workspace_size(&ctx, c.m, n, k, &wsb) == AMXK_OK, "ws size");
+                    CHECK(amxk_linear_workspace_size_for(&ctx, c.m, packed, bytes, &wsb) == AMXK_OK, "ws size");
                     ws = test_alloc(wsb);
                     y = test_alloc(d.ybytes);
                     s = amxk_linear(&ctx, c.m, n, k, d.x, c.xt, c.ldx, packed, bytes, d.bias, y, c.yt, c.ldy, ws, wsb);
@@ -711,18 +757,18 @@ static void test_batched(void) {
     for (si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const size_t ne = shapes[si][0], n = shapes[si][1], k = shapes[si][2], ldw = k + 3, estride = n * ldw + 7 + si;
         int wi;
-        for (wi = 0; wi < 3; wi++) {
+        for (wi = 0; wi < 6; wi++) { /* 3..5: f32 packs */
             static const amxk_dtype wts[3] = {AMXK_DTYPE_F32, AMXK_DTYPE_BF16, AMXK_DTYPE_F16};
-            const amxk_dtype wt = wts[wi], pt = (si + (size_t)wi) % 2 ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16;
-            const size_t wsz = amxk_dtype_size(wt), one = ref_packed_bytes(n, k);
+            const amxk_dtype wt = wts[wi % 3], pt = wi >= 3 ? AMXK_DTYPE_F32 : (si + (size_t)wi) % 2 ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16;
+            const size_t wsz = amxk_dtype_size(wt), one = ref_packed_bytes_dt(pt, n, k);
             void *w = test_alloc(((ne - 1) * estride + (n - 1) * ldw + k) * wsz);
             unsigned char *dst = (unsigned char *)test_alloc(ne * one), *single = (unsigned char *)test_alloc(one);
-            uint16_t *wq = (uint16_t *)malloc(n * k * 2);
+            uint32_t *wq = (uint32_t *)malloc(n * k * 4);
             size_t e, i, kk, nb;
             char msg[256];
             amxk_ctx ctx;
             amxk_status s;
-            test_case_begin(test_case_id("pack batched", si * 3 + (size_t)wi));
+            test_case_begin(test_case_id("pack batched", wi < 3 ? si * 3 + (size_t)wi : 100 + si * 3 + (size_t)wi));
             for (e = 0; e < ne; e++)
                 for (i = 0; i < n; i++)
                     for (kk = 0; kk < k; kk++) put_random(w, wt, e * estride + i * ldw + kk, 1.0);
@@ -737,8 +783,8 @@ static void test_batched(void) {
                 CHECK(s == AMXK_OK && memcmp(single, dst + e * one, one) == 0, "expert %zu of %zu (N %zu K %zu %s->%s) differs from packing it alone",
                       e, ne, n, k, dt_name(wt), dt_name(pt));
                 for (i = 0; i < n; i++)
-                    for (kk = 0; kk < k; kk++) wq[i * k + kk] = (uint16_t)ref_w_code(we, wt, i * ldw + kk, pt);
-                nb = layout_mismatches(dst + e * one, n, k, wq, msg, sizeof msg);
+                    for (kk = 0; kk < k; kk++) wq[i * k + kk] = ref_w_code(we, wt, i * ldw + kk, pt);
+                nb = layout_mismatches(dst + e * one, pt, n, k, wq, msg, sizeof msg);
                 CHECK(nb == 0, "expert %zu layout: %zu mismatches (%s)", e, nb, msg);
             }
             free(wq);
@@ -900,7 +946,7 @@ static void test_bad_args(void) {
     {   /* amxk_pack_linear_size */
         size_t b = 12345;
         CHECK(amxk_pack_linear_size(AMXK_DTYPE_BF16, 4, 4, NULL) == AMXK_ERR_NULL, "size: NULL bytes");
-        CHECK(amxk_pack_linear_size(AMXK_DTYPE_F32, 4, 4, &b) == AMXK_ERR_DTYPE && b == 12345, "size: f32 packed dtype");
+        CHECK(amxk_pack_linear_size(AMXK_DTYPE_I32, 4, 4, &b) == AMXK_ERR_DTYPE && b == 12345, "size: i32 packed dtype");
         CHECK(amxk_pack_linear_size(AMXK_DTYPE_I8, 4, 4, &b) == AMXK_ERR_DTYPE && b == 12345, "size: i8 packed dtype");
         CHECK(amxk_pack_linear_size(AMXK_DTYPE_BF16, 0, 4, &b) == AMXK_ERR_SHAPE && b == 12345, "size: n 0");
         CHECK(amxk_pack_linear_size(AMXK_DTYPE_BF16, 4, 0, &b) == AMXK_ERR_SHAPE && b == 12345, "size: k 0");
@@ -943,7 +989,7 @@ static void test_bad_args(void) {
         EXPECT_PACK(amxk_pack_linear(&ctx, dst, bytes, AMXK_DTYPE_BF16, w, AMXK_DTYPE_F32, 0, k, k + 1), AMXK_ERR_SHAPE, "n 0");
         EXPECT_PACK(amxk_pack_linear(&ctx, dst, bytes, AMXK_DTYPE_BF16, w, AMXK_DTYPE_F32, n, 0, k + 1), AMXK_ERR_SHAPE, "k 0");
         EXPECT_PACK(amxk_pack_linear(&ctx, dst, bytes, AMXK_DTYPE_BF16, w, AMXK_DTYPE_F32, n, k, k - 1), AMXK_ERR_STRIDE, "ldw < k");
-        EXPECT_PACK(amxk_pack_linear(&ctx, dst, bytes, AMXK_DTYPE_F32, w, AMXK_DTYPE_F32, n, k, k + 1), AMXK_ERR_DTYPE, "packed dtype f32");
+        EXPECT_PACK(amxk_pack_linear(&ctx, dst, bytes, AMXK_DTYPE_FP8_E4M3, w, AMXK_DTYPE_F32, n, k, k + 1), AMXK_ERR_DTYPE, "packed dtype e4m3");
         EXPECT_PACK(amxk_pack_linear(&ctx, dst, bytes, AMXK_DTYPE_I8, w, AMXK_DTYPE_F32, n, k, k + 1), AMXK_ERR_DTYPE, "packed dtype i8");
         EXPECT_PACK(amxk_pack_linear(&ctx, dst, bytes, AMXK_DTYPE_BF16, w, AMXK_DTYPE_I8, n, k, k + 1), AMXK_ERR_DTYPE, "w dtype i8");
         EXPECT_PACK(amxk_pack_linear(&ctx, dst, bytes, AMXK_DTYPE_BF16, w, AMXK_DTYPE_FP8_E4M3, n, k, k + 1), AMXK_ERR_DTYPE, "w dtype e4m3");
@@ -975,8 +1021,8 @@ static void test_bad_args(void) {
                         AMXK_ERR_NULL, "batched: NULL dst");
             EXPECT_PACK(amxk_pack_linear_batched(&bad0, dst, 2 * half, AMXK_DTYPE_BF16, w, AMXK_DTYPE_F32, 2, n / 2, k, k + 1, n / 2 * (k + 1)),
                         AMXK_ERR_CONTEXT, "batched: uninitialised ctx");
-            EXPECT_PACK(amxk_pack_linear_batched(&ctx, dst, 2 * half, AMXK_DTYPE_F32, w, AMXK_DTYPE_F32, 2, n / 2, k, k + 1, n / 2 * (k + 1)),
-                        AMXK_ERR_DTYPE, "batched: packed dtype f32");
+            EXPECT_PACK(amxk_pack_linear_batched(&ctx, dst, 2 * half, AMXK_DTYPE_I32, w, AMXK_DTYPE_F32, 2, n / 2, k, k + 1, n / 2 * (k + 1)),
+                        AMXK_ERR_DTYPE, "batched: packed dtype i32");
             /* the second expert's packed buffer lands on W (W placed right after the first one) */
             wt.p[0] = NULL;
             {
@@ -1045,8 +1091,10 @@ static void test_bad_args(void) {
         expect_linear(&a, &wt, AMXK_ERR_STRIDE, "ldx < K", (amxk_tier)t);
         a = g, a.ldy = n - 1;
         expect_linear(&a, &wt, AMXK_ERR_STRIDE, "ldy < N", (amxk_tier)t);
-        a = g, a.xt = AMXK_DTYPE_F32;
-        expect_linear(&a, &wt, AMXK_ERR_DTYPE, "x dtype f32", (amxk_tier)t);
+        a = g, a.xt = AMXK_DTYPE_F32; /* f32 x runs f32 packs only */
+        expect_linear(&a, &wt, AMXK_ERR_FORMAT, "x dtype f32 on a bf16 pack", (amxk_tier)t);
+        a = g, a.xt = AMXK_DTYPE_U8;
+        expect_linear(&a, &wt, AMXK_ERR_DTYPE, "x dtype u8", (amxk_tier)t);
         a = g, a.xt = AMXK_DTYPE_I8;
         expect_linear(&a, &wt, AMXK_ERR_DTYPE, "x dtype i8", (amxk_tier)t);
         a = g, a.yt = AMXK_DTYPE_I8;
@@ -1110,6 +1158,141 @@ static void test_bad_args(void) {
         test_free(dst);
         test_free(w);
     }
+}
+
+/* ---- f32 packs (router / gate weights) ---------------------------------------------------------------- */
+
+/* Cases on f32 packs: the run_case checks (layout, every tier against the fp64 reference, guards, NaN
+   poisoned y gaps and workspace, inputs unchanged, workspace independence) with x f32, bf16 or f16. */
+static void f32_case(size_t m, size_t n, size_t k, unsigned i) {
+    static const amxk_dtype xts[3] = {AMXK_DTYPE_F32, AMXK_DTYPE_BF16, AMXK_DTYPE_F16};
+    static const amxk_dtype wts[3] = {AMXK_DTYPE_F32, AMXK_DTYPE_BF16, AMXK_DTYPE_F16};
+    static const amxk_dtype yts[3] = {AMXK_DTYPE_F32, AMXK_DTYPE_BF16, AMXK_DTYPE_F16};
+    lcase c;
+    memset(&c, 0, sizeof c);
+    test_case_begin(test_case_id("pack f32", i));
+    c.m = m, c.n = n, c.k = k, c.pt = AMXK_DTYPE_F32;
+    c.xt = xts[i % 3 == 2 && i % 2 ? 2 : i % 2]; /* mostly f32 and bf16 x, some f16 */
+    c.wt = wts[(i / 2) % 3], c.yt = yts[(i / 3) % 3], c.bias = (int)((i / 5) % 2);
+    c.scale = i % 4 == 3 ? 4.0 : 1.0;
+    c.ldx = k + (test_randint(0, 1) ? (size_t)(2 * test_randint(0, 4) + 1) : 0);
+    c.ldy = n + (test_randint(0, 1) ? (size_t)(2 * test_randint(0, 4) + 1) : 0);
+    c.ldw = k + (test_randint(0, 1) ? (size_t)(2 * test_randint(0, 4) + 1) : 0);
+    c.workers = i % 3 == 1 ? 2 : 1;
+    run_case(&c, ALL_TIERS);
+}
+
+static void test_f32_packs(void) {
+    static const size_t rn[4] = {8, 60, 128, 257}, rk[4] = {1, 15, 2048, 2880}, rm[4] = {1, 3, 17, 64};
+    static const size_t em[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 24, 25, 33, 49, 97};
+    static const size_t en[] = {1, 15, 16, 17, 31, 33, 47, 49, 65, 97};
+    static const size_t ek[] = {1, 2, 31, 32, 33, 63, 64, 65, 130};
+    unsigned i = 0;
+    size_t a, b, c;
+    TEST_SECTION("f32 packs: router shapes (N 8..257, K 1..2880, M 1..64) and edges, x f32 / bf16 / f16, every tier");
+    for (a = 0; a < 4; a++)
+        for (b = 0; b < 4; b++)
+            for (c = 0; c < 4; c++, i++)
+                if (!quick || (a + b + c) % 3 == 0) f32_case(rm[c], rn[a], rk[b], i);
+    for (a = 0; a < sizeof em / sizeof em[0]; a++)
+        for (b = 0; b < (quick ? 1u : 3u); b++, i++) {
+            size_t n, k;
+            test_case_begin(test_case_id("pack f32 edge shape", i));
+            n = en[test_randint(0, (int)(sizeof en / sizeof en[0]) - 1)], k = ek[test_randint(0, (int)(sizeof ek / sizeof ek[0]) - 1)];
+            f32_case(em[a], n, k, i);
+        }
+}
+
+/* f32 packs as untrusted bytes: every header field, a non-zero padding column, truncation; the readers
+   (info, linear on every tier, dequantize) refuse them and write nothing; linear_q8 refuses f32 packs;
+   dequantize gives the packed values back exactly. */
+static void test_f32_format(void) {
+    const size_t m = 5, n = 20, k = 40, kodd = 37;
+    const size_t bytes = ref_packed_bytes_dt(AMXK_DTYPE_F32, n, k);
+    lcase c;
+    ldata d;
+    unsigned char *p, *bad, *y, *before;
+    float *deq;
+    size_t i, kk, wrong = 0, f;
+    amxk_status s;
+    amxk_dtype pt = AMXK_DTYPE_INVALID;
+    int t;
+    /* header byte offsets and a value that makes each field wrong (amxk__pack_hdr: magic 0, version 8,
+       dtype 12, n 16, k 24, qformat 32, asym 36, block_n 40, block_k 48, flags 56, reserved 57..63) */
+    static const struct { size_t off; unsigned char v; const char *what; } fields[] = {
+        {0, 'a', "magic"}, {8, 9, "version"}, {12, AMXK_DTYPE_I32, "dtype i32"}, {12, 0, "dtype invalid"},
+        {12, AMXK_DTYPE_U8, "dtype u8"}, {19, 1, "n beyond the buffer"}, {16, 0, "n 0"}, {27, 1, "k beyond the buffer"},
+        {24, 0, "k 0"}, {31, 0x80, "k 2^63"}, {32, 1, "qformat int8"}, {32, 200, "qformat out of range"}, {36, 1, "asym"},
+        {40, 1, "block_n"}, {48, 32, "block_k"}, {56, 1, "flags"}, {57, 1, "reserved[0]"}, {63, 0x80, "reserved[6]"}};
+    TEST_SECTION("f32 packs: header fields, padding, readers refuse bad packs; dequantize round trip");
+    memset(&c, 0, sizeof c);
+    c.m = m, c.n = n, c.k = k, c.ldx = k, c.ldy = n, c.ldw = k, c.xt = AMXK_DTYPE_F32, c.wt = AMXK_DTYPE_F32, c.pt = AMXK_DTYPE_F32;
+    c.yt = AMXK_DTYPE_F32, c.scale = 1;
+    test_case_begin(test_case_id("pack f32 format", 0));
+    ldata_make(&d, &c);
+    p = (unsigned char *)test_alloc(bytes);
+    bad = (unsigned char *)test_alloc(bytes);
+    y = (unsigned char *)test_alloc(d.ybytes);
+    before = (unsigned char *)malloc(d.ybytes);
+    CHECK(amxk_pack_linear(NULL, p, bytes, AMXK_DTYPE_F32, d.w, c.wt, n, k, c.ldw) == AMXK_OK, "pack");
+    CHECK(amxk_packed_linear_info(p, bytes, &pt, NULL, NULL) == AMXK_OK && pt == AMXK_DTYPE_F32, "info: dtype f32");
+    CHECK(amxk_packed_quant_info(p, bytes, NULL, NULL, NULL) == AMXK_ERR_FORMAT, "quant info of an f32 pack: FORMAT");
+    /* dequantize: the exact values */
+    deq = (float *)test_alloc(n * (k + 3) * 4);
+    CHECK(amxk_dequantize(p, bytes, deq, k + 3) == AMXK_OK, "dequantize");
+    for (i = 0; i < n; i++)
+        for (kk = 0; kk < k; kk++) wrong += ref_code_value(AMXK_DTYPE_F32, d.wq[i * k + kk]) != (double)deq[i * (k + 3) + kk];
+    CHECK(wrong == 0, "dequantize: %zu values differ from the source", wrong);
+    test_free(deq);
+    for (f = 0; f <= sizeof fields / sizeof fields[0] + 1; f++) {
+        const char *what;
+        size_t pb = bytes;
+        memcpy(bad, p, bytes);
+        if (f < sizeof fields / sizeof fields[0]) {
+            bad[fields[f].off] = fields[f].v;
+            what = fields[f].what;
+        } else if (f == sizeof fields / sizeof fields[0]) {
+            what = "truncated by 4 bytes";
+            pb = bytes - 4;
+        } else {
+            /* a pack of K = 37 (same padded size, padding columns 37..63): a non-zero padding column */
+            CHECK(amxk_pack_linear(NULL, bad, bytes, AMXK_DTYPE_F32, d.w, c.wt, n, kodd, c.ldw) == AMXK_OK, "pack K 37");
+            CHECK(amxk_packed_linear_info(bad, bytes, NULL, NULL, NULL) == AMXK_OK, "K 37 pack valid");
+            bad[HDR + (1 * 16 * 64 + 40 * 16 + 3) * 4 + 1] = 0x3f; /* block 1, k 40, lane 3: padding */
+            what = "non-zero padding column";
+        }
+        CHECK(amxk_packed_linear_info(bad, pb, NULL, NULL, NULL) == AMXK_ERR_FORMAT, "f32 pack, bad %s: info not FORMAT", what);
+        for (t = AMXK_TIER_SCALAR; t <= AMXK_TIER_AMX; t++) {
+            amxk_ctx ctx;
+            size_t wsb = 0;
+            void *ws;
+            if (!tier_usable((amxk_tier)t)) continue;
+            ctx_for(&ctx, (amxk_tier)t, 1);
+            CHECK(amxk_linear_workspace_size(&ctx, m, n, k, &wsb) == AMXK_OK, "ws");
+            ws = test_alloc(wsb);
+            memcpy(before, y, d.ybytes);
+            s = amxk_linear(&ctx, m, n, f == sizeof fields / sizeof fields[0] + 1 ? kodd : k, d.x, c.xt, c.ldx, bad, pb, NULL, y, c.yt,
+                            c.ldy, ws, wsb);
+            CHECK(s == AMXK_ERR_FORMAT && memcmp(before, y, d.ybytes) == 0 && test_guard_ok(y),
+                  "[%s] f32 pack, bad %s: linear status %d (want FORMAT), y unchanged %d", amxk_tier_name((amxk_tier)t), what, (int)s,
+                  memcmp(before, y, d.ybytes) == 0);
+            test_free(ws);
+        }
+    }
+    {   /* amxk_linear_q8 refuses f32 packs (FORMAT), writing nothing */
+        int8_t xq[5 * 40];
+        float xs[5];
+        memset(xq, 1, sizeof xq);
+        for (i = 0; i < m; i++) xs[i] = 1.0f;
+        memcpy(before, y, d.ybytes);
+        s = amxk_linear_q8(NULL, m, n, k, xq, k, xs, AMXK_SCALES_ROW_MAJOR, 1, k, p, bytes, NULL, y, AMXK_DTYPE_F32, n);
+        CHECK(s == AMXK_ERR_FORMAT && memcmp(before, y, d.ybytes) == 0, "linear_q8 on an f32 pack: status %d, want FORMAT", (int)s);
+    }
+    free(before);
+    test_free(y);
+    test_free(bad);
+    test_free(p);
+    ldata_free(&d);
 }
 
 /* ---- NULL context ----------------------------------------------------------------------------------- */
@@ -1204,6 +1387,8 @@ int main(void) {
     test_portability();
     test_null_ctx();
     test_threads();
+    test_f32_format();
+    test_f32_packs();
     test_sweep();
     test_ulp_study();
     test_edge_values();
