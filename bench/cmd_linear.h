@@ -1,11 +1,13 @@
 /* cmd_linear.h - the `linear` subcommand of amxk_bench (included by amxk_bench.c after bench_env).
 
-   amxk_bench linear --m M --n N --k K [--dtype bf16|fp16|int8|int4|int2|fp8e4m3|fp8e5m2|mxfp4]
-                     [--group G] [--asym 0|1] [--act bf16] [--out f32|bf16|fp16] [--bias 0|1]
+   amxk_bench linear --m M --n N --k K [--dtype bf16|fp16|f32|int8|int4|int2|fp8e4m3|fp8e5m2|mxfp4]
+                     [--group G] [--asym 0|1] [--act bf16|int8|f32|fp16] [--out f32|bf16|fp16] [--bias 0|1]
                      [--threads T] [--isa ...] [--rotate-mb R] [--reps N] [--warmup W]
 
    Packs W[N,K] once per rotation copy (the pack is not timed), then times amxk_linear alone.
-   bf16 / fp16: amxk_pack_linear, x of the same dtype. Quantized dtypes: amxk_quantize_pack of the
+   bf16 / fp16: amxk_pack_linear, x of the same dtype. f32 (router weights): amxk_pack_linear as F32,
+   x of dtype --act (bf16 default, f32 or fp16), workspace from amxk_linear_workspace_size_for.
+   Quantized dtypes: amxk_quantize_pack of the
    same f32 weights (int formats: one scale per group of G columns, G must divide K, default 128,
    --asym 1 for unsigned values + zero points; fp8: G x G scale blocks, default 128, partial edge
    blocks allowed; mxfp4: the OCP rule, groups of 32, --group / --asym do not apply), workspace from
@@ -15,12 +17,12 @@
    w4a8 / w2a8 path, activation quantization included in the time.
    gflops = 2*M*N*K / median; gbs = (packed weight bytes (the whole packed buffer: header, values,
    scales, zero points) + x bytes + y bytes) / median. Quantized cases add group=G asym=A act=bf16
-   to the printed parameters. */
+   to the printed parameters, f32 packs act=X. */
 
 typedef struct linear_job {
     const bench_env *env;
     size_t m, n, k, packed_bytes, ws_bytes;
-    amxk_dtype dt, yt; /* dt: x's dtype */
+    amxk_dtype dt, yt, pt; /* dt: x's dtype; pt: the packed dtype (unquantized packs) */
     bench_rot w; /* packed weights, one per rotation copy */
     void *x, *y, *ws;
     float *bias;
@@ -86,10 +88,13 @@ static int cmd_linear(bench_env *env, const bench_args *a) {
     j.yt = linear_dtype(outs, 1);
     ysz = amxk_dtype_size(j.yt);
     if (qf == AMXK_QFMT_NONE) {
-        if (bench_str(a, "group", NULL) || bench_str(a, "asym", NULL) || bench_str(a, "act", NULL))
-            bench_die("--group, --asym and --act apply to the quantized dtypes (int8|int4|int2|fp8e4m3|fp8e5m2), not --dtype %s", dts);
-        j.dt = linear_dtype(dts, 0);
-        if ((st = amxk_pack_linear_size(j.dt, j.n, j.k, &j.packed_bytes)) != AMXK_OK) bench_die("pack size: %s", amxk_status_string(st));
+        j.pt = linear_dtype(dts, 1);
+        if (bench_str(a, "group", NULL) || bench_str(a, "asym", NULL) || (j.pt != AMXK_DTYPE_F32 && bench_str(a, "act", NULL)))
+            bench_die("--group, --asym and --act apply to the quantized dtypes (int8|int4|int2|fp8e4m3|fp8e5m2) and --act to f32, not --dtype %s",
+                      dts);
+        j.dt = j.pt == AMXK_DTYPE_F32 ? linear_dtype(acts, 1) : j.pt; /* f32 packs: x of dtype --act */
+        if (j.pt == AMXK_DTYPE_F32) snprintf(qparams, sizeof qparams, " act=%s", acts);
+        if ((st = amxk_pack_linear_size(j.pt, j.n, j.k, &j.packed_bytes)) != AMXK_OK) bench_die("pack size: %s", amxk_status_string(st));
     } else {
         const int fp8 = qf == AMXK_QFMT_FP8_E4M3 || qf == AMXK_QFMT_FP8_E5M2;
         if (qf == AMXK_QFMT_MXFP4) { /* fixed 32-column blocks, symmetric */
@@ -116,13 +121,13 @@ static int cmd_linear(bench_env *env, const bench_args *a) {
     bench_fill(wf, j.n * j.k, 1);
     bench_fill(xf, j.m * j.k, 2);
     bench_rot_init(&j.w, j.packed_bytes, env->rotate_mb);
-    if (qf == AMXK_QFMT_NONE) st = amxk_pack_linear(&env->ctx, j.w.copy[0], j.packed_bytes, j.dt, wf, AMXK_DTYPE_F32, j.n, j.k, j.k);
+    if (qf == AMXK_QFMT_NONE) st = amxk_pack_linear(&env->ctx, j.w.copy[0], j.packed_bytes, j.pt, wf, AMXK_DTYPE_F32, j.n, j.k, j.k);
     else st = amxk_quantize_pack(&env->ctx, j.w.copy[0], j.packed_bytes, &q, wf, AMXK_DTYPE_F32, j.n, j.k, j.k);
     if (st != AMXK_OK) bench_die("pack: %s", amxk_status_string(st));
     for (i = 1; i < j.w.n; i++) memcpy(j.w.copy[i], j.w.copy[0], j.packed_bytes); /* the rotation copies */
     if ((st = amxk_linear_workspace_size_for(&env->ctx, j.m, j.w.copy[0], j.packed_bytes, &j.ws_bytes)) != AMXK_OK)
         bench_die("workspace size: %s", amxk_status_string(st));
-    j.x = bench_alloc(j.m * j.k * 2, 64);
+    j.x = bench_alloc(j.m * j.k * amxk_dtype_size(j.dt), 64);
     if ((st = amxk_convert(NULL, j.x, j.dt, xf, AMXK_DTYPE_F32, j.m * j.k)) != AMXK_OK) bench_die("convert: %s", amxk_status_string(st));
     j.y = bench_alloc(j.m * j.n * ysz, 64);
     if (j.a8) {
@@ -135,7 +140,7 @@ static int cmd_linear(bench_env *env, const bench_args *a) {
         bench_fill(j.bias, j.n, 3);
     }
 #if defined(AMXK_AMX_EMU_COUNT)
-    amxk_amx_emu_count_range(1, j.a8 ? (const void *)j.xq : j.x, j.a8 ? j.m * j.k : j.m * j.k * 2);
+    amxk_amx_emu_count_range(1, j.a8 ? (const void *)j.xq : j.x, j.a8 ? j.m * j.k : j.m * j.k * amxk_dtype_size(j.dt));
     amxk_amx_emu_count_range(2, j.w.copy[0], j.packed_bytes);
     amxk_amx_emu_count_range(3, j.ws, j.ws_bytes);
     if (j.w.n > 1) bench_die("the tile counters attribute loads to the first weight copy: use --rotate-mb 0");
@@ -159,7 +164,7 @@ static int cmd_linear(bench_env *env, const bench_args *a) {
     }
 #endif
     bench_line(med, 2.0 * (double)j.m * (double)j.n * (double)j.k,
-               (double)j.packed_bytes + (double)(j.m * j.k * 2) + (double)(j.m * j.n * ysz),
+               (double)j.packed_bytes + (double)(j.m * j.k * amxk_dtype_size(j.dt)) + (double)(j.m * j.n * ysz),
                "op=linear m=%zu n=%zu k=%zu dtype=%s%s out=%s bias=%d threads=%d isa=%s tier=%s rotate_mb=%g", j.m, j.n, j.k, dts,
                qparams, outs, with_bias, env->threads, env->isa, amxk_tier_name(env->ctx.tier), env->rotate_mb);
     bench_rot_free(&j.w);
