@@ -161,7 +161,8 @@
    arrays of per-expert pointers and byte sizes (w13 / w13_bytes; entries of experts outside the
    shard may be NULL / 0), or, when the pointer array is NULL, one base pointer and a per-expert
    stride in bytes (expert e at base + e * stride, stride bytes long: amxk_pack_linear_batched's
-   layout). bf16/fp16 packs must have x's dtype; quantized packs take either.
+   layout). bf16/fp16 packs must have x's dtype; quantized packs take either; fp32 packs (router
+   weights) are not taken (AMXK_ERR_UNSUPPORTED).
    Biases: b13 NULL or [E, 2N] f32 in w13's row order; b2 NULL or [E, K] f32.
 
    THREADING
@@ -339,7 +340,7 @@ AMXK_DEF amxk_status amxk_moe_workspace_size(const amxk_ctx *ctx, const amxk_moe
    ALIGN (a pack not 64-byte aligned, an expert stride not a multiple of 64),
    ARG (ids < -1 or >= E, or >= n_global_experts with a map; map entries < -1 or >= E; n_global_experts
    0 with a map; bad shard, act, alpha, limit, flags), WORKSPACE, ALIGN, ALIAS, UNSUPPORTED
-   (act_int8 and a pack amxk_linear_q8 does not take, see ACT_INT8). */
+   (act_int8 and a pack amxk_linear_q8 does not take, see ACT_INT8; an fp32 pack). */
 AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *shared,
                                       const amxk_moe_opts *opts, size_t m, const void *x, amxk_dtype x_dtype, size_t ldx,
                                       size_t topk, const float *topk_weights, const int32_t *topk_ids, void *out,

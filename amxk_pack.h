@@ -3878,8 +3878,10 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
 AMXK__PRIV amxk_status amxk__linop_open(amxk__linop *op, const void *packed, size_t bytes, size_t n, size_t k, amxk_dtype xt, int q8) {
     amxk_status s = amxk__linop_init(op, packed, bytes);
     if (s != AMXK_OK) return s;
-    if (op->n != n || op->k != k || (!op->quant && xt != AMXK_DTYPE_INVALID && op->pt != xt)) return AMXK_ERR_FORMAT;
-    if ((q8 && amxk__linop_q8_check(op) != AMXK_OK) || op->pt == AMXK_DTYPE_F32) return AMXK_ERR_UNSUPPORTED;
+    if (op->n != n || op->k != k) return AMXK_ERR_FORMAT;
+    if (op->pt == AMXK_DTYPE_F32) return AMXK_ERR_UNSUPPORTED; /* whatever xt: the size queries too */
+    if (!op->quant && xt != AMXK_DTYPE_INVALID && op->pt != xt) return AMXK_ERR_FORMAT;
+    if (q8 && amxk__linop_q8_check(op) != AMXK_OK) return AMXK_ERR_UNSUPPORTED;
     return AMXK_OK;
 }
 

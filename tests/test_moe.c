@@ -1220,6 +1220,21 @@ static void test_bad(void) {
     BAD_MOE(AMXK_ERR_UNSUPPORTED, o2_.act_int8 = 1); /* bf16 packs: no w8a8 form */
     BAD_MOE(AMXK_ERR_UNSUPPORTED, o2_.act_int8 = 1, o2_.e_begin = 1, o2_.e_end = 2, SH_ = NULL);
     BAD_MOE(AMXK_ERR_FORMAT, o2_.act_int8 = 1, w2_.inter = 8); /* a shape error stays a shape error */
+    {   /* an fp32 pack (amxk_pack_linear F32: router weights) as the shared down projection: not taken */
+        size_t fb = 0, wsq = 7;
+        void *f32p;
+        float wsrc[32 * 16];
+        amxk_moe_shared shf = sh;
+        for (i = 0; i < 32 * 16; i++) wsrc[i] = test_randf(-1, 1);
+        CHECK(amxk_pack_linear_size(AMXK_DTYPE_F32, K, 16, &fb) == AMXK_OK, "f32 pack size");
+        f32p = test_alloc(fb);
+        CHECK(amxk_pack_linear(NULL, f32p, fb, AMXK_DTYPE_F32, wsrc, AMXK_DTYPE_F32, K, 16, 16) == AMXK_OK, "f32 pack");
+        shf.w2 = f32p, shf.w2_bytes = fb;
+        CHECK(amxk_moe_workspace_size(NULL, &w, &shf, &o, M, topk, &wsq) == AMXK_ERR_UNSUPPORTED && wsq == 7, "f32 pack: size query");
+        BAD_MOE(AMXK_ERR_UNSUPPORTED, sh2_.w2 = f32p, sh2_.w2_bytes = fb);
+        BAD_MOE(AMXK_ERR_UNSUPPORTED, sh2_.w2 = f32p, sh2_.w2_bytes = fb, o2_.act_int8 = 1);
+        test_free(f32p);
+    }
     BAD_MOE(AMXK_ERR_WORKSPACE, wsb_ = ws_bytes - 1);
     BAD_MOE(AMXK_ERR_WORKSPACE, ws_ = NULL);
     BAD_MOE(AMXK_ERR_ALIGN, ws_ = (char *)ws + 32, wsb_ = ws_bytes);
