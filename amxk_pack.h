@@ -353,7 +353,8 @@ AMXK_DEF amxk_status amxk_linear_workspace_size_for(const amxk_ctx *ctx, size_t 
 /* y[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]), for m < M, n < N.
    x: x_dtype BF16 or F16, equal to the packed dtype for bf16/fp16 packs (any of the two for quantized
    packs); F32, BF16 or F16 for f32 packs (converted to f32, exact); element (m,k) at x[m*ldx + k],
-   ldx >= K. Another x dtype: AMXK_ERR_DTYPE; an x dtype the pack does not take: AMXK_ERR_FORMAT.
+   ldx >= K. Another x dtype, or F32 x with another pack: AMXK_ERR_DTYPE; a bf16/fp16 pack of the
+   other 16-bit dtype: AMXK_ERR_FORMAT.
    packed/packed_bytes: from amxk_pack_linear, amxk_quantize_pack or amxk_pack_quant with the same N
    and K (checked: AMXK_ERR_FORMAT).
    bias: NULL or N floats. y: y_dtype F32, BF16 or F16; element (m,n) at y[m*ldy + n], ldy >= N; only
@@ -3844,8 +3845,9 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
     if (yt != AMXK_DTYPE_F32 && yt != AMXK_DTYPE_BF16 && yt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
     if (ldx < k || ldy < n) return AMXK_ERR_STRIDE;
     if ((s = amxk__linop_init(&op, packed, packed_bytes)) != AMXK_OK) return s;
-    /* x: the pack's dtype for bf16/fp16 packs, BF16 / F16 for quantized packs, any of the three for f32 packs */
-    if (op.pt != AMXK_DTYPE_F32 && (op.quant ? xt == AMXK_DTYPE_F32 : op.pt != xt)) return AMXK_ERR_FORMAT;
+    /* x: any of the three for f32 packs; else BF16 / F16 (DTYPE), the pack's own for bf16/fp16 packs (FORMAT) */
+    if (op.pt != AMXK_DTYPE_F32 && xt == AMXK_DTYPE_F32) return AMXK_ERR_DTYPE;
+    if (!op.quant && op.pt != AMXK_DTYPE_F32 && op.pt != xt) return AMXK_ERR_FORMAT;
     if (op.n != n || op.k != k) return AMXK_ERR_FORMAT;
     amxk__linear_bind(ctx, &op, m, x, xt, ldx, bias, y, yt, ldy, workspace, &a, &p);
     if (p.ws_overflow) return AMXK_ERR_WORKSPACE; /* no workspace can be that large */

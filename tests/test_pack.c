@@ -1092,7 +1092,7 @@ static void test_bad_args(void) {
         a = g, a.ldy = n - 1;
         expect_linear(&a, &wt, AMXK_ERR_STRIDE, "ldy < N", (amxk_tier)t);
         a = g, a.xt = AMXK_DTYPE_F32; /* f32 x runs f32 packs only */
-        expect_linear(&a, &wt, AMXK_ERR_FORMAT, "x dtype f32 on a bf16 pack", (amxk_tier)t);
+        expect_linear(&a, &wt, AMXK_ERR_DTYPE, "x dtype f32 on a bf16 pack", (amxk_tier)t);
         a = g, a.xt = AMXK_DTYPE_U8;
         expect_linear(&a, &wt, AMXK_ERR_DTYPE, "x dtype u8", (amxk_tier)t);
         a = g, a.xt = AMXK_DTYPE_I8;
