@@ -107,10 +107,19 @@
        jobs); chunked (`--mode chunk`) 19.1 vs 9.4; decode batch 128 (`gdn-decode --batch 128`) moves the
        state at 33.7 GB/s vs 35.0 for AVX2 (4% slower, not understood; 125% of stream --mb 1024, 27 GB/s:
        memory-bound).
-       conv1d prefill T=4096 dim 8192 W=4 (`conv1d --dtype bf16|f32`): bf16 10.7 GB/s (avx512_bf16), 9.1
-       (avx512) vs AVX2 7.1, 38% of stream (28.0 GB/s): BELOW the 70% target, compute-bound (in L1 about
-       one cycle per zmm vector op; the silu's exp, division and bf16 rounding dominate); f32 16.6 vs
-       14.3 GB/s, 64% of stream (26 GB/s), also below 70%. PREDICTED for Sapphire Rapids (llvm-mca-19
+       conv1d prefill T=4096 dim 8192 W=4 (`conv1d --dtype bf16|f32`), before the Tx32 columns: bf16 10.7
+       GB/s (avx512_bf16), 9.1 (avx512) vs AVX2 7.1, 38% of stream (28.0 GB/s); f32 16.6 vs 14.3, 64% (26
+       GB/s). Both BELOW the 70% target, compute-bound, and still so: on Zen 4 a 512-bit vdivps takes the
+       divider 6 cycles and two FMA-pipe slots, an FMA or multiply one slot (register-only loops: 8 FMAs
+       8.4 cycles, + 1 divide 9.9, 16 FMAs + 1 divide 17.8; vrcp14ps and vscalefps also take FMA slots,
+       adds, shifts, vrangeps, vrndscaleps do not), so an output vector costs >= 10 FMA-pipe cycles (4 conv
+       FMAs, the silu's multiply, 2 polynomial FMAs, 1 + e, the divide; rcp14 + Newton needs 4 instead of
+       the divide's 2: slower, as measured before) and the 2x32 rows also paid one 512-bit load per cycle
+       for taps reloaded per token pair. Tx32 columns with the 16-entry silu, 3 interleaved rounds
+       against the 2x32 build under heavy load from other jobs (stream --mb 1024 9.3 GB/s in the same
+       rounds, a third of its quiet value; medians): f32 6.0 vs 4.5 GB/s (+34%; 2 threads 7.6 vs 7.0),
+       bf16 3.26 vs 3.37 (-3%, noise; 2 threads 4.2 vs 4.2): 65% and 35% of that stream. Not re-measured
+       quiet. PREDICTED for Sapphire Rapids (llvm-mca-19
        -mcpu=sapphirerapids on the compiled inner loops, gcc 12 -O2; not measured): the pair sweep 12.1
        cycles per 32-column state row and token pair = 32 flop/cycle (the model issues 512-bit FMAs on
        port 0 only; with the second 512-bit FMA port of Xeon SKUs the FMA bound halves to 6 cycles, 64
