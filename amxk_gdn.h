@@ -116,10 +116,10 @@
        FMAs, the silu's multiply, 2 polynomial FMAs, 1 + e, the divide; rcp14 + Newton needs 4 instead of
        the divide's 2: slower, as measured before) and the 2x32 rows also paid one 512-bit load per cycle
        for taps reloaded per token pair. Tx32 columns with the 16-entry silu, 3 interleaved rounds
-       against the 2x32 build under heavy load from other jobs (stream --mb 1024 9.3 GB/s in the same
-       rounds, a third of its quiet value; medians): f32 6.0 vs 4.5 GB/s (+34%; 2 threads 7.6 vs 7.0),
-       bf16 3.26 vs 3.37 (-3%, noise; 2 threads 4.2 vs 4.2): 65% and 35% of that stream. Not re-measured
-       quiet. PREDICTED for Sapphire Rapids (llvm-mca-19
+       against the 2x32 build, medians, 1 thread, lighter load (stream --mb 1024 26.0 GB/s in the same
+       rounds): f32 18.2 vs 15.3 GB/s (+19%) = 70% of stream (the target, just), bf16 10.3 vs 9.8 (+5%) =
+       40%: still BELOW it; 2 threads (the 2 vCPUs share one core's pipes, stream 25.4): f32 19.0 vs
+       16.1, bf16 10.4 vs 10.2. Under heavy load (stream 9.3): f32 +34%, bf16 -3% (noise). PREDICTED for Sapphire Rapids (llvm-mca-19
        -mcpu=sapphirerapids on the compiled inner loops, gcc 12 -O2; not measured): the pair sweep 12.1
        cycles per 32-column state row and token pair = 32 flop/cycle (the model issues 512-bit FMAs on
        port 0 only; with the second 512-bit FMA port of Xeon SKUs the FMA bound halves to 6 cycles, 64
