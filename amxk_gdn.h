@@ -81,10 +81,17 @@
        prefetched into L2); the chunked form uses an AVX2 4x16 fp32 GEMM for its
        chunk products.
        AVX-512 (>>avx512; 16 lanes, every tail by lane masks, no scalar tails): the same algorithms at
-       twice the width. conv: amxk__conv_rows_f32__2x32__avx512 (32-channel groups: one 64-byte bf16 x load
-       split into even/odd lanes, two-source permutes or one word blend back to channel order; 64-byte
-       streaming stores) and amxk__conv_edge_f32__1x16__avx512; silu amxk__conv_silu__avx512, the AVX2
-       algorithm lane for lane (the same bits; the clamp is one vrangeps): the NUMERICS above hold. The
+       twice the width, except the conv. conv, W = 4: amxk__conv_rows_f32__Tx32__avx512 sweeps slabs of 8
+       tokens left to right in 32-channel columns; a column keeps its 8 tap vectors and the bias in
+       registers and slides a window of the last 3 x rows down the slab (each x row loaded once, no tap
+       reloaded; x and out move as 11 + 8 row streams advancing 64 bytes per column; bf16 x widened in
+       channel order; whole-line 64-byte streaming stores for large outputs). Other widths:
+       amxk__conv_rows__2x32__avx512 (the AVX2 blocking at 32-channel groups, even/odd split lanes).
+       Tails: amxk__conv_edge_f32__1x16__avx512. silu amxk__conv_silu__avx512: a 16-entry 2^(j/16) table
+       and a quadratic (the AVX2 silu's 8 entries and cubic need one FMA more; 512-bit FMAs, multiplies and
+       the divider's issue share two pipes on Zen 4 and bound this kernel), 2^k joined to the table value
+       by one shift and one integer add; NUMERICS, measured against fp64: silu within 7.0e-7 relative for
+       |y| <= 8, 8.7e-7 for |y| <= 20, 1.8e-6 up to |y| = 87 (not the AVX2 tier's bits). The
        avx512_bf16 table rounds bf16 conv outputs with vcvtne2ps2bf16 (..__avx512bf16 rows and edge alike,
        so prefill and update still agree bit for bit): the same values as the integer rounding except
        subnormal outputs (|out| < 1.2e-38), which become zeros. Recurrent:
@@ -100,10 +107,19 @@
        jobs); chunked (`--mode chunk`) 19.1 vs 9.4; decode batch 128 (`gdn-decode --batch 128`) moves the
        state at 33.7 GB/s vs 35.0 for AVX2 (4% slower, not understood; 125% of stream --mb 1024, 27 GB/s:
        memory-bound).
-       conv1d prefill T=4096 dim 8192 W=4 (`conv1d --dtype bf16|f32`): bf16 10.7 GB/s (avx512_bf16), 9.1
-       (avx512) vs AVX2 7.1, 38% of stream (28.0 GB/s): BELOW the 70% target, compute-bound (in L1 about
-       one cycle per zmm vector op; the silu's exp, division and bf16 rounding dominate); f32 16.6 vs
-       14.3 GB/s, 64% of stream (26 GB/s), also below 70%. PREDICTED for Sapphire Rapids (llvm-mca-19
+       conv1d prefill T=4096 dim 8192 W=4 (`conv1d --dtype bf16|f32`), before the Tx32 columns: bf16 10.7
+       GB/s (avx512_bf16), 9.1 (avx512) vs AVX2 7.1, 38% of stream (28.0 GB/s); f32 16.6 vs 14.3, 64% (26
+       GB/s). Both BELOW the 70% target, compute-bound, and still so: on Zen 4 a 512-bit vdivps takes the
+       divider 6 cycles and two FMA-pipe slots, an FMA or multiply one slot (register-only loops: 8 FMAs
+       8.4 cycles, + 1 divide 9.9, 16 FMAs + 1 divide 17.8; vrcp14ps and vscalefps also take FMA slots,
+       adds, shifts, vrangeps, vrndscaleps do not), so an output vector costs >= 10 FMA-pipe cycles (4 conv
+       FMAs, the silu's multiply, 2 polynomial FMAs, 1 + e, the divide; rcp14 + Newton needs 4 instead of
+       the divide's 2: slower, as measured before) and the 2x32 rows also paid one 512-bit load per cycle
+       for taps reloaded per token pair. Tx32 columns with the 16-entry silu, 3 interleaved rounds
+       against the 2x32 build, medians, 1 thread, lighter load (stream --mb 1024 26.0 GB/s in the same
+       rounds): f32 18.2 vs 15.3 GB/s (+19%) = 70% of stream (the target, just), bf16 10.3 vs 9.8 (+5%) =
+       40%: still BELOW it; 2 threads (the 2 vCPUs share one core's pipes, stream 25.4): f32 19.0 vs
+       16.1, bf16 10.4 vs 10.2. Under heavy load (stream 9.3): f32 +34%, bf16 -3% (noise). PREDICTED for Sapphire Rapids (llvm-mca-19
        -mcpu=sapphirerapids on the compiled inner loops, gcc 12 -O2; not measured): the pair sweep 12.1
        cycles per 32-column state row and token pair = 32 flop/cycle (the model issues 512-bit FMAs on
        port 0 only; with the second 512-bit FMA port of Xeon SKUs the FMA bound halves to 6 cycles, 64
@@ -222,15 +238,17 @@ AMXK_DEF amxk_status amxk_conv1d_update(const amxk_ctx *ctx, const void *packed,
 /* ---- gating ----------------------------------------------------------------------------------- */
 
 /* For t < n_tokens, h < HV: g[t*ldg + h] = -exp(A_log[h]) * softplus(a[t*lda + h] + dt_bias[h]) and
-   beta[t*ldbeta + h] = sigmoid(b[t*ldb + h]) (see MATH). a and b: ab_dtype F32 or BF16; A_log, dt_bias:
-   fp32 [HV]; g fp32; beta: beta_dtype F32 or BF16. softplus_beta > 0 (default 1), threshold (default
-   20). g <= 0 and beta in [0, 1] for every finite input; overflow-free (log1p/exp of bounded values).
-   Scalar on every tier, serial. n_tokens == 0 is a no-op. Errors: CONTEXT, NULL, SHAPE (hv == 0),
-   STRIDE, DTYPE, ARG (softplus_beta <= 0), ALIAS (g and beta overlap). */
+   beta[t*ldbeta + h] = sigmoid(b[t*ldb + h]) (see MATH). a and b: ab_dtype F32 or BF16; A_log [HV] of
+   A_log_dtype, dt_bias [HV] of dt_bias_dtype: F32 or BF16 (0 also means F32, as in amxk_gdn_inputs; vLLM
+   keeps dt_bias in the model dtype, sglang A_log too), widened exactly to f32; g fp32; beta: beta_dtype
+   F32 or BF16. The same f32 arithmetic as amxk_gdn's fused gating (the same values). softplus_beta > 0
+   (default 1), threshold (default 20). g <= 0 and beta in [0, 1] for every finite input; overflow-free
+   (log1p/exp of bounded values). Scalar on every tier, serial. n_tokens == 0 is a no-op. Errors:
+   CONTEXT, NULL, SHAPE (hv == 0), STRIDE, DTYPE, ARG (softplus_beta <= 0), ALIAS (g and beta overlap). */
 AMXK_DEF amxk_status amxk_gdn_gating(const amxk_ctx *ctx, size_t n_tokens, size_t hv, const void *a, size_t lda,
-                                     const void *b, size_t ldb, amxk_dtype ab_dtype, const float *A_log,
-                                     const float *dt_bias, float softplus_beta, float threshold, float *g, size_t ldg,
-                                     void *beta, amxk_dtype beta_dtype, size_t ldbeta);
+                                     const void *b, size_t ldb, amxk_dtype ab_dtype, const void *A_log, amxk_dtype A_log_dtype,
+                                     const void *dt_bias, amxk_dtype dt_bias_dtype, float softplus_beta, float threshold, float *g,
+                                     size_t ldg, void *beta, amxk_dtype beta_dtype, size_t ldbeta);
 
 /* ---- gated delta rule ------------------------------------------------------------------------- */
 
@@ -343,6 +361,7 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *params
 #define AMXK__CONV_MAXTB 64   /* conv: at most this many tasks per sequence */
 #define AMXK__CONV_MAXW 64    /* largest conv width */
 #define AMXK__CONV_WSC 1280   /* conv: floats of split-order taps per channel block (W = 4: 256 channels) */
+#define AMXK__CONV_SLAB 8     /* conv W = 4 (AVX-512): tokens per left-to-right sweep */
 #define AMXK__CONV_NT_BYTES ((size_t)8 << 20) /* conv: outputs from this size on use streaming stores */
 #define AMXK__CONV_VERSION 1u
 #define AMXK__GDN_C 64        /* chunk length */
@@ -497,8 +516,8 @@ typedef struct amxk__gating_args {
     size_t hv;
     const void *a, *b;
     size_t lda, ldb;
-    amxk_dtype abt, bt;
-    const float *A_log, *dt_bias;
+    amxk_dtype abt, bt, alt, dtt; /* alt, dtt: A_log, dt_bias dtypes (F32 or BF16) */
+    const void *A_log, *dt_bias;
     float bsp, thr;
     float *g;
     void *beta;
@@ -657,8 +676,8 @@ AMXK__PRIV void amxk__gdn_gating_f32__1x1__scalar(const amxk__gating_args *ga, s
     size_t t, h;
     for (t = t0; t < t1; t++)
         for (h = 0; h < ga->hv; h++) {
-            float x = amxk__ld_elem(ga->a, ga->abt, t * ga->lda + h) + ga->dt_bias[h];
-            ga->g[t * ga->ldg + h] = -expf(ga->A_log[h]) * amxk__gdn_softplus(x, ga->bsp, ga->thr);
+            float x = amxk__ld_elem(ga->a, ga->abt, t * ga->lda + h) + amxk__ld_elem(ga->dt_bias, ga->dtt, h);
+            ga->g[t * ga->ldg + h] = -expf(amxk__ld_elem(ga->A_log, ga->alt, h)) * amxk__gdn_softplus(x, ga->bsp, ga->thr);
             amxk__st_elem(ga->beta, ga->bt, t * ga->ldbeta + h, amxk__gdn_sigmoid(amxk__ld_elem(ga->b, ga->abt, t * ga->ldb + h)));
         }
 }
@@ -1328,26 +1347,31 @@ static inline __attribute__((always_inline)) float amxk__gdn_hsum16(__m512 v) {
            (((t[1] + t[9]) + (t[5] + t[13])) + ((t[3] + t[11]) + (t[7] + t[15])));
 }
 
-/* silu(y) at 16 lanes: the algorithm and constants of amxk__conv_silu__avx2 (see there; its NUMERICS in
-   PATHS AND TIERS) with the same values at every step, so the same bits: the clamp of y to [-87, 87] is
-   one vrangeps (sign of y, min(|y|, 87): the min/max pair's result; a NaN y still gives NaN, through the
-   final y / ...), and the 8-entry 2^(j/8) table is repeated in the 16-entry vpermps (the index's low 4
-   bits; lanes j and j + 8 hold the same value). */
+/* silu(y) = y / (1 + exp(-y)) at 16 lanes, for the conv (prefill rows, update and tails all use this
+   one, so they agree bit for bit). exp(-y) = 2^(n/16) 2^(f/16) with x = -16 y log2 e in one multiply, n =
+   round(x) by the 1.5*2^23 rounding trick, f = x - n exactly (|f| <= 1/2); 2^(n/16) = 2^k 2^(j/16) (n =
+   16k + j) as integer bits: the 16-entry vpermps table holds bits(2^(j/16)) - (j << 19), and the rounded
+   x's bits shifted left by 19 are (k << 23) + (j << 19) (the 1.5*2^23 bits leave the word), so one shift
+   and one integer add give bits(2^(j/16)) + (k << 23); 2^(f/16) by a quadratic minimax polynomial (4.2e-7
+   relative). 1 + e in one FMA, then one IEEE division. Zen 4 runs 512-bit FMAs, multiplies and the
+   divider's issue on two pipes only and they bound this kernel, so the rest (clamp, rounding, shift)
+   uses add-pipe ops. NUMERICS: measured against fp64 (every 2^-10 step of |y| <= 100 and 3.2e8 random
+   operands): silu within 7.0e-7 relative for |y| <= 8, 8.7e-7 for |y| <= 20, 1.8e-6 up to |y| = 87
+   (the rounding of x: 6e-8 |y| relative in exp). y is clamped to [-87, 87] inside exp only by one vrangeps (NaN
+   in, NaN out through the final y / ...). The AVX2 silu (8-entry table, cubic, 2.4e-7) differs from
+   this one in the last bits. */
 static inline __attribute__((always_inline)) __m512 amxk__conv_silu__avx512(__m512 y) {
     const __m512 magic = _mm512_set1_ps(12582912.0f);
-    const __m512 tab = _mm512_setr_ps(1.0f, 1.0905077327f, 1.1892071150f, 1.2968395547f, 1.4142135624f, 1.5422108254f, 1.6817928305f,
-                                      1.8340080864f, 1.0f, 1.0905077327f, 1.1892071150f, 1.2968395547f, 1.4142135624f, 1.5422108254f,
-                                      1.6817928305f, 1.8340080864f);
+    const __m512i tab = _mm512_setr_epi32(0x3f800000, 0x3f7daac3, 0x3f7b95c2, 0x3f79c3d3, 0x3f7837f0, 0x3f76f532, 0x3f75fed7, 0x3f75583f,
+                                          0x3f7504f3, 0x3f7508a4, 0x3f75672a, 0x3f76248c, 0x3f7744fd, 0x3f78ccdf, 0x3f7ac0c7, 0x3f7d257d);
     __m512 yc = _mm512_range_ps(y, _mm512_set1_ps(87.0f), 0x02); /* sign(y) min(|y|, 87) */
-    __m512 x = _mm512_mul_ps(yc, _mm512_set1_ps(-11.541560327111707f)); /* -8 y log2 e */
+    __m512 x = _mm512_mul_ps(yc, _mm512_set1_ps(-23.083120654223414f)); /* -16 y log2 e */
     __m512 t = _mm512_add_ps(x, magic);
     __m512 f = _mm512_sub_ps(x, _mm512_sub_ps(t, magic)), p, s;
     __m512i ti = _mm512_castps_si512(t);
-    p = _mm512_fmadd_ps(_mm512_set1_ps(0.000108396285f), f, _mm512_set1_ps(0.00375412641f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.0866434011f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.999999982f));
-    s = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(_mm512_permutexvar_ps(ti, tab)),
-                                             _mm512_slli_epi32(_mm512_srli_epi32(ti, 3), 23))); /* 2^(j/8) * 2^k */
+    p = _mm512_fmadd_ps(_mm512_set1_ps(0.000938357261f), f, _mm512_set1_ps(0.0433242396f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    s = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_permutexvar_epi32(ti, tab), _mm512_slli_epi32(ti, 19))); /* 2^(j/16) 2^k */
     return _mm512_div_ps(y, _mm512_fmadd_ps(p, s, _mm512_set1_ps(1.0f)));
 }
 
@@ -1368,6 +1392,16 @@ static inline __attribute__((always_inline)) void amxk__conv_ld32__avx512(const 
         __m512i v = _mm512_loadu_si512((const void *)p);
         *v0 = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
         *v1 = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)));
+    }
+}
+/* 32 channels of x as two fp32 vectors in channel order (0-15, 16-31); bf16 widened by two vpmovzxwd
+   and two shifts. */
+static inline __attribute__((always_inline)) void amxk__conv_ld32c__avx512(const char *p, amxk_dtype xt, __m512 *v0, __m512 *v1) {
+    if (xt == AMXK_DTYPE_F32) {
+        *v0 = _mm512_loadu_ps((const float *)p), *v1 = _mm512_loadu_ps((const float *)p + 16);
+    } else {
+        *v0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+        *v1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p + 1)), 16));
     }
 }
 /* 32 fp32 values in channel order -> dst[0..15] the even, dst[16..31] the odd ones (bf16 lane order). */
@@ -1402,11 +1436,25 @@ static inline __attribute__((always_inline)) __m512i amxk__gdn_cvtne2__avx512(__
     return r;
 }
 
+/* 64 bytes to p: a streaming store when NTS (p 64-byte aligned; the emulated build, whose SIMDe has no
+   512-bit streaming store, stores plainly), else an unaligned store. */
+static inline __attribute__((always_inline)) void amxk__conv_st64__avx512(char *p, __m512i v, int NTS) {
+#if !defined(AMXK_AVX512_EMULATE)
+    if (NTS) {
+        _mm512_stream_si512((__m512i *)p, v);
+        return;
+    }
+#endif
+    (void)NTS;
+    _mm512_storeu_si512((void *)p, v);
+}
+
 /* 32 channels in the lane order of amxk__conv_ld32__avx512 for xt to p as ot: split lanes go back in
    channel order with one two-source permute per vector (f32) or one word blend (bf16). BF (AVX512_BF16
    table): bf16 outputs by one vcvtne2ps2bf16 (+ one word permute for split lanes) instead of the
    integer rounding (the same values except subnormal outputs, which become zeros). */
-static inline __attribute__((always_inline)) void amxk__conv_st32__avx512(char *p, amxk_dtype xt, amxk_dtype ot, __m512 v0, __m512 v1, int BF) {
+static inline __attribute__((always_inline)) void amxk__conv_st32__avx512(char *p, amxk_dtype xt, amxk_dtype ot, __m512 v0, __m512 v1, int BF,
+                                                                        int NTS) {
     __m512i r0, r1;
     if (ot == AMXK_DTYPE_BF16 && BF) {
         r0 = amxk__gdn_cvtne2__avx512(v1, v0);
@@ -1415,7 +1463,7 @@ static inline __attribute__((always_inline)) void amxk__conv_st32__avx512(char *
                                                 18, 2, 17, 1, 16, 0);
             r0 = _mm512_permutexvar_epi16(iw, r0);
         }
-        _mm512_storeu_si512((void *)p, r0);
+        amxk__conv_st64__avx512(p, r0, NTS);
         return;
     }
     if (ot == AMXK_DTYPE_F32) {
@@ -1425,7 +1473,7 @@ static inline __attribute__((always_inline)) void amxk__conv_st32__avx512(char *
             __m512 lo = _mm512_permutex2var_ps(v0, il, v1), hi = _mm512_permutex2var_ps(v0, ih, v1);
             v0 = lo, v1 = hi;
         }
-        _mm512_storeu_ps((float *)p, v0), _mm512_storeu_ps((float *)p + 16, v1);
+        amxk__conv_st64__avx512(p, _mm512_castps_si512(v0), NTS), amxk__conv_st64__avx512(p + 64, _mm512_castps_si512(v1), NTS);
         return;
     }
     r0 = amxk__conv_rne__avx512(v0), r1 = amxk__conv_rne__avx512(v1);
@@ -1436,7 +1484,7 @@ static inline __attribute__((always_inline)) void amxk__conv_st32__avx512(char *
                                             13, 11, 9, 7, 5, 3, 1);
         r0 = _mm512_permutex2var_epi16(r0, iw, r1);
     }
-    _mm512_storeu_si512((void *)p, r0);
+    amxk__conv_st64__avx512(p, r0, NTS);
 }
 
 /* The steady-state conv rows at 32 channels per group (see amxk__conv_rows__avx2: the same structure,
@@ -1470,8 +1518,8 @@ static inline __attribute__((always_inline)) void amxk__conv_rows__avx512(const 
             a0 = amxk__conv_silu__avx512(a0), a1 = amxk__conv_silu__avx512(a1);
             if (NT == 2) b0 = amxk__conv_silu__avx512(b0), b1 = amxk__conv_silu__avx512(b1);
         }
-        amxk__conv_st32__avx512(orow[0] + c * os, xt, ot, a0, a1, BF);
-        if (NT == 2) amxk__conv_st32__avx512(orow[1] + c * os, xt, ot, b0, b1, BF);
+        amxk__conv_st32__avx512(orow[0] + c * os, xt, ot, a0, a1, BF, 0);
+        if (NT == 2) amxk__conv_st32__avx512(orow[1] + c * os, xt, ot, b0, b1, BF, 0);
     }
 }
 
@@ -1547,6 +1595,88 @@ AMXK__PRIV void amxk__conv_rows_f32__2x32__avx512(const amxk__conv_args *a, amxk
 /* The AVX512_BF16 table's rows: bf16 outputs rounded by vcvtne2ps2bf16 (amxk__conv_st32__avx512). */
 AMXK__PRIV void amxk__conv_rows_f32__2x32__avx512bf16(const amxk__conv_args *a, amxk__conv_sq q, size_t td, size_t tb1, size_t nch) {
     amxk__conv_rows__2x32__avx512(a, q, td, tb1, nch, 1);
+}
+
+/* One 32-channel column of the W = 4 conv over n tokens: x0 points at x row td - 3, o0 at out row td,
+   both at the column's first channel (rows ldxb / ldob bytes apart); taps at wt + j*ldw and the bias at
+   bs, in channel order. The 8 tap vectors and the bias stay in registers and a window of the last 3 x
+   rows slides down the column, so each x row is loaded once and no tap is reloaded (the 2x32 rows
+   reload all taps per token pair: 512-bit loads, one per cycle on Zen 4, bound them). bf16 x is widened
+   in channel order (two vpmovzxwd and shifts; bf16 outputs then need no lane permute). Per token: bias,
+   FMA in tap order j = 0..3, silu, one rounding (the 2x32 rows' arithmetic, the same bits). nts:
+   streaming stores (every output row 64-byte aligned: each store is whole lines). pf (0 or bytes): x
+   rows that far below are prefetched into L2. xt/ot/BF compile-time constants. */
+static inline __attribute__((always_inline)) void amxk__conv_col4__avx512(const amxk__conv_args *a, const char *x0, size_t ldxb, char *o0,
+                                                                         size_t ldob, size_t n, const float *wt, size_t ldw,
+                                                                         const float *bs, size_t pf, int nts, amxk_dtype xt,
+                                                                         amxk_dtype ot, int BF) {
+    const __m512 w0a = _mm512_loadu_ps(wt), w0b = _mm512_loadu_ps(wt + 16), w1a = _mm512_loadu_ps(wt + ldw),
+                 w1b = _mm512_loadu_ps(wt + ldw + 16), w2a = _mm512_loadu_ps(wt + 2 * ldw), w2b = _mm512_loadu_ps(wt + 2 * ldw + 16),
+                 w3a = _mm512_loadu_ps(wt + 3 * ldw), w3b = _mm512_loadu_ps(wt + 3 * ldw + 16), ba = _mm512_loadu_ps(bs),
+                 bb = _mm512_loadu_ps(bs + 16);
+    const int silu = a->silu;
+    __m512 p3a, p3b, p2a, p2b, p1a, p1b;
+    size_t i;
+    amxk__conv_ld32c__avx512(x0, xt, &p3a, &p3b);
+    amxk__conv_ld32c__avx512(x0 + ldxb, xt, &p2a, &p2b);
+    amxk__conv_ld32c__avx512(x0 + 2 * ldxb, xt, &p1a, &p1b);
+    x0 += 3 * ldxb;
+    for (i = 0; i < n; i++, x0 += ldxb, o0 += ldob) {
+        __m512 ca, cb, ya, yb;
+        if (pf) {
+            _mm_prefetch(x0 + pf, _MM_HINT_T1);
+            if (xt == AMXK_DTYPE_F32) _mm_prefetch(x0 + pf + 64, _MM_HINT_T1);
+        }
+        amxk__conv_ld32c__avx512(x0, xt, &ca, &cb);
+        ya = _mm512_fmadd_ps(w0a, p3a, ba), yb = _mm512_fmadd_ps(w0b, p3b, bb);
+        ya = _mm512_fmadd_ps(w1a, p2a, ya), yb = _mm512_fmadd_ps(w1b, p2b, yb);
+        ya = _mm512_fmadd_ps(w2a, p1a, ya), yb = _mm512_fmadd_ps(w2b, p1b, yb);
+        ya = _mm512_fmadd_ps(w3a, ca, ya), yb = _mm512_fmadd_ps(w3b, cb, yb);
+        p3a = p2a, p3b = p2b, p2a = p1a, p2b = p1b, p1a = ca, p1b = cb;
+        if (silu) ya = amxk__conv_silu__avx512(ya), yb = amxk__conv_silu__avx512(yb);
+        amxk__conv_st32__avx512(o0, AMXK_DTYPE_F32, ot, ya, yb, BF, nts);
+    }
+}
+
+/* Conv tokens [td, tb1) of a sequence whose taps all lie in x, channels [0, nch) (a multiple of 32), W =
+   4: slabs of AMXK__CONV_SLAB tokens, each swept left to right in 32-channel columns
+   (amxk__conv_col4__avx512), so x and out are read and written as a few row streams that each advance
+   64 bytes per column (what the hardware prefetchers follow; 32-channel columns down a whole time
+   block, or 256-channel blocks, touch 60+ rows at once and ran at half the bandwidth); taps straight
+   from the packed weight (channel order). Other widths go to the 2x32 rows. Large outputs (a->nts) with
+   64-byte aligned rows are written with streaming stores, whole lines at a time. */
+static inline __attribute__((always_inline)) void amxk__conv_rows__Tx32__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t td,
+                                                                               size_t tb1, size_t nch, int bf) {
+    const size_t xs = a->esz, os = amxk_dtype_size(a->ot), ldxb = a->ldx * xs, ldob = a->ldo * os;
+    const int nts = a->nts && (uintptr_t)a->out % 64 == 0 && ldob % 64 == 0, bx = a->xt == AMXK_DTYPE_BF16, bo = a->ot == AMXK_DTYPE_BF16;
+    size_t c, ts;
+    if (a->width != 4) {
+        amxk__conv_rows__2x32__avx512(a, q, td, tb1, nch, bf);
+        return;
+    }
+    for (ts = td; ts < tb1; ts += AMXK__CONV_SLAB) {
+        const size_t n = AMXK__MIN((size_t)AMXK__CONV_SLAB, tb1 - ts), pf = 0;
+        for (c = 0; c < nch; c += 32) {
+            const char *x0 = (const char *)a->x + ((q.t0 + ts - 3) * a->ldx + c) * xs;
+            char *o0 = (char *)a->out + ((q.t0 + ts) * a->ldo + c) * os;
+#define AMXK__CONV_COL(XT, OT, BF) amxk__conv_col4__avx512(a, x0, ldxb, o0, ldob, n, a->w + c, a->dimp, a->bias + c, pf, nts, XT, OT, BF)
+            if (bx && bo && bf) AMXK__CONV_COL(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16, 1);
+            else if (bo && bf) AMXK__CONV_COL(AMXK_DTYPE_F32, AMXK_DTYPE_BF16, 1);
+            else if (bx && bo) AMXK__CONV_COL(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16, 0);
+            else if (bx) AMXK__CONV_COL(AMXK_DTYPE_BF16, AMXK_DTYPE_F32, 0);
+            else if (bo) AMXK__CONV_COL(AMXK_DTYPE_F32, AMXK_DTYPE_BF16, 0);
+            else AMXK__CONV_COL(AMXK_DTYPE_F32, AMXK_DTYPE_F32, 0);
+#undef AMXK__CONV_COL
+        }
+    }
+    if (nts) _mm_sfence();
+}
+AMXK__PRIV void amxk__conv_rows_f32__Tx32__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t td, size_t tb1, size_t nch) {
+    amxk__conv_rows__Tx32__avx512(a, q, td, tb1, nch, 0);
+}
+/* The AVX512_BF16 table's rows: bf16 outputs rounded by vcvtne2ps2bf16 (amxk__conv_st32__avx512). */
+AMXK__PRIV void amxk__conv_rows_f32__Tx32__avx512bf16(const amxk__conv_args *a, amxk__conv_sq q, size_t td, size_t tb1, size_t nch) {
+    amxk__conv_rows__Tx32__avx512(a, q, td, tb1, nch, 1);
 }
 
 /* Conv outputs of token t of a sequence, channels [c0, c1), any history, 16 lanes at a time (masked
@@ -1960,7 +2090,7 @@ static const amxk__gdn_kernels amxk__gdn_kernels_avx2 = {
 #endif
 #if AMXK__HAS_AVX512
 static const amxk__gdn_kernels amxk__gdn_kernels_avx512 = {
-    amxk__conv_rows_f32__2x32__avx512, amxk__conv_edge_f32__1x16__avx512, 32,
+    amxk__conv_rows_f32__Tx32__avx512, amxk__conv_edge_f32__1x16__avx512, 32,
     amxk__gdn_gating_f32__1x1__scalar, /* T*HV scalars: no vector kernel */
     amxk__gdn_qk_f32__16col__avx512,
     amxk__gdn_gemm_f32__8x32__avx512,
@@ -1971,7 +2101,7 @@ static const amxk__gdn_kernels amxk__gdn_kernels_avx512 = {
 };
 /* AVX512_BF16 and up: the AVX-512 table with the conv's bf16 outputs rounded by vcvtne2ps2bf16. */
 static const amxk__gdn_kernels amxk__gdn_kernels_avx512bf16 = {
-    amxk__conv_rows_f32__2x32__avx512bf16, amxk__conv_edge_f32__1x16__avx512bf16, 32,
+    amxk__conv_rows_f32__Tx32__avx512bf16, amxk__conv_edge_f32__1x16__avx512bf16, 32,
     amxk__gdn_gating_f32__1x1__scalar,
     amxk__gdn_qk_f32__16col__avx512,
     amxk__gdn_gemm_f32__8x32__avx512,
@@ -2473,13 +2603,16 @@ AMXK_DEF amxk_status amxk_conv1d_update(const amxk_ctx *ctx, const void *packed,
 }
 
 AMXK_DEF amxk_status amxk_gdn_gating(const amxk_ctx *ctx, size_t n_tokens, size_t hv, const void *a, size_t lda, const void *b,
-                                     size_t ldb, amxk_dtype abt, const float *A_log, const float *dt_bias, float bsp,
-                                     float thr, float *g, size_t ldg, void *beta, amxk_dtype bt, size_t ldbeta) {
+                                     size_t ldb, amxk_dtype abt, const void *A_log, amxk_dtype alt, const void *dt_bias,
+                                     amxk_dtype dtt, float bsp, float thr, float *g, size_t ldg, void *beta, amxk_dtype bt,
+                                     size_t ldbeta) {
     amxk__gating_args ga;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (hv == 0) return AMXK_ERR_SHAPE;
+    alt = amxk__gdn_pdt(alt), dtt = amxk__gdn_pdt(dtt);
     if (abt != AMXK_DTYPE_F32 && abt != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
     if (bt != AMXK_DTYPE_F32 && bt != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
+    if ((alt != AMXK_DTYPE_F32 && alt != AMXK_DTYPE_BF16) || (dtt != AMXK_DTYPE_F32 && dtt != AMXK_DTYPE_BF16)) return AMXK_ERR_DTYPE;
     if (!(bsp > 0.0f)) return AMXK_ERR_ARG;
     if (n_tokens == 0) return AMXK_OK;
     if (!a || !b || !A_log || !dt_bias || !g || !beta) return AMXK_ERR_NULL;
@@ -2487,7 +2620,7 @@ AMXK_DEF amxk_status amxk_gdn_gating(const amxk_ctx *ctx, size_t n_tokens, size_
     if (amxk__overlap(g, ((n_tokens - 1) * ldg + hv) * 4, beta, ((n_tokens - 1) * ldbeta + hv) * amxk_dtype_size(bt)))
         return AMXK_ERR_ALIAS;
     ga.hv = hv, ga.a = a, ga.b = b, ga.lda = lda, ga.ldb = ldb, ga.abt = abt, ga.bt = bt, ga.A_log = A_log, ga.dt_bias = dt_bias;
-    ga.bsp = bsp, ga.thr = thr, ga.g = g, ga.beta = beta, ga.ldg = ldg, ga.ldbeta = ldbeta;
+    ga.alt = alt, ga.dtt = dtt, ga.bsp = bsp, ga.thr = thr, ga.g = g, ga.beta = beta, ga.ldg = ldg, ga.ldbeta = ldbeta;
     amxk__gdn_kernels_for(amxk__vec_tier(amxk__tier(ctx)))->gating(&ga, 0, n_tokens);
     return AMXK_OK;
 }

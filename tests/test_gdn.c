@@ -61,7 +61,7 @@ static void test_gating(void) {
     float *a = (float *)test_alloc(T * HV * 4), *b = (float *)test_alloc(T * HV * 4), Al[32], dt[32];
     float *g = (float *)test_alloc(T * HV * 4), *be = (float *)test_alloc(T * HV * 4);
     uint16_t *be16 = (uint16_t *)test_alloc(T * HV * 2);
-    void *a16, *b16;
+    void *a16, *b16, *Al16, *dt16;
     size_t t, h, bad_g = 0, bad_b = 0, bad_b16 = 0, nonfin = 0;
     amxk_tier tier;
     amxk_ctx ctx;
@@ -75,23 +75,31 @@ static void test_gating(void) {
         }
     a16 = to_dt(a, T * HV, AMXK_DTYPE_BF16);
     b16 = to_dt(b, T * HV, AMXK_DTYPE_BF16);
+    Al16 = to_dt(Al, HV, AMXK_DTYPE_BF16);
+    dt16 = to_dt(dt, HV, AMXK_DTYPE_BF16);
     TEST_FOR_EACH_TIER(tier, ctx) {
         int ab;
-        for (ab = 0; ab < 2; ab++) {
-            amxk_status s1 = amxk_gdn_gating(&ctx, T, HV, ab ? a16 : (void *)a, HV, ab ? b16 : (void *)b, HV,
-                                             ab ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F32, Al, dt, 1.0f, 20.0f, g, HV, be, AMXK_DTYPE_F32, HV);
-            amxk_status s2 = amxk_gdn_gating(&ctx, T, HV, a, HV, b, HV, AMXK_DTYPE_F32, Al, dt, 1.0f, 20.0f, g, HV, be16,
+        for (ab = 0; ab < 4; ab++) { /* bit 0: bf16 a / b; bit 1: bf16 A_log / dt_bias (the oracle reads their bf16 values) */
+            const int pb = ab >> 1;
+            const amxk_dtype pt = pb ? AMXK_DTYPE_BF16 : (ab & 1 ? AMXK_DTYPE_F32 : (amxk_dtype)0); /* 0 means F32 */
+            const void *Alp = pb ? Al16 : (const void *)Al, *dtp = pb ? dt16 : (const void *)dt;
+            amxk_status s1 = amxk_gdn_gating(&ctx, T, HV, ab & 1 ? a16 : (void *)a, HV, ab & 1 ? b16 : (void *)b, HV,
+                                             ab & 1 ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F32, Alp, pt, dtp, pt, 1.0f, 20.0f, g, HV, be,
+                                             AMXK_DTYPE_F32, HV);
+            amxk_status s2 = amxk_gdn_gating(&ctx, T, HV, a, HV, b, HV, AMXK_DTYPE_F32, Alp, pt, dtp, pt, 1.0f, 20.0f, g, HV, be16,
                                              AMXK_DTYPE_BF16, HV);
             CHECK(s1 == AMXK_OK && s2 == AMXK_OK, "gating status %d %d", (int)s1, (int)s2);
             for (t = 0; t < T; t++)
                 for (h = 0; h < HV; h++) {
-                    double x = (double)a[t * HV + h] + (double)dt[h];
-                    double rg = -exp((double)Al[h]) * ref_softplus((double)(float)x, 1.0, 20.0);
+                    const double alv = pb ? (double)rbf(Al[h]) : (double)Al[h], dtv = pb ? (double)rbf(dt[h]) : (double)dt[h];
+                    double x = (double)a[t * HV + h] + dtv;
+                    double rg = -exp(alv) * ref_softplus((double)(float)x, 1.0, 20.0);
                     double rb = 1.0 / (1.0 + exp(-(double)b[t * HV + h]));
                     double gg = g[t * HV + h], bb = be[t * HV + h], b16v = test_ref_decode(AMXK_DTYPE_BF16, be16[t * HV + h]);
                     if (!isfinite(gg) || !isfinite(bb) || gg > 0 || bb < 0 || bb > 1) nonfin++;
                     if (fabs(gg - rg) > 4e-6 * fabs(rg) + 1e-30) {
-                        if (!bad_g++) printf("  g[%lu,%lu] x=%g got %.9g want %.9g\n", (unsigned long)t, (unsigned long)h, x, gg, rg);
+                        if (!bad_g++) printf("  g[%lu,%lu] x=%g got %.9g want %.9g (params %s)\n", (unsigned long)t, (unsigned long)h, x, gg, rg,
+                                             pb ? "bf16" : "f32");
                     }
                     if (fabs(bb - rb) > 1e-6) bad_b++;
                     if (fabs(b16v - rb) > ldexp(fabs(rb), -8) + 1e-6) bad_b16++;
@@ -100,11 +108,34 @@ static void test_gating(void) {
         CHECK(bad_g == 0 && bad_b == 0 && bad_b16 == 0 && nonfin == 0, "tier %s: bad g %lu beta %lu beta16 %lu nonfinite %lu",
               amxk_tier_name(tier), (unsigned long)bad_g, (unsigned long)bad_b, (unsigned long)bad_b16, (unsigned long)nonfin);
     }
-    CHECK(amxk_gdn_gating(NULL, 1, HV, a, HV, b, HV, AMXK_DTYPE_F32, Al, dt, 0.0f, 20.0f, g, HV, be, AMXK_DTYPE_F32, HV) == AMXK_ERR_ARG, "beta_sp 0");
-    CHECK(amxk_gdn_gating(NULL, 1, HV, a, HV, b, HV, AMXK_DTYPE_F32, NULL, dt, 1.0f, 20.0f, g, HV, be, AMXK_DTYPE_F32, HV) == AMXK_ERR_NULL, "null");
-    CHECK(amxk_gdn_gating(NULL, 2, HV, a, HV - 1, b, HV, AMXK_DTYPE_F32, Al, dt, 1.0f, 20.0f, g, HV, be, AMXK_DTYPE_F32, HV) == AMXK_ERR_STRIDE, "stride");
-    CHECK(amxk_gdn_gating(NULL, 2, HV, a, HV, b, HV, AMXK_DTYPE_F16, Al, dt, 1.0f, 20.0f, g, HV, be, AMXK_DTYPE_F32, HV) == AMXK_ERR_DTYPE, "dtype");
-    test_free(a), test_free(b), test_free(g), test_free(be), test_free(be16), test_free(a16), test_free(b16);
+    /* bad input: the status, and g / beta untouched (poisoned with a NaN pattern first) */
+    memset(g, 0x7f, T * HV * 4), memset(be, 0x7f, T * HV * 4);
+    {
+        const struct {
+            size_t n, lda;
+            amxk_dtype abt, alt, dtt;
+            int null_al, null_dt;
+            float bsp;
+            amxk_status want;
+        } bad[7] = {
+            {1, HV, AMXK_DTYPE_F32, AMXK_DTYPE_F32, AMXK_DTYPE_F32, 0, 0, 0.0f, AMXK_ERR_ARG},     /* softplus_beta 0 */
+            {1, HV, AMXK_DTYPE_F32, AMXK_DTYPE_F32, AMXK_DTYPE_F32, 1, 0, 1.0f, AMXK_ERR_NULL},    /* A_log NULL */
+            {1, HV, AMXK_DTYPE_F32, AMXK_DTYPE_F32, AMXK_DTYPE_BF16, 0, 1, 1.0f, AMXK_ERR_NULL},   /* dt_bias NULL */
+            {2, HV - 1, AMXK_DTYPE_F32, AMXK_DTYPE_F32, AMXK_DTYPE_F32, 0, 0, 1.0f, AMXK_ERR_STRIDE},
+            {2, HV, AMXK_DTYPE_F16, AMXK_DTYPE_F32, AMXK_DTYPE_F32, 0, 0, 1.0f, AMXK_ERR_DTYPE},   /* a / b f16 */
+            {2, HV, AMXK_DTYPE_F32, AMXK_DTYPE_F16, AMXK_DTYPE_F32, 0, 0, 1.0f, AMXK_ERR_DTYPE},   /* A_log f16 */
+            {2, HV, AMXK_DTYPE_F32, AMXK_DTYPE_F32, AMXK_DTYPE_I8, 0, 0, 1.0f, AMXK_ERR_DTYPE},    /* dt_bias int8 */
+        };
+        int i;
+        for (i = 0; i < 7; i++) {
+            amxk_status st = amxk_gdn_gating(NULL, bad[i].n, HV, a, bad[i].lda, b, HV, bad[i].abt, bad[i].null_al ? NULL : Al16, bad[i].alt,
+                                             bad[i].null_dt ? NULL : dt16, bad[i].dtt, bad[i].bsp, 20.0f, g, HV, be, AMXK_DTYPE_F32, HV);
+            CHECK(st == bad[i].want, "gating bad input %d: status %d, want %d", i, (int)st, (int)bad[i].want);
+        }
+    }
+    for (t = 0, h = 0; t < T * HV * 4; t++) h += ((const uint8_t *)g)[t] != 0x7f || ((const uint8_t *)be)[t] != 0x7f;
+    CHECK(h == 0, "gating errors wrote %lu bytes", (unsigned long)h);
+    test_free(a), test_free(b), test_free(g), test_free(be), test_free(be16), test_free(a16), test_free(b16), test_free(Al16), test_free(dt16);
 }
 
 /* ================================================================================================ */
