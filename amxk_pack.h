@@ -85,7 +85,7 @@
          2^(e - 127) * e2m1 is exact in f32 and bf16 (bf16 subnormal below 2^-126, which vdpbf16ps and
          AMX read as zero), in fp16 only within its range. No w*a8 path (amxk_linear_q8: FORMAT;
          amxk_moe_experts with act_int8: UNSUPPORTED).
-       w8a8 (int8 activations): amxk_quantize_act + amxk_linear_q8, see there.
+       w8a8 (int8, or u8 = int8 + 128, activations): amxk_quantize_act + amxk_linear_q8, see there.
 
    THREADING
        Work is split into (m-chunk, n-chunk) tasks; the serial loop is
@@ -294,10 +294,12 @@ AMXK_DEF amxk_status amxk_quantize_act(const amxk_ctx *ctx, size_t m, size_t k, 
 AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float *src, amxk_scale_layout src_layout,
                                           size_t ld_src, float *dst, amxk_scale_layout dst_layout, size_t ld_dst);
 
-/* w8a8 / w4a8 / w2a8: y[m, n] = sum_g sx(m, g) * sw(n, g) * (sum_{k in g} xq[m][k] * q[n][k]
-   - z(n, g) * sum_{k in g} xq[m][k]) (+ bias[n]), the integer sums exact in int32 (z = 0 for
-   symmetric packs). xq: int8 activations from amxk_quantize_act (AMXK_DTYPE_I8, values in
-   [-127, 127]), row stride ldq; xscales in either layout (ld_s as for amxk_quantize_act), act_group
+/* w8a8 / w4a8 / w2a8: y[m, n] = sum_g sx(m, g) * sw(n, g) * (sum_{k in g} x[m][k] * q[n][k]
+   - z(n, g) * sum_{k in g} x[m][k]) (+ bias[n]), the integer sums exact in int32 (z = 0 for
+   symmetric packs). xq: the activations x from amxk_quantize_act, row stride ldq (bytes), xq_dtype
+   AMXK_DTYPE_I8 (int8_t x in [-127, 127]) or AMXK_DTYPE_U8 (uint8_t codes x + 128 in [1, 255], as
+   SGLang's per_token_quant_int8 gives them; read as code ^ 0x80: the same results, bit for bit, as
+   the I8 values on every level); xscales in either layout (ld_s as for amxk_quantize_act), act_group
    columns per activation scale. packed: an INT8 (symmetric), INT4 or INT2 (symmetric or asymmetric)
    pack whose group divides act_group (per-token activations: act_group = K). y as in amxk_linear.
    No workspace.
@@ -317,10 +319,10 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    to int8 per k step (exact int32 as well). Scalar: int32 loops. Same parallel decomposition as
    amxk_linear. The pack is validated as amxk_packed_linear_info says; a bf16/fp16, fp8 or MXFP4 pack
    (or asymmetric int8) is AMXK_ERR_FORMAT, groups that are not whole 64-byte rows AMXK_ERR_UNSUPPORTED.
-   Errors (nothing written): CONTEXT, NULL, SHAPE, DTYPE, ARG (layout, act_group, an xq of -128),
-   FORMAT, UNSUPPORTED, ALIGN, STRIDE, ALIAS. */
-AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const int8_t *xq, size_t ldq,
-                                    const float *xscales, amxk_scale_layout layout, size_t ld_s, size_t act_group,
+   Errors (nothing written): CONTEXT, NULL, SHAPE, DTYPE (y_dtype, xq_dtype), ARG (layout, act_group,
+   an x of -128: I8 0x80 or U8 0x00), FORMAT, UNSUPPORTED, ALIGN, STRIDE, ALIAS. */
+AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *xq, amxk_dtype xq_dtype,
+                                    size_t ldq, const float *xscales, amxk_scale_layout layout, size_t ld_s, size_t act_group,
                                     const void *packed, size_t packed_bytes, const float *bias, void *y, amxk_dtype y_dtype,
                                     size_t ldy);
 
@@ -550,7 +552,8 @@ typedef struct amxk__linear_args {
 /* Arguments shared by every task of one amxk_linear_q8 call. */
 typedef struct amxk__q8_args {
     size_t m, n, k, ldq, ld_s, ag, ldy;
-    const int8_t *xq;
+    const int8_t *xq; /* the x bytes: x = (int8_t)(byte ^ xflip) */
+    uint32_t xflip;   /* in every byte: 0 (AMXK_DTYPE_I8) or 0x80 (AMXK_DTYPE_U8, x + 128) */
     const float *xs;
     amxk_scale_layout layout;
     const amxk__qview *w;
@@ -744,6 +747,10 @@ AMXK__PRIV int amxk__q_decode_prep(const amxk__linear_args *a, const float *xf, 
 
 /* ---- w8a8 (amxk_linear_q8): shared by its kernels ---- */
 
+/* x[row][kk] as int8 (the U8 codes less 128: the XOR of the top bit). */
+AMXK__INLINE int32_t amxk__q8_x(const amxk__q8_args *a, size_t row, size_t kk) {
+    return (int8_t)((uint8_t)a->xq[row * a->ldq + kk] ^ (uint8_t)a->xflip);
+}
 AMXK__INLINE float amxk__q8_xscale(const amxk__q8_args *a, size_t row, size_t kk) {
     size_t g = kk / a->ag;
     return a->xs[a->layout == AMXK_SCALES_ROW_MAJOR ? row * a->ld_s + g : g * a->ld_s + row];
@@ -803,8 +810,8 @@ AMXK__PRIV void amxk__linear_q8__1x16__scalar(const amxk__q8_args *a, size_t m0,
                         size_t pos = b * v->blk_bytes + amxk__q_pos(v, r, kk, &sh);
                         unsigned f = (unsigned)(v->data[pos] >> sh) & ((1u << v->bits) - 1u);
                         int32_t qv = v->asym ? (int32_t)f : (int32_t)f - (f >> (v->bits - 1) ? (1 << v->bits) : 0);
-                        sum += (int32_t)a->xq[i * a->ldq + kk] * qv;
-                        xsum += a->xq[i * a->ldq + kk];
+                        sum += amxk__q8_x(a, i, kk) * qv;
+                        xsum += amxk__q8_x(a, i, kk);
                     }
                     acc[r] += amxk__q8_xscale(a, i, g * v->bk) * v->scales[amxk__q_gidx(v, nn, g)] *
                               ((float)sum - (v->asym ? v->zeros[amxk__q_gidx(v, nn, g)] * (float)xsum : 0.0f));
@@ -1545,7 +1552,7 @@ _Pragma("GCC unroll 4")                                                         
                         int32_t x4;                                                                                                                       \
                         __m256i xb;                                                                                                                       \
                         memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * 4, 4);                                                                      \
-                        xb = _mm256_set1_epi32(x4);                                                                                                       \
+                        xb = _mm256_set1_epi32(x4 ^ (int32_t)a->xflip);                                                                                                       \
                         DOT8(s[r][0], a0, _mm256_sign_epi8(xb, w0));                                                                                      \
                         DOT8(s[r][1], a1, _mm256_sign_epi8(xb, w1));                                                                                      \
                     }                                                                                                                                     \
@@ -1560,7 +1567,7 @@ _Pragma("GCC unroll 4")                                                         
                         int32_t x4;                                                                                                                       \
                         __m256i xb;                                                                                                                       \
                         memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * (size_t)span + 4 * (size_t)f, 4);                                           \
-                        xb = _mm256_set1_epi32(x4);                                                                                                       \
+                        xb = _mm256_set1_epi32(x4 ^ (int32_t)a->xflip);                                                                                                       \
                         DOTU(h[r][0], s[r][0], u0, xb);                                                                                                   \
                         DOTU(h[r][1], s[r][1], u1, xb);                                                                                                   \
                         if (!pre) DOT8(xsum[r], ones8, xb);                                                                                               \
@@ -1617,7 +1624,7 @@ AMXK__PRIV void BNAME(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, s
             for (g = 0; g < a->w->nbk; g++) {                                                             \
                 int32_t sum = 0;                                                                          \
                 if (a->w->bits < 8)                                                                       \
-                    for (kk = g * a->w->bk; kk < (g + 1) * a->w->bk; kk++) sum += a->xq[r * a->ldq + kk]; \
+                    for (kk = g * a->w->bk; kk < (g + 1) * a->w->bk; kk++) sum += amxk__q8_x(a, r, kk);   \
                 tab[(r - m0) * a->w->nbk + g] = sum;                                                      \
                 sxt[(r - m0) * a->w->nbk + g] = amxk__q8_xscale(a, r, g * a->w->bk);                      \
             }                                                                                             \
@@ -1802,9 +1809,11 @@ AMXK__INLINE void amxk__store16__avx512(void *y, amxk_dtype yt, size_t ldy, size
 /* mr rows (mr <= 8) of x (bytes rows ldx apart, kbytes each) as a panel of 32-bit units, unit-major:
    xp[u * 8 + r] = bytes [4u, 4u + 4) of row r, zero past kbytes and for rows r >= mr, units u < nu:
    one broadcast operand per row and unit (a bf16 pair for vdpbf16ps, 4 int8 for vpdpbusd), the rows
-   of one unit adjacent (no cache-set conflicts between rows, whatever ldx). 8 x 8 transposes of
+   of one unit adjacent (no cache-set conflicts between rows, whatever ldx). flip: XORed into every
+   unit read from x (not into the zeros): 0, or 0x80808080 (u8 codes to int8). 8 x 8 transposes of
    units, the ragged end unit by unit. */
-AMXK__PRIV void amxk__xpanel32__avx512(const void *x, size_t ldx, size_t kbytes, size_t nu, int mr, uint32_t *xp) {
+AMXK__PRIV void amxk__xpanel32__avx512(const void *x, size_t ldx, size_t kbytes, size_t nu, int mr, uint32_t flip, uint32_t *xp) {
+    const __m256i fv = _mm256_set1_epi32((int)flip);
     const size_t full = kbytes / 4;
     const uint8_t *src[8];
     size_t u;
@@ -1812,7 +1821,7 @@ AMXK__PRIV void amxk__xpanel32__avx512(const void *x, size_t ldx, size_t kbytes,
     for (r = 0; r < 8; r++) src[r] = r < mr ? (const uint8_t *)x + (size_t)r * ldx : NULL;
     for (u = 0; u + 8 <= full; u += 8) {
         __m256i v[8], t[8], w[8];
-        for (r = 0; r < 8; r++) v[r] = r < mr ? _mm256_loadu_si256((const __m256i *)(src[r] + 4 * u)) : _mm256_setzero_si256();
+        for (r = 0; r < 8; r++) v[r] = r < mr ? _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(src[r] + 4 * u)), fv) : _mm256_setzero_si256();
         for (r = 0; r < 8; r += 2) t[r] = _mm256_unpacklo_epi32(v[r], v[r + 1]), t[r + 1] = _mm256_unpackhi_epi32(v[r], v[r + 1]);
         for (r = 0; r < 8; r += 4) {
             w[r] = _mm256_unpacklo_epi64(t[r], t[r + 2]), w[r + 1] = _mm256_unpackhi_epi64(t[r], t[r + 2]);
@@ -1826,7 +1835,11 @@ AMXK__PRIV void amxk__xpanel32__avx512(const void *x, size_t ldx, size_t kbytes,
     for (; u < nu; u++)
         for (r = 0; r < 8; r++) {
             uint32_t v = 0;
-            if (r < mr && 4 * u < kbytes) memcpy(&v, src[r] + 4 * u, AMXK__MIN((size_t)4, kbytes - 4 * u));
+            if (r < mr && 4 * u < kbytes) {
+                const size_t cnt = AMXK__MIN((size_t)4, kbytes - 4 * u);
+                memcpy(&v, src[r] + 4 * u, cnt);
+                v ^= flip & (cnt == 4 ? 0xffffffffu : (1u << (8 * cnt)) - 1u); /* little-endian: the bytes read */
+            }
             xp[u * 8 + (size_t)r] = v;
         }
 }
@@ -2133,7 +2146,7 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
         const size_t row = m0 + pi * (size_t)mr_max;
         const int mr = (int)AMXK__MIN((size_t)mr_max, m1 - row);
         if (pairs == 1) {
-            amxk__xpanel32__avx512((const uint16_t *)a->x + row * a->ldx, a->ldx * 2, a->k * 2, units, mr, xp + pi * panel);
+            amxk__xpanel32__avx512((const uint16_t *)a->x + row * a->ldx, a->ldx * 2, a->k * 2, units, mr, 0, xp + pi * panel);
             continue;
         }
         for (r = 0; r < mr; r++) /* f32 rows, zero past K */
@@ -2149,7 +2162,7 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
                 for (r = 0; r < mr; r++) x64[q * AMXK__LIN_XS16 + (size_t)r] = src[(size_t)r * steps + q];
             continue;
         }
-        amxk__xpanel32__avx512(xrow, a->kp * 4, a->k * 4, units, mr, xp + pi * panel);
+        amxk__xpanel32__avx512(xrow, a->kp * 4, a->k * 4, units, mr, 0, xp + pi * panel);
     }
     for (b = b0; b < b1;) {
         const int nr = b + (size_t)nr_max <= b1 ? nr_max : 1; /* full-width tiles, then block by block */
@@ -2466,6 +2479,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512v
     const int sym = bits == 8 || !v->asym;
     const __m512i fmask = _mm512_set1_epi8((char)((1 << bits) - 1));
     const __m512i flip = _mm512_set1_epi8((char)(bits == 8 ? 0x80 : bits == 4 ? 0x88 : 0xaa)); /* every field's top bit */
+    const int32_t xf = (int32_t)a->xflip; /* x rows (xp NULL): u8 codes to int8 */
     const uint8_t *wb[AMXK__Q8V_DNB];
     const int8_t *xr[AMXK__Q8V_MR];
     __m512 acc[AMXK__Q8V_MR][AMXK__Q8V_DNB];
@@ -2523,7 +2537,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512v
                         int32_t x4;
                         __m512i xb;
                         memcpy(&x4, xr[r] + rg * span + 4 * f, 4);
-                        xb = _mm512_set1_epi32(x4);
+                        xb = _mm512_set1_epi32(x4 ^ xf);
 #pragma GCC unroll 4
                         for (j = 0; j < nb; j++) AMXK__DPBUSD512(s[r][j], u[j], xb);
                     }
@@ -2583,6 +2597,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx512v
     const int sym = bits == 8 || !v->asym;
     const __m512i fmask = _mm512_set1_epi8((char)((1 << bits) - 1));
     const __m512i flip = _mm512_set1_epi8((char)(bits == 8 ? 0x80 : bits == 4 ? 0x88 : 0xaa));
+    const int32_t xf = (int32_t)a->xflip;
     const uint8_t *wb = v->data + b * v->blk_bytes;
     const int8_t *xr[4];
     __m512 acc[4];
@@ -2611,7 +2626,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx512v
                 for (r = 0; r < mr; r++) {
                     int32_t x4;
                     memcpy(&x4, xr[r] + rg * span + 4 * f, 4);
-                    AMXK__DPBUSD512(s[r][c], u, _mm512_set1_epi32(x4));
+                    AMXK__DPBUSD512(s[r][c], u, _mm512_set1_epi32(x4 ^ xf));
                 }
             }
         }
@@ -2635,13 +2650,14 @@ AMXK__PRIV void amxk__q8_xtab__avx512vnni(const amxk__q8_args *a, size_t r0, siz
     for (r = r0; r < r1; r++)
         for (g = 0; g < v->nbk; g++) {
             const int8_t *p = a->xq + r * a->ldq + g * v->bk;
+            const __m512i flip = _mm512_set1_epi32((int)a->xflip);
             __m512i s = _mm512_setzero_si512();
             int32_t lanes[16], sum = 0;
             int i;
             for (kk = 0; kk < v->bk; kk += 64) {
                 const size_t cnt = AMXK__MIN((size_t)64, v->bk - kk);
-                __m512i x = cnt == 64 ? _mm512_loadu_si512((const void *)(p + kk))
-                                      : _mm512_maskz_loadu_epi8((__mmask64)((1ull << cnt) - 1u), p + kk);
+                const __mmask64 km = cnt == 64 ? ~(__mmask64)0 : (__mmask64)((1ull << cnt) - 1u);
+                const __m512i x = _mm512_maskz_mov_epi8(km, _mm512_xor_si512(_mm512_maskz_loadu_epi8(km, p + kk), flip));
                 s = _mm512_dpbusd_epi32(s, ones, x);
             }
             _mm512_storeu_si512((void *)lanes, s);
@@ -2674,7 +2690,7 @@ AMXK__PRIV void amxk__q8_xtab__avx512vnni(const amxk__q8_args *a, size_t r0, siz
                     const size_t nu = ((k1 = AMXK__MIN(nq, k0 + kq)) - k0) * span / 4; /* x units per row */       \
                     for (i = p0; i < p1; i += AMXK__Q8V_MR)                                                        \
                         amxk__xpanel32__avx512(a->xq + i * a->ldq + k0 * span, a->ldq, nu * 4, nu, AMXK__Q8V_MR,   \
-                                               xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu);                                            \
+                                               a->xflip, xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu);                                            \
                     for (b = q0; b < q1; b += AMXK__Q8V_NB)                                                        \
                         for (i = p0; i < p1; i += AMXK__Q8V_MR) {                                                  \
                             const int32_t *xt = xsum + (i - c0) * nbk;                                             \
@@ -2849,7 +2865,7 @@ AMXK__TARGET_AMX_BEGIN
 AMXK__PRIV void amxk__linear_q8_block__16x32__amx(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
     const amxk__qview *v = a->w;
     const size_t ks = amxk__q8_kstep(v->bk), per = (size_t)(8 / v->bits);
-    int8_t bq[2][16 * 64];
+    int8_t bq[2][16 * 64], xb[16 * 64];
     int32_t cs[16][32];
     float acc[16][32];
     amxk__tilecfg cfg;
@@ -2891,7 +2907,18 @@ AMXK__PRIV void amxk__linear_q8_block__16x32__amx(const amxk__q8_args *a, size_t
                         if (h == 0) AMXK__TILE_LOADD(3, src, 64); /* tile numbers must be constants */
                         else AMXK__TILE_LOADD(4, src, 64);
                     }
-                    AMXK__TILE_LOADD(2, a->xq + i * a->ldq + kk, a->ldq);
+                    if (a->xflip) { /* U8: the tile's rows as int8 */
+                        for (r = 0; r < mr; r++)
+                            for (j = 0; j < ks; j += 4) { /* ks: a multiple of 4 */
+                                uint32_t u4;
+                                memcpy(&u4, a->xq + (i + r) * a->ldq + kk + j, 4);
+                                u4 ^= a->xflip;
+                                memcpy(xb + r * 64 + j, &u4, 4);
+                            }
+                        AMXK__TILE_LOADD(2, xb, 64);
+                    } else {
+                        AMXK__TILE_LOADD(2, a->xq + i * a->ldq + kk, a->ldq);
+                    }
                     AMXK__TDPBSSD(0, 2, 3);
                     if (two) AMXK__TDPBSSD(1, 2, 4);
                 }
@@ -2901,7 +2928,7 @@ AMXK__PRIV void amxk__linear_q8_block__16x32__amx(const amxk__q8_args *a, size_t
                     const float sx = amxk__q8_xscale(a, i + r, g * v->bk);
                     int32_t xsum = 0;
                     if (v->asym)
-                        for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) xsum += a->xq[(i + r) * a->ldq + kk];
+                        for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) xsum += amxk__q8_x(a, i + r, kk);
                     for (j = 0; j < (two ? 32u : 16u); j++) {
                         const size_t nn = b * AMXK__LIN_NB + j;
                         float t = (float)cs[r][j];
@@ -3123,13 +3150,14 @@ AMXK__PRIV void amxk__linear_bind(const amxk_ctx *ctx, const amxk__linop *op, si
     a->bias = bias, a->y = y, a->dt = xt, a->yt = yt, a->ws = (char *)ws, a->plan = p;
 }
 /* The plan and arguments of amxk_linear_q8 over m rows (the same lifetimes). */
-AMXK__PRIV void amxk__q8_bind(const amxk_ctx *ctx, const amxk__linop *op, size_t m, const int8_t *xq, size_t ldq, const float *xs,
+AMXK__PRIV void amxk__q8_bind(const amxk_ctx *ctx, const amxk__linop *op, size_t m, const void *xq, amxk_dtype xt, size_t ldq, const float *xs,
                               amxk_scale_layout layout, size_t ld_s, size_t ag, const float *bias, void *y, amxk_dtype yt, size_t ldy,
                               amxk__q8_args *a, amxk__linear_plan *p) {
     amxk__pack_layout(ctx, AMXK__OP_Q8, m, op->n, op->k, AMXK_DTYPE_INVALID, &op->q, p);
     memset(a, 0, sizeof *a);
     a->m = m, a->n = op->n, a->k = op->k, a->ldq = ldq, a->ld_s = ld_s, a->ag = ag, a->ldy = ldy;
-    a->xq = xq, a->xs = xs, a->layout = layout, a->w = &op->q, a->bias = bias, a->y = y, a->yt = yt, a->plan = p;
+    a->xq = (const int8_t *)xq, a->xflip = xt == AMXK_DTYPE_U8 ? 0x80808080u : 0;
+    a->xs = xs, a->layout = layout, a->w = &op->q, a->bias = bias, a->y = y, a->yt = yt, a->plan = p;
 }
 
 /* amxk_quantize_act's task: every group of one row, with the table's group kernel where it takes the
@@ -3596,8 +3624,8 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t ng, const float *src,
     return AMXK_OK;
 }
 
-AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const int8_t *xq, size_t ldq,
-                                    const float *xs, amxk_scale_layout layout, size_t ld_s, size_t ag, const void *packed,
+AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *xq, amxk_dtype xt,
+                                    size_t ldq, const float *xs, amxk_scale_layout layout, size_t ld_s, size_t ag, const void *packed,
                                     size_t packed_bytes, const float *bias, void *y, amxk_dtype yt, size_t ldy) {
     amxk__linop op;
     amxk__q8_args a;
@@ -3608,6 +3636,7 @@ AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, siz
     if (!xq || !xs || !packed || !y) return AMXK_ERR_NULL;
     if (m == 0 || n == 0 || k == 0) return AMXK_ERR_SHAPE;
     if (yt != AMXK_DTYPE_F32 && yt != AMXK_DTYPE_BF16 && yt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
+    if (xt != AMXK_DTYPE_I8 && xt != AMXK_DTYPE_U8) return AMXK_ERR_DTYPE;
     if (layout != AMXK_SCALES_ROW_MAJOR && layout != AMXK_SCALES_GROUP_MAJOR) return AMXK_ERR_ARG;
     if (ag == 0 || k % ag) return AMXK_ERR_ARG;
     if ((s = amxk__linop_init(&op, packed, packed_bytes)) != AMXK_OK) return s;
@@ -3615,23 +3644,25 @@ AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, siz
     if ((s = amxk__linop_q8_check(&op)) != AMXK_OK) return s;
     ng = k / ag;
     if (ldq < k || ldy < n || ld_s < (layout == AMXK_SCALES_ROW_MAJOR ? ng : m)) return AMXK_ERR_STRIDE;
-    for (i = 0; i < m; i++) { /* -128 would break the exactness argument: refuse it before writing */
-        const int8_t *row = xq + i * ldq;
-        for (j = 0; j + 8 <= k; j += 8) { /* 8 bytes at a time: a byte is 0x80 iff (b ^ 0x80) is zero */
+    for (i = 0; i < m; i++) { /* x = -128 (I8 0x80, U8 0x00) would break the exactness argument: refuse it before writing */
+        const uint8_t *row = (const uint8_t *)xq + i * ldq;
+        const uint8_t bad = xt == AMXK_DTYPE_U8 ? 0x00 : 0x80;
+        const uint64_t flip = xt == AMXK_DTYPE_U8 ? 0 : 0x8080808080808080ull;
+        for (j = 0; j + 8 <= k; j += 8) { /* 8 bytes at a time: a byte is bad iff (b ^ bad) is zero */
             uint64_t v;
             memcpy(&v, row + j, 8);
-            v ^= 0x8080808080808080ull;
+            v ^= flip;
             if ((v - 0x0101010101010101ull) & ~v & 0x8080808080808080ull) break;
         }
         for (; j < k; j++)
-            if (row[j] == -128) return AMXK_ERR_ARG;
+            if (row[j] == bad) return AMXK_ERR_ARG;
     }
     sbytes = (layout == AMXK_SCALES_ROW_MAJOR ? (m - 1) * ld_s + ng : (ng - 1) * ld_s + m) * 4;
     ybytes = ((m - 1) * ldy + n) * amxk_dtype_size(yt);
     if (amxk__overlap(y, ybytes, xq, (m - 1) * ldq + k) || amxk__overlap(y, ybytes, xs, sbytes) ||
         amxk__overlap(y, ybytes, packed, packed_bytes) || (bias && amxk__overlap(y, ybytes, bias, n * 4)))
         return AMXK_ERR_ALIAS;
-    amxk__q8_bind(ctx, &op, m, xq, ldq, xs, layout, ld_s, ag, bias, y, yt, ldy, &a, &p);
+    amxk__q8_bind(ctx, &op, m, xq, xt, ldq, xs, layout, ld_s, ag, bias, y, yt, ldy, &a, &p);
     amxk__parallel(ctx, amxk__linear_q8_task, &a, p.m_tasks * p.n_tasks);
     return AMXK_OK;
 }
@@ -3803,7 +3834,7 @@ AMXK__PRIV void amxk__linop_bind_q8(const amxk_ctx *ctx, amxk__linop_call *c, co
                                     const float *xs, const float *bias, float *y, size_t ldy) {
     memset(c, 0, sizeof *c);
     c->op = *op, c->q8 = 1;
-    amxk__q8_bind(ctx, &c->op, rows, xq, ldq, xs, AMXK_SCALES_ROW_MAJOR, 1, c->op.k, bias, y, AMXK_DTYPE_F32, ldy, &c->c, &c->plan);
+    amxk__q8_bind(ctx, &c->op, rows, xq, AMXK_DTYPE_I8, ldq, xs, AMXK_SCALES_ROW_MAJOR, 1, c->op.k, bias, y, AMXK_DTYPE_F32, ldy, &c->c, &c->plan);
 }
 
 /* Rows per chunk of a bound call: a caller that splits the rows cuts them at multiples of this (from
