@@ -1552,7 +1552,7 @@ _Pragma("GCC unroll 4")                                                         
                         int32_t x4;                                                                                                                       \
                         __m256i xb;                                                                                                                       \
                         memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * 4, 4);                                                                      \
-                        xb = _mm256_set1_epi32(x4 ^ (int32_t)a->xflip);                                                                                                       \
+                        xb = _mm256_set1_epi32(x4 ^ (int32_t)a->xflip);                                                                                   \
                         DOT8(s[r][0], a0, _mm256_sign_epi8(xb, w0));                                                                                      \
                         DOT8(s[r][1], a1, _mm256_sign_epi8(xb, w1));                                                                                      \
                     }                                                                                                                                     \
@@ -1567,7 +1567,7 @@ _Pragma("GCC unroll 4")                                                         
                         int32_t x4;                                                                                                                       \
                         __m256i xb;                                                                                                                       \
                         memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * (size_t)span + 4 * (size_t)f, 4);                                           \
-                        xb = _mm256_set1_epi32(x4 ^ (int32_t)a->xflip);                                                                                                       \
+                        xb = _mm256_set1_epi32(x4 ^ (int32_t)a->xflip);                                                                                   \
                         DOTU(h[r][0], s[r][0], u0, xb);                                                                                                   \
                         DOTU(h[r][1], s[r][1], u1, xb);                                                                                                   \
                         if (!pre) DOT8(xsum[r], ones8, xb);                                                                                               \
