@@ -2465,21 +2465,22 @@ static inline __attribute__((always_inline)) __m512 amxk__q_grid16__avx512vnni(c
    macc 1: acc in memory, accm[r * AMXK__Q8V_LDA + 16 j] (a k-blocked panel, stored by the caller).
    x: xp NULL: the rows of x (a->xq); else a unit-major panel of 8 rows from k = q0 * span
    (amxk__xpanel32__avx512), read by embedded-broadcast vpdpbusd.
-   xsum / sxt: the table rows of `row` (x sums and x scales per group, stride nbk). mr, nb, bits,
-   macc: compile-time constants at the call site (always_inline). pf: each weight stream is
-   prefetched pf bytes ahead (0: none). */
+   xsum / sxt: the table rows of `row` (x sums and x scales per group, stride nbk). xu (x rows only):
+   1 for U8 codes (each broadcast unit XORed with 0x80808080), 0 for I8 (no XOR at all); the panel
+   holds int8 already. mr, nb, bits, macc, xu: compile-time constants at the call site (always_inline).
+   pf: each weight stream is prefetched pf bytes ahead (0: none). */
 #define AMXK__Q8V_LDA (AMXK__Q8V_NC * AMXK__LIN_NB)
 static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
                                                                                    int nb, int bits, const int32_t *xsum,
                                                                                    const float *sxt, size_t q0, size_t q1, int macc,
                                                                                    float *accm, int32_t *accs, const uint32_t *xp,
-                                                                                   size_t pf) {
+                                                                                   size_t pf, int xu) {
     const amxk__qview *v = a->w;
     const size_t nbk = v->nbk, per = (size_t)(8 / bits), span = 4 * per, gq = v->bk / span;
     const int sym = bits == 8 || !v->asym;
     const __m512i fmask = _mm512_set1_epi8((char)((1 << bits) - 1));
     const __m512i flip = _mm512_set1_epi8((char)(bits == 8 ? 0x80 : bits == 4 ? 0x88 : 0xaa)); /* every field's top bit */
-    const int32_t xf = (int32_t)a->xflip; /* x rows (xp NULL): u8 codes to int8 */
+    const int32_t xf = xu ? (int32_t)0x80808080u : 0; /* x rows (xp NULL): u8 codes to int8 */
     const uint8_t *wb[AMXK__Q8V_DNB];
     const int8_t *xr[AMXK__Q8V_MR];
     __m512 acc[AMXK__Q8V_MR][AMXK__Q8V_DNB];
@@ -2589,15 +2590,16 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512v
    but 4096 x 4096 (32 KiB) 420-460 vs 380 and 8192 x 8192 2000+ vs 1400. The vpdpbusd of a block rotate over
    four int32 chains (c = the dot product's index mod 4) so that latency does not bound one stream;
    per group t = the chains' wrapped int32 sum (exact: see amxk__linear_q8__8x64__avx512vnni, whose
-   sums and epilogue this repeats: the same t and the same f32 operations, so the same bits). */
+   sums and epilogue this repeats: the same t and the same f32 operations, so the same bits). xu: as
+   there (a compile-time constant too). */
 static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
-                                                                                   int bits, const int32_t *xsum, const float *sxt) {
+                                                                                   int bits, const int32_t *xsum, const float *sxt, int xu) {
     const amxk__qview *v = a->w;
     const size_t nbk = v->nbk, per = (size_t)(8 / bits), span = 4 * per, gq = v->bk / span;
     const int sym = bits == 8 || !v->asym;
     const __m512i fmask = _mm512_set1_epi8((char)((1 << bits) - 1));
     const __m512i flip = _mm512_set1_epi8((char)(bits == 8 ? 0x80 : bits == 4 ? 0x88 : 0xaa));
-    const int32_t xf = (int32_t)a->xflip;
+    const int32_t xf = xu ? (int32_t)0x80808080u : 0;
     const uint8_t *wb = v->data + b * v->blk_bytes;
     const int8_t *xr[4];
     __m512 acc[4];
@@ -2667,6 +2669,54 @@ AMXK__PRIV void amxk__q8_xtab__avx512vnni(const amxk__q8_args *a, size_t r0, siz
         }
 }
 
+/* Rows [cm, c1) (decode, or the last rows of a prefill task; the table's rows from c0) x blocks [b0, b1):
+   1-4 row tiles, four blocks at once (blocks of more than AMXK__Q8V_D1B bytes) or one at a time. bits,
+   xu (1: U8 codes): compile-time constants at the call site, so that I8 rows get no XOR. */
+static inline __attribute__((always_inline)) void amxk__q8v_decode__avx512vnni(const amxk__q8_args *a, size_t cm, size_t c0, size_t c1,
+                                                                              size_t b0, size_t b1, int bits, const int32_t *xsum,
+                                                                              const float *sxt, int xu) {
+    const size_t nbk = a->w->nbk, nq = a->w->k / (size_t)(32 / bits);
+    size_t i, b, bb;
+    for (i = cm; i < c1; i += 4) {
+        const int32_t *xt = xsum + (i - c0) * nbk;
+        const float *st = sxt + (i - c0) * nbk;
+        for (b = b0; b < b1; b += AMXK__Q8V_DNB) {
+            if (b + AMXK__Q8V_DNB <= b1 && a->w->blk_bytes > AMXK__Q8V_D1B) {
+                switch (AMXK__MIN((size_t)4, c1 - i)) {
+                case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, 0, NULL, NULL, NULL, 0, xu); break;
+                case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, 0, NULL, NULL, NULL, 0, xu); break;
+                case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, 0, NULL, NULL, NULL, 0, xu); break;
+                default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, 0, NULL, NULL, NULL, 0, xu); break;
+                }
+            } else {
+                for (bb = b; bb < AMXK__MIN(b1, b + AMXK__Q8V_DNB); bb++) switch (AMXK__MIN((size_t)4, c1 - i)) {
+                    case 4: amxk__linear_q8__4x16__avx512vnni(a, i, 4, bb, bits, xt, st, xu); break;
+                    case 3: amxk__linear_q8__4x16__avx512vnni(a, i, 3, bb, bits, xt, st, xu); break;
+                    case 2: amxk__linear_q8__4x16__avx512vnni(a, i, 2, bb, bits, xt, st, xu); break;
+                    default: amxk__linear_q8__4x16__avx512vnni(a, i, 1, bb, bits, xt, st, xu); break;
+                    }
+            }
+        }
+    }
+}
+
+/* Its instances per bit width and x dtype: I8 rows with no XOR at all, and functions of their own, out
+   of the prefill tiles' function (Zen 4, 1 thread, M = 4, N = K = 4096 int4 g128 from DRAM, medians of
+   4 interleaved rounds: inline in the tiles function with a run-time XOR 538 us, inline with the two
+   instances 570-610, these 493, before U8 support 489). */
+#define AMXK__Q8V_DECODE(BITS, NAME, XU)                                                                              \
+    __attribute__((noinline)) AMXK__PRIV void amxk__q8v_decode##BITS##_##NAME##__avx512vnni(                         \
+        const amxk__q8_args *a, size_t cm, size_t c0, size_t c1, size_t b0, size_t b1, const int32_t *xsum, const float *sxt) { \
+        amxk__q8v_decode__avx512vnni(a, cm, c0, c1, b0, b1, BITS, xsum, sxt, XU);                                     \
+    }
+AMXK__Q8V_DECODE(8, i8, 0)
+AMXK__Q8V_DECODE(8, u8, 1)
+AMXK__Q8V_DECODE(4, i8, 0)
+AMXK__Q8V_DECODE(4, u8, 1)
+AMXK__Q8V_DECODE(2, i8, 0)
+AMXK__Q8V_DECODE(2, u8, 1)
+#undef AMXK__Q8V_DECODE
+
 /* The tiles of one bit width over rows [c0, c1) (the table's rows) x blocks [b0, b1). Panels of up to
    AMXK__Q8V_P rows (a multiple of MR) x AMXK__Q8V_NC blocks accumulate in accm (f32, k-blocked:
    AMXK__Q8V_KC columns at a time; the x rows of one k step go to unit-major panels in xpb, 8 rows per
@@ -2700,13 +2750,13 @@ AMXK__PRIV void amxk__q8_xtab__avx512vnni(const amxk__q8_args *a, size_t r0, siz
                             if (b + AMXK__Q8V_NB <= q1)                                                            \
                                 amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, BITS, xt, st, k0, k1, 1, \
                                                                   accm + o, accs + o, xp,                          \
-                                                                  i == p0 && AMXK__Q8V_PFN ? AMXK__Q8V_NB * a->w->blk_bytes : 0); \
+                                                                  i == p0 && AMXK__Q8V_PFN ? AMXK__Q8V_NB * a->w->blk_bytes : 0, 0); \
                             else {                                                                                 \
                                 size_t bb;                                                                         \
                                 for (bb = b; bb < q1; bb++)                                                        \
                                     amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, BITS, xt, st, k0, k1, 1, \
                                                                       accm + o + (bb - b) * AMXK__LIN_NB,          \
-                                                                      accs + o + (bb - b) * AMXK__LIN_NB, xp, 0);  \
+                                                                      accs + o + (bb - b) * AMXK__LIN_NB, xp, 0, 0); \
                             }                                                                                      \
                         }                                                                                          \
                 }                                                                                                  \
@@ -2715,28 +2765,8 @@ AMXK__PRIV void amxk__q8_xtab__avx512vnni(const amxk__q8_args *a, size_t r0, siz
                         amxk__linear_store16__avx512(a, i, b, _mm512_loadu_ps(accm + (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB)); \
             }                                                                                                      \
         }                                                                                                          \
-        for (i = cm; i < c1; i += 4) {                                                                             \
-            const int32_t *xt = xsum + (i - c0) * nbk;                                                             \
-            const float *st = sxt + (i - c0) * nbk;                                                                \
-            for (b = b0; b < b1; b += AMXK__Q8V_DNB) {                                                             \
-                if (b + AMXK__Q8V_DNB <= b1 && a->w->blk_bytes > AMXK__Q8V_D1B) {                                  \
-                    switch (AMXK__MIN((size_t)4, c1 - i)) {                                                        \
-                    case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, 0); break; \
-                    case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, 0); break; \
-                    case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, 0); break; \
-                    default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, 0); break; \
-                    }                                                                                              \
-                } else {                                                                                           \
-                    size_t bb;                                                                                     \
-                    for (bb = b; bb < AMXK__MIN(b1, b + AMXK__Q8V_DNB); bb++) switch (AMXK__MIN((size_t)4, c1 - i)) { \
-                        case 4: amxk__linear_q8__4x16__avx512vnni(a, i, 4, bb, BITS, xt, st); break;                  \
-                        case 3: amxk__linear_q8__4x16__avx512vnni(a, i, 3, bb, BITS, xt, st); break;                  \
-                        case 2: amxk__linear_q8__4x16__avx512vnni(a, i, 2, bb, BITS, xt, st); break;                  \
-                        default: amxk__linear_q8__4x16__avx512vnni(a, i, 1, bb, BITS, xt, st); break;                 \
-                        }                                                                                          \
-                }                                                                                                  \
-            }                                                                                                      \
-        }                                                                                                          \
+        if (a->xflip) amxk__q8v_decode##BITS##_u8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);                  \
+        else amxk__q8v_decode##BITS##_i8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);                           \
     }
 AMXK__Q8V_TILES(8)
 AMXK__Q8V_TILES(4)
