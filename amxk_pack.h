@@ -1513,16 +1513,16 @@ AMXK__TARGET_AVX2_BEGIN
    with the x sums: t = sum u x - z sum x (sym: exactly, in int32). acc += sx * sw * t in f32. */
 #define AMXK__Q8_ROWS(KNAME, BITS, PRE)                                                                     \
     switch (AMXK__MIN((size_t)4, m1 - i)) {                                                          \
-    case 4: KNAME(a, i, 4, b, BITS, PRE, xt, st, m0); break;                   \
-    case 3: KNAME(a, i, 3, b, BITS, PRE, xt, st, m0); break;                   \
-    case 2: KNAME(a, i, 2, b, BITS, PRE, xt, st, m0); break;                   \
-    default: KNAME(a, i, 1, b, BITS, PRE, xt, st, m0); break;                  \
+    case 4: KNAME(a, i, 4, b, BITS, PRE, xt, st, m0, xu); break;               \
+    case 3: KNAME(a, i, 3, b, BITS, PRE, xt, st, m0, xu); break;               \
+    case 2: KNAME(a, i, 2, b, BITS, PRE, xt, st, m0, xu); break;               \
+    default: KNAME(a, i, 1, b, BITS, PRE, xt, st, m0, xu); break;              \
     }
 
 #define AMXK__Q8_AVX2_KERNEL(KNAME, DOT8, DOTU, FLUSH) \
 static inline __attribute__((always_inline)) void KNAME(const amxk__q8_args *a, size_t row, int mr, size_t b,                                             \
                                                                              int bits, int pre, const int32_t *xsum_tab, const float *sx_tab,             \
-                                                                             size_t m0) {                                                                 \
+                                                                             size_t m0, int xu) {                                                         \
     const amxk__qview *v = a->w;                                                                                                                          \
     const uint8_t *blk = v->data + b * v->blk_bytes;                                                                                                      \
     const __m256i ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);                                                                               \
@@ -1552,7 +1552,7 @@ _Pragma("GCC unroll 4")                                                         
                         int32_t x4;                                                                                                                       \
                         __m256i xb;                                                                                                                       \
                         memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * 4, 4);                                                                      \
-                        xb = _mm256_set1_epi32(x4 ^ (int32_t)a->xflip);                                                                                   \
+                        xb = _mm256_set1_epi32(xu ? x4 ^ (int32_t)0x80808080u : x4);                                                                      \
                         DOT8(s[r][0], a0, _mm256_sign_epi8(xb, w0));                                                                                      \
                         DOT8(s[r][1], a1, _mm256_sign_epi8(xb, w1));                                                                                      \
                     }                                                                                                                                     \
@@ -1567,7 +1567,7 @@ _Pragma("GCC unroll 4")                                                         
                         int32_t x4;                                                                                                                       \
                         __m256i xb;                                                                                                                       \
                         memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * (size_t)span + 4 * (size_t)f, 4);                                           \
-                        xb = _mm256_set1_epi32(x4 ^ (int32_t)a->xflip);                                                                                   \
+                        xb = _mm256_set1_epi32(xu ? x4 ^ (int32_t)0x80808080u : x4);                                                                      \
                         DOTU(h[r][0], s[r][0], u0, xb);                                                                                                   \
                         DOTU(h[r][1], s[r][1], u1, xb);                                                                                                   \
                         if (!pre) DOT8(xsum[r], ones8, xb);                                                                                               \
@@ -1610,7 +1610,8 @@ _Pragma("GCC unroll 4")                                                         
     }                                                                                                                                                     \
 }
 #define AMXK__Q8_AVX2_BLOCK(BNAME, KNAME) \
-AMXK__PRIV void BNAME(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {               \
+static inline __attribute__((always_inline)) void BNAME##_x(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1, \
+                                                            int xu) {                                     \
     /* the x scale and (int4/int2) the x sum per (row, weight group) once per task when they fit a        \
        small table (decode), instead of once per block inside the kernel */                               \
     int32_t tab[1024];                                                                                    \
@@ -1646,6 +1647,17 @@ AMXK__PRIV void BNAME(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, s
                 AMXK__Q8_ROWS(KNAME, 2, 0)                                                                \
             }                                                                                             \
         }                                                                                                 \
+}                                                                                                         \
+/* xu (U8 codes, XORed as read) a compile-time constant: I8 calls read x without it */                    \
+__attribute__((noinline)) AMXK__PRIV void BNAME##_i8(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) { \
+    BNAME##_x(a, m0, m1, b0, b1, 0);                                                                      \
+}                                                                                                         \
+__attribute__((noinline)) AMXK__PRIV void BNAME##_u8(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) { \
+    BNAME##_x(a, m0, m1, b0, b1, 1);                                                                      \
+}                                                                                                         \
+AMXK__PRIV void BNAME(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {               \
+    if (a->xflip) BNAME##_u8(a, m0, m1, b0, b1);                                                          \
+    else BNAME##_i8(a, m0, m1, b0, b1);                                                                   \
 }
 
 #define AMXK__Q8_DOT8__AVX2(s, u, x) ((s) = _mm256_add_epi32((s), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (x)), ones)))
