@@ -316,7 +316,10 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    u (symmetric values offset by 2^(b-1), which the x sum corrects) and x, exact since u <= 15,
    summed in 16-bit lanes over 8 (int4) or 32 (int2) steps, which cannot overflow, then vpmaddwd to
    int32. AMX (M >= 5, AMX-INT8 or the emulator): TDPBSSD on 16 x 32 tiles, int4/int2 fields widened
-   to int8 per k step (exact int32 as well). Scalar: int32 loops. Same parallel decomposition as
+   to int8 per k step (exact int32 as well). Scalar: int32 loops. U8 codes become the int8 values
+   where x is read (XOR 0x80: the prefill x panels, the x sums, the decode broadcasts in kernel
+   instances of their own so that I8 reads get no XOR, AMX x tiles through a stack copy), so every
+   level computes the same integers from the same values. Same parallel decomposition as
    amxk_linear. The pack is validated as amxk_packed_linear_info says; a bf16/fp16, fp8 or MXFP4 pack
    (or asymmetric int8) is AMXK_ERR_FORMAT, groups that are not whole 64-byte rows AMXK_ERR_UNSUPPORTED.
    Errors (nothing written): CONTEXT, NULL, SHAPE, DTYPE (y_dtype, xq_dtype), ARG (layout, act_group,
@@ -2900,7 +2903,7 @@ AMXK__TARGET_AMX_END
 #if AMXK__HAS_AMX
 AMXK__TARGET_AMX_BEGIN
 /* Rows [m0, m1) x blocks [b0, b1) with TDPBSSD: 16-row x 32-column tiles (C tiles 0-1, A tile 2 read
-   straight from xq, B tiles 3-4). int8 packs are B tiles as they are (16 columns x 4 k per 64-byte
+   straight from xq, or for U8 codes from a stack copy of its rows XORed with 0x80, B tiles 3-4). int8 packs are B tiles as they are (16 columns x 4 k per 64-byte
    row); int4 / int2 fields are widened to int8 per k step in a stack buffer (symmetric: sign-extended;
    asymmetric: u, then corrected with the x sums like the vector kernel). Per weight group the int32
    tile is stored and acc += sx * sw * (c - z * sum x) in f32, as in the other tiers. */
