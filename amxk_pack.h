@@ -102,7 +102,7 @@
          2^(e - 127) * e2m1 is exact in f32 and bf16 (bf16 subnormal below 2^-126, which vdpbf16ps and
          AMX read as zero), in fp16 only within its range. No w*a8 path (amxk_linear_q8: FORMAT;
          amxk_moe_experts with act_int8: UNSUPPORTED).
-       w8a8 (int8 activations): amxk_quantize_act + amxk_linear_q8, see there.
+       w8a8 (int8, or u8 = int8 + 128, activations): amxk_quantize_act + amxk_linear_q8, see there.
 
    THREADING
        Work is split into (m-chunk, n-chunk) tasks; the serial loop is
@@ -316,10 +316,12 @@ AMXK_DEF amxk_status amxk_quantize_act(const amxk_ctx *ctx, size_t m, size_t k, 
 AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float *src, amxk_scale_layout src_layout,
                                           size_t ld_src, float *dst, amxk_scale_layout dst_layout, size_t ld_dst);
 
-/* w8a8 / w4a8 / w2a8: y[m, n] = sum_g sx(m, g) * sw(n, g) * (sum_{k in g} xq[m][k] * q[n][k]
-   - z(n, g) * sum_{k in g} xq[m][k]) (+ bias[n]), the integer sums exact in int32 (z = 0 for
-   symmetric packs). xq: int8 activations from amxk_quantize_act (AMXK_DTYPE_I8, values in
-   [-127, 127]), row stride ldq; xscales in either layout (ld_s as for amxk_quantize_act), act_group
+/* w8a8 / w4a8 / w2a8: y[m, n] = sum_g sx(m, g) * sw(n, g) * (sum_{k in g} x[m][k] * q[n][k]
+   - z(n, g) * sum_{k in g} x[m][k]) (+ bias[n]), the integer sums exact in int32 (z = 0 for
+   symmetric packs). xq: the activations x from amxk_quantize_act, row stride ldq (bytes), xq_dtype
+   AMXK_DTYPE_I8 (int8_t x in [-127, 127]) or AMXK_DTYPE_U8 (uint8_t codes x + 128 in [1, 255], as
+   SGLang's per_token_quant_int8 gives them; read as code ^ 0x80: the same results, bit for bit, as
+   the I8 values on every level); xscales in either layout (ld_s as for amxk_quantize_act), act_group
    columns per activation scale. packed: an INT8 (symmetric), INT4 or INT2 (symmetric or asymmetric)
    pack whose group divides act_group (per-token activations: act_group = K). y as in amxk_linear.
    No workspace.
@@ -336,13 +338,16 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    u (symmetric values offset by 2^(b-1), which the x sum corrects) and x, exact since u <= 15,
    summed in 16-bit lanes over 8 (int4) or 32 (int2) steps, which cannot overflow, then vpmaddwd to
    int32. AMX (M >= 5, AMX-INT8 or the emulator): TDPBSSD on 16 x 32 tiles, int4/int2 fields widened
-   to int8 per k step (exact int32 as well). Scalar: int32 loops. Same parallel decomposition as
+   to int8 per k step (exact int32 as well). Scalar: int32 loops. U8 codes become the int8 values
+   where x is read (XOR 0x80: the prefill x panels, the x sums, the decode broadcasts in kernel
+   instances of their own so that I8 reads get no XOR, AMX x tiles through a stack copy), so every
+   level computes the same integers from the same values. Same parallel decomposition as
    amxk_linear. The pack is validated as amxk_packed_linear_info says; a bf16/fp16/f32, fp8 or MXFP4 pack
    (or asymmetric int8) is AMXK_ERR_FORMAT, groups that are not whole 64-byte rows AMXK_ERR_UNSUPPORTED.
-   Errors (nothing written): CONTEXT, NULL, SHAPE, DTYPE, ARG (layout, act_group, an xq of -128),
-   FORMAT, UNSUPPORTED, ALIGN, STRIDE, ALIAS. */
-AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const int8_t *xq, size_t ldq,
-                                    const float *xscales, amxk_scale_layout layout, size_t ld_s, size_t act_group,
+   Errors (nothing written): CONTEXT, NULL, SHAPE, DTYPE (y_dtype, xq_dtype), ARG (layout, act_group,
+   an x of -128: I8 0x80 or U8 0x00), FORMAT, UNSUPPORTED, ALIGN, STRIDE, ALIAS. */
+AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *xq, amxk_dtype xq_dtype,
+                                    size_t ldq, const float *xscales, amxk_scale_layout layout, size_t ld_s, size_t act_group,
                                     const void *packed, size_t packed_bytes, const float *bias, void *y, amxk_dtype y_dtype,
                                     size_t ldy);
 
@@ -590,7 +595,8 @@ typedef struct amxk__linear_args {
 /* Arguments shared by every task of one amxk_linear_q8 call. */
 typedef struct amxk__q8_args {
     size_t m, n, k, ldq, ld_s, ag, ldy;
-    const int8_t *xq;
+    const int8_t *xq; /* the x bytes: x = (int8_t)(byte ^ xflip) */
+    uint32_t xflip;   /* in every byte: 0 (AMXK_DTYPE_I8) or 0x80 (AMXK_DTYPE_U8, x + 128) */
     const float *xs;
     amxk_scale_layout layout;
     const amxk__qview *w;
@@ -802,6 +808,10 @@ AMXK__PRIV int amxk__q_decode_prep(const amxk__linear_args *a, const float *xf, 
 
 /* ---- w8a8 (amxk_linear_q8): shared by its kernels ---- */
 
+/* x[row][kk] as int8 (the U8 codes less 128: the XOR of the top bit). */
+AMXK__INLINE int32_t amxk__q8_x(const amxk__q8_args *a, size_t row, size_t kk) {
+    return (int8_t)((uint8_t)a->xq[row * a->ldq + kk] ^ (uint8_t)a->xflip);
+}
 AMXK__INLINE float amxk__q8_xscale(const amxk__q8_args *a, size_t row, size_t kk) {
     size_t g = kk / a->ag;
     return a->xs[a->layout == AMXK_SCALES_ROW_MAJOR ? row * a->ld_s + g : g * a->ld_s + row];
@@ -860,8 +870,8 @@ AMXK__PRIV void amxk__linear_q8__1x16__scalar(const amxk__q8_args *a, size_t m0,
                         size_t pos = b * v->blk_bytes + amxk__q_pos(v, r, kk, &sh);
                         unsigned f = (unsigned)(v->data[pos] >> sh) & ((1u << v->bits) - 1u);
                         int32_t qv = v->asym ? (int32_t)f : (int32_t)f - (f >> (v->bits - 1) ? (1 << v->bits) : 0);
-                        sum += (int32_t)a->xq[i * a->ldq + kk] * qv;
-                        xsum += a->xq[i * a->ldq + kk];
+                        sum += amxk__q8_x(a, i, kk) * qv;
+                        xsum += amxk__q8_x(a, i, kk);
                     }
                     acc[r] += amxk__q8_xscale(a, i, g * v->bk) * v->scales[amxk__q_gidx(v, nn, g)] *
                               ((float)sum - (v->asym ? v->zeros[amxk__q_gidx(v, nn, g)] * (float)xsum : 0.0f));
@@ -1586,16 +1596,16 @@ AMXK__TARGET_AVX2_BEGIN
    with the x sums: t = sum u x - z sum x (sym: exactly, in int32). acc += sx * sw * t in f32. */
 #define AMXK__Q8_ROWS(KNAME, BITS, PRE)                                                                     \
     switch (AMXK__MIN((size_t)4, m1 - i)) {                                                          \
-    case 4: KNAME(a, i, 4, b, BITS, PRE, xt, st, m0); break;                   \
-    case 3: KNAME(a, i, 3, b, BITS, PRE, xt, st, m0); break;                   \
-    case 2: KNAME(a, i, 2, b, BITS, PRE, xt, st, m0); break;                   \
-    default: KNAME(a, i, 1, b, BITS, PRE, xt, st, m0); break;                  \
+    case 4: KNAME(a, i, 4, b, BITS, PRE, xt, st, m0, xu); break;               \
+    case 3: KNAME(a, i, 3, b, BITS, PRE, xt, st, m0, xu); break;               \
+    case 2: KNAME(a, i, 2, b, BITS, PRE, xt, st, m0, xu); break;               \
+    default: KNAME(a, i, 1, b, BITS, PRE, xt, st, m0, xu); break;              \
     }
 
 #define AMXK__Q8_AVX2_KERNEL(KNAME, DOT8, DOTU, FLUSH) \
 static inline __attribute__((always_inline)) void KNAME(const amxk__q8_args *a, size_t row, int mr, size_t b,                                             \
                                                                              int bits, int pre, const int32_t *xsum_tab, const float *sx_tab,             \
-                                                                             size_t m0) {                                                                 \
+                                                                             size_t m0, int xu) {                                                         \
     const amxk__qview *v = a->w;                                                                                                                          \
     const uint8_t *blk = v->data + b * v->blk_bytes;                                                                                                      \
     const __m256i ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);                                                                               \
@@ -1625,7 +1635,7 @@ _Pragma("GCC unroll 4")                                                         
                         int32_t x4;                                                                                                                       \
                         __m256i xb;                                                                                                                       \
                         memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * 4, 4);                                                                      \
-                        xb = _mm256_set1_epi32(x4);                                                                                                       \
+                        xb = _mm256_set1_epi32(xu ? x4 ^ (int32_t)0x80808080u : x4);                                                                      \
                         DOT8(s[r][0], a0, _mm256_sign_epi8(xb, w0));                                                                                      \
                         DOT8(s[r][1], a1, _mm256_sign_epi8(xb, w1));                                                                                      \
                     }                                                                                                                                     \
@@ -1640,7 +1650,7 @@ _Pragma("GCC unroll 4")                                                         
                         int32_t x4;                                                                                                                       \
                         __m256i xb;                                                                                                                       \
                         memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * (size_t)span + 4 * (size_t)f, 4);                                           \
-                        xb = _mm256_set1_epi32(x4);                                                                                                       \
+                        xb = _mm256_set1_epi32(xu ? x4 ^ (int32_t)0x80808080u : x4);                                                                      \
                         DOTU(h[r][0], s[r][0], u0, xb);                                                                                                   \
                         DOTU(h[r][1], s[r][1], u1, xb);                                                                                                   \
                         if (!pre) DOT8(xsum[r], ones8, xb);                                                                                               \
@@ -1683,7 +1693,8 @@ _Pragma("GCC unroll 4")                                                         
     }                                                                                                                                                     \
 }
 #define AMXK__Q8_AVX2_BLOCK(BNAME, KNAME) \
-AMXK__PRIV void BNAME(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {               \
+static inline __attribute__((always_inline)) void BNAME##_x(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1, \
+                                                            int xu) {                                     \
     /* the x scale and (int4/int2) the x sum per (row, weight group) once per task when they fit a        \
        small table (decode), instead of once per block inside the kernel */                               \
     int32_t tab[1024];                                                                                    \
@@ -1697,7 +1708,7 @@ AMXK__PRIV void BNAME(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, s
             for (g = 0; g < a->w->nbk; g++) {                                                             \
                 int32_t sum = 0;                                                                          \
                 if (a->w->bits < 8)                                                                       \
-                    for (kk = g * a->w->bk; kk < (g + 1) * a->w->bk; kk++) sum += a->xq[r * a->ldq + kk]; \
+                    for (kk = g * a->w->bk; kk < (g + 1) * a->w->bk; kk++) sum += amxk__q8_x(a, r, kk);   \
                 tab[(r - m0) * a->w->nbk + g] = sum;                                                      \
                 sxt[(r - m0) * a->w->nbk + g] = amxk__q8_xscale(a, r, g * a->w->bk);                      \
             }                                                                                             \
@@ -1719,6 +1730,17 @@ AMXK__PRIV void BNAME(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, s
                 AMXK__Q8_ROWS(KNAME, 2, 0)                                                                \
             }                                                                                             \
         }                                                                                                 \
+}                                                                                                         \
+/* xu (U8 codes, XORed as read) a compile-time constant: I8 calls read x without it */                    \
+__attribute__((noinline)) AMXK__PRIV void BNAME##_i8(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) { \
+    BNAME##_x(a, m0, m1, b0, b1, 0);                                                                      \
+}                                                                                                         \
+__attribute__((noinline)) AMXK__PRIV void BNAME##_u8(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) { \
+    BNAME##_x(a, m0, m1, b0, b1, 1);                                                                      \
+}                                                                                                         \
+AMXK__PRIV void BNAME(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {               \
+    if (a->xflip) BNAME##_u8(a, m0, m1, b0, b1);                                                          \
+    else BNAME##_i8(a, m0, m1, b0, b1);                                                                   \
 }
 
 #define AMXK__Q8_DOT8__AVX2(s, u, x) ((s) = _mm256_add_epi32((s), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (x)), ones)))
@@ -1899,9 +1921,11 @@ AMXK__PRIV void amxk__linear_store_rows__avx512(const amxk__linear_args *a, size
 /* mr rows (mr <= 8) of x (bytes rows ldx apart, kbytes each) as a panel of 32-bit units, unit-major:
    xp[u * 8 + r] = bytes [4u, 4u + 4) of row r, zero past kbytes and for rows r >= mr, units u < nu:
    one broadcast operand per row and unit (a bf16 pair for vdpbf16ps, 4 int8 for vpdpbusd), the rows
-   of one unit adjacent (no cache-set conflicts between rows, whatever ldx). 8 x 8 transposes of
+   of one unit adjacent (no cache-set conflicts between rows, whatever ldx). flip: XORed into every
+   unit read from x (not into the zeros): 0, or 0x80808080 (u8 codes to int8). 8 x 8 transposes of
    units, the ragged end unit by unit. */
-AMXK__PRIV void amxk__xpanel32__avx512(const void *x, size_t ldx, size_t kbytes, size_t nu, int mr, uint32_t *xp) {
+AMXK__PRIV void amxk__xpanel32__avx512(const void *x, size_t ldx, size_t kbytes, size_t nu, int mr, uint32_t flip, uint32_t *xp) {
+    const __m256i fv = _mm256_set1_epi32((int)flip);
     const size_t full = kbytes / 4;
     const uint8_t *src[8];
     size_t u;
@@ -1909,7 +1933,7 @@ AMXK__PRIV void amxk__xpanel32__avx512(const void *x, size_t ldx, size_t kbytes,
     for (r = 0; r < 8; r++) src[r] = r < mr ? (const uint8_t *)x + (size_t)r * ldx : NULL;
     for (u = 0; u + 8 <= full; u += 8) {
         __m256i v[8], t[8], w[8];
-        for (r = 0; r < 8; r++) v[r] = r < mr ? _mm256_loadu_si256((const __m256i *)(src[r] + 4 * u)) : _mm256_setzero_si256();
+        for (r = 0; r < 8; r++) v[r] = r < mr ? _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(src[r] + 4 * u)), fv) : _mm256_setzero_si256();
         for (r = 0; r < 8; r += 2) t[r] = _mm256_unpacklo_epi32(v[r], v[r + 1]), t[r + 1] = _mm256_unpackhi_epi32(v[r], v[r + 1]);
         for (r = 0; r < 8; r += 4) {
             w[r] = _mm256_unpacklo_epi64(t[r], t[r + 2]), w[r + 1] = _mm256_unpackhi_epi64(t[r], t[r + 2]);
@@ -1923,7 +1947,11 @@ AMXK__PRIV void amxk__xpanel32__avx512(const void *x, size_t ldx, size_t kbytes,
     for (; u < nu; u++)
         for (r = 0; r < 8; r++) {
             uint32_t v = 0;
-            if (r < mr && 4 * u < kbytes) memcpy(&v, src[r] + 4 * u, AMXK__MIN((size_t)4, kbytes - 4 * u));
+            if (r < mr && 4 * u < kbytes) {
+                const size_t cnt = AMXK__MIN((size_t)4, kbytes - 4 * u);
+                memcpy(&v, src[r] + 4 * u, cnt);
+                v ^= flip & (cnt == 4 ? 0xffffffffu : (1u << (8 * cnt)) - 1u); /* little-endian: the bytes read */
+            }
             xp[u * 8 + (size_t)r] = v;
         }
 }
@@ -2233,7 +2261,7 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
         const size_t row = m0 + pi * (size_t)mr_max;
         const int mr = (int)AMXK__MIN((size_t)mr_max, m1 - row);
         if (pairs == 1) {
-            amxk__xpanel32__avx512((const uint16_t *)a->x + row * a->ldx, a->ldx * 2, a->k * 2, units, mr, xp + pi * panel);
+            amxk__xpanel32__avx512((const uint16_t *)a->x + row * a->ldx, a->ldx * 2, a->k * 2, units, mr, 0, xp + pi * panel);
             continue;
         }
         for (r = 0; r < mr; r++) /* f32 rows, zero past K */
@@ -2250,7 +2278,7 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
                 for (r = 0; r < mr; r++) x64[q * AMXK__LIN_XS16 + (size_t)r] = src[(size_t)r * steps + q];
             continue;
         }
-        amxk__xpanel32__avx512(xrow, a->kp * 4, a->k * 4, units, mr, xp + pi * panel);
+        amxk__xpanel32__avx512(xrow, a->kp * 4, a->k * 4, units, mr, 0, xp + pi * panel);
     }
     for (b = b0; b < b1;) {
         const int nr = b + (size_t)nr_max <= b1 ? nr_max : 1; /* full-width tiles, then block by block */
@@ -2560,20 +2588,22 @@ static inline __attribute__((always_inline)) __m512 amxk__q_grid16__avx512vnni(c
    macc 1: acc in memory, accm[r * AMXK__Q8V_LDA + 16 j] (a k-blocked panel, stored by the caller).
    x: xp NULL: the rows of x (a->xq); else a unit-major panel of 8 rows from k = q0 * span
    (amxk__xpanel32__avx512), read by embedded-broadcast vpdpbusd.
-   xsum / sxt: the table rows of `row` (x sums and x scales per group, stride nbk). mr, nb, bits,
-   macc: compile-time constants at the call site (always_inline). pf: each weight stream is
-   prefetched pf bytes ahead (0: none). */
+   xsum / sxt: the table rows of `row` (x sums and x scales per group, stride nbk). xu (x rows only):
+   1 for U8 codes (each broadcast unit XORed with 0x80808080), 0 for I8 (no XOR at all); the panel
+   holds int8 already. mr, nb, bits, macc, xu: compile-time constants at the call site (always_inline).
+   pf: each weight stream is prefetched pf bytes ahead (0: none). */
 #define AMXK__Q8V_LDA (AMXK__Q8V_NC * AMXK__LIN_NB)
 static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
                                                                                    int nb, int bits, const int32_t *xsum,
                                                                                    const float *sxt, size_t q0, size_t q1, int macc,
                                                                                    float *accm, int32_t *accs, const uint32_t *xp,
-                                                                                   size_t pf) {
+                                                                                   size_t pf, int xu) {
     const amxk__qview *v = a->w;
     const size_t nbk = v->nbk, per = (size_t)(8 / bits), span = 4 * per, gq = v->bk / span;
     const int sym = bits == 8 || !v->asym;
     const __m512i fmask = _mm512_set1_epi8((char)((1 << bits) - 1));
     const __m512i flip = _mm512_set1_epi8((char)(bits == 8 ? 0x80 : bits == 4 ? 0x88 : 0xaa)); /* every field's top bit */
+    const int32_t xf = xu ? (int32_t)0x80808080u : 0; /* x rows (xp NULL): u8 codes to int8 */
     const uint8_t *wb[AMXK__Q8V_DNB];
     const int8_t *xr[AMXK__Q8V_MR];
     __m512 acc[AMXK__Q8V_MR][AMXK__Q8V_DNB];
@@ -2631,7 +2661,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512v
                         int32_t x4;
                         __m512i xb;
                         memcpy(&x4, xr[r] + rg * span + 4 * f, 4);
-                        xb = _mm512_set1_epi32(x4);
+                        xb = _mm512_set1_epi32(x4 ^ xf);
 #pragma GCC unroll 4
                         for (j = 0; j < nb; j++) AMXK__DPBUSD512(s[r][j], u[j], xb);
                     }
@@ -2683,14 +2713,16 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512v
    but 4096 x 4096 (32 KiB) 420-460 vs 380 and 8192 x 8192 2000+ vs 1400. The vpdpbusd of a block rotate over
    four int32 chains (c = the dot product's index mod 4) so that latency does not bound one stream;
    per group t = the chains' wrapped int32 sum (exact: see amxk__linear_q8__8x64__avx512vnni, whose
-   sums and epilogue this repeats: the same t and the same f32 operations, so the same bits). */
+   sums and epilogue this repeats: the same t and the same f32 operations, so the same bits). xu: as
+   there (a compile-time constant too). */
 static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
-                                                                                   int bits, const int32_t *xsum, const float *sxt) {
+                                                                                   int bits, const int32_t *xsum, const float *sxt, int xu) {
     const amxk__qview *v = a->w;
     const size_t nbk = v->nbk, per = (size_t)(8 / bits), span = 4 * per, gq = v->bk / span;
     const int sym = bits == 8 || !v->asym;
     const __m512i fmask = _mm512_set1_epi8((char)((1 << bits) - 1));
     const __m512i flip = _mm512_set1_epi8((char)(bits == 8 ? 0x80 : bits == 4 ? 0x88 : 0xaa));
+    const int32_t xf = xu ? (int32_t)0x80808080u : 0;
     const uint8_t *wb = v->data + b * v->blk_bytes;
     const int8_t *xr[4];
     __m512 acc[4];
@@ -2719,7 +2751,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx512v
                 for (r = 0; r < mr; r++) {
                     int32_t x4;
                     memcpy(&x4, xr[r] + rg * span + 4 * f, 4);
-                    AMXK__DPBUSD512(s[r][c], u, _mm512_set1_epi32(x4));
+                    AMXK__DPBUSD512(s[r][c], u, _mm512_set1_epi32(x4 ^ xf));
                 }
             }
         }
@@ -2743,13 +2775,14 @@ AMXK__PRIV void amxk__q8_xtab__avx512vnni(const amxk__q8_args *a, size_t r0, siz
     for (r = r0; r < r1; r++)
         for (g = 0; g < v->nbk; g++) {
             const int8_t *p = a->xq + r * a->ldq + g * v->bk;
+            const __m512i flip = _mm512_set1_epi32((int)a->xflip);
             __m512i s = _mm512_setzero_si512();
             int32_t lanes[16], sum = 0;
             int i;
             for (kk = 0; kk < v->bk; kk += 64) {
                 const size_t cnt = AMXK__MIN((size_t)64, v->bk - kk);
-                __m512i x = cnt == 64 ? _mm512_loadu_si512((const void *)(p + kk))
-                                      : _mm512_maskz_loadu_epi8((__mmask64)((1ull << cnt) - 1u), p + kk);
+                const __mmask64 km = cnt == 64 ? ~(__mmask64)0 : (__mmask64)((1ull << cnt) - 1u);
+                const __m512i x = _mm512_maskz_mov_epi8(km, _mm512_xor_si512(_mm512_maskz_loadu_epi8(km, p + kk), flip));
                 s = _mm512_dpbusd_epi32(s, ones, x);
             }
             _mm512_storeu_si512((void *)lanes, s);
@@ -2758,6 +2791,54 @@ AMXK__PRIV void amxk__q8_xtab__avx512vnni(const amxk__q8_args *a, size_t r0, siz
             sxt[(r - r0) * v->nbk + g] = amxk__q8_xscale(a, r, g * v->bk);
         }
 }
+
+/* Rows [cm, c1) (decode, or the last rows of a prefill task; the table's rows from c0) x blocks [b0, b1):
+   1-4 row tiles, four blocks at once (blocks of more than AMXK__Q8V_D1B bytes) or one at a time. bits,
+   xu (1: U8 codes): compile-time constants at the call site, so that I8 rows get no XOR. */
+static inline __attribute__((always_inline)) void amxk__q8v_decode__avx512vnni(const amxk__q8_args *a, size_t cm, size_t c0, size_t c1,
+                                                                              size_t b0, size_t b1, int bits, const int32_t *xsum,
+                                                                              const float *sxt, int xu) {
+    const size_t nbk = a->w->nbk, nq = a->w->k / (size_t)(32 / bits);
+    size_t i, b, bb;
+    for (i = cm; i < c1; i += 4) {
+        const int32_t *xt = xsum + (i - c0) * nbk;
+        const float *st = sxt + (i - c0) * nbk;
+        for (b = b0; b < b1; b += AMXK__Q8V_DNB) {
+            if (b + AMXK__Q8V_DNB <= b1 && a->w->blk_bytes > AMXK__Q8V_D1B) {
+                switch (AMXK__MIN((size_t)4, c1 - i)) {
+                case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, 0, NULL, NULL, NULL, 0, xu); break;
+                case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, 0, NULL, NULL, NULL, 0, xu); break;
+                case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, 0, NULL, NULL, NULL, 0, xu); break;
+                default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, 0, NULL, NULL, NULL, 0, xu); break;
+                }
+            } else {
+                for (bb = b; bb < AMXK__MIN(b1, b + AMXK__Q8V_DNB); bb++) switch (AMXK__MIN((size_t)4, c1 - i)) {
+                    case 4: amxk__linear_q8__4x16__avx512vnni(a, i, 4, bb, bits, xt, st, xu); break;
+                    case 3: amxk__linear_q8__4x16__avx512vnni(a, i, 3, bb, bits, xt, st, xu); break;
+                    case 2: amxk__linear_q8__4x16__avx512vnni(a, i, 2, bb, bits, xt, st, xu); break;
+                    default: amxk__linear_q8__4x16__avx512vnni(a, i, 1, bb, bits, xt, st, xu); break;
+                    }
+            }
+        }
+    }
+}
+
+/* Its instances per bit width and x dtype: I8 rows with no XOR at all, and functions of their own, out
+   of the prefill tiles' function (Zen 4, 1 thread, M = 4, N = K = 4096 int4 g128 from DRAM, medians of
+   4 interleaved rounds: inline in the tiles function with a run-time XOR 538 us, inline with the two
+   instances 570-610, these 493, before U8 support 489). */
+#define AMXK__Q8V_DECODE(BITS, NAME, XU)                                                                              \
+    __attribute__((noinline)) AMXK__PRIV void amxk__q8v_decode##BITS##_##NAME##__avx512vnni(                         \
+        const amxk__q8_args *a, size_t cm, size_t c0, size_t c1, size_t b0, size_t b1, const int32_t *xsum, const float *sxt) { \
+        amxk__q8v_decode__avx512vnni(a, cm, c0, c1, b0, b1, BITS, xsum, sxt, XU);                                     \
+    }
+AMXK__Q8V_DECODE(8, i8, 0)
+AMXK__Q8V_DECODE(8, u8, 1)
+AMXK__Q8V_DECODE(4, i8, 0)
+AMXK__Q8V_DECODE(4, u8, 1)
+AMXK__Q8V_DECODE(2, i8, 0)
+AMXK__Q8V_DECODE(2, u8, 1)
+#undef AMXK__Q8V_DECODE
 
 /* The tiles of one bit width over rows [c0, c1) (the table's rows) x blocks [b0, b1). Panels of up to
    AMXK__Q8V_P rows (a multiple of MR) x AMXK__Q8V_NC blocks accumulate in accm (f32, k-blocked:
@@ -2782,7 +2863,7 @@ AMXK__PRIV void amxk__q8_xtab__avx512vnni(const amxk__q8_args *a, size_t r0, siz
                     const size_t nu = ((k1 = AMXK__MIN(nq, k0 + kq)) - k0) * span / 4; /* x units per row */       \
                     for (i = p0; i < p1; i += AMXK__Q8V_MR)                                                        \
                         amxk__xpanel32__avx512(a->xq + i * a->ldq + k0 * span, a->ldq, nu * 4, nu, AMXK__Q8V_MR,   \
-                                               xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu);                                            \
+                                               a->xflip, xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu);                                            \
                     for (b = q0; b < q1; b += AMXK__Q8V_NB)                                                        \
                         for (i = p0; i < p1; i += AMXK__Q8V_MR) {                                                  \
                             const int32_t *xt = xsum + (i - c0) * nbk;                                             \
@@ -2792,13 +2873,13 @@ AMXK__PRIV void amxk__q8_xtab__avx512vnni(const amxk__q8_args *a, size_t r0, siz
                             if (b + AMXK__Q8V_NB <= q1)                                                            \
                                 amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, BITS, xt, st, k0, k1, 1, \
                                                                   accm + o, accs + o, xp,                          \
-                                                                  i == p0 && AMXK__Q8V_PFN ? AMXK__Q8V_NB * a->w->blk_bytes : 0); \
+                                                                  i == p0 && AMXK__Q8V_PFN ? AMXK__Q8V_NB * a->w->blk_bytes : 0, 0); \
                             else {                                                                                 \
                                 size_t bb;                                                                         \
                                 for (bb = b; bb < q1; bb++)                                                        \
                                     amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, BITS, xt, st, k0, k1, 1, \
                                                                       accm + o + (bb - b) * AMXK__LIN_NB,          \
-                                                                      accs + o + (bb - b) * AMXK__LIN_NB, xp, 0);  \
+                                                                      accs + o + (bb - b) * AMXK__LIN_NB, xp, 0, 0); \
                             }                                                                                      \
                         }                                                                                          \
                 }                                                                                                  \
@@ -2807,28 +2888,8 @@ AMXK__PRIV void amxk__q8_xtab__avx512vnni(const amxk__q8_args *a, size_t r0, siz
                         amxk__linear_store16__avx512(a, i, b, _mm512_loadu_ps(accm + (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB)); \
             }                                                                                                      \
         }                                                                                                          \
-        for (i = cm; i < c1; i += 4) {                                                                             \
-            const int32_t *xt = xsum + (i - c0) * nbk;                                                             \
-            const float *st = sxt + (i - c0) * nbk;                                                                \
-            for (b = b0; b < b1; b += AMXK__Q8V_DNB) {                                                             \
-                if (b + AMXK__Q8V_DNB <= b1 && a->w->blk_bytes > AMXK__Q8V_D1B) {                                  \
-                    switch (AMXK__MIN((size_t)4, c1 - i)) {                                                        \
-                    case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, 0); break; \
-                    case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, 0); break; \
-                    case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, 0); break; \
-                    default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, BITS, xt, st, 0, nq, 0, NULL, NULL, NULL, 0); break; \
-                    }                                                                                              \
-                } else {                                                                                           \
-                    size_t bb;                                                                                     \
-                    for (bb = b; bb < AMXK__MIN(b1, b + AMXK__Q8V_DNB); bb++) switch (AMXK__MIN((size_t)4, c1 - i)) { \
-                        case 4: amxk__linear_q8__4x16__avx512vnni(a, i, 4, bb, BITS, xt, st); break;                  \
-                        case 3: amxk__linear_q8__4x16__avx512vnni(a, i, 3, bb, BITS, xt, st); break;                  \
-                        case 2: amxk__linear_q8__4x16__avx512vnni(a, i, 2, bb, BITS, xt, st); break;                  \
-                        default: amxk__linear_q8__4x16__avx512vnni(a, i, 1, bb, BITS, xt, st); break;                 \
-                        }                                                                                          \
-                }                                                                                                  \
-            }                                                                                                      \
-        }                                                                                                          \
+        if (a->xflip) amxk__q8v_decode##BITS##_u8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);                  \
+        else amxk__q8v_decode##BITS##_i8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);                           \
     }
 AMXK__Q8V_TILES(8)
 AMXK__Q8V_TILES(4)
@@ -2961,14 +3022,14 @@ AMXK__TARGET_AMX_END
 #if AMXK__HAS_AMX
 AMXK__TARGET_AMX_BEGIN
 /* Rows [m0, m1) x blocks [b0, b1) with TDPBSSD: 16-row x 32-column tiles (C tiles 0-1, A tile 2 read
-   straight from xq, B tiles 3-4). int8 packs are B tiles as they are (16 columns x 4 k per 64-byte
+   straight from xq, or for U8 codes from a stack copy of its rows XORed with 0x80, B tiles 3-4). int8 packs are B tiles as they are (16 columns x 4 k per 64-byte
    row); int4 / int2 fields are widened to int8 per k step in a stack buffer (symmetric: sign-extended;
    asymmetric: u, then corrected with the x sums like the vector kernel). Per weight group the int32
    tile is stored and acc += sx * sw * (c - z * sum x) in f32, as in the other tiers. */
 AMXK__PRIV void amxk__linear_q8_block__16x32__amx(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
     const amxk__qview *v = a->w;
     const size_t ks = amxk__q8_kstep(v->bk), per = (size_t)(8 / v->bits);
-    int8_t bq[2][16 * 64];
+    int8_t bq[2][16 * 64], xb[16 * 64];
     int32_t cs[16][32];
     float acc[16][32];
     amxk__tilecfg cfg;
@@ -3010,7 +3071,18 @@ AMXK__PRIV void amxk__linear_q8_block__16x32__amx(const amxk__q8_args *a, size_t
                         if (h == 0) AMXK__TILE_LOADD(3, src, 64); /* tile numbers must be constants */
                         else AMXK__TILE_LOADD(4, src, 64);
                     }
-                    AMXK__TILE_LOADD(2, a->xq + i * a->ldq + kk, a->ldq);
+                    if (a->xflip) { /* U8: the tile's rows as int8 */
+                        for (r = 0; r < mr; r++)
+                            for (j = 0; j < ks; j += 4) { /* ks: a multiple of 4 */
+                                uint32_t u4;
+                                memcpy(&u4, a->xq + (i + r) * a->ldq + kk + j, 4);
+                                u4 ^= a->xflip;
+                                memcpy(xb + r * 64 + j, &u4, 4);
+                            }
+                        AMXK__TILE_LOADD(2, xb, 64);
+                    } else {
+                        AMXK__TILE_LOADD(2, a->xq + i * a->ldq + kk, a->ldq);
+                    }
                     AMXK__TDPBSSD(0, 2, 3);
                     if (two) AMXK__TDPBSSD(1, 2, 4);
                 }
@@ -3020,7 +3092,7 @@ AMXK__PRIV void amxk__linear_q8_block__16x32__amx(const amxk__q8_args *a, size_t
                     const float sx = amxk__q8_xscale(a, i + r, g * v->bk);
                     int32_t xsum = 0;
                     if (v->asym)
-                        for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) xsum += a->xq[(i + r) * a->ldq + kk];
+                        for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) xsum += amxk__q8_x(a, i + r, kk);
                     for (j = 0; j < (two ? 32u : 16u); j++) {
                         const size_t nn = b * AMXK__LIN_NB + j;
                         float t = (float)cs[r][j];
@@ -3247,13 +3319,14 @@ AMXK__PRIV void amxk__linear_bind(const amxk_ctx *ctx, const amxk__linop *op, si
     a->bias = bias, a->y = y, a->dt = xt, a->yt = yt, a->wt = op->pt, a->ws = (char *)ws, a->plan = p;
 }
 /* The plan and arguments of amxk_linear_q8 over m rows (the same lifetimes). */
-AMXK__PRIV void amxk__q8_bind(const amxk_ctx *ctx, const amxk__linop *op, size_t m, const int8_t *xq, size_t ldq, const float *xs,
+AMXK__PRIV void amxk__q8_bind(const amxk_ctx *ctx, const amxk__linop *op, size_t m, const void *xq, amxk_dtype xt, size_t ldq, const float *xs,
                               amxk_scale_layout layout, size_t ld_s, size_t ag, const float *bias, void *y, amxk_dtype yt, size_t ldy,
                               amxk__q8_args *a, amxk__linear_plan *p) {
     amxk__pack_layout(ctx, AMXK__OP_Q8, m, op->n, op->k, AMXK_DTYPE_INVALID, &op->q, p);
     memset(a, 0, sizeof *a);
     a->m = m, a->n = op->n, a->k = op->k, a->ldq = ldq, a->ld_s = ld_s, a->ag = ag, a->ldy = ldy;
-    a->xq = xq, a->xs = xs, a->layout = layout, a->w = &op->q, a->bias = bias, a->y = y, a->yt = yt, a->plan = p;
+    a->xq = (const int8_t *)xq, a->xflip = xt == AMXK_DTYPE_U8 ? 0x80808080u : 0;
+    a->xs = xs, a->layout = layout, a->w = &op->q, a->bias = bias, a->y = y, a->yt = yt, a->plan = p;
 }
 
 /* amxk_quantize_act's task: every group of one row, with the table's group kernel where it takes the
@@ -3732,8 +3805,8 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t ng, const float *src,
     return AMXK_OK;
 }
 
-AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const int8_t *xq, size_t ldq,
-                                    const float *xs, amxk_scale_layout layout, size_t ld_s, size_t ag, const void *packed,
+AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *xq, amxk_dtype xt,
+                                    size_t ldq, const float *xs, amxk_scale_layout layout, size_t ld_s, size_t ag, const void *packed,
                                     size_t packed_bytes, const float *bias, void *y, amxk_dtype yt, size_t ldy) {
     amxk__linop op;
     amxk__q8_args a;
@@ -3744,6 +3817,7 @@ AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, siz
     if (!xq || !xs || !packed || !y) return AMXK_ERR_NULL;
     if (m == 0 || n == 0 || k == 0) return AMXK_ERR_SHAPE;
     if (yt != AMXK_DTYPE_F32 && yt != AMXK_DTYPE_BF16 && yt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
+    if (xt != AMXK_DTYPE_I8 && xt != AMXK_DTYPE_U8) return AMXK_ERR_DTYPE;
     if (layout != AMXK_SCALES_ROW_MAJOR && layout != AMXK_SCALES_GROUP_MAJOR) return AMXK_ERR_ARG;
     if (ag == 0 || k % ag) return AMXK_ERR_ARG;
     if ((s = amxk__linop_init(&op, packed, packed_bytes)) != AMXK_OK) return s;
@@ -3751,23 +3825,25 @@ AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, siz
     if ((s = amxk__linop_q8_check(&op)) != AMXK_OK) return s;
     ng = k / ag;
     if (ldq < k || ldy < n || ld_s < (layout == AMXK_SCALES_ROW_MAJOR ? ng : m)) return AMXK_ERR_STRIDE;
-    for (i = 0; i < m; i++) { /* -128 would break the exactness argument: refuse it before writing */
-        const int8_t *row = xq + i * ldq;
-        for (j = 0; j + 8 <= k; j += 8) { /* 8 bytes at a time: a byte is 0x80 iff (b ^ 0x80) is zero */
+    for (i = 0; i < m; i++) { /* x = -128 (I8 0x80, U8 0x00) would break the exactness argument: refuse it before writing */
+        const uint8_t *row = (const uint8_t *)xq + i * ldq;
+        const uint8_t bad = xt == AMXK_DTYPE_U8 ? 0x00 : 0x80;
+        const uint64_t flip = xt == AMXK_DTYPE_U8 ? 0 : 0x8080808080808080ull;
+        for (j = 0; j + 8 <= k; j += 8) { /* 8 bytes at a time: a byte is bad iff (b ^ bad) is zero */
             uint64_t v;
             memcpy(&v, row + j, 8);
-            v ^= 0x8080808080808080ull;
+            v ^= flip;
             if ((v - 0x0101010101010101ull) & ~v & 0x8080808080808080ull) break;
         }
         for (; j < k; j++)
-            if (row[j] == -128) return AMXK_ERR_ARG;
+            if (row[j] == bad) return AMXK_ERR_ARG;
     }
     sbytes = (layout == AMXK_SCALES_ROW_MAJOR ? (m - 1) * ld_s + ng : (ng - 1) * ld_s + m) * 4;
     ybytes = ((m - 1) * ldy + n) * amxk_dtype_size(yt);
     if (amxk__overlap(y, ybytes, xq, (m - 1) * ldq + k) || amxk__overlap(y, ybytes, xs, sbytes) ||
         amxk__overlap(y, ybytes, packed, packed_bytes) || (bias && amxk__overlap(y, ybytes, bias, n * 4)))
         return AMXK_ERR_ALIAS;
-    amxk__q8_bind(ctx, &op, m, xq, ldq, xs, layout, ld_s, ag, bias, y, yt, ldy, &a, &p);
+    amxk__q8_bind(ctx, &op, m, xq, xt, ldq, xs, layout, ld_s, ag, bias, y, yt, ldy, &a, &p);
     amxk__parallel(ctx, amxk__linear_q8_task, &a, p.m_tasks * p.n_tasks);
     return AMXK_OK;
 }
@@ -3947,7 +4023,7 @@ AMXK__PRIV void amxk__linop_bind_q8(const amxk_ctx *ctx, amxk__linop_call *c, co
                                     const float *xs, const float *bias, float *y, size_t ldy) {
     memset(c, 0, sizeof *c);
     c->op = *op, c->q8 = 1;
-    amxk__q8_bind(ctx, &c->op, rows, xq, ldq, xs, AMXK_SCALES_ROW_MAJOR, 1, c->op.k, bias, y, AMXK_DTYPE_F32, ldy, &c->c, &c->plan);
+    amxk__q8_bind(ctx, &c->op, rows, xq, AMXK_DTYPE_I8, ldq, xs, AMXK_SCALES_ROW_MAJOR, 1, c->op.k, bias, y, AMXK_DTYPE_F32, ldy, &c->c, &c->plan);
 }
 
 /* Rows per chunk of a bound call: a caller that splits the rows cuts them at multiples of this (from

@@ -1,7 +1,7 @@
 /* cmd_linear.h - the `linear` subcommand of amxk_bench (included by amxk_bench.c after bench_env).
 
    amxk_bench linear --m M --n N --k K [--dtype bf16|fp16|f32|int8|int4|int2|fp8e4m3|fp8e5m2|mxfp4]
-                     [--group G] [--asym 0|1] [--act bf16|int8|f32|fp16] [--out f32|bf16|fp16] [--bias 0|1]
+                     [--group G] [--asym 0|1] [--act bf16|int8|uint8|f32|fp16] [--out f32|bf16|fp16] [--bias 0|1]
                      [--threads T] [--isa ...] [--rotate-mb R] [--reps N] [--warmup W]
 
    Packs W[N,K] once per rotation copy (the pack is not timed), then times amxk_linear alone.
@@ -14,7 +14,8 @@
    amxk_linear_workspace_size_for. Activations: --act bf16 runs
    amxk_linear on bf16 x; --act int8 (int8 symmetric, int4, int2 weights) times amxk_quantize_act
    (per token group of G columns, int8, row-major scales) followed by amxk_linear_q8: the w8a8 /
-   w4a8 / w2a8 path, activation quantization included in the time.
+   w4a8 / w2a8 path, activation quantization included in the time; --act uint8 the same with
+   AMXK_DTYPE_U8 activations (x + 128, SGLang's layout) in both calls.
    gflops = 2*M*N*K / median; gbs = (packed weight bytes (the whole packed buffer: header, values,
    scales, zero points) + x bytes + y bytes) / median. Quantized cases add group=G asym=A act=bf16
    to the printed parameters, f32 packs act=X. */
@@ -26,7 +27,8 @@ typedef struct linear_job {
     bench_rot w; /* packed weights, one per rotation copy */
     void *x, *y, *ws;
     float *bias;
-    int a8;         /* --act int8 */
+    int a8;         /* --act int8 or uint8 */
+    amxk_dtype at;  /* a8: AMXK_DTYPE_I8 or AMXK_DTYPE_U8 */
     size_t group;   /* activation group (a8) */
     int8_t *xq;     /* a8: quantized x */
     float *xs;      /* a8: its scales [M, K/group] */
@@ -36,10 +38,10 @@ static void linear_call(void *user, size_t rep) {
     linear_job *j = (linear_job *)user;
     amxk_status st;
     if (j->a8) {
-        st = amxk_quantize_act(&j->env->ctx, j->m, j->k, j->x, j->dt, j->k, j->group, AMXK_DTYPE_I8, j->xq, j->k, j->xs,
+        st = amxk_quantize_act(&j->env->ctx, j->m, j->k, j->x, j->dt, j->k, j->group, j->at, j->xq, j->k, j->xs,
                                AMXK_SCALES_ROW_MAJOR, j->k / j->group);
         if (st == AMXK_OK)
-            st = amxk_linear_q8(&j->env->ctx, j->m, j->n, j->k, j->xq, j->k, j->xs, AMXK_SCALES_ROW_MAJOR, j->k / j->group, j->group,
+            st = amxk_linear_q8(&j->env->ctx, j->m, j->n, j->k, j->xq, j->at, j->k, j->xs, AMXK_SCALES_ROW_MAJOR, j->k / j->group, j->group,
                                 bench_rot_get(&j->w, rep), j->packed_bytes, j->bias, j->y, j->yt, j->n);
         if (st != AMXK_OK) bench_die("w8a8: %s", amxk_status_string(st));
         return;
@@ -101,9 +103,10 @@ static int cmd_linear(bench_env *env, const bench_args *a) {
             if (bench_str(a, "group", NULL) || bench_str(a, "asym", NULL)) bench_die("--group and --asym do not apply to mxfp4 (groups of 32)");
             group = 32;
         }
-        j.a8 = strcmp(acts, "int8") == 0;
-        if (!j.a8 && strcmp(acts, "bf16") != 0) bench_die("--act must be bf16 or int8, not '%s'", acts);
-        if (j.a8 && (fp8 || qf == AMXK_QFMT_MXFP4 || (qf == AMXK_QFMT_INT8 && asym))) bench_die("--act int8 needs an int format (int8 symmetric, int4, int2)");
+        j.a8 = strcmp(acts, "int8") == 0 || strcmp(acts, "uint8") == 0;
+        j.at = strcmp(acts, "uint8") == 0 ? AMXK_DTYPE_U8 : AMXK_DTYPE_I8;
+        if (!j.a8 && strcmp(acts, "bf16") != 0) bench_die("--act must be bf16, int8 or uint8, not '%s'", acts);
+        if (j.a8 && (fp8 || qf == AMXK_QFMT_MXFP4 || (qf == AMXK_QFMT_INT8 && asym))) bench_die("--act int8 / uint8 needs an int format (int8 symmetric, int4, int2)");
         j.group = (size_t)group;
         if (group < 1) bench_die("--group must be >= 1");
         if (asym != 0 && asym != 1) bench_die("--asym must be 0 or 1");

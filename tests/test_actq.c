@@ -5,7 +5,9 @@
    amax over each group of `group` columns; a zero group gets s = 1. The two scale layouts must hold
    the same numbers ([M, K/g] row-major and [K/g, M] group-major), and relayout must be a true
    transpose: row -> group -> row gives back the original, which a reshape of the same buffer would
-   not (checked on a non-square table). */
+   not (checked on a non-square table). amxk_linear_q8 against exact integer sums in double, its
+   activations as I8 and as U8 codes (x + 128, from amxk_quantize_act and made by hand): the U8 call
+   must give the I8 call's y bit for bit; -128 (I8 0x80, U8 0x00) and bad dtypes refused. */
 #ifndef AMXK_TEST_LINKED /* else the Makefile links the implementation: build/.../amxk_impl.o */
 #define AMXK_IMPLEMENTATION
 #endif
@@ -148,7 +150,9 @@ static void q8_case(const amxk_ctx *ctx, amxk_qformat fmt, int asym, size_t m, s
     float *w = (float *)malloc(n * k * 4), *b = (float *)malloc(n * 4), *xs = (float *)malloc((lay == AMXK_SCALES_ROW_MAJOR ? m * lds : ng * lds) * 4);
     uint16_t *x = (uint16_t *)malloc(m * k * 2);
     int8_t *xq = (int8_t *)malloc(m * ldq);
-    unsigned char *y = (unsigned char *)test_alloc(m * ldy * 4);
+    uint8_t *xu = (uint8_t *)malloc(m * ldq);
+    float *xsu = (float *)malloc((lay == AMXK_SCALES_ROW_MAJOR ? m * lds : ng * lds) * 4);
+    unsigned char *y = (unsigned char *)test_alloc(m * ldy * 4), *yu = (unsigned char *)test_alloc(m * ldy * 4);
     amxk_quant q;
     size_t bytes = 0, i, j, kk, bad = 0;
     void *p;
@@ -164,8 +168,19 @@ static void q8_case(const amxk_ctx *ctx, amxk_qformat fmt, int asym, size_t m, s
     p = test_alloc(bytes);
     CHECK(amxk_quantize_pack(ctx, p, bytes, &q, w, AMXK_DTYPE_F32, n, k, k) == AMXK_OK, "[%s] pack", tier);
     CHECK(amxk_quantize_act(ctx, m, k, x, AMXK_DTYPE_BF16, k, ag, AMXK_DTYPE_I8, xq, ldq, xs, lay, lds) == AMXK_OK, "[%s] act", tier);
-    st = amxk_linear_q8(ctx, m, n, k, xq, ldq, xs, lay, lds, ag, p, bytes, bias ? b : NULL, y, yt, ldy);
+    st = amxk_linear_q8(ctx, m, n, k, xq, AMXK_DTYPE_I8, ldq, xs, lay, lds, ag, p, bytes, bias ? b : NULL, y, yt, ldy);
     CHECK(st == AMXK_OK, "[%s] linear_q8: %s", tier, amxk_status_string(st));
+    { /* the same activations as U8 (amxk_quantize_act's x + 128): the same y, bit for bit */
+        amxk_status su;
+        CHECK(amxk_quantize_act(ctx, m, k, x, AMXK_DTYPE_BF16, k, ag, AMXK_DTYPE_U8, xu, ldq, xsu, lay, lds) == AMXK_OK, "[%s] act u8", tier);
+        for (i = 0; i < m; i++)
+            for (kk = 0; kk < k; kk++) bad += xu[i * ldq + kk] != (uint8_t)(xq[i * ldq + kk] + 128);
+        su = amxk_linear_q8(ctx, m, n, k, xu, AMXK_DTYPE_U8, ldq, xsu, lay, lds, ag, p, bytes, bias ? b : NULL, yu, yt, ldy);
+        CHECK(bad == 0 && su == AMXK_OK && memcmp(y, yu, m * ldy * 4) == 0 && test_guard_ok(yu),
+              "[%s] fmt=%d asym=%d m=%zu n=%zu k=%zu: U8 activations (%zu codes off, %s) do not give I8's y bit for bit", tier, (int)fmt,
+              asym, m, n, k, bad, amxk_status_string(su));
+        bad = 0;
+    }
     {
         float *wd = (float *)malloc(n * k * 4);
         const float *sc = (const float *)0;
@@ -192,8 +207,8 @@ static void q8_case(const amxk_ctx *ctx, amxk_qformat fmt, int asym, size_t m, s
         for (j = n; j < ldy; j++)
             if (y[(i * ldy + j) * 4] != 0xff) bad++;
     CHECK(bad == 0 && test_guard_ok(y), "[%s] y gaps and guards untouched", tier);
-    test_free(p), test_free(y);
-    free(w), free(b), free(xs), free(x), free(xq);
+    test_free(p), test_free(y), test_free(yu);
+    free(w), free(b), free(xs), free(x), free(xq), free(xu), free(xsu);
 }
 
 static void test_linear_q8(void) {
@@ -233,17 +248,20 @@ static void test_linear_q8(void) {
 
 /* amxk_linear_q8 on raw full-range values (amxk_pack_quant: int8 -128..127, every int4 / int2 field,
    x in [-127, 127] with many +-127) against a double loop over those values, on row counts and
-   column counts at every tile edge; f32 output, results bitwise equal for every worker count. */
+   column counts at every tile edge; f32 output, results bitwise equal for every worker count. The
+   same values as U8 codes made here (x + 128, another row stride, 0x00 = -128 in the row gaps, which
+   must be neither read nor refused) must give the I8 results bit for bit, on every worker count. */
 static void q8_raw_case(amxk_tier t, amxk_qformat fmt, int asym, size_t m, size_t n, size_t k, size_t wg) {
     const int bits = fmt == AMXK_QFMT_INT8 ? 8 : fmt == AMXK_QFMT_INT4 ? 4 : 2;
     const int lo = asym ? 0 : -(1 << (bits - 1)), hi = asym ? (1 << bits) - 1 : (1 << (bits - 1)) - 1;
-    const size_t ng = k / wg, ldq = k + 5, ldy = n + 3;
+    const size_t ng = k / wg, ldq = k + 5, ldu = k + 2, ldy = n + 3;
     int8_t *vals = (int8_t *)malloc(n * k), *xq = (int8_t *)malloc(m * ldq);
+    uint8_t *xu = (uint8_t *)malloc(m * ldu);
     float *sw = (float *)malloc(n * ng * 4), *zw = (float *)malloc(n * ng * 4), *xs = (float *)malloc(m * 4);
-    float *y = (float *)test_alloc(m * ldy * 4), *y2 = (float *)test_alloc(m * ldy * 4);
+    float *y = (float *)test_alloc(m * ldy * 4), *y2 = (float *)test_alloc(m * ldy * 4), *yu = (float *)test_alloc(m * ldy * 4);
     amxk_quant q;
     amxk_ctx ctx;
-    size_t bytes = 0, i, j, kk, bad = 0, diff = 0;
+    size_t bytes = 0, i, j, kk, bad = 0, diff = 0, diffu = 0;
     void *p;
     int w;
     test_case_begin(test_case_mix(test_case_mix(test_case_id("actq linear_q8 raw", (uint64_t)fmt * 2 + (uint64_t)asym), m),
@@ -255,6 +273,7 @@ static void q8_raw_case(amxk_tier t, amxk_qformat fmt, int asym, size_t m, size_
     for (i = 0; i < n * ng; i++) sw[i] = (float)test_uniform(0.5, 2.0), zw[i] = (float)(test_rand() % (unsigned)(hi + 1));
     for (i = 0; i < m * ldq; i++) xq[i] = (int8_t)(test_rand() % 3 == 0 ? (test_rand() % 2 ? 127 : -127) : (int)(test_rand() % 255) - 127);
     for (i = 0; i < m; i++) xs[i] = (float)test_uniform(0.5, 2.0);
+    for (i = 0; i < m * ldu; i++) xu[i] = i % ldu < k ? (uint8_t)(xq[i / ldu * ldq + i % ldu] + 128) : 0x00;
     q.format = fmt, q.asym = asym, q.block_n = 1, q.block_k = wg;
     amxk_pack_quant_size(&q, n, k, &bytes);
     p = test_alloc(bytes);
@@ -263,9 +282,12 @@ static void q8_raw_case(amxk_tier t, amxk_qformat fmt, int asym, size_t m, size_
         amxk_status st;
         test_ctx(&ctx, t, test_worker_counts[w]);
         memset(w ? y2 : y, 0xff, m * ldy * 4);
-        st = amxk_linear_q8(&ctx, m, n, k, xq, ldq, xs, AMXK_SCALES_ROW_MAJOR, 1, k, p, bytes, NULL, w ? y2 : y, AMXK_DTYPE_F32, ldy);
+        st = amxk_linear_q8(&ctx, m, n, k, xq, AMXK_DTYPE_I8, ldq, xs, AMXK_SCALES_ROW_MAJOR, 1, k, p, bytes, NULL, w ? y2 : y, AMXK_DTYPE_F32, ldy);
         CHECK(st == AMXK_OK, "[%s] raw linear_q8: %s", amxk_tier_name(t), amxk_status_string(st));
         if (w) diff += memcmp(y, y2, m * ldy * 4) != 0;
+        memset(yu, 0xff, m * ldy * 4);
+        st = amxk_linear_q8(&ctx, m, n, k, xu, AMXK_DTYPE_U8, ldu, xs, AMXK_SCALES_ROW_MAJOR, 1, k, p, bytes, NULL, yu, AMXK_DTYPE_F32, ldy);
+        diffu += st != AMXK_OK || memcmp(y, yu, m * ldy * 4) != 0;
     }
     for (i = 0; i < m; i++)
         for (j = 0; j < ldy; j++) {
@@ -287,13 +309,15 @@ static void q8_raw_case(amxk_tier t, amxk_qformat fmt, int asym, size_t m, size_
         }
     CHECK(bad == 0, "[%s] raw fmt=%d asym=%d m=%zu n=%zu k=%zu wg=%zu: %zu outputs off", amxk_tier_name(t), (int)fmt, asym, m, n, k, wg, bad);
     CHECK(diff == 0, "[%s] raw fmt=%d asym=%d m=%zu n=%zu: results differ between worker counts", amxk_tier_name(t), (int)fmt, asym, m, n);
-    CHECK(test_guard_ok(y) && test_guard_ok(y2), "[%s] raw guards", amxk_tier_name(t));
-    test_free(p), test_free(y), test_free(y2);
-    free(vals), free(xq), free(sw), free(zw), free(xs);
+    CHECK(diffu == 0, "[%s] raw fmt=%d asym=%d m=%zu n=%zu k=%zu wg=%zu: U8 codes differ from I8 on %zu of %d worker counts",
+          amxk_tier_name(t), (int)fmt, asym, m, n, k, wg, diffu, TEST_N_WORKER_COUNTS);
+    CHECK(test_guard_ok(y) && test_guard_ok(y2) && test_guard_ok(yu), "[%s] raw guards", amxk_tier_name(t));
+    test_free(p), test_free(y), test_free(y2), test_free(yu);
+    free(vals), free(xq), free(xu), free(sw), free(zw), free(xs);
 }
 
 static void test_linear_q8_raw(void) {
-    static const size_t ms[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 50};
+    static const size_t ms[15] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 24, 25, 50, 100};
     static const size_t ns[7] = {1, 15, 17, 33, 65, 100, 300};
     static const struct { amxk_qformat f; int asym; size_t wg; } fmts[5] = {
         {AMXK_QFMT_INT8, 0, 64}, {AMXK_QFMT_INT4, 0, 32}, {AMXK_QFMT_INT4, 1, 64}, {AMXK_QFMT_INT2, 0, 64}, {AMXK_QFMT_INT2, 1, 32}};
@@ -303,13 +327,18 @@ static void test_linear_q8_raw(void) {
     TEST_SECTION("amxk_linear_q8 on full-range raw values vs a double loop: tile edges in M and N, worker counts");
     TEST_FOR_EACH_TIER(t, ctx) {
         for (fi = 0; fi < 5; fi++) {
-            for (mi = 0; mi < 12; mi++) q8_raw_case((amxk_tier)t, fmts[fi].f, fmts[fi].asym, ms[mi], 33, 256, fmts[fi].wg);
+            for (mi = 0; mi < 15; mi++) q8_raw_case((amxk_tier)t, fmts[fi].f, fmts[fi].asym, ms[mi], 33, 256, fmts[fi].wg);
             for (ni = 0; ni < 7; ni++) {
                 q8_raw_case((amxk_tier)t, fmts[fi].f, fmts[fi].asym, 1, ns[ni], 192, fmts[fi].wg);
                 q8_raw_case((amxk_tier)t, fmts[fi].f, fmts[fi].asym, 19, ns[ni], 128, fmts[fi].wg);
             }
             q8_raw_case((amxk_tier)t, fmts[fi].f, fmts[fi].asym, 26, 70, 1024, 1024); /* one group, several k steps */
             q8_raw_case((amxk_tier)t, fmts[fi].f, fmts[fi].asym, 5, 70, 4160, fmts[fi].wg); /* > 16 KiB blocks: 4 + 1 rows */
+            /* K across the AVX-512 VNNI k step (1024 columns): groups cut by it and not, decode and prefill rows */
+            q8_raw_case((amxk_tier)t, fmts[fi].f, fmts[fi].asym, 25, 40, 2112, fmts[fi].wg);
+            q8_raw_case((amxk_tier)t, fmts[fi].f, fmts[fi].asym, 24, 17, 1088, fmts[fi].wg == 64 ? 1088 : 32);
+            q8_raw_case((amxk_tier)t, fmts[fi].f, fmts[fi].asym, 3, 33, 2112, 2112 / 3);
+            q8_raw_case((amxk_tier)t, fmts[fi].f, fmts[fi].asym, 2, 20, 8448, 32); /* 264 groups: the AVX2 kernel on AVX-512 */
         }
     }
 }
@@ -334,25 +363,52 @@ static void test_q8_bad_input(void) {
     pa = test_alloc(bytes_a);
     amxk_quantize_pack(NULL, pa, bytes_a, &q, w, AMXK_DTYPE_F32, 32, 64, 64);
     memset(y, 0x7b, sizeof y), memcpy(y0, y, sizeof y);
-    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, pa, bytes_a, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_FORMAT, "asym int8 pack");
-    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 4, 16, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_FORMAT, "act group 16 < weight group 32");
-    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 0, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_ARG, "act group 0");
-    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_GROUP_MAJOR, 1, 32, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_STRIDE, "ld_s < M");
-    CHECK(amxk_linear_q8(NULL, 2, 33, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, p, bytes, NULL, y, AMXK_DTYPE_F32, 33) == AMXK_ERR_FORMAT, "N mismatch");
+    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, AMXK_DTYPE_I8, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, pa, bytes_a, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_FORMAT, "asym int8 pack");
+    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, AMXK_DTYPE_I8, 64, xs, AMXK_SCALES_ROW_MAJOR, 4, 16, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_FORMAT, "act group 16 < weight group 32");
+    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, AMXK_DTYPE_I8, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 0, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_ARG, "act group 0");
+    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, AMXK_DTYPE_I8, 64, xs, AMXK_SCALES_GROUP_MAJOR, 1, 32, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_STRIDE, "ld_s < M");
+    CHECK(amxk_linear_q8(NULL, 2, 33, 64, xq, AMXK_DTYPE_I8, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, p, bytes, NULL, y, AMXK_DTYPE_F32, 33) == AMXK_ERR_FORMAT, "N mismatch");
     xq[5] = -128;
-    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_ARG, "x = -128");
+    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, AMXK_DTYPE_I8, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_ERR_ARG, "x = -128");
     xq[5] = 5;
     { /* -128 anywhere: every position of both rows (the scan reads 8 bytes at a time) */
         size_t pos, bad = 0;
         int8_t keep;
         for (pos = 0; pos < 128; pos++) {
             keep = xq[pos], xq[pos] = -128;
-            bad += amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) != AMXK_ERR_ARG;
+            bad += amxk_linear_q8(NULL, 2, 32, 64, xq, AMXK_DTYPE_I8, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) != AMXK_ERR_ARG;
             xq[pos] = keep;
         }
         CHECK(bad == 0, "x = -128 at %zu of 128 positions not refused", bad);
     }
-    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, p, bytes, NULL, y, AMXK_DTYPE_I8, 32) == AMXK_ERR_DTYPE, "y dtype");
+    CHECK(amxk_linear_q8(NULL, 2, 32, 64, xq, AMXK_DTYPE_I8, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, p, bytes, NULL, y, AMXK_DTYPE_I8, 32) == AMXK_ERR_DTYPE, "y dtype");
+    { /* xq dtypes other than I8 / U8 */
+        static const amxk_dtype bad_xt[6] = {AMXK_DTYPE_INVALID, AMXK_DTYPE_F32, AMXK_DTYPE_BF16, AMXK_DTYPE_FP8_E4M3, AMXK_DTYPE_I32, AMXK_DTYPE_COUNT};
+        size_t bad = 0;
+        for (i = 0; i < 6; i++)
+            bad += amxk_linear_q8(NULL, 2, 32, 64, xq, bad_xt[i], 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) != AMXK_ERR_DTYPE;
+        CHECK(bad == 0, "xq dtype: %zu of 6 invalid dtypes not refused with DTYPE", bad);
+    }
+    { /* U8: code 0x00 (x = -128) anywhere, at every tier, is refused; 0x80 (x = 0) is not -128 */
+        uint8_t xu[2 * 64];
+        size_t pos, bad = 0;
+        int t;
+        amxk_ctx ctx;
+        for (i = 0; i < 2 * 64; i++) xu[i] = (uint8_t)(xq[i] + 128);
+        TEST_FOR_EACH_TIER(t, ctx) {
+            for (pos = 0; pos < 128; pos++) {
+                const uint8_t keep = xu[pos];
+                xu[pos] = 0x00;
+                bad += amxk_linear_q8(&ctx, 2, 32, 64, xu, AMXK_DTYPE_U8, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) != AMXK_ERR_ARG;
+                xu[pos] = keep;
+            }
+        }
+        CHECK(bad == 0, "U8 code 0 at %zu positions x tiers not refused", bad);
+        CHECK(memcmp(y, y0, sizeof y) == 0, "y untouched");
+        xu[7] = 0x80, xu[64 + 63] = 0x80;
+        CHECK(amxk_linear_q8(NULL, 2, 32, 64, xu, AMXK_DTYPE_U8, 64, xs, AMXK_SCALES_ROW_MAJOR, 2, 32, p, bytes, NULL, y, AMXK_DTYPE_F32, 32) == AMXK_OK, "U8 0x80 (x = 0)");
+        memcpy(y, y0, sizeof y);
+    }
     CHECK(memcmp(y, y0, sizeof y) == 0, "y untouched");
     test_free(p), test_free(pa);
 }

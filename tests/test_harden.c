@@ -225,13 +225,13 @@ static void t_q8_on_16bit(void) {
         for (i = 0; i < 3 * K; i++) xq[i] = (int8_t)(i % 11) - 5;
         for (i = 0; i < 3; i++) xs[i] = 0.25f;
         /* the audit's sequence: an int8 call first (its geometry must not leak into the next call) */
-        CHECK(amxk_linear_q8(&ctx, 3, N, K, xq, K, xs, AMXK_SCALES_ROW_MAJOR, 1, K, pq, bq, NULL, y, AMXK_DTYPE_F32, N) == AMXK_OK, "int8 pack");
+        CHECK(amxk_linear_q8(&ctx, 3, N, K, xq, AMXK_DTYPE_I8, K, xs, AMXK_SCALES_ROW_MAJOR, 1, K, pq, bq, NULL, y, AMXK_DTYPE_F32, N) == AMXK_OK, "int8 pack");
         memset(&wt, 0, sizeof wt);
         wt.p[0] = y;
         test_watch_take(&wt);
-        CHECK(amxk_linear_q8(&ctx, 3, N, K, xq, K, xs, AMXK_SCALES_ROW_MAJOR, 1, K, p16, b16, NULL, y, AMXK_DTYPE_F32, N) == AMXK_ERR_FORMAT,
+        CHECK(amxk_linear_q8(&ctx, 3, N, K, xq, AMXK_DTYPE_I8, K, xs, AMXK_SCALES_ROW_MAJOR, 1, K, p16, b16, NULL, y, AMXK_DTYPE_F32, N) == AMXK_ERR_FORMAT,
               "tier %s: bf16 pack", amxk_tier_name(t));
-        CHECK(amxk_linear_q8(&ctx, 3, N, K, xq, K, xs, AMXK_SCALES_ROW_MAJOR, 1, 16, p16h, b16, NULL, y, AMXK_DTYPE_F32, N) == AMXK_ERR_FORMAT,
+        CHECK(amxk_linear_q8(&ctx, 3, N, K, xq, AMXK_DTYPE_I8, K, xs, AMXK_SCALES_ROW_MAJOR, 1, 16, p16h, b16, NULL, y, AMXK_DTYPE_F32, N) == AMXK_ERR_FORMAT,
               "tier %s: fp16 pack", amxk_tier_name(t));
         CHECK(test_watch_same(&wt), "tier %s: y written", amxk_tier_name(t));
         test_free(pq), test_free(p16), test_free(p16h), test_free(xq), test_free(xs), test_free(y), free(w);
@@ -329,7 +329,7 @@ static void t_forged_ctx(void) {
         CHECK(amxk_convert(&c, y, AMXK_DTYPE_F32, h, AMXK_DTYPE_BF16, 16) == AMXK_ERR_CONTEXT, "tier %d: convert", c.tier);
         CHECK(amxk_linear(&c, 1, N, K, h, AMXK_DTYPE_BF16, K, p, bytes, NULL, y, AMXK_DTYPE_F32, N, f, N * K * 4) == AMXK_ERR_CONTEXT,
               "tier %d: linear", c.tier);
-        CHECK(amxk_linear_q8(&c, 1, N, K, q, K, f, AMXK_SCALES_ROW_MAJOR, 1, K, p, bytes, NULL, y, AMXK_DTYPE_F32, N) == AMXK_ERR_CONTEXT,
+        CHECK(amxk_linear_q8(&c, 1, N, K, q, AMXK_DTYPE_I8, K, f, AMXK_SCALES_ROW_MAJOR, 1, K, p, bytes, NULL, y, AMXK_DTYPE_F32, N) == AMXK_ERR_CONTEXT,
               "tier %d: linear_q8", c.tier);
         CHECK(amxk_quantize_act(&c, 1, K, h, AMXK_DTYPE_BF16, K, K, AMXK_DTYPE_I8, y, K, f, AMXK_SCALES_ROW_MAJOR, 1) == AMXK_ERR_CONTEXT,
               "tier %d: quantize_act", c.tier);
@@ -728,7 +728,7 @@ static void t_actq_nan(void) {
             test_case_begin(test_case_id("actq nan", 1));
             p = make_pack(&qf, N, K, &bytes);
             CHECK(amxk_quantize_act(&ctx, M, K, x, AMXK_DTYPE_F32, K, K, AMXK_DTYPE_I8, q, K, sc, AMXK_SCALES_ROW_MAJOR, 1) == AMXK_OK, "per token");
-            CHECK(amxk_linear_q8(&ctx, M, N, K, q, K, sc, AMXK_SCALES_ROW_MAJOR, 1, K, p, bytes, NULL, y, AMXK_DTYPE_F32, N) == AMXK_OK, "q8");
+            CHECK(amxk_linear_q8(&ctx, M, N, K, q, AMXK_DTYPE_I8, K, sc, AMXK_SCALES_ROW_MAJOR, 1, K, p, bytes, NULL, y, AMXK_DTYPE_F32, N) == AMXK_OK, "q8");
             for (j = 0; j < M * N; j++) nbad += j < N ? !isfinite(y[j]) : !isnan(y[j]);
             CHECK(nbad == 0, "tier %s: w8a8 outputs of NaN / inf rows not NaN (or row 0 not finite): %lu", amxk_tier_name(t), (unsigned long)nbad);
             test_free(p);

@@ -1684,7 +1684,7 @@ static void test_mxfp4_bad(void) {
     /* a valid pack, then forged headers: every reader says FORMAT, y untouched */
     p = (unsigned char *)test_alloc(bytes);
     CHECK(amxk_pack_quant(&ctx, p, bytes, &mxq, codes, k, scf, NULL, n, k) == AMXK_OK, "pack");
-    CHECK(amxk_linear_q8(&ctx, 4, n, k, xq, k, scf, AMXK_SCALES_ROW_MAJOR, 1, k, p, bytes, NULL, y, AMXK_DTYPE_F32, n) == AMXK_ERR_FORMAT,
+    CHECK(amxk_linear_q8(&ctx, 4, n, k, xq, AMXK_DTYPE_I8, k, scf, AMXK_SCALES_ROW_MAJOR, 1, k, p, bytes, NULL, y, AMXK_DTYPE_F32, n) == AMXK_ERR_FORMAT,
           "linear_q8 with an MXFP4 pack");
     {
         struct { size_t off; uint32_t val; int w64; } fz[] = {{36, 1, 0},          /* asym 1 */

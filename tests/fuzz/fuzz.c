@@ -154,14 +154,15 @@ static int fz_linear_any(fz *f, int q8) {
         int8_t *xq = (int8_t *)fz_alloc(m * k);
         float *xs = (float *)fz_alloc(m * 4);
         size_t ag = f->p[2] & 1 ? k : (size_t)(f->p[2] >> 1) % 8 * 32 + 32; /* per token, or a group that may not divide K */
-        for (i = 0; i < m * k; i++) xq[i] = (int8_t)((int)(i * 29 % 255) - 127);
+        const amxk_dtype xqt = f->p[4] & 1 ? AMXK_DTYPE_U8 : AMXK_DTYPE_I8; /* U8: the same values + 128 */
+        for (i = 0; i < m * k; i++) xq[i] = (int8_t)(((int)(i * 29 % 255) - 127) ^ (xqt == AMXK_DTYPE_U8 ? 0x80 : 0));
         for (i = 0; i < m; i++) xs[i] = 0.01f;
         if (ag != k && k % ag) ag = k;
         {
             size_t ng = k / ag;
             float *xs2 = (float *)fz_alloc(m * ng * 4);
             for (i = 0; i < m * ng; i++) xs2[i] = 0.02f;
-            s = amxk_linear_q8(&c, m, n, k, xq, k, xs2, AMXK_SCALES_ROW_MAJOR, ng, ag, p, f->n, NULL, y, yt, n);
+            s = amxk_linear_q8(&c, m, n, k, xq, xqt, k, xs2, AMXK_SCALES_ROW_MAJOR, ng, ag, p, f->n, NULL, y, yt, n);
             free(xs2);
         }
         fz_same(y, ycopy, ybytes, s, "amxk_linear_q8");
