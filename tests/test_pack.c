@@ -1285,7 +1285,7 @@ static void test_f32_format(void) {
         memset(xq, 1, sizeof xq);
         for (i = 0; i < m; i++) xs[i] = 1.0f;
         memcpy(before, y, d.ybytes);
-        s = amxk_linear_q8(NULL, m, n, k, xq, k, xs, AMXK_SCALES_ROW_MAJOR, 1, k, p, bytes, NULL, y, AMXK_DTYPE_F32, n);
+        s = amxk_linear_q8(NULL, m, n, k, xq, AMXK_DTYPE_I8, k, xs, AMXK_SCALES_ROW_MAJOR, 1, k, p, bytes, NULL, y, AMXK_DTYPE_F32, n);
         CHECK(s == AMXK_ERR_FORMAT && memcmp(before, y, d.ybytes) == 0, "linear_q8 on an f32 pack: status %d, want FORMAT", (int)s);
     }
     free(before);
