@@ -24,7 +24,9 @@
    Measured (Zen 4, avx512_bf16, 2026-11-24, README "MoE, Gated DeltaNet, MXFP4 on AVX-512"):
    Qwen3-30B-A3B layer (E=128 topk=8 K=2048 N=768) against a per-expert oneDNN peer with bf16 weights:
    bf16 decode M = 1, 4, 16 at 1.37x / 1.34x / 1.49x (1 thread) and 1.27x / 1.03x / 1.19x (2 threads),
-   M=1 at 88% / 99% of `stream`; int4 g128 decode M=1 w4a8 4.7x / 3.7x; bf16 prefill M=512 1.08x /
+   M=1 at 88% / 99% of `stream` (re-measured in quiet rounds, session 2026-11-24 (5): M=1 1 thread
+   1.38x at 94% of stream, M=4 / M=16 2 threads 1.22x / 1.28x at 100% of stream - the gap to the peer
+   is its own efficiency there); int4 g128 decode M=1 w4a8 4.7x / 3.7x; bf16 prefill M=512 1.08x /
    1.03x (197 / 347 GFLOP/s: the peer is at 81% of vdpbf16ps's peak); w8a8 prefill 1.5x the bf16 peer.
    Earlier (Zen 3, AVX2, 2026-11-21, against the peer's f32 matmuls): bf16 decode 1.85-3.15x, prefill
    M=512 1.48x / 1.88x.
