@@ -1902,7 +1902,7 @@ AMXK__INLINE void amxk__store16__avx512(void *y, amxk_dtype yt, size_t ldy, size
 }
 #define amxk__linear_store16__avx512(a, row, b, v) amxk__store16__avx512((a)->y, (a)->yt, (a)->ldy, (a)->n, (a)->bias, (row), (b), (v))
 /* store_rows at 16 lanes (masked tail): f32 loads, bias added in f32, one rounding by
-   amxk__vstore__avx512 (vcvtne2ps2bf16-free RNE, bitwise the scalar row store). */
+   amxk__vstore__avx512 (RNE, bitwise the scalar row store). */
 AMXK__PRIV void amxk__linear_store_rows__avx512(const amxk__linear_args *a, size_t row, size_t rows, size_t n0, size_t cnt, const float *acc,
                                                 size_t ldacc) {
     const size_t es = amxk_dtype_size(a->yt);
