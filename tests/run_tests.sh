@@ -1,33 +1,39 @@
 #!/usr/bin/env bash
-# Runs test programs one after another and sums their results.
+# Runs test programs, AMXK_TEST_JOBS at a time, and sums their results.
 #
 #   tests/run_tests.sh PROGRAM...
 #
 # Each PROGRAM is a test binary or a shell script (*.sh, run with bash). A program reports its result
 # with a last line `N passed, N failed` alone on the line. Its count is taken as reported; a program
 # that exits non-zero without reporting a failure (a crash, an abort, a timeout, a missing binary or
-# a missing summary line) adds one failure. The last line printed is the total, `N passed, N failed`,
-# and the exit status is 1 if anything failed. Before it, one line names the ISA levels that ran
-# natively and emulated over all programs (from each program's `levels native: ...; emulated: ...`
+# a missing summary line) adds one failure. Each program's output is printed whole when it ends
+# (programs run concurrently, so in the order they end; the emulated-AVX-512 builds, the slowest,
+# start first). The last line printed is the total, `N passed, N failed`, and the exit status is 1 if
+# anything failed. Before it, a summary in argument order and one line naming the ISA levels that
+# ran natively and emulated over all programs (from each program's `levels native: ...; emulated: ...`
 # line, tests/test.h).
 #
 # Environment:
 #   AMXK_RUN_PREFIX   command put before each binary (e.g. qemu-aarch64-static); not before scripts
 #   AMXK_TEST_TIMEOUT seconds one program may run (default 1200; 0 = no limit)
+#   AMXK_TEST_JOBS    programs run at once (default: the number of CPUs, `nproc`); 1 = one after another
 set -u
 
 prefix=${AMXK_RUN_PREFIX:-}
 limit=${AMXK_TEST_TIMEOUT:-1200}
+jobs=${AMXK_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
+case "$jobs" in '' | *[!0-9]* | 0) jobs=1 ;; esac
 total_pass=0
 total_fail=0
 summary=()
 native=" "
 emulated=" "
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 
-for prog in "$@"; do
-    name=$(basename "$prog")
-    echo "=== $name"
-    log=$(mktemp)
+# run_one I PROG: runs program I, its output in $tmp/I.log, exit status and seconds in $tmp/I.rc
+run_one() {
+    local i=$1 prog=$2 cmd start rc
     if [ "${prog%.sh}" != "$prog" ]; then
         cmd=(bash "$prog")
     elif [ -n "$prefix" ]; then
@@ -40,9 +46,40 @@ for prog in "$@"; do
         cmd=(timeout "$limit" "${cmd[@]}")
     fi
     start=$(date +%s)
-    "${cmd[@]}" 2>&1 | tee "$log"
-    rc=${PIPESTATUS[0]}
-    secs=$(( $(date +%s) - start ))
+    "${cmd[@]}" >"$tmp/$i.log" 2>&1 </dev/null
+    rc=$?
+    echo "$rc $(($(date +%s) - start))" >"$tmp/$i.rc"
+}
+
+progs=("$@")
+order=()
+for i in "${!progs[@]}"; do case "${progs[$i]}" in *_emu512) order+=("$i") ;; esac; done
+for i in "${!progs[@]}"; do case "${progs[$i]}" in *_emu512) ;; *) order+=("$i") ;; esac; done
+
+declare -A pid_of=()
+show() { # prints the output of the program whose job had pid $1
+    local i=${pid_of[$1]}
+    echo "=== $(basename "${progs[$i]}")"
+    cat "$tmp/$i.log"
+    unset "pid_of[$1]"
+}
+for i in "${order[@]}"; do
+    while [ "${#pid_of[@]}" -ge "$jobs" ]; do
+        wait -n -p done_pid
+        show "$done_pid"
+    done
+    run_one "$i" "${progs[$i]}" &
+    pid_of[$!]=$i
+done
+while [ "${#pid_of[@]}" -gt 0 ]; do
+    wait -n -p done_pid
+    show "$done_pid"
+done
+
+for i in "${!progs[@]}"; do
+    name=$(basename "${progs[$i]}")
+    log=$tmp/$i.log
+    read -r rc secs <"$tmp/$i.rc" 2>/dev/null || { rc=127; secs=0; }
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
     lv=$(grep -E '^levels native:' "$log" | tail -n 1)
     if [ -n "$lv" ]; then
@@ -55,7 +92,6 @@ for prog in "$@"; do
             case "$emulated" in *" $l "*) ;; *) emulated="$emulated$l " ;; esac
         done
     fi
-    rm -f "$log"
     p=0
     f=0
     if [ -n "$line" ]; then
