@@ -1829,13 +1829,15 @@ AMXK__TARGET_END
 /* The tile kernel of the AVX-512 linear, one body for every level (instantiated inside each level's
    target region): mr x nr 16-column blocks of y (mr <= 8, nr <= 4; compile-time constants at the call
    sites) over steps [0, ns) (ns even): per step q, nr weight vectors LOADW(w, j * bstride, q, dt) against
-   mr broadcast x units BCAST(xp + q * 8 + r) (xp: a unit-major panel, amxk__xpanel32__avx512),
+   mr broadcast x units BCAST(xp + q * xs + r) (xp: a unit-major panel with xs units per step:
+   AMXK__LIN_XS16 from amxk__xpanel32__avx512, or mr for decode tiles of mr <= 2 rows from
+   amxk__xpanel_dec__avx512, whose x rows stay contiguous in L1),
    acc = OP(acc, w, x). A step is a pair row for vdpbf16ps (the packed 64-byte row is its operand) or
    one k for fp32 FMA. Each output accumulates from zero, steps in increasing order; split: even and
    odd steps in separate accumulators, added at the end (decode: more independent chains). */
 #define AMXK__LIN16_KERNEL(NAME, W_T, X_T, LOADW, BCAST, OP)                                             \
     static inline __attribute__((always_inline)) void NAME(const uint32_t *xp, size_t ns, const void *w, size_t bstride,  \
-                                                          amxk_dtype dt, int mr, int nr, int split, __m512 *out) { \
+                                                          amxk_dtype dt, int mr, int nr, int split, size_t xs, __m512 *out) { \
         __m512 acc[2][8][4];                                                                             \
         size_t p;                                                                                        \
         int r, j, s;                                                                                     \
@@ -1848,7 +1850,7 @@ AMXK__TARGET_END
                 W_T wv[4];                                                                               \
                 _Pragma("GCC unroll 4") for (j = 0; j < nr; j++) wv[j] = LOADW(w, (size_t)j * bstride, q, dt); \
                 _Pragma("GCC unroll 8") for (r = 0; r < mr; r++) {                                       \
-                    const X_T xb = BCAST(xp + q * AMXK__LIN_XS16 + (size_t)r);                           \
+                    const X_T xb = BCAST(xp + q * xs + (size_t)r);                                        \
                     _Pragma("GCC unroll 4") for (j = 0; j < nr; j++)                                     \
                         acc[split ? s : 0][r][j] = OP(acc[split ? s : 0][r][j], wv[j], xb);              \
                 }                                                                                        \
@@ -1863,26 +1865,26 @@ AMXK__TARGET_END
    full-width tiles and single blocks are instantiated (callers run a ragged end block by block): each
    instance is a fully unrolled kernel, and compile time (clang with sanitizers most) grows with their
    number. */
-#define AMXK__LIN16_NR(KERNEL, DT, MR, SPLIT, NRMAX)                                                     \
-    if (nr == (NRMAX)) KERNEL(xp, ns, w, bs, DT, MR, NRMAX, SPLIT, out);                                 \
-    else KERNEL(xp, ns, w, bs, DT, MR, 1, SPLIT, out);
+#define AMXK__LIN16_NR(KERNEL, DT, MR, SPLIT, NRMAX, XS)                                                 \
+    if (nr == (NRMAX)) KERNEL(xp, ns, w, bs, DT, MR, NRMAX, SPLIT, XS, out);                             \
+    else KERNEL(xp, ns, w, bs, DT, MR, 1, SPLIT, XS, out);
 #define AMXK__LIN16_DECODE(KERNEL, DT)                                                                   \
     switch (mr) {                                                                                        \
-    case 4: AMXK__LIN16_NR(KERNEL, DT, 4, 0, AMXK__LIN_DNR16) break;                                                   \
-    case 3: AMXK__LIN16_NR(KERNEL, DT, 3, 0, AMXK__LIN_DNR16) break;                                                   \
-    case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 1, AMXK__LIN_DNR16) break;                                                   \
-    default: AMXK__LIN16_NR(KERNEL, DT, 1, 1, AMXK__LIN_DNR16) break;                                                  \
+    case 4: AMXK__LIN16_NR(KERNEL, DT, 4, 0, AMXK__LIN_DNR16, AMXK__LIN_XS16) break;                                                   \
+    case 3: AMXK__LIN16_NR(KERNEL, DT, 3, 0, AMXK__LIN_DNR16, AMXK__LIN_XS16) break;                                                   \
+    case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 1, AMXK__LIN_DNR16, 2) break;                                                   \
+    default: AMXK__LIN16_NR(KERNEL, DT, 1, 1, AMXK__LIN_DNR16, 1) break;                                                  \
     }
 #define AMXK__LIN16_PREFILL(KERNEL, DT)                                                                  \
     switch (mr) {                                                                                        \
-    case 8: AMXK__LIN16_NR(KERNEL, DT, 8, 0, AMXK__LIN_NR16) break;                                      \
-    case 7: AMXK__LIN16_NR(KERNEL, DT, 7, 0, AMXK__LIN_NR16) break;                                      \
-    case 6: AMXK__LIN16_NR(KERNEL, DT, 6, 0, AMXK__LIN_NR16) break;                                      \
-    case 5: AMXK__LIN16_NR(KERNEL, DT, 5, 0, AMXK__LIN_NR16) break;                                      \
-    case 4: AMXK__LIN16_NR(KERNEL, DT, 4, 0, AMXK__LIN_NR16) break;                                      \
-    case 3: AMXK__LIN16_NR(KERNEL, DT, 3, 0, AMXK__LIN_NR16) break;                                      \
-    case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 0, AMXK__LIN_NR16) break;                                      \
-    default: AMXK__LIN16_NR(KERNEL, DT, 1, 0, AMXK__LIN_NR16) break;                                     \
+    case 8: AMXK__LIN16_NR(KERNEL, DT, 8, 0, AMXK__LIN_NR16, AMXK__LIN_XS16) break;                                      \
+    case 7: AMXK__LIN16_NR(KERNEL, DT, 7, 0, AMXK__LIN_NR16, AMXK__LIN_XS16) break;                                      \
+    case 6: AMXK__LIN16_NR(KERNEL, DT, 6, 0, AMXK__LIN_NR16, AMXK__LIN_XS16) break;                                      \
+    case 5: AMXK__LIN16_NR(KERNEL, DT, 5, 0, AMXK__LIN_NR16, AMXK__LIN_XS16) break;                                      \
+    case 4: AMXK__LIN16_NR(KERNEL, DT, 4, 0, AMXK__LIN_NR16, AMXK__LIN_XS16) break;                                      \
+    case 3: AMXK__LIN16_NR(KERNEL, DT, 3, 0, AMXK__LIN_NR16, AMXK__LIN_XS16) break;                                      \
+    case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 0, AMXK__LIN_NR16, AMXK__LIN_XS16) break;                                      \
+    default: AMXK__LIN16_NR(KERNEL, DT, 1, 0, AMXK__LIN_NR16, AMXK__LIN_XS16) break;                                     \
     }
 #if AMXK__HAS_AVX512
 /* tiles16's run function: the kernel of one level for a tile (decode or prefill), into out[r * 4 + j] */
@@ -1924,6 +1926,32 @@ AMXK__PRIV void amxk__linear_store_rows__avx512(const amxk__linear_args *a, size
    of one unit adjacent (no cache-set conflicts between rows, whatever ldx). flip: XORed into every
    unit read from x (not into the zeros): 0, or 0x80808080 (u8 codes to int8). 8 x 8 transposes of
    units, the ragged end unit by unit. */
+/* Decode panel of mr <= 2 rows: xp[u mr + r] = 32-bit unit u of row r, zero past kbytes (the
+   kernels read it with stride mr: one row's x is contiguous, not one unit per 32 bytes). */
+AMXK__PRIV void amxk__xpanel_dec__avx512(const void *x, size_t ldx, size_t kbytes, size_t nu, int mr, uint32_t *xp) {
+    const uint8_t *x0 = (const uint8_t *)x, *x1 = x0 + ldx;
+    const size_t full = AMXK__MIN(kbytes / 4, nu);
+    size_t u = 0;
+    int r;
+    if (mr == 1) {
+        memcpy(xp, x0, full * 4);
+        u = full;
+    } else {
+        for (; u + 8 <= full; u += 8) {
+            const __m256i a0 = _mm256_loadu_si256((const __m256i *)(const void *)(x0 + 4 * u));
+            const __m256i a1 = _mm256_loadu_si256((const __m256i *)(const void *)(x1 + 4 * u));
+            const __m256i lo = _mm256_unpacklo_epi32(a0, a1), hi = _mm256_unpackhi_epi32(a0, a1);
+            _mm256_storeu_si256((__m256i *)(void *)(xp + 2 * u), _mm256_permute2x128_si256(lo, hi, 0x20));
+            _mm256_storeu_si256((__m256i *)(void *)(xp + 2 * u + 8), _mm256_permute2x128_si256(lo, hi, 0x31));
+        }
+    }
+    for (; u < nu; u++)
+        for (r = 0; r < mr; r++) {
+            uint32_t v = 0;
+            if (4 * u < kbytes) memcpy(&v, x0 + (size_t)r * ldx + 4 * u, AMXK__MIN((size_t)4, kbytes - 4 * u));
+            xp[u * (size_t)mr + (size_t)r] = v;
+        }
+}
 AMXK__PRIV void amxk__xpanel32__avx512(const void *x, size_t ldx, size_t kbytes, size_t nu, int mr, uint32_t flip, uint32_t *xp) {
     const __m256i fv = _mm256_set1_epi32((int)flip);
     const size_t full = kbytes / 4;
@@ -2261,7 +2289,8 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
         const size_t row = m0 + pi * (size_t)mr_max;
         const int mr = (int)AMXK__MIN((size_t)mr_max, m1 - row);
         if (pairs == 1) {
-            amxk__xpanel32__avx512((const uint16_t *)a->x + row * a->ldx, a->ldx * 2, a->k * 2, units, mr, 0, xp + pi * panel);
+            if (decode && mr <= 2) amxk__xpanel_dec__avx512((const uint16_t *)a->x + row * a->ldx, a->ldx * 2, a->k * 2, units, mr, xp + pi * panel);
+            else amxk__xpanel32__avx512((const uint16_t *)a->x + row * a->ldx, a->ldx * 2, a->k * 2, units, mr, 0, xp + pi * panel);
             continue;
         }
         for (r = 0; r < mr; r++) /* f32 rows, zero past K */
@@ -2278,7 +2307,8 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
                 for (r = 0; r < mr; r++) x64[q * AMXK__LIN_XS16 + (size_t)r] = src[(size_t)r * steps + q];
             continue;
         }
-        amxk__xpanel32__avx512(xrow, a->kp * 4, a->k * 4, units, mr, 0, xp + pi * panel);
+        if (decode && mr <= 2) amxk__xpanel_dec__avx512(xrow, a->kp * 4, a->k * 4, units, mr, xp + pi * panel);
+        else amxk__xpanel32__avx512(xrow, a->kp * 4, a->k * 4, units, mr, 0, xp + pi * panel);
     }
     for (b = b0; b < b1;) {
         const int nr = b + (size_t)nr_max <= b1 ? nr_max : 1; /* full-width tiles, then block by block */
