@@ -61,7 +61,8 @@
        2 vCPU VM shared with compile jobs, 1 thread, N = 128, K = 2048, y f32, `amxk_bench linear
        --dtype f32 --act bf16`, medians): M = 1 with the weights from DRAM (--rotate-mb 256) 62 us,
        16.9 GB/s (the bf16 pack: 31 us, 16.8 GB/s: both at the memory bandwidth, fp32 twice the
-       bytes); from cache 27 us (AVX2 level: 16.6 us, its decode kernels prefetch; bf16 pack 12 us);
+       bytes); from cache 13 us (27 us before the decode tiles' compact x panel; AVX2 level 16.6 us;
+       bf16 pack 7.4 us);
        M = 256 1.37 ms, 98 GFLOPS (fp32 FMA bound; x f32 the same; the bf16 pack on vdpbf16ps 0.64 ms).
        Quantized packs (x bf16/fp16, "w*a16": activations are not quantized):
          M < 12 on AVX2 (decode): fields unpacked in registers, per group t = sum x*q in fp32 (k split
