@@ -127,8 +127,11 @@
        (vcvtne2ps2bf16 table) 70 cycles and f32 -> f32 57 cycles per 64 outputs (Zen 4 model: 69 and 64;
        the Zen 4 measurement in L1, ~79 cycles for bf16, agrees). AMXK_GDN_AUTO picks the recurrent form on every
        tier (it is the faster one without AMX tile matmuls; see bench/cmd_gdn.h); the chunked form is
-       always available explicitly and agrees with it (tests/test_gdn.c). Gating runs scalar on every
-       tier (it is T*HV scalars).
+       always available explicitly and agrees with it (tests/test_gdn.c). Gating: scalar (libm expf /
+       log1pf) on the scalar and AVX2 tiers; AVX-512 amxk__gdn_gating_f32__1x16__avx512, 16 heads per
+       vector (amxk__vexp__avx512 and amxk__vsigmoid__avx512 from amxk.h, log1p as 2 atanh(u / (2 + u))
+       by its series); fused gating (amxk_gdn with a / b) runs the same kernel one head at a time, so it
+       gives amxk_gdn_gating's values on every level.
 
    THREADING
        conv: tasks = sequences x time blocks (>= max(64, W) tokens, at most 64 blocks per sequence; every
@@ -241,9 +244,12 @@ AMXK_DEF amxk_status amxk_conv1d_update(const amxk_ctx *ctx, const void *packed,
    beta[t*ldbeta + h] = sigmoid(b[t*ldb + h]) (see MATH). a and b: ab_dtype F32 or BF16; A_log [HV] of
    A_log_dtype, dt_bias [HV] of dt_bias_dtype: F32 or BF16 (0 also means F32, as in amxk_gdn_inputs; vLLM
    keeps dt_bias in the model dtype, sglang A_log too), widened exactly to f32; g fp32; beta: beta_dtype
-   F32 or BF16. The same f32 arithmetic as amxk_gdn's fused gating (the same values). softplus_beta > 0
-   (default 1), threshold (default 20). g <= 0 and beta in [0, 1] for every finite input; overflow-free
-   (log1p/exp of bounded values). Scalar on every tier, serial. n_tokens == 0 is a no-op. Errors:
+   F32 or BF16. The same f32 arithmetic as amxk_gdn's fused gating on the same level (the same values).
+   softplus_beta > 0 (default 1), threshold (default 20). g <= 0 and beta in [0, 1] for every finite
+   input; overflow-free (log1p/exp of bounded values). Scalar tiers use libm; the AVX-512 levels a
+   16-lane kernel (exp clamped to [-87, 87]: a softplus or beta below 1.6e-38 comes out as about
+   1.6e-38); within 4e-6 relative of fp64 for g (+1e-30 absolute), 1e-6 absolute for f32 beta
+   (tests/test_gdn.c). Serial. n_tokens == 0 is a no-op. Errors:
    CONTEXT, NULL, SHAPE (hv == 0), STRIDE, DTYPE, ARG (softplus_beta <= 0), ALIAS (g and beta overlap). */
 AMXK_DEF amxk_status amxk_gdn_gating(const amxk_ctx *ctx, size_t n_tokens, size_t hv, const void *a, size_t lda,
                                      const void *b, size_t ldb, amxk_dtype ab_dtype, const void *A_log, amxk_dtype A_log_dtype,
