@@ -119,7 +119,25 @@
        against the 2x32 build, medians, 1 thread, lighter load (stream --mb 1024 26.0 GB/s in the same
        rounds): f32 18.2 vs 15.3 GB/s (+19%) = 70% of stream (the target, just), bf16 10.3 vs 9.8 (+5%) =
        40%: still BELOW it; 2 threads (the 2 vCPUs share one core's pipes, stream 25.4): f32 19.0 vs
-       16.1, bf16 10.4 vs 10.2. Under heavy load (stream 9.3): f32 +34%, bf16 -3% (noise). PREDICTED for Sapphire Rapids (llvm-mca-19
+       16.1, bf16 10.4 vs 10.2. Under heavy load (stream 9.3): f32 +34%, bf16 -3% (noise). WHY bf16 stays
+       near 40% (Zen 4, 1 thread, the Tx32 bf16 -> bf16 rows called directly, T 4099 x dim 8192 from memory
+       with streaming stores vs T 67 x dim 256 in L1, min/median of interleaved runs in a quiet window):
+       from memory 5.9 ns per 16 outputs (22 cycles), in L1 3.9 ns (14 cycles); without the silu 3.5 ns
+       from memory (18 GB/s of x + out: 65% of stream, the traversal's own limit; the f32 rows move twice
+       the bytes in about the same time per output, which is why f32 reaches 70%) and 1.4 ns in L1. So
+       bf16 cannot reach 70% with this traversal even with a free silu; the silu (in L1 ~9 cycles per
+       vector for ~6 FMA-pipe cycles of work: one dependent chain of ~37 cycles, the divide 11 of them)
+       overlaps the memory time only in part. Tried, not kept (no gain measured from memory):
+       vrcp14ps + multiply for bf16 outputs (2% faster in L1, from memory 6.0 vs 5.9 ns: noise; relative
+       error 5.4e-5 moves 0.3% of bf16 outputs by one ulp), x prefetched into L1 4 lines ahead (5.86-5.95
+       vs 5.93 ns; without the silu 3.43 vs 3.52), slabs of 4 tokens (without the silu 3.74 vs 3.53, one
+       quiet run); 2, 6, 8 lines ahead and slabs of 6/12/16 only under load (no gain seen); vreduceps for
+       the fraction (it takes an FMA-pipe slot on Zen 4: 4 vreduceps + 4 FMAs 8 cycles). Zen 4 register-only loops
+       (cycles): 4 vdivps zmm 24; 1 vdivps + 8 FMAs 9.9; 8 FMAs + 4 of vpermd, vpmovzxwd, vpslld, vaddps,
+       vpaddd, vrangeps, vrndscaleps or vcvtps2dq 8.0 (no FMA-pipe slot); + 4 vcvtne2ps2bf16 8.5; + 4
+       vrcp14ps 8.4 alone with 4 FMAs (FMA pipes). Gating (amxk_gdn_gating, T 4096, HV 32, bf16 a/b, f32 g,
+       bf16 beta, min of 15 interleaved calls in one process): the 16-lane kernel 152 us (1.16 ns per
+       element) vs the scalar kernel the AVX-512 levels ran before 4.9-5.3 ms (32-35x; HV 33: 23x). PREDICTED for Sapphire Rapids (llvm-mca-19
        -mcpu=sapphirerapids on the compiled inner loops, gcc 12 -O2; not measured): the pair sweep 12.1
        cycles per 32-column state row and token pair = 32 flop/cycle (the model issues 512-bit FMAs on
        port 0 only; with the second 512-bit FMA port of Xeon SKUs the FMA bound halves to 6 cycles, 64
