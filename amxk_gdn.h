@@ -119,7 +119,25 @@
        against the 2x32 build, medians, 1 thread, lighter load (stream --mb 1024 26.0 GB/s in the same
        rounds): f32 18.2 vs 15.3 GB/s (+19%) = 70% of stream (the target, just), bf16 10.3 vs 9.8 (+5%) =
        40%: still BELOW it; 2 threads (the 2 vCPUs share one core's pipes, stream 25.4): f32 19.0 vs
-       16.1, bf16 10.4 vs 10.2. Under heavy load (stream 9.3): f32 +34%, bf16 -3% (noise). PREDICTED for Sapphire Rapids (llvm-mca-19
+       16.1, bf16 10.4 vs 10.2. Under heavy load (stream 9.3): f32 +34%, bf16 -3% (noise). WHY bf16 stays
+       near 40% (Zen 4, 1 thread, the Tx32 bf16 -> bf16 rows called directly, T 4099 x dim 8192 from memory
+       with streaming stores vs T 67 x dim 256 in L1, min/median of interleaved runs in a quiet window):
+       from memory 5.9 ns per 16 outputs (22 cycles), in L1 3.9 ns (14 cycles); without the silu 3.5 ns
+       from memory (18 GB/s of x + out: 65% of stream, the traversal's own limit; the f32 rows move twice
+       the bytes in about the same time per output, which is why f32 reaches 70%) and 1.4 ns in L1. So
+       bf16 cannot reach 70% with this traversal even with a free silu; the silu (in L1 ~9 cycles per
+       vector for ~6 FMA-pipe cycles of work: one dependent chain of ~37 cycles, the divide 11 of them)
+       overlaps the memory time only in part. Tried, not kept (no gain measured from memory):
+       vrcp14ps + multiply for bf16 outputs (2% faster in L1, from memory 6.0 vs 5.9 ns: noise; relative
+       error 5.4e-5 moves 0.3% of bf16 outputs by one ulp), x prefetched into L1 4 lines ahead (5.86-5.95
+       vs 5.93 ns; without the silu 3.43 vs 3.52), slabs of 4 tokens (without the silu 3.74 vs 3.53, one
+       quiet run); 2, 6, 8 lines ahead and slabs of 6/12/16 only under load (no gain seen); vreduceps for
+       the fraction (it takes an FMA-pipe slot on Zen 4: 4 vreduceps + 4 FMAs 8 cycles). Zen 4 register-only loops
+       (cycles): 4 vdivps zmm 24; 1 vdivps + 8 FMAs 9.9; 8 FMAs + 4 of vpermd, vpmovzxwd, vpslld, vaddps,
+       vpaddd, vrangeps, vrndscaleps or vcvtps2dq 8.0 (no FMA-pipe slot); + 4 vcvtne2ps2bf16 8.5; + 4
+       vrcp14ps 8.4 alone with 4 FMAs (FMA pipes). Gating (amxk_gdn_gating, T 4096, HV 32, bf16 a/b, f32 g,
+       bf16 beta, min of 15 interleaved calls in one process): the 16-lane kernel 152 us (1.16 ns per
+       element) vs the scalar kernel the AVX-512 levels ran before 4.9-5.3 ms (32-35x; HV 33: 23x). PREDICTED for Sapphire Rapids (llvm-mca-19
        -mcpu=sapphirerapids on the compiled inner loops, gcc 12 -O2; not measured): the pair sweep 12.1
        cycles per 32-column state row and token pair = 32 flop/cycle (the model issues 512-bit FMAs on
        port 0 only; with the second 512-bit FMA port of Xeon SKUs the FMA bound halves to 6 cycles, 64
@@ -127,8 +145,11 @@
        (vcvtne2ps2bf16 table) 70 cycles and f32 -> f32 57 cycles per 64 outputs (Zen 4 model: 69 and 64;
        the Zen 4 measurement in L1, ~79 cycles for bf16, agrees). AMXK_GDN_AUTO picks the recurrent form on every
        tier (it is the faster one without AMX tile matmuls; see bench/cmd_gdn.h); the chunked form is
-       always available explicitly and agrees with it (tests/test_gdn.c). Gating runs scalar on every
-       tier (it is T*HV scalars).
+       always available explicitly and agrees with it (tests/test_gdn.c). Gating: scalar (libm expf /
+       log1pf) on the scalar and AVX2 tiers; AVX-512 amxk__gdn_gating_f32__1x16__avx512, 16 heads per
+       vector (amxk__vexp__avx512 and amxk__vsigmoid__avx512 from amxk.h, log1p as 2 atanh(u / (2 + u))
+       by its series); fused gating (amxk_gdn with a / b) runs the same kernel one head at a time, so it
+       gives amxk_gdn_gating's values on every level.
 
    THREADING
        conv: tasks = sequences x time blocks (>= max(64, W) tokens, at most 64 blocks per sequence; every
@@ -241,9 +262,12 @@ AMXK_DEF amxk_status amxk_conv1d_update(const amxk_ctx *ctx, const void *packed,
    beta[t*ldbeta + h] = sigmoid(b[t*ldb + h]) (see MATH). a and b: ab_dtype F32 or BF16; A_log [HV] of
    A_log_dtype, dt_bias [HV] of dt_bias_dtype: F32 or BF16 (0 also means F32, as in amxk_gdn_inputs; vLLM
    keeps dt_bias in the model dtype, sglang A_log too), widened exactly to f32; g fp32; beta: beta_dtype
-   F32 or BF16. The same f32 arithmetic as amxk_gdn's fused gating (the same values). softplus_beta > 0
-   (default 1), threshold (default 20). g <= 0 and beta in [0, 1] for every finite input; overflow-free
-   (log1p/exp of bounded values). Scalar on every tier, serial. n_tokens == 0 is a no-op. Errors:
+   F32 or BF16. The same f32 arithmetic as amxk_gdn's fused gating on the same level (the same values).
+   softplus_beta > 0 (default 1), threshold (default 20). g <= 0 and beta in [0, 1] for every finite
+   input; overflow-free (log1p/exp of bounded values). Scalar tiers use libm; the AVX-512 levels a
+   16-lane kernel (exp clamped to [-87, 87]: a softplus or beta below 1.6e-38 comes out as about
+   1.6e-38); within 4e-6 relative of fp64 for g (+1e-30 absolute), 1e-6 absolute for f32 beta
+   (tests/test_gdn.c). Serial. n_tokens == 0 is a no-op. Errors:
    CONTEXT, NULL, SHAPE (hv == 0), STRIDE, DTYPE, ARG (softplus_beta <= 0), ALIAS (g and beta overlap). */
 AMXK_DEF amxk_status amxk_gdn_gating(const amxk_ctx *ctx, size_t n_tokens, size_t hv, const void *a, size_t lda,
                                      const void *b, size_t ldb, amxk_dtype ab_dtype, const void *A_log, amxk_dtype A_log_dtype,
@@ -527,18 +551,6 @@ typedef struct amxk__gating_args {
 /* The dtype of A_log / dt_bias (0 means F32). */
 AMXK__INLINE amxk_dtype amxk__gdn_pdt(amxk_dtype t) { return t == AMXK_DTYPE_INVALID ? AMXK_DTYPE_F32 : t; }
 
-AMXK__INLINE void amxk__gdn_gate(const amxk__gdn_args *a, size_t t, size_t hv, float *g, float *beta) {
-    const amxk_gdn_inputs *in = a->in;
-    if (in->g) {
-        *g = in->g[t * in->ldg + hv];
-        *beta = in->beta[t * in->ldbeta + hv];
-    } else {
-        float x = amxk__ld_elem(in->a, in->ab_dtype, t * in->lda + hv) + amxk__ld_elem(in->dt_bias, amxk__gdn_pdt(in->dt_bias_dtype), hv);
-        *g = -expf(amxk__ld_elem(in->A_log, amxk__gdn_pdt(in->A_log_dtype), hv)) *
-             amxk__gdn_softplus(x, a->p->softplus_beta, a->p->softplus_threshold);
-        *beta = amxk__gdn_sigmoid(amxk__ld_elem(in->b, in->ab_dtype, t * in->ldb + hv));
-    }
-}
 
 /* Workspace plan: per-worker floats of each mode, and the call's kernels (their block sizes and
    scratch needs shape the recurrent workspace). */
@@ -1757,6 +1769,46 @@ AMXK__PRIV void amxk__gdn_qk_f32__16col__avx512(const amxk__gdn_args *a, size_t 
     for (i = 0; i < dk; i += 16) _mm512_mask_storeu_ps(dst + i, amxk__gdn_mask16(dk - i), _mm512_mul_ps(_mm512_loadu_ps(raw + i), f));
 }
 
+/* log1p(u) for u in [0, 1] (NaN stays NaN) at 16 lanes: 2 atanh(v), v = u / (2 + u) in [0, 1/3] (no
+   cancellation in 1 + u: tiny u keep their relative accuracy), atanh(v) = v (1 + v^2/3 + ... + v^12/13)
+   (the series' remainder is below 1.6e-8 relative at v = 1/3). */
+static inline __attribute__((always_inline)) __m512 amxk__gdn_log1p01__avx512(__m512 u) {
+    const __m512 v = _mm512_div_ps(u, _mm512_add_ps(u, _mm512_set1_ps(2.0f))), v2 = _mm512_mul_ps(v, v);
+    __m512 p = _mm512_set1_ps(1.0f / 13.0f);
+    p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(1.0f / 11.0f));
+    p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(1.0f / 9.0f));
+    p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(1.0f / 7.0f));
+    p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(1.0f / 5.0f));
+    p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(1.0f / 3.0f));
+    p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(1.0f));
+    return _mm512_mul_ps(_mm512_add_ps(v, v), p);
+}
+
+/* amxk_gdn_gating rows [t0, t1), 16 heads per vector (masked tail): per 16 heads -exp(A_log) and
+   dt_bias once, then down the rows. softplus(x) = x where bsp x > thr, else (max(z, 0) +
+   log1p(exp(-|z|))) / bsp, z = bsp x (the scalar's two branches in one); beta = 1 / (1 + exp(-b)).
+   exp: amxk__vexp__avx512 (argument clamped to [-87, 87]: softplus and beta of arguments below -87
+   come out near 1.6e-38 instead of smaller). */
+AMXK__PRIV void amxk__gdn_gating_f32__1x16__avx512(const amxk__gating_args *ga, size_t t0, size_t t1) {
+    const __m512 bsp = _mm512_set1_ps(ga->bsp), thr = _mm512_set1_ps(ga->thr), zero = _mm512_setzero_ps();
+    const size_t ea = amxk_dtype_size(ga->abt), eb = amxk_dtype_size(ga->bt);
+    size_t h, t;
+    for (h = 0; h < ga->hv; h += 16) {
+        const __mmask16 m = amxk__gdn_mask16(ga->hv - h);
+        const __m512 nea = _mm512_sub_ps(zero, amxk__vexp__avx512(amxk__vload__avx512((const char *)ga->A_log + h * amxk_dtype_size(ga->alt), ga->alt, m)));
+        const __m512 dtb = amxk__vload__avx512((const char *)ga->dt_bias + h * amxk_dtype_size(ga->dtt), ga->dtt, m);
+        for (t = t0; t < t1; t++) {
+            const __m512 x = _mm512_add_ps(amxk__vload__avx512((const char *)ga->a + (t * ga->lda + h) * ea, ga->abt, m), dtb);
+            const __m512 z = _mm512_mul_ps(bsp, x), az = _mm512_abs_ps(z);
+            __m512 sp = _mm512_add_ps(_mm512_max_ps(z, zero), amxk__gdn_log1p01__avx512(amxk__vexp__avx512(_mm512_sub_ps(zero, az))));
+            sp = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(z, thr, _CMP_GT_OQ), _mm512_div_ps(sp, bsp), x);
+            _mm512_mask_storeu_ps(ga->g + t * ga->ldg + h, m, _mm512_mul_ps(nea, sp));
+            amxk__vstore__avx512((char *)ga->beta + (t * ga->ldbeta + h) * eb, ga->bt,
+                                 amxk__vsigmoid__avx512(amxk__vload__avx512((const char *)ga->b + (t * ga->ldb + h) * ea, ga->abt, m)), m);
+        }
+    }
+}
+
 /* k_r.k_{r+1} (kk[r], r + 1 < n) and k_r.q_r (kq[r]) of a chunk's normalised rows (dkp apart). */
 AMXK__PRIV void amxk__gdn_recurrent_prep_f32__16col__avx512(const float *kh, const float *qh, size_t n, size_t dk, size_t dkp, float *kk,
                                                             float *kq) {
@@ -2091,7 +2143,7 @@ static const amxk__gdn_kernels amxk__gdn_kernels_avx2 = {
 #if AMXK__HAS_AVX512
 static const amxk__gdn_kernels amxk__gdn_kernels_avx512 = {
     amxk__conv_rows_f32__Tx32__avx512, amxk__conv_edge_f32__1x16__avx512, 32,
-    amxk__gdn_gating_f32__1x1__scalar, /* T*HV scalars: no vector kernel */
+    amxk__gdn_gating_f32__1x16__avx512,
     amxk__gdn_qk_f32__16col__avx512,
     amxk__gdn_gemm_f32__8x32__avx512,
     amxk__gdn_copy_f32__32col__avx512,
@@ -2102,7 +2154,7 @@ static const amxk__gdn_kernels amxk__gdn_kernels_avx512 = {
 /* AVX512_BF16 and up: the AVX-512 table with the conv's bf16 outputs rounded by vcvtne2ps2bf16. */
 static const amxk__gdn_kernels amxk__gdn_kernels_avx512bf16 = {
     amxk__conv_rows_f32__Tx32__avx512bf16, amxk__conv_edge_f32__1x16__avx512bf16, 32,
-    amxk__gdn_gating_f32__1x1__scalar,
+    amxk__gdn_gating_f32__1x16__avx512,
     amxk__gdn_qk_f32__16col__avx512,
     amxk__gdn_gemm_f32__8x32__avx512,
     amxk__gdn_copy_f32__32col__avx512,
@@ -2184,6 +2236,26 @@ AMXK__PRIV void amxk__gdn_transpose(const float *src, size_t lds, size_t rows, s
         for (c = 0; c < cols; c++) dst[c * ldd + r] = src[r * lds + c];
 }
 
+/* The gates of value head hv for tokens [t, t + n): g[r] and be[r], r < n, given (in->g, in->beta) or
+   computed by the level's gating kernel for this one head (so fused gating has amxk_gdn_gating's
+   values on every level). */
+AMXK__INLINE void amxk__gdn_gates(const amxk__gdn_args *a, size_t t, size_t n, size_t hv, float *g, float *be) {
+    const amxk_gdn_inputs *in = a->in;
+    amxk__gating_args ga;
+    size_t r, es;
+    if (in->g) {
+        for (r = 0; r < n; r++) g[r] = in->g[(t + r) * in->ldg + hv], be[r] = in->beta[(t + r) * in->ldbeta + hv];
+        return;
+    }
+    es = amxk_dtype_size(in->ab_dtype);
+    ga.hv = 1, ga.lda = in->lda, ga.ldb = in->ldb, ga.abt = in->ab_dtype, ga.bt = AMXK_DTYPE_F32;
+    ga.a = (const char *)in->a + (t * in->lda + hv) * es, ga.b = (const char *)in->b + (t * in->ldb + hv) * es;
+    ga.alt = amxk__gdn_pdt(in->A_log_dtype), ga.dtt = amxk__gdn_pdt(in->dt_bias_dtype);
+    ga.A_log = (const char *)in->A_log + hv * amxk_dtype_size(ga.alt), ga.dt_bias = (const char *)in->dt_bias + hv * amxk_dtype_size(ga.dtt);
+    ga.bsp = a->p->softplus_beta, ga.thr = a->p->softplus_threshold, ga.g = g, ga.beta = be, ga.ldg = 1, ga.ldbeta = 1;
+    a->k->gating(&ga, 0, n);
+}
+
 /* Chunked form for one (sequence, value head): S K-first [Dk][Dv] (ld Dv), tokens [t0, t0+len). */
 AMXK__PRIV void amxk__gdn_chunked(const amxk__gdn_args *a, float *S, size_t t0, size_t len, size_t hv, float *ws) {
     const size_t C = AMXK__GDN_C, dk = a->dk, dv = a->dv, h = hv / a->G;
@@ -2196,14 +2268,13 @@ AMXK__PRIV void amxk__gdn_chunked(const amxk__gdn_args *a, float *S, size_t t0, 
     for (c0 = 0; c0 < len; c0 += C) {
         const size_t n = AMXK__MIN(C, len - c0);
         float run = 0.0f, gl;
+        amxk__gdn_gates(a, t0 + c0, n, hv, gam, bet);
         for (r = 0; r < n; r++) {
             size_t t = t0 + c0 + r;
-            float g;
             a->k->qk(a, t, h, 0, Kc + r * dk);
             a->k->qk(a, t, h, 1, Qc + r * dk);
             for (j = 0; j < dv; j++) Vc[r * dv + j] = amxk__ld_elem(a->in->v, a->in->dtype, t * a->in->ldv + hv * dv + j);
-            amxk__gdn_gate(a, t, hv, &g, &bet[r]);
-            run += g;
+            run += gam[r];
             gam[r] = run;
         }
         gl = gam[n - 1];
@@ -2276,11 +2347,8 @@ AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, int32_t slot, size_
                (nxt, when known) is prefetched, pfb bytes per state row of each block, so the whole
                next head (hsz floats) arrives over the n_cb blocks. */
             const size_t pfb = AMXK__ROUND_UP(AMXK__CEIL_DIV(a->hsz * 4, a->n_cb * dk), (size_t)64);
-            for (r = 0; r < n; r++) {
-                float g;
-                amxk__gdn_gate(a, t0 + c0 + r, hv, &g, &be[r]);
-                al[r] = expf(g);
-            }
+            amxk__gdn_gates(a, t0 + c0, n, hv, al, be);
+            for (r = 0; r < n; r++) al[r] = expf(al[r]);
             for (cb = 0; cb < a->n_cb; cb++) {
                 const size_t j0 = cb * CB, nb = AMXK__MIN(CB, dv - j0), nm = nb - nb % k->rec_cols;
                 const char *pf = nxt && len <= 4 && (cb + 1) * dk * pfb <= a->hsz * 4 ? (const char *)nxt + cb * dk * pfb : NULL;

@@ -57,56 +57,72 @@ static double ref_softplus(double x, double bsp, double thr) { return bsp * x > 
 static void test_gating(void) {
     static const float xs[] = {-100.0f, -20.01f, -20.0f, -1.0f, 0.0f, 19.99f, 20.0f, 20.01f, 100.0f, 40.0f, -40.0f};
     static const float bs[] = {-100.0f, -20.0f, 0.0f, 20.0f, 100.0f, 0.5f, -3.0f};
+    /* head counts around the 16-lane vectors (1, 15, 16, 17, 33, primes) and padded rows (ld = HV + pad;
+       the padding of g / beta poisoned and checked untouched) */
+    static const size_t shapes[8][3] = {{32, 257, 0}, {1, 33, 0}, {7, 19, 3}, {15, 17, 1}, {16, 16, 0}, {17, 15, 5}, {33, 9, 2}, {37, 5, 0}};
     const size_t HV = 32, T = 257;
-    float *a = (float *)test_alloc(T * HV * 4), *b = (float *)test_alloc(T * HV * 4), Al[32], dt[32];
-    float *g = (float *)test_alloc(T * HV * 4), *be = (float *)test_alloc(T * HV * 4);
-    uint16_t *be16 = (uint16_t *)test_alloc(T * HV * 2);
+    float *a = (float *)test_alloc(T * (HV + 8) * 4), *b = (float *)test_alloc(T * (HV + 8) * 4), Al[40], dt[40];
+    float *g = (float *)test_alloc(T * (HV + 8) * 4), *be = (float *)test_alloc(T * (HV + 8) * 4);
+    uint16_t *be16 = (uint16_t *)test_alloc(T * (HV + 8) * 2);
     void *a16, *b16, *Al16, *dt16;
-    size_t t, h, bad_g = 0, bad_b = 0, bad_b16 = 0, nonfin = 0;
+    size_t t, h, si;
     amxk_tier tier;
     amxk_ctx ctx;
     TEST_SECTION("gating");
     test_case_begin(test_case_id("gdn gating", 0));
-    for (h = 0; h < HV; h++) Al[h] = h % 2 ? logf(16.0f) : (h % 4 == 0 ? 0.0f : logf((float)test_uniform(1, 16))), dt[h] = (float)test_uniform(-0.5, 0.5);
-    for (t = 0; t < T; t++)
-        for (h = 0; h < HV; h++) {
-            a[t * HV + h] = rbf(t < 40 ? xs[(t + h) % 11] - dt[h] : (float)test_uniform(-30, 30));
-            b[t * HV + h] = rbf(t < 40 ? bs[(t * 3 + h) % 7] : (float)test_uniform(-10, 10));
-        }
-    a16 = to_dt(a, T * HV, AMXK_DTYPE_BF16);
-    b16 = to_dt(b, T * HV, AMXK_DTYPE_BF16);
-    Al16 = to_dt(Al, HV, AMXK_DTYPE_BF16);
-    dt16 = to_dt(dt, HV, AMXK_DTYPE_BF16);
-    TEST_FOR_EACH_TIER(tier, ctx) {
-        int ab;
-        for (ab = 0; ab < 4; ab++) { /* bit 0: bf16 a / b; bit 1: bf16 A_log / dt_bias (the oracle reads their bf16 values) */
-            const int pb = ab >> 1;
-            const amxk_dtype pt = pb ? AMXK_DTYPE_BF16 : (ab & 1 ? AMXK_DTYPE_F32 : (amxk_dtype)0); /* 0 means F32 */
-            const void *Alp = pb ? Al16 : (const void *)Al, *dtp = pb ? dt16 : (const void *)dt;
-            amxk_status s1 = amxk_gdn_gating(&ctx, T, HV, ab & 1 ? a16 : (void *)a, HV, ab & 1 ? b16 : (void *)b, HV,
-                                             ab & 1 ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F32, Alp, pt, dtp, pt, 1.0f, 20.0f, g, HV, be,
-                                             AMXK_DTYPE_F32, HV);
-            amxk_status s2 = amxk_gdn_gating(&ctx, T, HV, a, HV, b, HV, AMXK_DTYPE_F32, Alp, pt, dtp, pt, 1.0f, 20.0f, g, HV, be16,
-                                             AMXK_DTYPE_BF16, HV);
-            CHECK(s1 == AMXK_OK && s2 == AMXK_OK, "gating status %d %d", (int)s1, (int)s2);
-            for (t = 0; t < T; t++)
-                for (h = 0; h < HV; h++) {
-                    const double alv = pb ? (double)rbf(Al[h]) : (double)Al[h], dtv = pb ? (double)rbf(dt[h]) : (double)dt[h];
-                    double x = (double)a[t * HV + h] + dtv;
-                    double rg = -exp(alv) * ref_softplus((double)(float)x, 1.0, 20.0);
-                    double rb = 1.0 / (1.0 + exp(-(double)b[t * HV + h]));
-                    double gg = g[t * HV + h], bb = be[t * HV + h], b16v = test_ref_decode(AMXK_DTYPE_BF16, be16[t * HV + h]);
-                    if (!isfinite(gg) || !isfinite(bb) || gg > 0 || bb < 0 || bb > 1) nonfin++;
-                    if (fabs(gg - rg) > 4e-6 * fabs(rg) + 1e-30) {
-                        if (!bad_g++) printf("  g[%lu,%lu] x=%g got %.9g want %.9g (params %s)\n", (unsigned long)t, (unsigned long)h, x, gg, rg,
-                                             pb ? "bf16" : "f32");
+    for (h = 0; h < 40; h++) Al[h] = h % 2 ? logf(16.0f) : (h % 4 == 0 ? 0.0f : logf((float)test_uniform(1, 16))), dt[h] = (float)test_uniform(-0.5, 0.5);
+    Al16 = to_dt(Al, 40, AMXK_DTYPE_BF16);
+    dt16 = to_dt(dt, 40, AMXK_DTYPE_BF16);
+    for (si = 0; si < 8; si++) {
+        const size_t hv = shapes[si][0], nt = shapes[si][1], ld = hv + shapes[si][2];
+        for (t = 0; t < nt; t++)
+            for (h = 0; h < ld; h++) {
+                a[t * ld + h] = h >= hv ? NAN : rbf(t < 40 ? xs[(t + h) % 11] - dt[h] : (float)test_uniform(-30, 30));
+                b[t * ld + h] = h >= hv ? NAN : rbf(t < 40 ? bs[(t * 3 + h) % 7] : (float)test_uniform(-10, 10));
+            }
+        a16 = to_dt(a, nt * ld, AMXK_DTYPE_BF16);
+        b16 = to_dt(b, nt * ld, AMXK_DTYPE_BF16);
+        TEST_FOR_EACH_TIER(tier, ctx) {
+            size_t bad_g = 0, bad_b = 0, bad_b16 = 0, nonfin = 0, pad = 0;
+            int ab;
+            for (ab = 0; ab < 4; ab++) { /* bit 0: bf16 a / b; bit 1: bf16 A_log / dt_bias (the oracle reads their bf16 values) */
+                const int pb = ab >> 1;
+                const amxk_dtype pt = pb ? AMXK_DTYPE_BF16 : (ab & 1 ? AMXK_DTYPE_F32 : (amxk_dtype)0); /* 0 means F32 */
+                const void *Alp = pb ? Al16 : (const void *)Al, *dtp = pb ? dt16 : (const void *)dt;
+                amxk_status s1, s2;
+                memset(g, 0x7f, nt * ld * 4), memset(be, 0x7f, nt * ld * 4), memset(be16, 0x7f, nt * ld * 2);
+                s1 = amxk_gdn_gating(&ctx, nt, hv, ab & 1 ? a16 : (void *)a, ld, ab & 1 ? b16 : (void *)b, ld, ab & 1 ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F32,
+                                     Alp, pt, dtp, pt, 1.0f, 20.0f, g, ld, be, AMXK_DTYPE_F32, ld);
+                s2 = amxk_gdn_gating(&ctx, nt, hv, a, ld, b, ld, AMXK_DTYPE_F32, Alp, pt, dtp, pt, 1.0f, 20.0f, g, ld, be16, AMXK_DTYPE_BF16, ld);
+                CHECK(s1 == AMXK_OK && s2 == AMXK_OK, "gating status %d %d", (int)s1, (int)s2);
+                for (t = 0; t < nt; t++)
+                    for (h = 0; h < ld; h++) {
+                        const size_t i = t * ld + h;
+                        const double alv = pb ? (double)rbf(Al[h]) : (double)Al[h], dtv = pb ? (double)rbf(dt[h]) : (double)dt[h];
+                        double x = (double)a[i] + dtv, rg, rb, gg, bb, b16v;
+                        if (h >= hv) {
+                            pad += ((const uint32_t *)g)[i] != 0x7f7f7f7fu || ((const uint32_t *)be)[i] != 0x7f7f7f7fu || be16[i] != 0x7f7f;
+                            continue;
+                        }
+                        rg = -exp(alv) * ref_softplus((double)(float)x, 1.0, 20.0);
+                        rb = 1.0 / (1.0 + exp(-(double)b[i]));
+                        gg = g[i], bb = be[i], b16v = test_ref_decode(AMXK_DTYPE_BF16, be16[i]);
+                        if (!isfinite(gg) || !isfinite(bb) || gg > 0 || bb < 0 || bb > 1) nonfin++;
+                        if (fabs(gg - rg) > 4e-6 * fabs(rg) + 1e-30) {
+                            if (!bad_g++)
+                                printf("  HV %lu g[%lu,%lu] x=%g got %.9g want %.9g (params %s)\n", (unsigned long)hv, (unsigned long)t, (unsigned long)h, x,
+                                       gg, rg, pb ? "bf16" : "f32");
+                        }
+                        if (fabs(bb - rb) > 1e-6) bad_b++;
+                        if (fabs(b16v - rb) > ldexp(fabs(rb), -8) + 1e-6) bad_b16++;
                     }
-                    if (fabs(bb - rb) > 1e-6) bad_b++;
-                    if (fabs(b16v - rb) > ldexp(fabs(rb), -8) + 1e-6) bad_b16++;
-                }
+            }
+            CHECK(bad_g == 0 && bad_b == 0 && bad_b16 == 0 && nonfin == 0 && pad == 0,
+                  "tier %s HV %lu T %lu ld %lu: bad g %lu beta %lu beta16 %lu nonfinite %lu padding written %lu", amxk_tier_name(tier),
+                  (unsigned long)hv, (unsigned long)nt, (unsigned long)ld, (unsigned long)bad_g, (unsigned long)bad_b, (unsigned long)bad_b16,
+                  (unsigned long)nonfin, (unsigned long)pad);
         }
-        CHECK(bad_g == 0 && bad_b == 0 && bad_b16 == 0 && nonfin == 0, "tier %s: bad g %lu beta %lu beta16 %lu nonfinite %lu",
-              amxk_tier_name(tier), (unsigned long)bad_g, (unsigned long)bad_b, (unsigned long)bad_b16, (unsigned long)nonfin);
+        test_free(a16), test_free(b16);
     }
     /* bad input: the status, and g / beta untouched (poisoned with a NaN pattern first) */
     memset(g, 0x7f, T * HV * 4), memset(be, 0x7f, T * HV * 4);
@@ -135,7 +151,7 @@ static void test_gating(void) {
     }
     for (t = 0, h = 0; t < T * HV * 4; t++) h += ((const uint8_t *)g)[t] != 0x7f || ((const uint8_t *)be)[t] != 0x7f;
     CHECK(h == 0, "gating errors wrote %lu bytes", (unsigned long)h);
-    test_free(a), test_free(b), test_free(g), test_free(be), test_free(be16), test_free(a16), test_free(b16), test_free(Al16), test_free(dt16);
+    test_free(a), test_free(b), test_free(g), test_free(be), test_free(be16), test_free(Al16), test_free(dt16);
 }
 
 /* ================================================================================================ */
