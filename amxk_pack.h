@@ -24,9 +24,14 @@
        64-byte row per k: the layout of the f32-widened blocks the vector kernels read), zero padding.
 
    PATHS
-       AMX (level amx; M >= 5): 32x32 output tiles, TDPBF16PS (TDPFP16PS for fp16, which needs AMX-FP16
-       hardware or the emulator), fp32 accumulation, x rows copied to a zero-padded panel in workspace.
-       Below 5 rows (or fp16 without AMX-FP16) the amx level runs its vector level's kernels.
+       AMX (level amx; M >= 5): 32x32 output tiles (2x2: 2 A, 2 B, 4 C tiles), TDPBF16PS (TDPFP16PS
+       for fp16, which needs AMX-FP16 hardware or the emulator), fp32 accumulation over all of K in the
+       C tiles. Each worker owns an N range and all the rows (up to 512: AMXK__LIN_AMX_MC); its x rows
+       are copied once into tile-major panels (1 KiB tiles) in workspace; its blocks are taken in B
+       blocks of ~1 MiB of 16-bit weights (AMXK__LIN_AMX_BBYTES; quantized packs dequantized once into
+       workspace) that every row panel sweeps while they sit in L2, the next B block prefetched
+       meanwhile (amxk__linear_block__32x32__amx). Below 5 rows (or fp16 without AMX-FP16) the amx
+       level runs its vector level's kernels.
        AVX512_BF16 (levels avx512_bf16, avx512_fp16), bf16 x: vdpbf16ps straight on the packed pairs (a
        64-byte pair row of a block is its operand) against x pairs broadcast from a unit-major panel
        (the 8 rows of one pair row adjacent: amxk__xpanel32__avx512). Prefill: 8 rows x 3 blocks
@@ -109,7 +114,8 @@
            for (t = 0; t < n_tasks; t++) linear_task(t, worker 0);
        Each output element is owned by one task and summed in a fixed order, so results are bitwise
        identical for any worker count. For M <= 4 (decode) the tasks split N only, so every worker streams
-       its own slice of the weights once.
+       its own slice of the weights once; so does amxk_linear at the AMX level for M up to 512 (one task
+       per worker: an N range of an even number of blocks over all the rows).
 
    NUMERICS
        fp32 accumulation of exact products (bf16 x bf16 and fp16 x fp16 are exact in fp32). Measured in
@@ -577,9 +583,9 @@ typedef struct amxk__linear_plan {
     size_t nblk, workers; /* column blocks of the pack, workers of the context (the levels' lin_ws grids) */
     size_t bpairs;  /* AMX: block pairs per B block (amxk__linear_block__32x32__amx) */
     int wide;         /* vector path with widened weight blocks */
-    size_t ws_a;      /* per worker: x panels (f32, MR x Kp each), or the 16-bit AMX_M x Kp x panel */
+    size_t ws_a;      /* per worker: x panels (f32, MR x Kp each), or the 16-bit tile-major AMX x panels */
     size_t ws_w;      /* per worker: a widened/dequantized weight block: f32 16 x Kp (vector, scalar)
-                         or two 16-bit VNNI blocks and an f32 scratch block (AMX, quantized packs) */
+                         or a B block of 16-bit VNNI blocks and an f32 scratch block (AMX, quantized packs) */
     size_t ws_c;      /* per worker: AMX C scratch */
     size_t ws_worker; /* per worker slice, a multiple of AMXK_ALIGN */
     size_t ws_total;
