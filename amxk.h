@@ -301,7 +301,10 @@ AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b);
    (the kernels' vector reads and writes: x panel copies, dequantizers reading the pack and writing
    their blocks); l2_miss_bytes[src] adds 64 per line that was not in it (bytes from beyond L2).
    Lines are numbered by their offset inside the registered range (alignment- and address-
-   independent: the same counts on every CPU); accesses outside the ranges (src 0) are not modelled. */
+   independent: the same counts on every CPU); accesses outside the ranges (src 0) are not modelled.
+   The model is per thread, not per task: with a pool that hands tasks out dynamically, a thread that
+   runs two tasks of a call shares one cache between them, so counts of multi-worker calls can vary
+   from run to run; one worker gives exact, repeatable counts. */
 typedef struct amxk_amx_emu_counts {
     uint64_t ldtilecfg, release, tileloadd, tilestored, tilezero, tdp, dequant_blocks;
     uint64_t load_bytes[4], store_bytes;

@@ -3,7 +3,8 @@
 # tile emulator built with counters (build/amxk_bench_amxcount, -DAMXK_AMX_EMULATE -DAMXK_AMX_EMU_COUNT),
 # one call per case, printed as a Markdown section. Counts, not timings: the same on every CPU.
 # AMX_MODEL_SHAPES: M:N:K list (default 256:4096:4096 32:4096:4096); AMX_MODEL_THREADS: workers of the
-# linear calls (default 1; the L2 model is per worker, the counts are sums over the workers).
+# linear calls (default 1; the L2 model is per worker thread, the counts are sums over the workers; with
+# more than one, which thread runs which task varies, and so can the L2 counts).
 # Needs make build/amxk_bench_amxcount.
 set -euo pipefail
 bin=${AMX_MODEL_BIN:-build/amxk_bench_amxcount}
