@@ -3215,7 +3215,9 @@ AMXK__PRIV void amxk__linear_ws__amx(amxk__linear_plan *p, size_t m, size_t kp, 
     p->mc = AMXK__MIN(m, (size_t)AMXK__LIN_AMX_MC);
     p->nc = AMXK__MIN(p->nblk, AMXK__ROUND_UP(AMXK__CEIL_DIV(p->nblk, p->workers), (size_t)2));
     p->ws_a = amxk__sz_round(amxk__sz_mul(amxk__sz_mul(AMXK__ROUND_UP(p->mc, (size_t)AMXK__LIN_AMX_M), kp, o), 2, o), (size_t)AMXK_ALIGN, o);
-    p->bpairs = AMXK__MAX((size_t)1, AMXK__MIN((size_t)AMXK__LIN_AMX_BBYTES / (2 * AMXK__LIN_NB * 2 * kp), AMXK__CEIL_DIV(p->nc, (size_t)2)));
+    /* a block pair holds 64 bytes per k (2 x 16 lanes x 2 bytes); the quotient is taken before any product can wrap */
+    p->bpairs = kp >= (size_t)AMXK__LIN_AMX_BBYTES / 64 ? 1 : (size_t)AMXK__LIN_AMX_BBYTES / 64 / kp;
+    p->bpairs = AMXK__MAX((size_t)1, AMXK__MIN(p->bpairs, AMXK__CEIL_DIV(p->nc, (size_t)2)));
     /* the B block's 16-bit blocks + the dequantizer's f32 scratch block */
     p->ws_w = quant ? amxk__sz_mul(amxk__sz_add(amxk__sz_mul(2 * p->bpairs, (size_t)AMXK__LIN_NB * 2, o), (size_t)AMXK__LIN_NB * 4, o), kp, o) : 0;
     p->ws_c = (size_t)AMXK__LIN_AMX_M * 2 * AMXK__LIN_NB * 4;
