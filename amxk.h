@@ -294,14 +294,27 @@ AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b);
    registered with amxk_amx_emu_count_range (1..3) that contains its base address, else 0. amxk_bench
    registers 1 = the caller's x, 2 = the packed weights, 3 = the workspace (x panels, dequantized
    blocks, spills); 0 is then the stack. dequant_blocks: 16-column blocks dequantized to 16 bits for
-   the AMX path (amxk_pack.h). Not for production builds: the counters cost an atomic add per op. */
+   the AMX path (amxk_pack.h). Not for production builds: the counters cost an atomic add per op.
+   L2 model: each thread (worker) has its own LRU cache of AMXK_AMX_EMU_L2_BYTES (default 2 MiB, a
+   Sapphire Rapids core's L2), AMXK_AMX_EMU_L2_WAYS ways (16) and 64-byte lines, cold after
+   amxk_amx_emu_counts_reset. It sees every tile load and tile store and every amxk_amx_emu_touch
+   (the kernels' vector reads and writes: x panel copies, dequantizers reading the pack and writing
+   their blocks); l2_miss_bytes[src] adds 64 per line that was not in it (bytes from beyond L2).
+   Lines are numbered by their offset inside the registered range (alignment- and address-
+   independent: the same counts on every CPU); accesses outside the ranges (src 0) are not modelled.
+   The model is per thread, not per task: with a pool that hands tasks out dynamically, a thread that
+   runs two tasks of a call shares one cache between them, so counts of multi-worker calls can vary
+   from run to run; one worker gives exact, repeatable counts. */
 typedef struct amxk_amx_emu_counts {
     uint64_t ldtilecfg, release, tileloadd, tilestored, tilezero, tdp, dequant_blocks;
     uint64_t load_bytes[4], store_bytes;
+    uint64_t l2_miss_bytes[4];
 } amxk_amx_emu_counts;
 AMXK_DEF void amxk_amx_emu_count_range(int src, const void *p, size_t bytes); /* src 1..3; bytes 0: unregister */
 AMXK_DEF void amxk_amx_emu_counts_get(amxk_amx_emu_counts *c);
 AMXK_DEF void amxk_amx_emu_counts_reset(void);
+/* A vector (non-tile) access of bytes at p by the calling thread, for the L2 model. */
+AMXK_DEF void amxk_amx_emu_touch(const void *p, size_t bytes);
 #endif
 #endif
 
@@ -1220,8 +1233,24 @@ typedef struct amxk__emu_state {
 static AMXK__THREAD_LOCAL amxk__emu_state amxk__emu;
 
 #if defined(AMXK_AMX_EMU_COUNT)
+#ifndef AMXK_AMX_EMU_L2_BYTES
+#  define AMXK_AMX_EMU_L2_BYTES (2u << 20)
+#endif
+#ifndef AMXK_AMX_EMU_L2_WAYS
+#  define AMXK_AMX_EMU_L2_WAYS 16
+#endif
+#define AMXK__EMU_L2_SETS (AMXK_AMX_EMU_L2_BYTES / 64 / AMXK_AMX_EMU_L2_WAYS)
 static amxk_amx_emu_counts amxk__emu_cnt;
 static struct { const char *p; size_t bytes; } amxk__emu_rng[4];
+/* One thread's L2: per set, the ways' line keys (+1; 0 = empty) and last-use stamps (LRU). Allocated
+   on the thread's first access and kept for the process (a model build); emptied when its generation
+   is older than amxk__emu_l2_gen (bumped by amxk_amx_emu_counts_reset). */
+typedef struct amxk__emu_l2 {
+    uint64_t gen, clock;
+    uint64_t key[AMXK__EMU_L2_SETS][AMXK_AMX_EMU_L2_WAYS], used[AMXK__EMU_L2_SETS][AMXK_AMX_EMU_L2_WAYS];
+} amxk__emu_l2;
+static AMXK__THREAD_LOCAL amxk__emu_l2 *amxk__emu_l2p;
+static uint64_t amxk__emu_l2_gen = 1;
 #  define AMXK__EMU_COUNT(field, v) ((void)__atomic_fetch_add(&amxk__emu_cnt.field, (uint64_t)(v), __ATOMIC_RELAXED))
 AMXK_DEF void amxk_amx_emu_count_range(int src, const void *p, size_t bytes) {
     if (src >= 1 && src <= 3) amxk__emu_rng[src].p = (const char *)p, amxk__emu_rng[src].bytes = p ? bytes : 0;
@@ -1236,6 +1265,7 @@ AMXK_DEF void amxk_amx_emu_counts_reset(void) {
     uint64_t *d = (uint64_t *)(void *)&amxk__emu_cnt;
     size_t i;
     for (i = 0; i < sizeof amxk__emu_cnt / 8; i++) __atomic_store_n(d + i, 0, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&amxk__emu_l2_gen, 1, __ATOMIC_RELAXED); /* every thread's L2 model starts cold */
 }
 AMXK__PRIV int amxk__emu_src(const void *base) {
     const char *b = (const char *)base;
@@ -1244,10 +1274,46 @@ AMXK__PRIV int amxk__emu_src(const void *base) {
         if (amxk__emu_rng[i].bytes && b >= amxk__emu_rng[i].p && (size_t)(b - amxk__emu_rng[i].p) < amxk__emu_rng[i].bytes) return i;
     return 0;
 }
+/* The L2 model: `rows` runs of `bytes` bytes, `stride` apart, from p (one source: a tile or a vector
+   access). Line n of range src is key (src << 56 | n) + 1, in set (n + src * sets / 4) % sets. */
+AMXK__PRIV void amxk__emu_l2_access(const void *p, size_t rows, size_t stride, size_t bytes) {
+    const int src = amxk__emu_src(p);
+    const size_t off = src ? (size_t)((const char *)p - amxk__emu_rng[src].p) : 0;
+    const uint64_t gen = __atomic_load_n(&amxk__emu_l2_gen, __ATOMIC_RELAXED);
+    amxk__emu_l2 *c = amxk__emu_l2p;
+    uint64_t miss = 0;
+    size_t r, n;
+    if (!src || !bytes) return; /* the stack and unregistered memory: not modelled */
+    if (!c) {
+        c = amxk__emu_l2p = (amxk__emu_l2 *)calloc(1, sizeof *c);
+        if (!c) return;
+    }
+    if (c->gen != gen) memset(c, 0, sizeof *c), c->gen = gen;
+    for (r = 0; r < rows; r++) {
+        const size_t a = off + r * stride;
+        for (n = a / 64; n <= (a + bytes - 1) / 64; n++) {
+            const uint64_t key = ((uint64_t)src << 56 | n) + 1;
+            const size_t set = (n + (size_t)src * (AMXK__EMU_L2_SETS / 4)) % AMXK__EMU_L2_SETS;
+            int w, lru = 0;
+            c->clock++;
+            for (w = 0; w < AMXK_AMX_EMU_L2_WAYS; w++) {
+                if (c->key[set][w] == key) break;
+                if (c->used[set][w] < c->used[set][lru]) lru = w;
+            }
+            if (w == AMXK_AMX_EMU_L2_WAYS) miss += 64, w = lru, c->key[set][w] = key; /* a miss: the LRU way */
+            c->used[set][w] = c->clock;
+        }
+    }
+    if (miss) AMXK__EMU_COUNT(l2_miss_bytes[src], miss);
+}
+AMXK_DEF void amxk_amx_emu_touch(const void *p, size_t bytes) { amxk__emu_l2_access(p, 1, 0, bytes); }
 #  define AMXK__EMU_COUNT_LOAD(base, bytes) AMXK__EMU_COUNT(load_bytes[amxk__emu_src(base)], bytes)
+#  define AMXK__EMU_L2(base, rows, stride, bytes) amxk__emu_l2_access((base), (rows), (stride), (bytes))
+#  define AMXK__EMU_TOUCH(p, bytes) amxk_amx_emu_touch((p), (bytes))
 #else
 #  define AMXK__EMU_COUNT(field, v) ((void)0)
 #  define AMXK__EMU_COUNT_LOAD(base, bytes) ((void)0)
+#  define AMXK__EMU_L2(base, rows, stride, bytes) ((void)0)
 #endif
 
 static void amxk__emu_default_fault(const char *msg) {
@@ -1316,6 +1382,7 @@ AMXK_DEF void amxk_amx_emu_loadd(int t, const void *base, size_t stride) {
     if (amxk__emu_bad_tile(t, "TILELOADD")) return;
     AMXK__EMU_COUNT(tileloadd, 1);
     AMXK__EMU_COUNT_LOAD(base, (size_t)amxk__emu.cfg.rows[t] * amxk__emu.cfg.colsb[t]);
+    AMXK__EMU_L2(base, amxk__emu.cfg.rows[t], stride, amxk__emu.cfg.colsb[t]);
     memset(amxk__emu.t[t], 0, sizeof amxk__emu.t[t]); /* bytes past rows/colsb read as zero */
     for (r = 0; r < amxk__emu.cfg.rows[t]; r++)
         memcpy(amxk__emu.t[t][r], (const char *)base + (size_t)r * stride, amxk__emu.cfg.colsb[t]);
@@ -1325,6 +1392,7 @@ AMXK_DEF void amxk_amx_emu_stored(int t, void *base, size_t stride) {
     if (amxk__emu_bad_tile(t, "TILESTORED")) return;
     AMXK__EMU_COUNT(tilestored, 1);
     AMXK__EMU_COUNT(store_bytes, (size_t)amxk__emu.cfg.rows[t] * amxk__emu.cfg.colsb[t]);
+    AMXK__EMU_L2(base, amxk__emu.cfg.rows[t], stride, amxk__emu.cfg.colsb[t]);
     for (r = 0; r < amxk__emu.cfg.rows[t]; r++)
         memcpy((char *)base + (size_t)r * stride, amxk__emu.t[t][r], amxk__emu.cfg.colsb[t]);
 }
@@ -1457,6 +1525,9 @@ AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b) { amxk__emu_dp_int8(c, a,
 #endif
 #ifndef AMXK__EMU_COUNT /* the tile counters exist only in the emulator (AMXK_AMX_EMU_COUNT) */
 #  define AMXK__EMU_COUNT(field, v) ((void)0)
+#endif
+#ifndef AMXK__EMU_TOUCH /* a kernel's vector access of the pack or workspace, for the L2 model */
+#  define AMXK__EMU_TOUCH(p, bytes) ((void)0)
 #endif
 
 // >>dispatch -------------------------------------------------------------------------------------

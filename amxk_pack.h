@@ -24,9 +24,14 @@
        64-byte row per k: the layout of the f32-widened blocks the vector kernels read), zero padding.
 
    PATHS
-       AMX (level amx; M >= 5): 32x32 output tiles, TDPBF16PS (TDPFP16PS for fp16, which needs AMX-FP16
-       hardware or the emulator), fp32 accumulation, x rows copied to a zero-padded panel in workspace.
-       Below 5 rows (or fp16 without AMX-FP16) the amx level runs its vector level's kernels.
+       AMX (level amx; M >= 5): 32x32 output tiles (2x2: 2 A, 2 B, 4 C tiles), TDPBF16PS (TDPFP16PS
+       for fp16, which needs AMX-FP16 hardware or the emulator), fp32 accumulation over all of K in the
+       C tiles. Each worker owns an N range and all the rows (up to 512: AMXK__LIN_AMX_MC); its x rows
+       are copied once into tile-major panels (1 KiB tiles) in workspace; its blocks are taken in B
+       blocks of ~1 MiB of 16-bit weights (AMXK__LIN_AMX_BBYTES; quantized packs dequantized once into
+       workspace) that every row panel sweeps while they sit in L2, the next B block prefetched
+       meanwhile (amxk__linear_block__32x32__amx). Below 5 rows (or fp16 without AMX-FP16) the amx
+       level runs its vector level's kernels.
        AVX512_BF16 (levels avx512_bf16, avx512_fp16), bf16 x: vdpbf16ps straight on the packed pairs (a
        64-byte pair row of a block is its operand) against x pairs broadcast from a unit-major panel
        (the 8 rows of one pair row adjacent: amxk__xpanel32__avx512). Prefill: 8 rows x 3 blocks
@@ -110,7 +115,8 @@
            for (t = 0; t < n_tasks; t++) linear_task(t, worker 0);
        Each output element is owned by one task and summed in a fixed order, so results are bitwise
        identical for any worker count. For M <= 4 (decode) the tasks split N only, so every worker streams
-       its own slice of the weights once.
+       its own slice of the weights once; so does amxk_linear at the AMX level for M up to 512 (one task
+       per worker: an N range of an even number of blocks over all the rows).
 
    NUMERICS
        fp32 accumulation of exact products (bf16 x bf16 and fp16 x fp16 are exact in fp32). Measured in
@@ -399,7 +405,13 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
 #define AMXK__LIN_MR 6      /* vector microkernel rows */
 #define AMXK__LIN_AMX_M 32  /* AMX kernel: rows per panel (2 A tiles) */
 #define AMXK__LIN_AMX_MIN_M 5
-#define AMXK__LIN_MC 96     /* rows per task on the AMX path (a multiple of AMX_M) */
+#define AMXK__LIN_MC 96     /* rows per task on the AMX w8a8 path (a multiple of AMX_M) */
+#ifndef AMXK__LIN_AMX_MC
+#define AMXK__LIN_AMX_MC 512 /* amxk_linear on AMX: rows per task (each task sweeps all its rows per B block) */
+#endif
+#ifndef AMXK__LIN_AMX_BBYTES
+#define AMXK__LIN_AMX_BBYTES (1u << 20) /* amxk_linear on AMX: bytes of 16-bit weights per B block (L2 resident) */
+#endif
 #define AMXK__LIN_MC_VEC 48 /* rows per task on the vector paths (a multiple of MR) */
 #define AMXK__LIN_WIDE_M 12 /* vector path: from this M on, weight blocks are widened to f32 once per
                                task and reused by all its row panels */
@@ -569,10 +581,12 @@ typedef struct amxk__linear_plan {
                                              path's dequantizer) */
     size_t mc, nc;  /* rows and column blocks per task */
     size_t m_tasks, n_tasks;
+    size_t nblk, workers; /* column blocks of the pack, workers of the context (the levels' lin_ws grids) */
+    size_t bpairs;  /* AMX: block pairs per B block (amxk__linear_block__32x32__amx) */
     int wide;         /* vector path with widened weight blocks */
-    size_t ws_a;      /* per worker: x panels (f32, MR x Kp each), or the 16-bit AMX_M x Kp x panel */
+    size_t ws_a;      /* per worker: x panels (f32, MR x Kp each), or the 16-bit tile-major AMX x panels */
     size_t ws_w;      /* per worker: a widened/dequantized weight block: f32 16 x Kp (vector, scalar)
-                         or two 16-bit VNNI blocks and an f32 scratch block (AMX, quantized packs) */
+                         or a B block of 16-bit VNNI blocks and an f32 scratch block (AMX, quantized packs) */
     size_t ws_c;      /* per worker: AMX C scratch */
     size_t ws_worker; /* per worker slice, a multiple of AMXK_ALIGN */
     size_t ws_total;
@@ -2958,87 +2972,138 @@ AMXK__TARGET_END
 #if AMXK__HAS_AMX
 AMXK__TARGET_AMX_BEGIN
 
-/* Rows [m0, m1) x blocks [b0, b1) with 32x32 output tiles: C tiles 0-3, A tiles 4-5, B tiles 6-7.
-   The task's x rows are copied once into zero-padded 16-bit panels of 32 rows (ws: ceil((m1 - m0) / 32)
-   panels of 32 x Kp); then for each pair of 16-column blocks (dequantized once, quantized packs) every
-   panel runs its TDPs over all of K, so a task loads its weights (and dequantizes them) once, and the
-   block pair (2 x 16 x Kp 16-bit values, 256 KiB at K = 4096) stays in L2 across the panels. A last
-   single block runs 2 TDPs per k step (B tile 6 only), a panel of at most 16 rows 2 (A tile 4 only).
-   Epilogue per 16-row half: f32 y without bias, 16 rows and whole blocks: the C tiles are stored
-   straight into y (row stride ldy); else to a 16 x 32 f32 scratch and out through the vector level's
-   store_rows (bias, one rounding to y's dtype, 16 / 8 lanes: the scalar row store's values). Tile
-   counters: bench/amx_model.sh. */
-AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
-    uint16_t *xa = (uint16_t *)ws, *wq = (uint16_t *)(ws + a->plan->ws_a); /* wq: dequantized blocks */
-    float *cs = (float *)(ws + a->plan->ws_a + a->plan->ws_w);
-    float *wf = (float *)(wq + 2 * (size_t)AMXK__LIN_NB * a->kp); /* f32 scratch of the vector dequantizer */
-    void (*deq)(const amxk__qview *, size_t, amxk_dtype, float *, uint16_t *) = a->plan->vec->q_block_16;
-    const size_t kp = a->kp, lda = kp * 2, blk = (size_t)AMXK__LIN_NB * kp, panel = (size_t)AMXK__LIN_AMX_M * kp; /* lda in bytes */
-    const size_t np = AMXK__CEIL_DIV(m1 - m0, (size_t)AMXK__LIN_AMX_M);
-    const int fp16 = a->dt == AMXK_DTYPE_F16, direct = a->yt == AMXK_DTYPE_F32 && !a->bias;
-    void (*store)(const amxk__linear_args *, size_t, size_t, size_t, size_t, const float *, size_t) = a->plan->vec->store_rows;
-    amxk__tilecfg cfg;
-    size_t h, b, kk, pi, r;
-    int t;
-    for (r = 0; r < np * AMXK__LIN_AMX_M; r++) { /* panels: rows past m1 and columns past K are zero */
-        uint16_t *d = xa + r * kp;
-        if (m0 + r < m1) {
-            memcpy(d, (const uint16_t *)a->x + (m0 + r) * a->ldx, a->k * 2);
-            memset(d + a->k, 0, (kp - a->k) * 2);
-        } else {
-            memset(d, 0, kp * 2);
+#if defined(__GNUC__) || defined(__clang__)
+#  define AMXK__PREFETCH_L2(p) __builtin_prefetch((p), 0, 2) /* prefetcht1 */
+#else
+#  define AMXK__PREFETCH_L2(p) ((void)(p))
+#endif
+
+/* x rows [m0, m1) as the A tiles of 32-row panels, tile-major: panel p, k step s (32 values), half h
+   (rows 16h .. 16h + 15) is the 1 KiB tile at xa + ((p * ns + s) * 2 + h) * 512 (16 rows of 64 bytes):
+   a tile load reads 1 KiB contiguous and a panel's k sweep one contiguous stream (no row stride of
+   K * 2 bytes: no L1 set conflicts). Rows past m1 and columns past K are zero. */
+AMXK__PRIV void amxk__xtiles__amx(const amxk__linear_args *a, size_t m0, size_t m1, uint16_t *xa) {
+    const size_t ns = a->kp / AMXK__LIN_KALIGN, rows = AMXK__ROUND_UP(m1 - m0, (size_t)AMXK__LIN_AMX_M);
+    size_t r, s;
+    for (r = 0; r < rows; r++) {
+        const uint16_t *src = m0 + r < m1 ? (const uint16_t *)a->x + (m0 + r) * a->ldx : NULL;
+        uint16_t *d = xa + ((r / 32) * ns * 2 + (r % 32) / 16) * 512 + (r % 16) * 32;
+        if (src) AMXK__EMU_TOUCH(src, a->k * 2);
+        for (s = 0; s < ns; s++, d += 1024) {
+            const size_t k0 = s * AMXK__LIN_KALIGN, cnt = src && k0 < a->k ? AMXK__MIN((size_t)AMXK__LIN_KALIGN, a->k - k0) : 0;
+            if (cnt) memcpy(d, src + k0, cnt * 2);
+            if (cnt < AMXK__LIN_KALIGN) memset(d + cnt, 0, (AMXK__LIN_KALIGN - cnt) * 2);
         }
     }
+    AMXK__EMU_TOUCH(xa, rows * a->kp * 2);
+}
+
+/* Dequantizes blocks b and b + 1 (two: 0 or 1) of a quantized pack into wq (x's 16-bit type, the
+   VNNI pair layout of a bf16 pack: each 16-pair slice an AMX B tile) through the vector level. */
+AMXK__PRIV void amxk__linear_deq2__amx(const amxk__linear_args *a, size_t b, int two, float *wf, uint16_t *wq) {
+    const amxk__qview *v = a->q;
+    const size_t blk = (size_t)AMXK__LIN_NB * a->kp, g = v->nbk * AMXK__LIN_NB;
+    int h;
+    for (h = 0; h <= two; h++) {
+        AMXK__EMU_TOUCH(v->data + (b + (size_t)h) * v->blk_bytes, v->blk_bytes); /* L2 model: the pack's reads */
+        if (v->scales) AMXK__EMU_TOUCH(v->scales + (b + (size_t)h) * g, g * 4);
+        if (v->zeros) AMXK__EMU_TOUCH(v->zeros + (b + (size_t)h) * g, g * 4);
+        if (v->e8) AMXK__EMU_TOUCH(v->e8 + (b + (size_t)h) * g, g);
+        a->plan->vec->q_block_16(v, b + (size_t)h, a->dt, wf, wq + (size_t)h * blk);
+        AMXK__EMU_TOUCH(wq + (size_t)h * blk, blk * 2);
+    }
+    AMXK__EMU_COUNT(dequant_blocks, 1 + two); /* tile counters (amxk.h, AMXK_AMX_EMU_COUNT) */
+    (void)g;
+}
+
+/* Rows [m0, m1) x blocks [b0, b1) with 32x32 output tiles: C tiles 0-3, A tiles 4-5, B tiles 6-7, in
+   the structure of oneDNN's brgemm. The rows are copied once into tile-major A panels
+   (amxk__xtiles__amx; ws, ceil((m1 - m0) / 32) panels of 32 x Kp) and the tile configuration is loaded
+   once. The blocks are taken in B blocks of up to plan->bpairs block pairs over all of K (about
+   AMXK__LIN_AMX_BBYTES: 4 pairs, 1 MiB at K = 4096; quantized packs: dequantized once into ws,
+   amxk__linear_deq2__amx); for each B block every panel runs, pair after pair, its TDPs over all of
+   K with the C tiles resident (tile stores: the output tiles only). So the B block stays in L2 while
+   all the rows sweep it (each weight byte loaded from beyond L2 once per task) and each A panel is read
+   once per B block, the pairs after the first from L2; the panels are swept in alternating directions
+   (the panels read last for one B block are read first for the next, still in L2), and the next B
+   block (packed weights, or quantized fields) is prefetched into L2 between the TDPs, spread evenly
+   over the sweep. A last single block runs 2 TDPs per k step (B tile 6 only), a panel of at most 16
+   rows 2 (A tile 4 only). amxk_linear gives each worker one N range and all the rows (up to
+   AMXK__LIN_AMX_MC; amxk__linear_ws__amx). Epilogue per 16-row half: f32 y without bias, 16 rows and
+   whole blocks: the C tiles are stored straight into y (row stride ldy); else to a 16 x 32 f32 scratch
+   and out through the vector level's store_rows (bias, one rounding to y's dtype, 16 / 8 lanes). Tile
+   counters and the L2 model: bench/amx_model.sh. */
+AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
+    const amxk__linear_plan *p = a->plan;
+    const size_t kp = a->kp, ns = kp / AMXK__LIN_KALIGN, blk = (size_t)AMXK__LIN_NB * kp, panel = (size_t)AMXK__LIN_AMX_M * kp;
+    const size_t np = AMXK__CEIL_DIV(m1 - m0, (size_t)AMXK__LIN_AMX_M), gb = 2 * p->bpairs; /* blocks per B block */
+    uint16_t *xa = (uint16_t *)ws, *wq = (uint16_t *)(ws + p->ws_a); /* wq: dequantized blocks of one B block */
+    float *cs = (float *)(ws + p->ws_a + p->ws_w);
+    float *wf = (float *)(wq + gb * blk); /* f32 scratch of the vector dequantizer */
+    const int fp16 = a->dt == AMXK_DTYPE_F16, direct = a->yt == AMXK_DTYPE_F32 && !a->bias;
+    void (*store)(const amxk__linear_args *, size_t, size_t, size_t, size_t, const float *, size_t) = p->vec->store_rows;
+    amxk__tilecfg cfg;
+    size_t h, b, g0, s, q, j;
+    int t;
+    amxk__xtiles__amx(a, m0, m1, xa);
     memset(&cfg, 0, sizeof cfg);
     for (t = 0; t < 8; t++) amxk__tilecfg_set(&cfg, t, 16, 64);
     AMXK__TILE_LOADCONFIG(&cfg);
-    for (b = b0; b < b1; b += 2) {
-        const int two = b + 1 < b1;
-        const uint16_t *w0 = a->w + b * blk, *w1 = w0 + blk;
-        if (a->q) { /* quantized: dequantize to x's 16-bit type in the VNNI pair layout (vector level) */
-            deq(a->q, b, a->dt, wf, wq);
-            if (two) deq(a->q, b + 1, a->dt, wf, wq + blk);
-            AMXK__EMU_COUNT(dequant_blocks, 1 + two); /* tile counters (amxk.h, AMXK_AMX_EMU_COUNT) */
-            w0 = wq, w1 = wq + blk;
-        }
-        for (pi = 0; pi < np; pi++) {
+    for (g0 = b0, j = 0; g0 < b1; g0 += gb, j++) {
+        const size_t g1 = AMXK__MIN(b1, g0 + gb), nn = g1 < b1 ? AMXK__MIN(gb, b1 - g1) : 0; /* nn: blocks of the next B block */
+        /* the next B block's bytes, prefetched into L2 during this one's sweep, `per` lines per k step */
+        const char *nx = !nn ? NULL : a->q ? (const char *)(a->q->data + g1 * a->q->blk_bytes) : (const char *)(a->w + g1 * blk);
+        const size_t nlines = !nn ? 0 : (a->q ? nn * a->q->blk_bytes : nn * blk * 2) / 64;
+        const size_t per = AMXK__CEIL_DIV(nlines, np * ns * AMXK__CEIL_DIV(g1 - g0, (size_t)2));
+        size_t pf = 0; /* next line to prefetch */
+        if (a->q) /* quantized: dequantized to x's 16-bit type in the VNNI pair layout (vector level), once */
+            for (b = g0; b < g1; b += 2) amxk__linear_deq2__amx(a, b, b + 1 < g1, wf, wq + (b - g0) * blk);
+        for (q = 0; q < np; q++) {
+            const size_t pi = j % 2 ? np - 1 - q : q; /* serpentine: the last panels read are still in L2 */
             const uint16_t *xp = xa + pi * panel;
             const size_t i0 = m0 + pi * AMXK__LIN_AMX_M, mr = AMXK__MIN((size_t)AMXK__LIN_AMX_M, m1 - i0);
             const int hi = mr > 16; /* rows 16..31: A tile 5, C tiles 2-3 */
-            AMXK__TILE_ZERO(0);
-            if (two) AMXK__TILE_ZERO(1);
-            if (hi) AMXK__TILE_ZERO(2);
-            if (hi && two) AMXK__TILE_ZERO(3);
-            for (kk = 0; kk < kp; kk += AMXK__LIN_KALIGN) {
-                AMXK__TILE_LOADD(4, xp + kk, lda);
-                if (hi) AMXK__TILE_LOADD(5, xp + 16 * kp + kk, lda);
-                AMXK__TILE_LOADD(6, w0 + kk * AMXK__LIN_NB, 64);
-                if (two) AMXK__TILE_LOADD(7, w1 + kk * AMXK__LIN_NB, 64);
-                if (fp16) {
-                    AMXK__TDPFP16PS(0, 4, 6);
-                    if (two) AMXK__TDPFP16PS(1, 4, 7);
-                    if (hi) AMXK__TDPFP16PS(2, 5, 6);
-                    if (hi && two) AMXK__TDPFP16PS(3, 5, 7);
-                } else {
-                    AMXK__TDPBF16PS(0, 4, 6);
-                    if (two) AMXK__TDPBF16PS(1, 4, 7);
-                    if (hi) AMXK__TDPBF16PS(2, 5, 6);
-                    if (hi && two) AMXK__TDPBF16PS(3, 5, 7);
+            for (b = g0; b < g1; b += 2) {
+                const int two = b + 1 < g1;
+                const uint16_t *w0 = a->q ? wq + (b - g0) * blk : a->w + b * blk, *w1 = w0 + blk;
+                AMXK__TILE_ZERO(0);
+                if (two) AMXK__TILE_ZERO(1);
+                if (hi) AMXK__TILE_ZERO(2);
+                if (hi && two) AMXK__TILE_ZERO(3);
+                for (s = 0; s < ns; s++) {
+                    const uint16_t *xt = xp + s * 1024;
+                    size_t e;
+                    AMXK__TILE_LOADD(4, xt, 64);
+                    if (hi) AMXK__TILE_LOADD(5, xt + 512, 64);
+                    AMXK__TILE_LOADD(6, w0 + s * 512, 64);
+                    if (two) AMXK__TILE_LOADD(7, w1 + s * 512, 64);
+                    if (fp16) {
+                        AMXK__TDPFP16PS(0, 4, 6);
+                        if (two) AMXK__TDPFP16PS(1, 4, 7);
+                        if (hi) AMXK__TDPFP16PS(2, 5, 6);
+                        if (hi && two) AMXK__TDPFP16PS(3, 5, 7);
+                    } else {
+                        AMXK__TDPBF16PS(0, 4, 6);
+                        if (two) AMXK__TDPBF16PS(1, 4, 7);
+                        if (hi) AMXK__TDPBF16PS(2, 5, 6);
+                        if (hi && two) AMXK__TDPBF16PS(3, 5, 7);
+                    }
+                    for (e = 0; e < per && pf < nlines; e++, pf++) AMXK__PREFETCH_L2(nx + pf * 64);
                 }
-            }
-            for (h = 0; h < 1 + (size_t)hi; h++) { /* the 16-row halves: C tiles 2h, 2h + 1 */
-                const size_t rows = AMXK__MIN((size_t)16, mr - 16 * h), cnt = AMXK__MIN((size_t)(two ? 32 : 16), a->n - b * AMXK__LIN_NB);
-                const int straight = direct && rows == 16 && cnt == (size_t)(two ? 32 : 16); /* f32, no bias, whole tiles */
-                float *const yp = straight ? (float *)a->y + (i0 + 16 * h) * a->ldy + b * AMXK__LIN_NB : cs;
-                const size_t ld = straight ? a->ldy : 32;
-                if (h == 0) { /* tile numbers are immediates */
-                    AMXK__TILE_STORED(0, yp, ld * 4);
-                    if (two) AMXK__TILE_STORED(1, yp + 16, ld * 4);
-                } else {
-                    AMXK__TILE_STORED(2, yp, ld * 4);
-                    if (two) AMXK__TILE_STORED(3, yp + 16, ld * 4);
+                for (h = 0; h < 1 + (size_t)hi; h++) { /* the 16-row halves: C tiles 2h, 2h + 1 */
+                    const size_t rows = AMXK__MIN((size_t)16, mr - 16 * h), cnt = AMXK__MIN((size_t)(two ? 32 : 16), a->n - b * AMXK__LIN_NB);
+                    const int straight = direct && rows == 16 && cnt == (size_t)(two ? 32 : 16); /* f32, no bias, whole tiles */
+                    float *const yp = straight ? (float *)a->y + (i0 + 16 * h) * a->ldy + b * AMXK__LIN_NB : cs;
+                    const size_t ld = straight ? a->ldy : 32;
+                    if (h == 0) { /* tile numbers are immediates */
+                        AMXK__TILE_STORED(0, yp, ld * 4);
+                        if (two) AMXK__TILE_STORED(1, yp + 16, ld * 4);
+                    } else {
+                        AMXK__TILE_STORED(2, yp, ld * 4);
+                        if (two) AMXK__TILE_STORED(3, yp + 16, ld * 4);
+                    }
+                    if (!straight) store(a, i0 + 16 * h, rows, b * AMXK__LIN_NB, cnt, cs, 32);
                 }
-                if (!straight) store(a, i0 + 16 * h, rows, b * AMXK__LIN_NB, cnt, cs, 32);
             }
         }
     }
@@ -3172,10 +3237,20 @@ AMXK__PRIV void amxk__linear_ws__avx512(amxk__linear_plan *p, size_t m, size_t k
 }
 #endif
 #if AMXK__HAS_AMX
+/* The AMX level's grid and workspace (amxk__linear_block__32x32__amx): N-major, each worker one N range
+   (an even number of blocks) over all the rows up to AMXK__LIN_AMX_MC (larger M: chunks of that many
+   rows, each chunk streaming the weights again); per worker the tile-major A panels of a chunk, two
+   dequantized blocks and the dequantizer's f32 scratch (quantized packs), a 32 x 32 f32 C scratch. */
 AMXK__PRIV void amxk__linear_ws__amx(amxk__linear_plan *p, size_t m, size_t kp, int quant) {
-    (void)m;
-    p->ws_a = AMXK__ROUND_UP(AMXK__ROUND_UP(p->mc, (size_t)AMXK__LIN_AMX_M) * kp * 2, (size_t)AMXK_ALIGN); /* every panel of a task */
-    p->ws_w = quant ? 2 * (size_t)AMXK__LIN_NB * kp * 2 + (size_t)AMXK__LIN_NB * kp * 4 : 0; /* + f32 scratch */
+    int *o = &p->ws_overflow;
+    p->mc = AMXK__MIN(m, (size_t)AMXK__LIN_AMX_MC);
+    p->nc = AMXK__MIN(p->nblk, AMXK__ROUND_UP(AMXK__CEIL_DIV(p->nblk, p->workers), (size_t)2));
+    p->ws_a = amxk__sz_round(amxk__sz_mul(amxk__sz_mul(AMXK__ROUND_UP(p->mc, (size_t)AMXK__LIN_AMX_M), kp, o), 2, o), (size_t)AMXK_ALIGN, o);
+    /* a block pair holds 64 bytes per k (2 x 16 lanes x 2 bytes); the quotient is taken before any product can wrap */
+    p->bpairs = kp >= (size_t)AMXK__LIN_AMX_BBYTES / 64 ? 1 : (size_t)AMXK__LIN_AMX_BBYTES / 64 / kp;
+    p->bpairs = AMXK__MAX((size_t)1, AMXK__MIN(p->bpairs, AMXK__CEIL_DIV(p->nc, (size_t)2)));
+    /* the B block's 16-bit blocks + the dequantizer's f32 scratch block */
+    p->ws_w = quant ? amxk__sz_mul(amxk__sz_add(amxk__sz_mul(2 * p->bpairs, (size_t)AMXK__LIN_NB * 2, o), (size_t)AMXK__LIN_NB * 4, o), kp, o) : 0;
     p->ws_c = (size_t)AMXK__LIN_AMX_M * 2 * AMXK__LIN_NB * 4;
 }
 /* bf16 tiles; fp16 tiles need AMX-FP16 (or the emulator); no fp32 tiles (f32 packs: the vector level). */
@@ -3272,13 +3347,14 @@ AMXK__PRIV void amxk__pack_layout(const amxk_ctx *ctx, int op, size_t m, size_t 
     if (op == AMXK__OP_Q8) takes = takes && (!kt->q8_takes || kt->q8_takes(q));
     else takes = takes && (!kt->lin_takes || kt->lin_takes(dt));
     p->kt = takes ? kt : p->vec;
+    p->nblk = nblk, p->workers = workers;
     p->mc = AMXK__MIN(m, p->kt->mc);
     p->nc = m <= 4 ? AMXK__MAX((size_t)1, AMXK__CEIL_DIV(nblk, workers * 4)) : p->kt->nc;
     p->nc = AMXK__MIN(p->nc, nblk);
+    if (op == AMXK__OP_LINEAR) p->kt->lin_ws(p, m, kp, q ? amxk__q_kind(q) : 0); /* may set its own grid (AMX) */
     p->m_tasks = AMXK__CEIL_DIV(m, p->mc);
     p->n_tasks = AMXK__CEIL_DIV(nblk, p->nc);
-    if (op == AMXK__OP_LINEAR) p->kt->lin_ws(p, m, kp, q ? amxk__q_kind(q) : 0);
-    p->ws_worker = p->ws_a + p->ws_w + p->ws_c; /* K <= 2^40 (callers check): fits */
+    p->ws_worker = amxk__sz_add(amxk__sz_add(p->ws_a, p->ws_w, &p->ws_overflow), p->ws_c, &p->ws_overflow);
     p->ws_total = amxk__sz_mul(p->ws_worker, workers, &p->ws_overflow);
 }
 

@@ -157,13 +157,15 @@ static int cmd_linear(bench_env *env, const bench_args *a) {
         amxk_amx_emu_counts_get(&c);
         printf("amx_counts m=%zu n=%zu k=%zu dtype=%s%s tier=%s per_call: tdp=%.0f ldtilecfg=%.0f tilerelease=%.0f tileloadd=%.0f "
                "load_bytes_x=%.0f load_bytes_w=%.0f load_bytes_ws=%.0f load_bytes_stack=%.0f tilestored=%.0f store_bytes=%.0f "
-               "dequant_blocks=%.0f | packed_bytes=%zu weight_loads_per_packed_byte=%.2f bytes_per_tdp=%.0f dequant_per_block=%.2f\n",
+               "dequant_blocks=%.0f l2_miss_bytes_x=%.0f l2_miss_bytes_w=%.0f l2_miss_bytes_ws=%.0f | packed_bytes=%zu "
+               "weight_loads_per_packed_byte=%.2f bytes_per_tdp=%.0f dequant_per_block=%.2f w_beyond_l2_per_packed_byte=%.3f\n",
                j.m, j.n, j.k, dts, qparams, amxk_tier_name(env->ctx.tier), (double)c.tdp / calls, (double)c.ldtilecfg / calls,
                (double)c.release / calls, (double)c.tileloadd / calls, (double)c.load_bytes[1] / calls, (double)c.load_bytes[2] / calls,
                (double)c.load_bytes[3] / calls, (double)c.load_bytes[0] / calls, (double)c.tilestored / calls, (double)c.store_bytes / calls,
-               (double)c.dequant_blocks / calls, j.packed_bytes, (double)c.load_bytes[2] / calls / (double)j.packed_bytes,
+               (double)c.dequant_blocks / calls, (double)c.l2_miss_bytes[1] / calls, (double)c.l2_miss_bytes[2] / calls,
+               (double)c.l2_miss_bytes[3] / calls, j.packed_bytes, (double)c.load_bytes[2] / calls / (double)j.packed_bytes,
                c.tdp ? (double)(c.load_bytes[0] + c.load_bytes[1] + c.load_bytes[2] + c.load_bytes[3]) / (double)c.tdp : 0.0,
-               (double)c.dequant_blocks / calls / (double)((j.n + 15) / 16));
+               (double)c.dequant_blocks / calls / (double)((j.n + 15) / 16), (double)c.l2_miss_bytes[2] / calls / (double)j.packed_bytes);
     }
 #endif
     bench_line(med, 2.0 * (double)j.m * (double)j.n * (double)j.k,

@@ -683,6 +683,65 @@ static void test_threads(void) {
     }
 }
 
+/* ---- the AMX grid (amxk_pack.h: amxk__linear_block__32x32__amx, amxk__linear_ws__amx) ---------------- */
+
+/* A parallel_for that runs the tasks on the calling thread in reverse order, task t as worker
+   (n_tasks - 1 - t) % 3 (contexts of 3 workers): results must not depend on task order or placement. */
+static void reverse_for(void *user, amxk_task_fn fn, void *task_ctx, size_t n_tasks) {
+    size_t t;
+    (void)user;
+    for (t = n_tasks; t-- > 0;) fn(task_ctx, t, (int)((n_tasks - 1 - t) % 3));
+}
+
+/* Shapes that hit the AMX grid's edges: 16-row panel tails, odd block counts (the one-B-tile pair),
+   several B blocks per worker (B blocks of ~1 MiB of 16-bit weights: 4 block pairs at K = 4096, 7 at
+   K = 2049) with a ragged last one, K not a multiple of 32, two row chunks (M > 512). Each against the
+   reference on 2 workers (run_case), then bitwise equal across 1 worker, pools of 3 and 7 and
+   reversed task order on 3 workers. */
+static void test_amx_grid(void) {
+    static const size_t shapes[][3] = {{48, 47, 4096}, {17, 300, 4001}, {80, 290, 2049}, {520, 20, 40}, {5, 33, 100}};
+    size_t i;
+    if (!tier_usable(AMXK_TIER_AMX)) return;
+    TEST_SECTION("AMX grid: 16-row tails, odd block counts, several B blocks, K % 32, row chunks, task order");
+    for (i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        lcase c;
+        ldata d;
+        unsigned char *packed, *y0 = NULL;
+        int v;
+        memset(&c, 0, sizeof c);
+        c.m = shapes[i][0], c.n = shapes[i][1], c.k = shapes[i][2];
+        c.xt = i % 2 ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16, c.wt = i % 3 == 1 ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F32;
+        c.yt = i % 3 == 0 ? AMXK_DTYPE_F32 : i % 3 == 1 ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F16, c.bias = i % 3 != 0, c.scale = 1.0;
+        c.ldx = c.k + (i % 2 ? 3 : 0), c.ldy = c.n + (i % 2 ? 0 : 5), c.ldw = c.k, c.workers = 2;
+        test_case_begin(test_case_id("pack amx grid", i));
+        run_case(&c, AMXK_TIER_BIT(AMXK_TIER_AMX));
+        test_case_begin(test_case_id("pack amx grid variants", i));
+        ldata_make(&d, &c);
+        packed = (unsigned char *)test_alloc(d.pbytes);
+        CHECK(amxk_pack_linear(NULL, packed, d.pbytes, c.xt, d.w, c.wt, c.n, c.k, c.ldw) == AMXK_OK, "pack");
+        for (v = 0; v < 4; v++) { /* 1 worker, pools 3 and 7, reversed task order on 3 workers */
+            amxk_ctx ctx;
+            size_t wsb = 0;
+            void *ws, *y;
+            ctx_for(&ctx, AMXK_TIER_AMX, v == 0 ? 1 : v == 1 ? 3 : v == 2 ? 7 : 1);
+            if (v == 3) ctx.n_workers = 3, ctx.parallel_for = reverse_for, ctx.parallel_user = NULL;
+            CHECK(amxk_linear_workspace_size(&ctx, c.m, c.n, c.k, &wsb) == AMXK_OK, "ws size");
+            ws = test_alloc(wsb);
+            y = test_alloc(d.ybytes);
+            CHECK(amxk_linear(&ctx, c.m, c.n, c.k, d.x, c.xt, c.ldx, packed, d.pbytes, d.bias, y, c.yt, c.ldy, ws, wsb) == AMXK_OK &&
+                      test_guard_ok(y) && test_guard_ok(ws),
+                  "[amx] variant %d: status / guards: %s", v, case_str(&c));
+            if (v == 0) y0 = (unsigned char *)malloc(d.ybytes), memcpy(y0, y, d.ybytes);
+            else CHECK(memcmp(y0, y, d.ybytes) == 0, "[amx] variant %d not bitwise equal to 1 worker: %s", v, case_str(&c));
+            test_free(y);
+            test_free(ws);
+        }
+        free(y0);
+        test_free(packed);
+        ldata_free(&d);
+    }
+}
+
 /* ---- portability: one packed buffer, every tier; every context packs the same bytes --------------- */
 
 static void test_portability(void) {
@@ -1387,6 +1446,7 @@ int main(void) {
     test_portability();
     test_null_ctx();
     test_threads();
+    test_amx_grid();
     test_f32_format();
     test_f32_packs();
     test_sweep();

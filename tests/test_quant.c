@@ -1104,6 +1104,72 @@ static void test_threads(void) {
     }
 }
 
+/* ---- the AMX grid with quantized packs (amxk_pack.h: amxk__linear_block__32x32__amx) ------------------- */
+
+/* A parallel_for that runs the tasks on the calling thread in reverse order, task t as worker
+   (n_tasks - 1 - t) % 3 (contexts of 3 workers): results must not depend on task order or placement. */
+static void reverse_for(void *user, amxk_task_fn fn, void *task_ctx, size_t n_tasks) {
+    size_t t;
+    (void)user;
+    for (t = n_tasks; t-- > 0;) fn(task_ctx, t, (int)((n_tasks - 1 - t) % 3));
+}
+
+/* Blocks dequantized once per B block (several per worker: ~1 MiB of 16-bit weights, 4 block pairs at
+   K ~ 4096), odd block counts, 16-row tails, K not a multiple of 32: each case against the reference
+   on 2 workers (run_qcase, AMX level only), then bitwise equal across 1 worker, a pool of 3 and
+   reversed task order on 3 workers. */
+static void test_amx_grid(void) {
+    static const struct { amxk_qformat f; int asym; size_t bn, bk, m, n, k; } cs[] = {
+        {AMXK_QFMT_INT4, 0, 1, 128, 48, 300, 4096}, {AMXK_QFMT_INT8, 1, 1, 64, 17, 290, 4032}, {AMXK_QFMT_FP8_E4M3, 0, 128, 128, 80, 170, 4100},
+        {AMXK_QFMT_INT2, 1, 1, 32, 33, 47, 96}};
+    size_t i;
+    if (!tier_usable(AMXK_TIER_AMX)) return;
+    TEST_SECTION("AMX grid (quantized): several B blocks, odd block counts, 16-row tails, task order");
+    for (i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        qcase c;
+        size_t bytes = 0, j;
+        float *w;
+        uint16_t *x;
+        unsigned char *p, *y0 = NULL;
+        int v;
+        memset(&c, 0, sizeof c);
+        c.q.format = cs[i].f, c.q.asym = cs[i].asym, c.q.block_n = cs[i].bn, c.q.block_k = cs[i].bk;
+        c.m = cs[i].m, c.n = cs[i].n, c.k = cs[i].k, c.ldx = c.k + (i % 2), c.ldy = c.n + 2 * (i % 2), c.ldw = c.k;
+        c.xt = i % 2 ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16, c.wt = AMXK_DTYPE_F32, c.yt = i % 3 ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F32;
+        c.bias = (int)(i % 2), c.workers = 2, c.tiers = AMXK_TIER_BIT(AMXK_TIER_AMX);
+        test_case_begin(test_case_id("quant amx grid", i));
+        run_qcase(&c);
+        test_case_begin(test_case_id("quant amx grid variants", i));
+        w = (float *)malloc(c.n * c.k * 4), x = (uint16_t *)malloc(c.m * c.k * 2);
+        for (j = 0; j < c.n * c.k; j++) w[j] = (float)randn_ish();
+        for (j = 0; j < c.m * c.k; j++) x[j] = (uint16_t)test_ref_encode(c.xt, test_randf(-1, 1));
+        CHECK(amxk_pack_quant_size(&c.q, c.n, c.k, &bytes) == AMXK_OK, "size");
+        p = (unsigned char *)test_alloc(bytes);
+        CHECK(amxk_quantize_pack(NULL, p, bytes, &c.q, w, AMXK_DTYPE_F32, c.n, c.k, c.k) == AMXK_OK, "quantize");
+        for (v = 0; v < 3; v++) { /* 1 worker, a pool of 3, reversed task order on 3 workers */
+            amxk_ctx ctx;
+            size_t wsb = 0;
+            void *ws, *y;
+            ctx_for(&ctx, AMXK_TIER_AMX, v == 1 ? 3 : 1);
+            if (v == 2) ctx.n_workers = 3, ctx.parallel_for = reverse_for, ctx.parallel_user = NULL;
+            CHECK(amxk_linear_workspace_size_for(&ctx, c.m, p, bytes, &wsb) == AMXK_OK, "ws");
+            ws = test_alloc(wsb);
+            y = test_alloc(c.m * c.n * 4);
+            CHECK(amxk_linear(&ctx, c.m, c.n, c.k, x, c.xt, c.k, p, bytes, NULL, y, AMXK_DTYPE_F32, c.n, ws, wsb) == AMXK_OK &&
+                      test_guard_ok(y) && test_guard_ok(ws),
+                  "[amx] variant %d: status / guards: %s", v, case_str(&c));
+            if (v == 0) y0 = (unsigned char *)malloc(c.m * c.n * 4), memcpy(y0, y, c.m * c.n * 4);
+            else CHECK(memcmp(y0, y, c.m * c.n * 4) == 0, "[amx] variant %d not bitwise equal to 1 worker: %s", v, case_str(&c));
+            test_free(y);
+            test_free(ws);
+        }
+        free(y0);
+        test_free(p);
+        free(w);
+        free(x);
+    }
+}
+
 /* ---- bad arguments ----------------------------------------------------------------------------------- */
 
 
@@ -1828,6 +1894,7 @@ int main(void) {
     test_bad_args();
     test_portability();
     test_threads();
+    test_amx_grid();
     test_sweep();
     test_mxfp4_pack();
     test_mxfp4_bad();
