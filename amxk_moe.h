@@ -1104,7 +1104,8 @@ AMXK__PRIV void amxk__moe_unit_init(const amxk_ctx *ctx, const amxk__moe_args *a
    row chunk; one worker: one slice, no x panel is converted twice). */
 AMXK__PRIV size_t amxk__moe_split(amxk__moe_unit *u, int fused, size_t want, size_t item0) {
     size_t nb = fused ? u->N / AMXK__LINOP_NB : AMXK__CEIL_DIV(2 * u->N, (size_t)AMXK__LINOP_NB), ns = AMXK__MIN(AMXK__MAX(want, (size_t)1), nb);
-    u->sw1 = AMXK__CEIL_DIV(nb, ns);
+    const size_t ct = fused && u->interleaved ? 1 : amxk__linop_col_tile(&u->g1); /* interleaved: 2 w13 blocks per slice unit */
+    u->sw1 = AMXK__ROUND_UP(AMXK__CEIL_DIV(nb, ns), ct); /* whole kernel tiles (AMX: block pairs) */
     u->ns1 = AMXK__CEIL_DIV(nb, u->sw1);
     u->item0 = item0;
     return item0 + u->ns1 * AMXK__CEIL_DIV(u->rows, u->c1);
@@ -1344,8 +1345,10 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
         for (i = 0; i < a.n_units; i++) chunks += AMXK__CEIL_DIV(a.u[i].rows, a.u[i].c1);
         want = chunks ? AMXK__CEIL_DIV(target, chunks) : 1;
         for (i = 0; i < a.n_units; i++) a.items1 = amxk__moe_split(&a.u[i], a.fused, want, a.items1);
+        size_t ct2 = 1;
+        for (i = 0; i < a.n_units; i++) ct2 = AMXK__MAX(ct2, amxk__linop_col_tile(&a.u[i].g2));
         a.ns2 = AMXK__MIN(nbk, target);
-        a.sw2 = AMXK__CEIL_DIV(nbk, a.ns2);
+        a.sw2 = AMXK__ROUND_UP(AMXK__CEIL_DIV(nbk, a.ns2), ct2); /* whole kernel tiles (AMX: block pairs) */
         a.ns2 = AMXK__CEIL_DIV(nbk, a.sw2);
     }
     /* gather (small: serially, only the rows read from the copy; act_int8: the input quantization

@@ -653,6 +653,7 @@ typedef struct amxk__pack_kernels {
     void (*q8_bprep)(const amxk__qview *v, size_t b, size_t k0, size_t k1, int8_t *dst, int32_t *corr, size_t ldc);
     void (*q8_epi)(const amxk__q8_args *a, size_t row, size_t rows, size_t b, int nb, size_t g, const int32_t *c, const int32_t *corr,
                    float *acc, int first, int last);
+    size_t col_tile; /* column blocks per tile of its linear and w8a8 kernels (callers that slice N: multiples) */
 } amxk__pack_kernels;
 
 /* Block b of a bf16/fp16/f32 pack. */
@@ -3413,36 +3414,36 @@ AMXK__PRIV void amxk__linear_q8_grid__amx(amxk__linear_plan *p, const amxk__qvie
 
 static const amxk__pack_kernels amxk__pack_kernels_scalar = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__scalar, amxk__linear__1x16__scalar, NULL, amxk__linear_q8__1x16__scalar, NULL,
-    amxk__q_block_16, amxk__linear_store_rows__scalar, NULL, amxk__q8_bprep__scalar, amxk__q8_epi__scalar};
+    amxk__q_block_16, amxk__linear_store_rows__scalar, NULL, amxk__q8_bprep__scalar, amxk__q8_epi__scalar, 1};
 #if AMXK__HAS_AVX2
 static const amxk__pack_kernels amxk__pack_kernels_avx2 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avx2,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1};
 #endif
 #if AMXK__HAS_AVXVNNI
 /* the AVX2 level on a CPU with AVX-VNNI: w8a8 on VEX vpdpbusd */
 static const amxk__pack_kernels amxk__pack_kernels_avx2vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avxvnni,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1};
 #endif
 #if AMXK__HAS_AVX512
 static const amxk__pack_kernels amxk__pack_kernels_avx512 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx2,
     amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512};
+    amxk__q8_epi__avx512, 1};
 static const amxk__pack_kernels amxk__pack_kernels_avx512vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx512vnni,
     amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512};
+    amxk__q8_epi__avx512, 1};
 static const amxk__pack_kernels amxk__pack_kernels_avx512bf16 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512bf16, NULL,
     amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512};
+    amxk__q8_epi__avx512, 1};
 #endif
 #if AMXK__HAS_AMX
 static const amxk__pack_kernels amxk__pack_kernels_amx = {
     AMXK__LIN_MC, AMXK__LIN_AMX_MIN_M, AMXK__LIN_NC, amxk__linear_takes__amx, amxk__linear_ws__amx, amxk__linear_block__32x32__amx,
-    amxk__linear_q8_takes__amx, amxk__linear_q8_block__32x32__amx, NULL, NULL, NULL, amxk__linear_q8_grid__amx, NULL, NULL};
+    amxk__linear_q8_takes__amx, amxk__linear_q8_block__32x32__amx, NULL, NULL, NULL, amxk__linear_q8_grid__amx, NULL, NULL, 2};
 #endif
 
 /* The table of ISA level `level` (a context's tier, or a vector level): the one place that maps levels
@@ -4283,6 +4284,9 @@ AMXK__PRIV void amxk__linop_bind_q8(const amxk_ctx *ctx, amxk__linop_call *c, co
 /* Rows per chunk of a bound call: a caller that splits the rows cuts them at multiples of this (from
    row 0), as amxk_linear does, to get its sums. */
 AMXK__PRIV size_t amxk__linop_chunk(const amxk__linop_call *c) { return c->plan.mc; }
+/* Column blocks per tile of the kernel of a bound call: a caller that splits the column blocks cuts
+   them at multiples of this (the AMX kernels: block pairs; a slice of one block would run half tiles). */
+AMXK__PRIV size_t amxk__linop_col_tile(const amxk__linop_call *c) { return c->plan.kt->col_tile; }
 
 /* Rows [m0, m1) (inside one chunk) x column blocks [b0, b1) of a bound call; ws: amxk__linop_ws bytes
    for this worker (AMXK_ALIGN aligned; may be NULL when that is 0). */
