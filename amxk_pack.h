@@ -884,6 +884,10 @@ AMXK__PRIV void amxk__q8_bprep__scalar(const amxk__qview *v, size_t b, size_t k0
     }
 }
 
+/* The x scale of row `row` for activation group xg (= k / ag, computed once per call by the caller). */
+AMXK__INLINE float amxk__q8_xscale_g(const amxk__q8_args *a, size_t row, size_t xg) {
+    return a->xs[a->layout == AMXK_SCALES_ROW_MAJOR ? row * a->ld_s + xg : xg * a->ld_s + row];
+}
 /* x sum of row `row` over group g (the int8 values: U8 codes XOR 0x80). */
 AMXK__INLINE int32_t amxk__q8_xsum(const amxk__q8_args *a, size_t row, size_t g) {
     const size_t bk = a->w->bk;
@@ -903,9 +907,10 @@ AMXK__INLINE int32_t amxk__q8_xsum(const amxk__q8_args *a, size_t row, size_t g)
 AMXK__PRIV void amxk__q8_epi__scalar(const amxk__q8_args *a, size_t row, size_t rows, size_t b, int nb, size_t g, const int32_t *c,
                                      const int32_t *corr, float *acc, int first, int last) {
     const amxk__qview *v = a->w;
+    const size_t xg = g * v->bk / a->ag;
     size_t r, j, h;
     for (r = 0; r < rows; r++) {
-        const float sx = amxk__q8_xscale(a, row + r, g * v->bk), xs = v->asym ? (float)amxk__q8_xsum(a, row + r, g) : 0.0f;
+        const float sx = amxk__q8_xscale_g(a, row + r, xg), xs = v->asym ? (float)amxk__q8_xsum(a, row + r, g) : 0.0f;
         float out[AMXK__LIN_NB];
         for (h = 0; h < (size_t)nb; h++) {
             const size_t n0 = (b + h) * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
@@ -1905,10 +1910,10 @@ AMXK__PRIV void amxk__q8_bprep__avx2(const amxk__qview *v, size_t b, size_t k0, 
 AMXK__PRIV void amxk__q8_epi__avx2(const amxk__q8_args *a, size_t row, size_t rows, size_t b, int nb, size_t g, const int32_t *c,
                                    const int32_t *corr, float *acc, int first, int last) {
     const amxk__qview *v = a->w;
-    const size_t es = amxk_dtype_size(a->yt);
+    const size_t es = amxk_dtype_size(a->yt), xg = g * v->bk / a->ag;
     size_t r, h, j;
     for (r = 0; r < rows; r++) {
-        const __m256 sx = _mm256_set1_ps(amxk__q8_xscale(a, row + r, g * v->bk));
+        const __m256 sx = _mm256_set1_ps(amxk__q8_xscale_g(a, row + r, xg));
         const __m256 xs = _mm256_set1_ps(v->asym ? (float)amxk__q8_xsum__avx2(a->xq + (row + r) * a->ldq + g * v->bk, v->bk, a->xflip) : 0.0f);
         for (h = 0; h < (size_t)nb; h++) {
             const size_t n0 = (b + h) * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0), gi = amxk__q_gidx(v, n0, g);
@@ -2112,9 +2117,10 @@ AMXK__PRIV void amxk__linear_store_rows__avx512(const amxk__linear_args *a, size
 AMXK__PRIV void amxk__q8_epi__avx512(const amxk__q8_args *a, size_t row, size_t rows, size_t b, int nb, size_t g, const int32_t *c,
                                      const int32_t *corr, float *acc, int first, int last) {
     const amxk__qview *v = a->w;
+    const size_t xg = g * v->bk / a->ag;
     size_t r, h;
     for (r = 0; r < rows; r++) {
-        const __m512 sx = _mm512_set1_ps(amxk__q8_xscale(a, row + r, g * v->bk));
+        const __m512 sx = _mm512_set1_ps(amxk__q8_xscale_g(a, row + r, xg));
         const __m512 xs = _mm512_set1_ps(v->asym ? (float)amxk__q8_xsum__avx2(a->xq + (row + r) * a->ldq + g * v->bk, v->bk, a->xflip) : 0.0f);
         for (h = 0; h < (size_t)nb; h++) {
             const size_t e = h * AMXK__LIN_NB, gi = amxk__q_gidx(v, (b + h) * AMXK__LIN_NB, g);

@@ -44,7 +44,7 @@ if [ "${AMX_MODEL_MOE:-1}" != 0 ]; then
     echo
     echo "| format | TDPs | LDTILECFG | tile loads | W loads / active packed byte | dequant blocks | tile stores | useful TDP work | per TDP | min rows |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-    for f in "bf16|--dtype bf16" "int8 g128 (w8a8)|--dtype int8 --act int8"; do
+    for f in "bf16|--dtype bf16" "int8 g128 (w8a8)|--dtype int8 --act int8" "int4 g128 (w4a8)|--dtype int4 --act int8"; do
         name=${f%%|*} args=${f#*|}
         # shellcheck disable=SC2086
         line=$("$bin" moe --m "$m" --layers 1 $args --isa amx --reps 1 --warmup 0 --threads 1 | grep '^amx_counts_moe')
