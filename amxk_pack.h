@@ -3389,9 +3389,13 @@ AMXK__PRIV int amxk__linear_takes__amx(amxk_dtype dt) {
        AMX   ceil(m / 16) * (16 g / ks + 16) + 1.5 m  (+ g / 2 for int4 / int2)
        VNNI  m * (g / 8 + 1)
    AMX is taken where its figure is smaller. Predicted thresholds: int8 g = 128: m >= 4; g = 64:
-   m >= 5; g = 32 (ks 32): m >= 10; g <= 16: never (the VNNI path wins at every m: one TDP does a
-   quarter of its work or less); per channel g = K = 4096: m >= 3; int4 g = 128: m >= 8; so decode
-   (m <= 2) stays on VNNI. The AMX kernel also needs a k step (amxk__q8_kstep) and, for int4 / int2,
+   m >= 5; g = 32 (ks 32): m >= 10, except just past multiples of 16 (m = 17: a second tile of one
+   row costs more than VNNI's row); g <= 16: never (one TDP does a quarter of its work or less); per
+   channel g = K = 4096: m >= 3; int4 g = 128: m >= 8; so decode (m <= 2) stays on VNNI.
+   llvm-mca-19 -mcpu=sapphirerapids models one 512-bit port for these ops instead (the epilogue's cvt,
+   mul and fma at 3.0 cycles per row and 16 columns; vpdpbusd 1 per cycle): with it both sides slow
+   down and AMX wins from fewer rows (g = 128: m >= 2; g = 32: m >= 5), so the rule errs towards
+   VNNI. The AMX kernel also needs a k step (amxk__q8_kstep) and, for int4 / int2,
    g <= AMXK__Q8A_KC (its widening buffer); and AMX-INT8 (or the emulator). */
 AMXK__INLINE int amxk__q8_amx_wins(size_t m, size_t g, size_t ks, int bits) {
     const double amx = (double)AMXK__CEIL_DIV(m, (size_t)16) * (16.0 * (double)g / (double)ks + 16.0) + 1.5 * (double)m +
