@@ -325,7 +325,8 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    columns per activation scale. packed: an INT8 (symmetric), INT4 or INT2 (symmetric or asymmetric)
    pack whose group divides act_group (per-token activations: act_group = K). y as in amxk_linear.
    No workspace.
-   Levels: AVX512-VNNI (avx512_vnni and up; also the amx level for M < 5 or without AMX-INT8): 512-bit
+   Levels: AVX512-VNNI (avx512_vnni and up; also the amx level where its rule picks VNNI - small M,
+   small groups, see amxk__q8_amx_wins - or without AMX-INT8): 512-bit
    vpdpbusd on the unsigned weight (int8 w + 128, symmetric int4/int2 q + 2^(b-1), asymmetric q) and
    4 broadcast x bytes; the wrapped int32 sum less 2^(b-1) sum x (sym) is exact; asymmetric: less
    z * sum x in f32; 8-row x 2-block tiles on unit-major x panels of 24 rows, k steps of 1024 columns,
@@ -337,12 +338,17 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    no 16-bit saturation since |w| <= 128 and |x| <= 127; int4/int2: vpmaddubsw on the unsigned field
    u (symmetric values offset by 2^(b-1), which the x sum corrects) and x, exact since u <= 15,
    summed in 16-bit lanes over 8 (int4) or 32 (int2) steps, which cannot overflow, then vpmaddwd to
-   int32. AMX (M >= 5, AMX-INT8 or the emulator): TDPBSSD on 16 x 32 tiles, int4/int2 fields widened
-   to int8 per k step (exact int32 as well). Scalar: int32 loops. U8 codes become the int8 values
-   where x is read (XOR 0x80: the prefill x panels, the x sums, the decode broadcasts in kernel
-   instances of their own so that I8 reads get no XOR, AMX x tiles through a stack copy), so every
-   level computes the same integers from the same values. Same parallel decomposition as
-   amxk_linear. The pack is validated as amxk_packed_linear_info says; a bf16/fp16/f32, fp8 or MXFP4 pack
+   int32. AMX (AMX-INT8 or the emulator, where amxk__q8_amx_wins says so: e.g. int8 g128 from 4
+   rows, int4 g128 from 8, groups of 16 or less never): TDPBSSD (U8: TDPBUSD on the codes as they
+   are, less 128 * the group's weight sums in int32: the same integers) on 2 x 2 tiles of up to 16
+   rows x 16 columns, one tile configuration per worker and call, int4/int2 widened to int8 once per
+   block pair and k chunk of <= 1024 columns (groups wider than that: the vector level), the group
+   epilogue at the vector level's width (amxk__linear_q8_block__32x32__amx); ~77 KiB of stack.
+   Scalar: int32 loops. U8 codes become the int8 values where x is read (XOR 0x80: the prefill x
+   panels, the x sums, the decode broadcasts in kernel instances of their own so that I8 reads get
+   no XOR), so every level computes the same integers from the same values. Same parallel
+   decomposition as amxk_linear, except at the amx level: N-major, one task per worker over all rows
+   (amxk__linear_q8_grid__amx). The pack is validated as amxk_packed_linear_info says; a bf16/fp16/f32, fp8 or MXFP4 pack
    (or asymmetric int8) is AMXK_ERR_FORMAT, groups that are not whole 64-byte rows AMXK_ERR_UNSUPPORTED.
    Errors (nothing written): CONTEXT, NULL, SHAPE, DTYPE (y_dtype, xq_dtype), ARG (layout, act_group,
    an x of -128: I8 0x80 or U8 0x00), FORMAT, UNSUPPORTED, ALIGN, STRIDE, ALIAS. */
