@@ -3497,9 +3497,10 @@ AMXK__INLINE const amxk__pack_kernels *amxk__pack_kernels_vec(const amxk_ctx *ct
 /* The plan of op (AMXK__OP_LINEAR, or AMXK__OP_Q8: no workspace) for m rows of an [n, k] pack: q its
    quantized view (NULL: a bf16/fp16/f32 pack, or a size query without one, with quant = 0); dt the
    dtype the linear kernels multiply in: x's for bf16/fp16 and quantized packs, AMXK_DTYPE_F32 for f32
-   packs (amxk__lin_mul_dt). The context level's table when its kernel takes the call, else the vector level's;
-   row chunks of the table's mc; decode (m <= 4) splits N so that every worker streams its own part
-   of the weights. quant: 0 bf16/fp16/f32 pack; 1 quantized; 2 quantized int format whose groups hold
+   packs (amxk__lin_mul_dt); AMXK__OP_Q8: the x codes' dtype (I8 or U8). The context level's table
+   when its kernel takes the call (w8a8: its q8_takes alone decides, min_m is the linear op's), else
+   the vector level's; row chunks of the table's mc; decode (m <= 4) splits N so that every worker
+   streams its own part of the weights; a table's q8_grid replaces this grid for w8a8. quant: 0 bf16/fp16/f32 pack; 1 quantized; 2 quantized int format whose groups hold
    whole 64-byte rows of the packed block (amxk__q_kind). */
 AMXK__PRIV void amxk__pack_layout(const amxk_ctx *ctx, int op, size_t m, size_t n, size_t k, amxk_dtype dt, const amxk__qview *q,
                                   amxk__linear_plan *p) {
