@@ -309,6 +309,7 @@ typedef struct amxk_amx_emu_counts {
     uint64_t ldtilecfg, release, tileloadd, tilestored, tilezero, tdp, dequant_blocks;
     uint64_t load_bytes[4], store_bytes;
     uint64_t l2_miss_bytes[4];
+    uint64_t tdp_rows; /* the A (and C) rows of every TDP: a TDP of R < 16 rows does R / 16 of a full one's MACs */
 } amxk_amx_emu_counts;
 AMXK_DEF void amxk_amx_emu_count_range(int src, const void *p, size_t bytes); /* src 1..3; bytes 0: unregister */
 AMXK_DEF void amxk_amx_emu_counts_get(amxk_amx_emu_counts *c);
@@ -1449,6 +1450,7 @@ AMXK__PRIV void amxk__emu_dp_float(int c, int a, int b, int fp16) {
     float lane[32]; /* 2 per output column, N <= 16 */
     if (amxk__emu_dp_check(c, a, b)) return;
     AMXK__EMU_COUNT(tdp, 1);
+    AMXK__EMU_COUNT(tdp_rows, amxk__emu.cfg.rows[c]);
     M = amxk__emu.cfg.rows[c], N = amxk__emu.cfg.colsb[c] / 4, K = amxk__emu.cfg.colsb[a] / 4;
     for (m = 0; m < M; m++) {
         for (n = 0; n < 2 * N; n++) lane[n] = 0.0f;
@@ -1473,6 +1475,7 @@ AMXK__PRIV void amxk__emu_dp_int8(int c, int a, int b, int a_signed, int b_signe
     int m, n, k, i, M, N, K;
     if (amxk__emu_dp_check(c, a, b)) return;
     AMXK__EMU_COUNT(tdp, 1);
+    AMXK__EMU_COUNT(tdp_rows, amxk__emu.cfg.rows[c]);
     M = amxk__emu.cfg.rows[c], N = amxk__emu.cfg.colsb[c] / 4, K = amxk__emu.cfg.colsb[a] / 4;
     for (m = 0; m < M; m++)
         for (n = 0; n < N; n++) {

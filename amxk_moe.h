@@ -35,7 +35,7 @@
    emulator), with bias, activation parameters and every option honoured by every format.
    w8a8 / w4a8 / w2a8 (opts.act_int8, see ACT_INT8): the same phases with int8 activations through
    amxk_linear_q8's kernels (scalar, AVX2 vpmaddubsw or AVX-VNNI, AVX512-VNNI vpdpbusd, AMX-INT8
-   TDPBSSD from 5 rows per unit / the emulator), for every pack amxk_linear_q8 takes (INT8 symmetric, INT4 / INT2 symmetric or
+   TDPBSSD where amxk_pack.h's AMX-vs-VNNI rule takes the unit's rows / the emulator), for every pack amxk_linear_q8 takes (INT8 symmetric, INT4 / INT2 symmetric or
    asymmetric, groups of whole 64-byte rows). Measured (Zen 3, AVX2, see ACT_INT8): w8a8 decode at 92%
    of `stream`; w8a8 prefill M=512 2.3x the oneDNN f32 peer (w4a8 2.8x), bound by amxk_pack.h's AVX2
    int8 kernel (quantization and activation passes: < 2% of the call). Zen 4: see above.
@@ -138,8 +138,9 @@
        y_tj  = amxk_linear_q8(aq, sa, W2_e) + b2_e      (f32)
        out_t as above. The shared expert the same way (its x rows quantized once per token).
    Results equal per-expert amxk_quantize_act + amxk_linear_q8 calls on the same rows (same kernels:
-   AMX TDPBSSD for units of >= 5 rows when the tier is amx with AMX-INT8 or the emulator, else AVX2
-   or scalar; every tier computes the same exact integer sums, and its own fp32 group sums), given
+   AMX TDPBSSD for units whose row count amxk_linear_q8's rule sends to AMX (amxk_pack.h: e.g. >= 4
+   rows for int8 g128, >= 8 for int4 g128) when the tier is amx with AMX-INT8 or the emulator, else
+   the vector level; every tier computes the same exact integer sums, and its own fp32 group sums), given
    the same fp32 activation a (the vector levels' activations are a few ulp from the scalar formulas,
    see amxk__moe_act__8__avx2).
    Packs: every pack of the shard and of the shared expert must be INT8 symmetric or INT4 / INT2
@@ -178,7 +179,12 @@
        separate loop over 64-row chunks always runs (activation where not fused, then the int8
        quantization of those rows); both run on the caller when they touch at most 65536 values
        (decode: still 2 parallel launches). Slices: one worker: one per row chunk (and one
-       down item); several: at least 8 items per worker in all (AMXK__MOE_ITEMS_PER_WORKER). Every
+       down item); several: at least 8 items per worker in all (AMXK__MOE_ITEMS_PER_WORKER), each
+       slice a whole number of the kernel's column tiles (amxk__linop_col_tile: block pairs on AMX,
+       so no slice runs half tiles). On AMX the w8a8 kernel reads each unit's int8 rows in place
+       (no copy per slice) with one tile configuration per call, its row tiles of R = ceil(rows /
+       ceil(rows / 16)) rows: padding is at most ceil(rows / 16) - 1 rows per unit (Qwen3-30B-A3B
+       prefill M=512: 97.8% of the TDP rows are routed rows, bench/results.md). Every
        output is computed by one item in a fixed order (the row chunks do not depend on the worker
        count), so results are bitwise identical for any worker count. Routing: tasks over token chunks; align: serial
        (O(M * topk)).
@@ -1104,7 +1110,8 @@ AMXK__PRIV void amxk__moe_unit_init(const amxk_ctx *ctx, const amxk__moe_args *a
    row chunk; one worker: one slice, no x panel is converted twice). */
 AMXK__PRIV size_t amxk__moe_split(amxk__moe_unit *u, int fused, size_t want, size_t item0) {
     size_t nb = fused ? u->N / AMXK__LINOP_NB : AMXK__CEIL_DIV(2 * u->N, (size_t)AMXK__LINOP_NB), ns = AMXK__MIN(AMXK__MAX(want, (size_t)1), nb);
-    u->sw1 = AMXK__CEIL_DIV(nb, ns);
+    const size_t ct = fused && u->interleaved ? 1 : amxk__linop_col_tile(&u->g1); /* interleaved: 2 w13 blocks per slice unit */
+    u->sw1 = AMXK__ROUND_UP(AMXK__CEIL_DIV(nb, ns), ct); /* whole kernel tiles (AMX: block pairs) */
     u->ns1 = AMXK__CEIL_DIV(nb, u->sw1);
     u->item0 = item0;
     return item0 + u->ns1 * AMXK__CEIL_DIV(u->rows, u->c1);
@@ -1344,8 +1351,10 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
         for (i = 0; i < a.n_units; i++) chunks += AMXK__CEIL_DIV(a.u[i].rows, a.u[i].c1);
         want = chunks ? AMXK__CEIL_DIV(target, chunks) : 1;
         for (i = 0; i < a.n_units; i++) a.items1 = amxk__moe_split(&a.u[i], a.fused, want, a.items1);
+        size_t ct2 = 1;
+        for (i = 0; i < a.n_units; i++) ct2 = AMXK__MAX(ct2, amxk__linop_col_tile(&a.u[i].g2));
         a.ns2 = AMXK__MIN(nbk, target);
-        a.sw2 = AMXK__CEIL_DIV(nbk, a.ns2);
+        a.sw2 = AMXK__ROUND_UP(AMXK__CEIL_DIV(nbk, a.ns2), ct2); /* whole kernel tiles (AMX: block pairs) */
         a.ns2 = AMXK__CEIL_DIV(nbk, a.sw2);
     }
     /* gather (small: serially, only the rows read from the copy; act_int8: the input quantization

@@ -332,7 +332,8 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    columns per activation scale. packed: an INT8 (symmetric), INT4 or INT2 (symmetric or asymmetric)
    pack whose group divides act_group (per-token activations: act_group = K). y as in amxk_linear.
    No workspace.
-   Levels: AVX512-VNNI (avx512_vnni and up; also the amx level for M < 5 or without AMX-INT8): 512-bit
+   Levels: AVX512-VNNI (avx512_vnni and up; also the amx level where its rule picks VNNI - small M,
+   small groups, see amxk__q8_amx_wins - or without AMX-INT8): 512-bit
    vpdpbusd on the unsigned weight (int8 w + 128, symmetric int4/int2 q + 2^(b-1), asymmetric q) and
    4 broadcast x bytes; the wrapped int32 sum less 2^(b-1) sum x (sym) is exact; asymmetric: less
    z * sum x in f32; 8-row x 2-block tiles on unit-major x panels of 24 rows, k steps of 1024 columns,
@@ -344,12 +345,17 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    no 16-bit saturation since |w| <= 128 and |x| <= 127; int4/int2: vpmaddubsw on the unsigned field
    u (symmetric values offset by 2^(b-1), which the x sum corrects) and x, exact since u <= 15,
    summed in 16-bit lanes over 8 (int4) or 32 (int2) steps, which cannot overflow, then vpmaddwd to
-   int32. AMX (M >= 5, AMX-INT8 or the emulator): TDPBSSD on 16 x 32 tiles, int4/int2 fields widened
-   to int8 per k step (exact int32 as well). Scalar: int32 loops. U8 codes become the int8 values
-   where x is read (XOR 0x80: the prefill x panels, the x sums, the decode broadcasts in kernel
-   instances of their own so that I8 reads get no XOR, AMX x tiles through a stack copy), so every
-   level computes the same integers from the same values. Same parallel decomposition as
-   amxk_linear. The pack is validated as amxk_packed_linear_info says; a bf16/fp16/f32, fp8 or MXFP4 pack
+   int32. AMX (AMX-INT8 or the emulator, where amxk__q8_amx_wins says so: e.g. int8 g128 from 4
+   rows, int4 g128 from 8, groups of 16 or less never): TDPBSSD (U8: TDPBUSD on the codes as they
+   are, less 128 * the group's weight sums in int32: the same integers) on 2 x 2 tiles of up to 16
+   rows x 16 columns, one tile configuration per worker and call, int4/int2 widened to int8 once per
+   block pair and k chunk of <= 1024 columns (groups wider than that: the vector level), the group
+   epilogue at the vector level's width (amxk__linear_q8_block__32x32__amx); ~77 KiB of stack.
+   Scalar: int32 loops. U8 codes become the int8 values where x is read (XOR 0x80: the prefill x
+   panels, the x sums, the decode broadcasts in kernel instances of their own so that I8 reads get
+   no XOR), so every level computes the same integers from the same values. Same parallel
+   decomposition as amxk_linear, except at the amx level: N-major, one task per worker over all rows
+   (amxk__linear_q8_grid__amx). The pack is validated as amxk_packed_linear_info says; a bf16/fp16/f32, fp8 or MXFP4 pack
    (or asymmetric int8) is AMXK_ERR_FORMAT, groups that are not whole 64-byte rows AMXK_ERR_UNSUPPORTED.
    Errors (nothing written): CONTEXT, NULL, SHAPE, DTYPE (y_dtype, xq_dtype), ARG (layout, act_group,
    an x of -128: I8 0x80 or U8 0x00), FORMAT, UNSUPPORTED, ALIGN, STRIDE, ALIAS. */
@@ -397,6 +403,7 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
 #define AMXK_PACK_C_INCLUDED
 #include "amxk.h" /* the core implementation, if this file has not emitted it yet (the module's
                       declarations may have been included before AMXK_IMPLEMENTATION was defined) */
+#include <math.h> /* fmaf (the scalar w8a8 AMX epilogue) */
 
 // >>config ---------------------------------------------------------------------------------------
 
@@ -647,8 +654,9 @@ typedef struct amxk__pack_kernels {
     void (*lin_ws)(amxk__linear_plan *p, size_t m, size_t kp, int quant);
     /* rows [m0, m1) x column blocks [b0, b1) of y; ws: this worker's slice (NULL if none) */
     void (*lin_block)(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws);
-    /* amxk_linear_q8: NULL or 0 for packs it does not run; rows [m0, m1) x blocks [b0, b1) */
-    int (*q8_takes)(const amxk__qview *v);
+    /* amxk_linear_q8: NULL or 0 for packs (and row counts m, u8: U8 codes) it does not run; rows
+       [m0, m1) x blocks [b0, b1) */
+    int (*q8_takes)(const amxk__qview *v, size_t m, int u8);
     void (*q8_block)(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1);
     /* amxk_quantize_act: one group of a row (scale out); 0 without writing anything when it does not
        take the group (the scalar loop then runs it, giving the same values) */
@@ -660,6 +668,13 @@ typedef struct amxk__pack_kernels {
        (+ bias), one rounding to y's dtype: the values of amxk__linear_store_row (the AMX path's f32
        scratch out through the vector level) */
     void (*store_rows)(const amxk__linear_args *a, size_t row, size_t rows, size_t n0, size_t cnt, const float *acc, size_t ldacc);
+    /* the task grid of amxk_linear_q8 (NULL: amxk__pack_layout's): sets mc, nc, m_tasks, n_tasks */
+    void (*q8_grid)(amxk__linear_plan *p, const amxk__qview *v, size_t m, int u8, size_t workers);
+    /* the AMX w8a8 kernel's vector work (amxk__q8_bprep__scalar, amxk__q8_epi__scalar: contracts) */
+    void (*q8_bprep)(const amxk__qview *v, size_t b, size_t k0, size_t k1, int8_t *dst, int32_t *corr, size_t ldc);
+    void (*q8_epi)(const amxk__q8_args *a, size_t row, size_t rows, size_t b, int nb, size_t g, const int32_t *c, const int32_t *corr,
+                   float *acc, int first, int last);
+    size_t col_tile; /* column blocks per tile of its linear and w8a8 kernels (callers that slice N: multiples) */
 } amxk__pack_kernels;
 
 /* Block b of a bf16/fp16/f32 pack. */
@@ -843,6 +858,95 @@ AMXK__INLINE size_t amxk__q8_kstep(size_t bk) {
     for (ks = 64; ks >= 4; ks -= 4)
         if (bk % ks == 0) return ks;
     return 0;
+}
+
+/* ---- w8a8 on AMX-INT8 (amxk__linear_q8_block__32x32__amx): shared pieces ---- */
+
+#define AMXK__Q8A_KC 1024  /* int4 / int2: most k columns of a block pair widened at once (2 x 16 KiB) */
+#define AMXK__Q8A_GMAX 64  /* most weight groups per k chunk (u8 corrections: 64 x 32 int32) */
+#define AMXK__Q8A_MC 256   /* rows whose f32 accumulators persist across k chunks (32 KiB) */
+#define AMXK__Q8A_LD 32    /* row stride (elements) of the int32 tile scratch and the accumulators */
+
+/* The k chunk of the AMX w8a8 kernel (a multiple of the group bk): int8 packs on int8 x: all of K
+   (the B tiles are the pack's rows, nothing per chunk); else at most AMXK__Q8A_GMAX groups, and for
+   int4 / int2 at most AMXK__Q8A_KC columns (one group when it is wider: q8_takes then refuses
+   groups over AMXK__Q8A_KC). u8: the activations are U8 codes (corrections per group). */
+AMXK__INLINE size_t amxk__q8_amx_kc(const amxk__qview *v, int u8) {
+    size_t n;
+    if (v->bits == 8 && !u8) return v->k;
+    n = AMXK__MIN(v->k / v->bk, (size_t)AMXK__Q8A_GMAX);
+    if (v->bits < 8) n = AMXK__MIN(n, AMXK__MAX((size_t)1, (size_t)AMXK__Q8A_KC / v->bk));
+    return n * v->bk;
+}
+
+/* q8_bprep of the scalar table: block b's k columns [k0, k1) (k0 a multiple of the group) as int8
+   rows of the int8 pack layout (row q = k quad k0/4 + q: 16 columns x 4 k, 64 bytes) at dst, for
+   int4 / int2 packs (symmetric: sign-extended fields; asymmetric: the unsigned field u); dst NULL
+   for int8 packs (nothing to widen). corr: NULL, or per group gi of the range corr[gi * ldc + c] =
+   -128 * (sum of column c's int8 values over the group): what TDPBUSD on U8 codes (x + 128) adds too
+   much, subtracted in int32 by the epilogue. */
+AMXK__PRIV void amxk__q8_bprep__scalar(const amxk__qview *v, size_t b, size_t k0, size_t k1, int8_t *dst, int32_t *corr, size_t ldc) {
+    const size_t per = (size_t)(8 / v->bits), qg = v->bk / 4;
+    const uint8_t *blk = v->data + b * v->blk_bytes;
+    size_t q, j;
+    if (corr)
+        for (q = 0; q < (k1 - k0) / v->bk; q++)
+            for (j = 0; j < AMXK__LIN_NB; j++) corr[q * ldc + j] = 0;
+    for (q = 0; q < (k1 - k0) / 4; q++) { /* output row q: k quad k0 / 4 + q */
+        const size_t kq = k0 / 4 + q;
+        const uint8_t *row = blk + (kq / per) * 64;
+        const int sh = (int)(kq % per) * v->bits;
+        for (j = 0; j < 64; j++) {
+            const unsigned f = (unsigned)(row[j] >> sh) & ((1u << v->bits) - 1u);
+            const int8_t w = v->bits == 8 ? (int8_t)row[j] : (int8_t)(v->asym ? (int)f : (int)f - (f >> (v->bits - 1) ? (1 << v->bits) : 0));
+            if (dst) dst[q * 64 + j] = w;
+            if (corr) corr[(q / qg) * ldc + j / 4] -= 128 * (int32_t)w;
+        }
+    }
+}
+
+/* The x scale of row `row` for activation group xg (= k / ag, computed once per call by the caller). */
+AMXK__INLINE float amxk__q8_xscale_g(const amxk__q8_args *a, size_t row, size_t xg) {
+    return a->xs[a->layout == AMXK_SCALES_ROW_MAJOR ? row * a->ld_s + xg : xg * a->ld_s + row];
+}
+/* x sum of row `row` over group g (the int8 values: U8 codes XOR 0x80). */
+AMXK__INLINE int32_t amxk__q8_xsum(const amxk__q8_args *a, size_t row, size_t g) {
+    const size_t bk = a->w->bk;
+    int32_t s = 0;
+    size_t kk;
+    for (kk = g * bk; kk < (g + 1) * bk; kk++) s += amxk__q8_x(a, row, kk);
+    return s;
+}
+
+/* q8_epi of the scalar table: the per-group epilogue of the AMX w8a8 kernel for rows [row, row +
+   rows) and the 16 nb columns of blocks b (, b + 1), group g: c: the int32 tile sums (row stride
+   AMXK__Q8A_LD), corr NULL or the 32 U8 corrections; t = (float)(c + corr) (asymmetric: t = fma(-z,
+   (float)xsum, t)), p = sx * sw, acc = first ? p * t : fma(p, t, acc) (acc: row stride
+   AMXK__Q8A_LD); last: y = acc (+ bias) in y's dtype, columns < N (acc not written). Every level's
+   q8_epi computes these same f32 operations (fused multiply-adds where written), so the values do not
+   depend on the level's width. */
+AMXK__PRIV void amxk__q8_epi__scalar(const amxk__q8_args *a, size_t row, size_t rows, size_t b, int nb, size_t g, const int32_t *c,
+                                     const int32_t *corr, float *acc, int first, int last) {
+    const amxk__qview *v = a->w;
+    const size_t xg = g * v->bk / a->ag;
+    size_t r, j, h;
+    for (r = 0; r < rows; r++) {
+        const float sx = amxk__q8_xscale_g(a, row + r, xg), xs = v->asym ? (float)amxk__q8_xsum(a, row + r, g) : 0.0f;
+        float out[AMXK__LIN_NB];
+        for (h = 0; h < (size_t)nb; h++) {
+            const size_t n0 = (b + h) * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
+            for (j = 0; j < cnt; j++) {
+                const size_t e = h * AMXK__LIN_NB + j, gi = amxk__q_gidx(v, n0 + j, g);
+                float t = (float)(int32_t)((uint32_t)c[r * AMXK__Q8A_LD + e] + (uint32_t)(corr ? corr[e] : 0)), p = sx * v->scales[gi], s;
+                float *ac = acc + r * AMXK__Q8A_LD + e;
+                if (v->asym) t = fmaf(-v->zeros[gi], xs, t);
+                s = first ? p * t : fmaf(p, t, *ac);
+                if (last) out[j] = s;
+                else *ac = s;
+            }
+            if (last) amxk__q8_store(a, row + r, b + h, out);
+        }
+    }
 }
 
 // >>scalar ---------------------------------------------------------------------------------------
@@ -1763,6 +1867,101 @@ AMXK__PRIV void BNAME(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, s
 #define AMXK__Q8_FLUSH__AVX2(s, h) ((s) = _mm256_add_epi32((s), _mm256_madd_epi16((h), ones)))
 AMXK__Q8_AVX2_KERNEL(amxk__linear_q8__4x16__avx2, AMXK__Q8_DOT8__AVX2, AMXK__Q8_DOTU__AVX2, AMXK__Q8_FLUSH__AVX2)
 AMXK__Q8_AVX2_BLOCK(amxk__linear_q8_block__avx2, amxk__linear_q8__4x16__avx2)
+
+/* ---- w8a8 on AMX: the vector level's pieces (AVX2; the AVX-512 levels' q8_bprep too) ---- */
+
+/* Sum of n bytes at p (n a multiple of 4) as int8 values after XOR with flip (0 or 0x80808080). */
+AMXK__INLINE int32_t amxk__q8_xsum__avx2(const int8_t *p, size_t n, uint32_t flip) {
+    const __m256i ones = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1), fv = _mm256_set1_epi32((int)flip);
+    __m256i s = _mm256_setzero_si256();
+    __m128i t;
+    int32_t r;
+    size_t i;
+    for (i = 0; i + 32 <= n; i += 32) {
+        const __m256i x = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(p + i)), fv);
+        s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, x), ones16)); /* |pair sum| <= 256: no saturation */
+    }
+    t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
+    r = _mm_cvtsi128_si32(t);
+    for (; i < n; i += 4) {
+        uint32_t u;
+        memcpy(&u, p + i, 4);
+        u ^= flip;
+        r += (int8_t)(u & 0xffu) + (int8_t)((u >> 8) & 0xffu) + (int8_t)((u >> 16) & 0xffu) + (int8_t)(u >> 24);
+    }
+    return r;
+}
+
+/* q8_bprep (amxk__q8_bprep__scalar's contract) at 32 bytes: fields by 16-bit shifts and a byte mask,
+   sign-extended by (f ^ h) - h; column sums of 4 bytes by vpmaddubsw (ones, w) and vpmaddwd. */
+AMXK__PRIV void amxk__q8_bprep__avx2(const amxk__qview *v, size_t b, size_t k0, size_t k1, int8_t *dst, int32_t *corr, size_t ldc) {
+    const int bits = v->bits;
+    const size_t per = (size_t)(8 / bits), qg = v->bk / 4, q0 = k0 / 4, nq = (k1 - k0) / 4;
+    const uint8_t *blk = v->data + b * v->blk_bytes;
+    const __m256i mask = _mm256_set1_epi8((char)((1 << bits) - 1)), h = _mm256_set1_epi8((char)(1 << (bits - 1)));
+    const __m256i ones = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+    size_t q;
+    for (q = 0; q < nq; q++) { /* output row q: k quad q0 + q, field (q0 + q) % per of packed row (q0 + q) / per */
+        const uint8_t *row = blk + ((q0 + q) / per) * 64;
+        __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)row), w1 = _mm256_loadu_si256((const __m256i *)(const void *)(row + 32));
+        if (bits < 8) {
+            const __m128i sh = _mm_cvtsi32_si128((int)((q0 + q) % per) * bits);
+            w0 = _mm256_and_si256(_mm256_srl_epi16(w0, sh), mask), w1 = _mm256_and_si256(_mm256_srl_epi16(w1, sh), mask);
+            if (!v->asym) w0 = _mm256_sub_epi8(_mm256_xor_si256(w0, h), h), w1 = _mm256_sub_epi8(_mm256_xor_si256(w1, h), h);
+            _mm256_store_si256((__m256i *)(void *)(dst + q * 64), w0);
+            _mm256_store_si256((__m256i *)(void *)(dst + q * 64 + 32), w1);
+        }
+        if (corr) {
+            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, w0), ones16));
+            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, w1), ones16));
+            if ((q + 1) % qg == 0) { /* end of a group: -128 * the sums */
+                int32_t *c = corr + (q / qg) * ldc;
+                _mm256_storeu_si256((__m256i *)(void *)c, _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(s0, 7)));
+                _mm256_storeu_si256((__m256i *)(void *)(c + 8), _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(s1, 7)));
+                s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+            }
+        }
+    }
+}
+
+/* q8_epi (amxk__q8_epi__scalar's contract) at 8 lanes. */
+AMXK__PRIV void amxk__q8_epi__avx2(const amxk__q8_args *a, size_t row, size_t rows, size_t b, int nb, size_t g, const int32_t *c,
+                                   const int32_t *corr, float *acc, int first, int last) {
+    const amxk__qview *v = a->w;
+    const size_t es = amxk_dtype_size(a->yt), xg = g * v->bk / a->ag;
+    size_t r, h, j;
+    for (r = 0; r < rows; r++) {
+        const __m256 sx = _mm256_set1_ps(amxk__q8_xscale_g(a, row + r, xg));
+        const __m256 xs = _mm256_set1_ps(v->asym ? (float)amxk__q8_xsum__avx2(a->xq + (row + r) * a->ldq + g * v->bk, v->bk, a->xflip) : 0.0f);
+        for (h = 0; h < (size_t)nb; h++) {
+            const size_t n0 = (b + h) * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0), gi = amxk__q_gidx(v, n0, g);
+            float out[AMXK__LIN_NB];
+            for (j = 0; j < AMXK__LIN_NB; j += 8) {
+                const size_t e = h * AMXK__LIN_NB + j;
+                __m256i ci = _mm256_loadu_si256((const __m256i *)(const void *)(c + r * AMXK__Q8A_LD + e));
+                __m256 t, p, s;
+                float *ac = acc + r * AMXK__Q8A_LD + e;
+                if (corr) ci = _mm256_add_epi32(ci, _mm256_loadu_si256((const __m256i *)(const void *)(corr + e)));
+                t = _mm256_cvtepi32_ps(ci);
+                if (v->asym) t = _mm256_fnmadd_ps(_mm256_loadu_ps(v->zeros + gi + j), xs, t);
+                p = _mm256_mul_ps(sx, _mm256_loadu_ps(v->scales + gi + j)); /* the grid holds 16 entries per block */
+                s = first ? _mm256_mul_ps(p, t) : _mm256_fmadd_ps(p, t, _mm256_loadu_ps(ac));
+                if (!last) _mm256_storeu_ps(ac, s);
+                else if (j + 8 <= cnt) amxk__vstore__avx2((char *)a->y + ((row + r) * a->ldy + n0 + j) * es, a->yt,
+                                                           a->bias ? _mm256_add_ps(s, _mm256_loadu_ps(a->bias + n0 + j)) : s);
+                else _mm256_storeu_ps(out + j, s);
+            }
+            if (last && cnt % 8) { /* the ragged columns: the row store's values */
+                const size_t j0 = cnt - cnt % 8;
+                for (j = j0; j < cnt; j++)
+                    amxk__st_elem(a->y, a->yt, (row + r) * a->ldy + n0 + j, out[j] + (a->bias ? a->bias[n0 + j] : 0.0f));
+            }
+        }
+    }
+}
 AMXK__TARGET_END
 #endif
 
@@ -1932,6 +2131,32 @@ AMXK__PRIV void amxk__linear_store_rows__avx512(const amxk__linear_args *a, size
             __m512 v = _mm512_maskz_loadu_ps(k, c + j);
             if (a->bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, a->bias + n0 + j));
             amxk__vstore__avx512(y + j * es, a->yt, v, k);
+        }
+    }
+}
+/* q8_epi (amxk__q8_epi__scalar's contract) at 16 lanes: per 16-column block one int32 load (plus the
+   U8 corrections), vcvtdq2ps, (asymmetric: vfnmadd of z * xsum), p = sx * sw, vfmadd into acc; the
+   last group goes out through amxk__store16__avx512 (bias, one rounding, masked columns past N). */
+AMXK__PRIV void amxk__q8_epi__avx512(const amxk__q8_args *a, size_t row, size_t rows, size_t b, int nb, size_t g, const int32_t *c,
+                                     const int32_t *corr, float *acc, int first, int last) {
+    const amxk__qview *v = a->w;
+    const size_t xg = g * v->bk / a->ag;
+    size_t r, h;
+    for (r = 0; r < rows; r++) {
+        const __m512 sx = _mm512_set1_ps(amxk__q8_xscale_g(a, row + r, xg));
+        const __m512 xs = _mm512_set1_ps(v->asym ? (float)amxk__q8_xsum__avx2(a->xq + (row + r) * a->ldq + g * v->bk, v->bk, a->xflip) : 0.0f);
+        for (h = 0; h < (size_t)nb; h++) {
+            const size_t e = h * AMXK__LIN_NB, gi = amxk__q_gidx(v, (b + h) * AMXK__LIN_NB, g);
+            __m512i ci = _mm512_loadu_si512((const void *)(c + r * AMXK__Q8A_LD + e));
+            __m512 t, p, s;
+            float *ac = acc + r * AMXK__Q8A_LD + e;
+            if (corr) ci = _mm512_add_epi32(ci, _mm512_loadu_si512((const void *)(corr + e)));
+            t = _mm512_cvtepi32_ps(ci);
+            if (v->asym) t = _mm512_fnmadd_ps(_mm512_loadu_ps(v->zeros + gi), xs, t);
+            p = _mm512_mul_ps(sx, _mm512_loadu_ps(v->scales + gi)); /* the grid holds 16 entries per block */
+            s = first ? _mm512_mul_ps(p, t) : _mm512_fmadd_ps(p, t, _mm512_loadu_ps(ac));
+            if (last) amxk__store16__avx512(a->y, a->yt, a->ldy, a->n, a->bias, row + r, b + h, s);
+            else _mm512_storeu_ps(ac, s);
         }
     }
 }
@@ -3117,90 +3342,96 @@ AMXK__TARGET_AMX_END
 
 #if AMXK__HAS_AMX
 AMXK__TARGET_AMX_BEGIN
-/* Rows [m0, m1) x blocks [b0, b1) with TDPBSSD: 16-row x 32-column tiles (C tiles 0-1, A tile 2 read
-   straight from xq, or for U8 codes from a stack copy of its rows XORed with 0x80, B tiles 3-4). int8 packs are B tiles as they are (16 columns x 4 k per 64-byte
-   row); int4 / int2 fields are widened to int8 per k step in a stack buffer (symmetric: sign-extended;
-   asymmetric: u, then corrected with the x sums like the vector kernel). Per weight group the int32
-   tile is stored and acc += sx * sw * (c - z * sum x) in f32, as in the other tiers. */
-AMXK__PRIV void amxk__linear_q8_block__16x32__amx(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
+/* Rows [m0, m1) x blocks [b0, b1) with TDPBSSD (I8 x) or TDPBUSD (U8 codes x + 128, read as they are)
+   on 2 x 2 tiles of R rows x 16 columns (C tiles 0-3, A tiles 4-5 read straight from xq with its row
+   stride, B tiles 6-7: the int8 pack's rows, or int4 / int2 blocks widened to int8 rows once per
+   (block pair, k chunk) into an aligned stack buffer by the vector level's q8_bprep). One tile
+   configuration for the whole call: the rows are cut into T = ceil(rows / 16) row tiles of R =
+   ceil(rows / T) rows (no padding rows: the last tile starts at rows - R when T R > rows and its
+   epilogue skips the rows the tile before it covered). The grid is N-major: each task keeps a block
+   pair while it sweeps all its rows, so each weight byte is loaded (and widened) once per task.
+   Per weight group: the C tiles are stored to a 32 x 32 int32 scratch and the vector level's q8_epi
+   applies (U8 corrections), sx * sw and the asymmetric x sums at 16 (8) lanes into f32 accumulators,
+   the last group straight to y. K chunks (amxk__q8_amx_kc) keep the accumulators of up to
+   AMXK__Q8A_MC rows across chunks (more rows: chunks of them, the weights widened once per chunk).
+   Stack: ~77 KiB. Integer sums exact (TDPBUSD: the wrapped sum plus -128 sum w, see q8_bprep). */
+AMXK__PRIV void amxk__linear_q8_block__32x32__amx(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
     const amxk__qview *v = a->w;
-    const size_t ks = amxk__q8_kstep(v->bk), per = (size_t)(8 / v->bits);
-    int8_t bq[2][16 * 64], xb[16 * 64];
-    int32_t cs[16][32];
-    float acc[16][32];
+    const amxk__pack_kernels *vec = a->plan->vec;
+    const int u8 = a->xflip != 0;
+    const size_t ks = amxk__q8_kstep(v->bk), kc = amxk__q8_amx_kc(v, u8), K = v->k, bk = v->bk, ldq = a->ldq;
+    const int multi = kc < K;
+    char wraw[2 * AMXK__LIN_NB * AMXK__Q8A_KC + 64];
+    int8_t *wb = (int8_t *)(void *)(wraw + (64 - (uintptr_t)wraw % 64) % 64);
+    int32_t corr[AMXK__Q8A_GMAX][AMXK__Q8A_LD], cs[32][AMXK__Q8A_LD];
+    float acc[AMXK__Q8A_MC][AMXK__Q8A_LD];
     amxk__tilecfg cfg;
-    size_t i, b, g, kk, r, j;
-    for (i = m0; i < m1; i += 16) {
-        const size_t mr = AMXK__MIN((size_t)16, m1 - i);
-        memset(&cfg, 0, sizeof cfg);
-        amxk__tilecfg_set(&cfg, 0, (int)mr, 64);
-        amxk__tilecfg_set(&cfg, 1, (int)mr, 64);
-        amxk__tilecfg_set(&cfg, 2, (int)mr, (int)ks);
-        amxk__tilecfg_set(&cfg, 3, (int)(ks / 4), 64);
-        amxk__tilecfg_set(&cfg, 4, (int)(ks / 4), 64);
-        AMXK__TILE_LOADCONFIG(&cfg);
+    size_t mc0, mc1, b, k0, g, kk, t, cur_r = 0;
+    for (mc0 = m0; mc0 < m1; mc0 = mc1) {
+        const size_t rows = (mc1 = multi ? AMXK__MIN(m1, mc0 + AMXK__Q8A_MC) : m1) - mc0;
+        const size_t nt = AMXK__CEIL_DIV(rows, (size_t)16), R = AMXK__CEIL_DIV(rows, nt);
+        if (R != cur_r) { /* once per call (twice when the last row chunk of a long call is shorter) */
+            int i;
+            memset(&cfg, 0, sizeof cfg);
+            for (i = 0; i < 4; i++) amxk__tilecfg_set(&cfg, i, (int)R, 64);
+            amxk__tilecfg_set(&cfg, 4, (int)R, (int)ks);
+            amxk__tilecfg_set(&cfg, 5, (int)R, (int)ks);
+            amxk__tilecfg_set(&cfg, 6, (int)(ks / 4), 64);
+            amxk__tilecfg_set(&cfg, 7, (int)(ks / 4), 64);
+            AMXK__TILE_LOADCONFIG(&cfg);
+            cur_r = R;
+        }
         for (b = b0; b < b1; b += 2) {
-            const int two = b + 1 < b1;
-            memset(acc, 0, sizeof acc);
-            for (g = 0; g < v->nbk; g++) {
-                AMXK__TILE_ZERO(0);
-                AMXK__TILE_ZERO(1);
-                for (kk = g * v->bk; kk < (g + 1) * v->bk; kk += ks) {
-                    int h;
-                    for (h = 0; h < 1 + two; h++) {
-                        const uint8_t *blk = v->data + (b + (size_t)h) * v->blk_bytes;
-                        const void *src;
-                        if (v->bits == 8) {
-                            src = blk + (kk / 4) * 64;
-                        } else {
-                            for (r = 0; r < ks / 4; r++) { /* k quad kk/4 + r: field f of packed row q / per */
-                                const size_t q = kk / 4 + r;
-                                const uint8_t *row = blk + (q / per) * 64;
-                                const int sh = (int)(q % per) * v->bits;
-                                for (j = 0; j < 64; j++) {
-                                    unsigned f = (unsigned)(row[j] >> sh) & ((1u << v->bits) - 1u);
-                                    bq[h][r * 64 + j] = (int8_t)(v->asym ? (int)f : (int)f - (f >> (v->bits - 1) ? (1 << v->bits) : 0));
-                                }
+            const int two = b + 1 < b1, nb = 1 + two;
+            for (k0 = 0; k0 < K; k0 += kc) {
+                const size_t k1 = AMXK__MIN(K, k0 + kc), g0 = k0 / bk;
+                const int8_t *w0, *w1;
+                size_t base = 0; /* the k of the B source's first row */
+                if (v->bits < 8) {
+                    vec->q8_bprep(v, b, k0, k1, wb, u8 ? corr[0] : NULL, AMXK__Q8A_LD);
+                    if (two) vec->q8_bprep(v, b + 1, k0, k1, wb + AMXK__LIN_NB * kc, u8 ? corr[0] + 16 : NULL, AMXK__Q8A_LD);
+                    AMXK__EMU_COUNT(dequant_blocks, k0 == 0 ? nb : 0); /* tile counters: blocks widened (once per block) */
+                    w0 = wb, w1 = wb + AMXK__LIN_NB * kc, base = k0;
+                } else {
+                    if (u8) vec->q8_bprep(v, b, k0, k1, NULL, corr[0], AMXK__Q8A_LD);
+                    if (u8 && two) vec->q8_bprep(v, b + 1, k0, k1, NULL, corr[0] + 16, AMXK__Q8A_LD);
+                    w0 = (const int8_t *)(const void *)(v->data + b * v->blk_bytes), w1 = w0 + v->blk_bytes;
+                }
+                for (t = 0; t < nt; t += 2) { /* row tiles t, t + 1 (s: first row, sk: rows its epilogue skips) */
+                    const int hi = t + 1 < nt;
+                    const size_t s0 = mc0 + AMXK__MIN(t * R, rows - R), s1 = mc0 + AMXK__MIN((t + 1) * R, rows - R);
+                    const size_t sk0 = t == 0 ? 0 : mc0 + AMXK__MIN((t - 1) * R, rows - R) + R - s0, sk1 = s0 + R - s1;
+                    float *ac0 = multi ? acc[s0 + sk0 - mc0] : acc[sk0], *ac1 = multi ? acc[s1 + sk1 - mc0] : acc[16 + sk1];
+                    for (g = g0; g < k1 / bk; g++) {
+                        AMXK__TILE_ZERO(0);
+                        if (two) AMXK__TILE_ZERO(1);
+                        if (hi) AMXK__TILE_ZERO(2);
+                        if (hi && two) AMXK__TILE_ZERO(3);
+                        for (kk = g * bk; kk < (g + 1) * bk; kk += ks) {
+                            AMXK__TILE_LOADD(4, a->xq + s0 * ldq + kk, ldq);
+                            if (hi) AMXK__TILE_LOADD(5, a->xq + s1 * ldq + kk, ldq);
+                            AMXK__TILE_LOADD(6, w0 + (kk - base) / 4 * 64, 64);
+                            if (two) AMXK__TILE_LOADD(7, w1 + (kk - base) / 4 * 64, 64);
+                            if (u8) { /* tile numbers are immediates */
+                                AMXK__TDPBUSD(0, 4, 6);
+                                if (two) AMXK__TDPBUSD(1, 4, 7);
+                                if (hi) AMXK__TDPBUSD(2, 5, 6);
+                                if (hi && two) AMXK__TDPBUSD(3, 5, 7);
+                            } else {
+                                AMXK__TDPBSSD(0, 4, 6);
+                                if (two) AMXK__TDPBSSD(1, 4, 7);
+                                if (hi) AMXK__TDPBSSD(2, 5, 6);
+                                if (hi && two) AMXK__TDPBSSD(3, 5, 7);
                             }
-                            src = bq[h];
                         }
-                        if (h == 0) AMXK__TILE_LOADD(3, src, 64); /* tile numbers must be constants */
-                        else AMXK__TILE_LOADD(4, src, 64);
-                    }
-                    if (a->xflip) { /* U8: the tile's rows as int8 */
-                        for (r = 0; r < mr; r++)
-                            for (j = 0; j < ks; j += 4) { /* ks: a multiple of 4 */
-                                uint32_t u4;
-                                memcpy(&u4, a->xq + (i + r) * a->ldq + kk + j, 4);
-                                u4 ^= a->xflip;
-                                memcpy(xb + r * 64 + j, &u4, 4);
-                            }
-                        AMXK__TILE_LOADD(2, xb, 64);
-                    } else {
-                        AMXK__TILE_LOADD(2, a->xq + i * a->ldq + kk, a->ldq);
-                    }
-                    AMXK__TDPBSSD(0, 2, 3);
-                    if (two) AMXK__TDPBSSD(1, 2, 4);
-                }
-                AMXK__TILE_STORED(0, cs[0], 128);
-                if (two) AMXK__TILE_STORED(1, cs[0] + 16, 128);
-                for (r = 0; r < mr; r++) {
-                    const float sx = amxk__q8_xscale(a, i + r, g * v->bk);
-                    int32_t xsum = 0;
-                    if (v->asym)
-                        for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) xsum += amxk__q8_x(a, i + r, kk);
-                    for (j = 0; j < (two ? 32u : 16u); j++) {
-                        const size_t nn = b * AMXK__LIN_NB + j;
-                        float t = (float)cs[r][j];
-                        if (nn >= a->n) continue;
-                        if (v->asym) t -= v->zeros[amxk__q_gidx(v, nn, g)] * (float)xsum;
-                        acc[r][j] += sx * v->scales[amxk__q_gidx(v, nn, g)] * t;
+                        AMXK__TILE_STORED(0, cs[0], AMXK__Q8A_LD * 4);
+                        if (two) AMXK__TILE_STORED(1, cs[0] + 16, AMXK__Q8A_LD * 4);
+                        if (hi) AMXK__TILE_STORED(2, cs[16], AMXK__Q8A_LD * 4);
+                        if (hi && two) AMXK__TILE_STORED(3, cs[16] + 16, AMXK__Q8A_LD * 4);
+                        vec->q8_epi(a, s0 + sk0, R - sk0, b, nb, g, cs[sk0], u8 ? corr[g - g0] : NULL, ac0, g == 0, g + 1 == v->nbk);
+                        if (hi) vec->q8_epi(a, s1 + sk1, R - sk1, b, nb, g, cs[16 + sk1], u8 ? corr[g - g0] : NULL, ac1, g == 0, g + 1 == v->nbk);
                     }
                 }
-            }
-            for (r = 0; r < mr; r++) {
-                amxk__q8_store(a, i + r, b, acc[r]);
-                if (two) amxk__q8_store(a, i + r, b + 1, acc[r] + 16);
             }
         }
     }
@@ -3258,10 +3489,46 @@ AMXK__PRIV int amxk__linear_takes__amx(amxk_dtype dt) {
     const amxk_cpu *cpu = amxk_cpu_init();
     return dt == AMXK_DTYPE_BF16 || (dt == AMXK_DTYPE_F16 && (cpu->amx_emulated || (cpu->usable & AMXK_CPU_AMX_FP16)));
 }
-/* A k step dividing the weight group, and AMX-INT8 (or the emulator). */
-AMXK__PRIV int amxk__linear_q8_takes__amx(const amxk__qview *v) {
+/* w8a8 on AMX-INT8 or on the vector level: the rule (a PREDICTED cycle model of one Sapphire Rapids
+   core, not measured: amxk has not run on an AMX machine). Assumptions: one TDPBSSD / TDPBUSD issues
+   every 16 cycles whatever its row count R <= 16 and k step ks <= 64 (a 16 x 16 x 64 tile: 1024
+   MACs / cycle; a tile of fewer rows or a narrower k step costs the same); TILESTORED of a 16 x 16
+   int32 tile ~16 cycles; the epilogue 3 vector ops (cvt, sx * sw, fma) per row and 16 columns on 2
+   vector ports; int4 / int2 widening ~g / 2 cycles per 16 columns and group (once per weight; not
+   amortized over rows in this rule, so it errs towards VNNI); 512-bit vpdpbusd 2 per cycle (64 MACs
+   each: 128 MACs / cycle) plus ~1 cycle per row and 16 columns of group epilogue. Per 16 output
+   columns and weight group of g columns, for m rows:
+       AMX   ceil(m / 16) * (16 g / ks + 16) + 1.5 m  (+ g / 2 for int4 / int2)
+       VNNI  m * (g / 8 + 1)
+   AMX is taken where its figure is smaller. Predicted thresholds: int8 g = 128: m >= 4; g = 64:
+   m >= 5; g = 32 (ks 32): m >= 10, except just past multiples of 16 (m = 17: a second tile of one
+   row costs more than VNNI's row); g <= 16: never (one TDP does a quarter of its work or less); per
+   channel g = K = 4096: m >= 3; int4 g = 128: m >= 8; so decode (m <= 2) stays on VNNI.
+   llvm-mca-19 -mcpu=sapphirerapids models one 512-bit port for these ops instead (the epilogue's cvt,
+   mul and fma at 3.0 cycles per row and 16 columns; vpdpbusd 1 per cycle): with it both sides slow
+   down and AMX wins from fewer rows (g = 128: m >= 2; g = 32: m >= 5), so the rule errs towards
+   VNNI. The AMX kernel also needs a k step (amxk__q8_kstep) and, for int4 / int2,
+   g <= AMXK__Q8A_KC (its widening buffer); and AMX-INT8 (or the emulator). */
+AMXK__INLINE int amxk__q8_amx_wins(size_t m, size_t g, size_t ks, int bits) {
+    const double amx = (double)AMXK__CEIL_DIV(m, (size_t)16) * (16.0 * (double)g / (double)ks + 16.0) + 1.5 * (double)m +
+                       (bits < 8 ? 0.5 * (double)g : 0.0);
+    return amx < (double)m * ((double)g / 8.0 + 1.0);
+}
+AMXK__PRIV int amxk__linear_q8_takes__amx(const amxk__qview *v, size_t m, int u8) {
     const amxk_cpu *cpu = amxk_cpu_init();
-    return amxk__q8_kstep(v->bk) != 0 && (cpu->amx_emulated || (cpu->usable & AMXK_CPU_AMX_INT8));
+    const size_t ks = amxk__q8_kstep(v->bk);
+    (void)u8;
+    return ks != 0 && (v->bits == 8 || v->bk <= AMXK__Q8A_KC) && amxk__q8_amx_wins(m, v->bk, ks, v->bits) &&
+           (cpu->amx_emulated || (cpu->usable & AMXK_CPU_AMX_INT8));
+}
+/* The AMX w8a8 grid: N-major, one task per worker (block pairs split evenly) over all rows, or over
+   row chunks of AMXK__Q8A_MC when the k chunks are shorter than K (the accumulators' bound). */
+AMXK__PRIV void amxk__linear_q8_grid__amx(amxk__linear_plan *p, const amxk__qview *v, size_t m, int u8, size_t workers) {
+    const size_t nblk = amxk__lin_nblk(v->n), pairs = AMXK__CEIL_DIV(nblk, (size_t)2);
+    p->mc = amxk__q8_amx_kc(v, u8) < v->k ? AMXK__MIN(m, (size_t)AMXK__Q8A_MC) : m;
+    p->nc = AMXK__MIN(nblk, 2 * AMXK__CEIL_DIV(pairs, AMXK__MAX((size_t)1, workers)));
+    p->m_tasks = AMXK__CEIL_DIV(m, p->mc);
+    p->n_tasks = AMXK__CEIL_DIV(nblk, p->nc);
 }
 #endif
 
@@ -3269,33 +3536,36 @@ AMXK__PRIV int amxk__linear_q8_takes__amx(const amxk__qview *v) {
 
 static const amxk__pack_kernels amxk__pack_kernels_scalar = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__scalar, amxk__linear__1x16__scalar, NULL, amxk__linear_q8__1x16__scalar, NULL,
-    amxk__q_block_16, amxk__linear_store_rows__scalar};
+    amxk__q_block_16, amxk__linear_store_rows__scalar, NULL, amxk__q8_bprep__scalar, amxk__q8_epi__scalar, 1};
 #if AMXK__HAS_AVX2
 static const amxk__pack_kernels amxk__pack_kernels_avx2 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avx2,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1};
 #endif
 #if AMXK__HAS_AVXVNNI
 /* the AVX2 level on a CPU with AVX-VNNI: w8a8 on VEX vpdpbusd */
 static const amxk__pack_kernels amxk__pack_kernels_avx2vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avxvnni,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1};
 #endif
 #if AMXK__HAS_AVX512
 static const amxk__pack_kernels amxk__pack_kernels_avx512 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx2,
-    amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512};
+    amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
+    amxk__q8_epi__avx512, 1};
 static const amxk__pack_kernels amxk__pack_kernels_avx512vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx512vnni,
-    amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512};
+    amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
+    amxk__q8_epi__avx512, 1};
 static const amxk__pack_kernels amxk__pack_kernels_avx512bf16 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512bf16, NULL,
-    amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512};
+    amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
+    amxk__q8_epi__avx512, 1};
 #endif
 #if AMXK__HAS_AMX
 static const amxk__pack_kernels amxk__pack_kernels_amx = {
     AMXK__LIN_MC, AMXK__LIN_AMX_MIN_M, AMXK__LIN_NC, amxk__linear_takes__amx, amxk__linear_ws__amx, amxk__linear_block__32x32__amx,
-    amxk__linear_q8_takes__amx, amxk__linear_q8_block__16x32__amx, NULL, NULL, NULL};
+    amxk__linear_q8_takes__amx, amxk__linear_q8_block__32x32__amx, NULL, NULL, NULL, amxk__linear_q8_grid__amx, NULL, NULL, 2};
 #endif
 
 /* The table of ISA level `level` (a context's tier, or a vector level): the one place that maps levels
@@ -3333,18 +3603,19 @@ AMXK__INLINE const amxk__pack_kernels *amxk__pack_kernels_vec(const amxk_ctx *ct
 /* The plan of op (AMXK__OP_LINEAR, or AMXK__OP_Q8: no workspace) for m rows of an [n, k] pack: q its
    quantized view (NULL: a bf16/fp16/f32 pack, or a size query without one, with quant = 0); dt the
    dtype the linear kernels multiply in: x's for bf16/fp16 and quantized packs, AMXK_DTYPE_F32 for f32
-   packs (amxk__lin_mul_dt). The context level's table when its kernel takes the call, else the vector level's;
-   row chunks of the table's mc; decode (m <= 4) splits N so that every worker streams its own part
-   of the weights. quant: 0 bf16/fp16/f32 pack; 1 quantized; 2 quantized int format whose groups hold
+   packs (amxk__lin_mul_dt); AMXK__OP_Q8: the x codes' dtype (I8 or U8). The context level's table
+   when its kernel takes the call (w8a8: its q8_takes alone decides, min_m is the linear op's), else
+   the vector level's; row chunks of the table's mc; decode (m <= 4) splits N so that every worker
+   streams its own part of the weights; a table's q8_grid replaces this grid for w8a8. quant: 0 bf16/fp16/f32 pack; 1 quantized; 2 quantized int format whose groups hold
    whole 64-byte rows of the packed block (amxk__q_kind). */
 AMXK__PRIV void amxk__pack_layout(const amxk_ctx *ctx, int op, size_t m, size_t n, size_t k, amxk_dtype dt, const amxk__qview *q,
                                   amxk__linear_plan *p) {
     const amxk__pack_kernels *kt = amxk__pack_kernels_for(amxk__tier(ctx));
     const size_t kp = amxk__lin_kp(k), nblk = amxk__lin_nblk(n), workers = (size_t)amxk__workers(ctx);
-    int takes = m >= kt->min_m;
+    int takes = op == AMXK__OP_Q8 && kt->q8_takes ? 1 : m >= kt->min_m; /* w8a8: q8_takes's rule decides */
     memset(p, 0, sizeof *p);
     p->vec = amxk__pack_kernels_vec(ctx);
-    if (op == AMXK__OP_Q8) takes = takes && (!kt->q8_takes || kt->q8_takes(q));
+    if (op == AMXK__OP_Q8) takes = takes && (!kt->q8_takes || kt->q8_takes(q, m, dt == AMXK_DTYPE_U8));
     else takes = takes && (!kt->lin_takes || kt->lin_takes(dt));
     p->kt = takes ? kt : p->vec;
     p->nblk = nblk, p->workers = workers;
@@ -3354,6 +3625,7 @@ AMXK__PRIV void amxk__pack_layout(const amxk_ctx *ctx, int op, size_t m, size_t 
     if (op == AMXK__OP_LINEAR) p->kt->lin_ws(p, m, kp, q ? amxk__q_kind(q) : 0); /* may set its own grid (AMX) */
     p->m_tasks = AMXK__CEIL_DIV(m, p->mc);
     p->n_tasks = AMXK__CEIL_DIV(nblk, p->nc);
+    if (op == AMXK__OP_Q8 && p->kt->q8_grid) p->kt->q8_grid(p, q, m, dt == AMXK_DTYPE_U8, workers); /* sets its own tasks */
     p->ws_worker = amxk__sz_add(amxk__sz_add(p->ws_a, p->ws_w, &p->ws_overflow), p->ws_c, &p->ws_overflow);
     p->ws_total = amxk__sz_mul(p->ws_worker, workers, &p->ws_overflow);
 }
@@ -3429,7 +3701,7 @@ AMXK__PRIV void amxk__linear_bind(const amxk_ctx *ctx, const amxk__linop *op, si
 AMXK__PRIV void amxk__q8_bind(const amxk_ctx *ctx, const amxk__linop *op, size_t m, const void *xq, amxk_dtype xt, size_t ldq, const float *xs,
                               amxk_scale_layout layout, size_t ld_s, size_t ag, const float *bias, void *y, amxk_dtype yt, size_t ldy,
                               amxk__q8_args *a, amxk__linear_plan *p) {
-    amxk__pack_layout(ctx, AMXK__OP_Q8, m, op->n, op->k, AMXK_DTYPE_INVALID, &op->q, p);
+    amxk__pack_layout(ctx, AMXK__OP_Q8, m, op->n, op->k, xt, &op->q, p); /* dt: the x codes' dtype (I8 / U8) */
     memset(a, 0, sizeof *a);
     a->m = m, a->n = op->n, a->k = op->k, a->ldq = ldq, a->ld_s = ld_s, a->ag = ag, a->ldy = ldy;
     a->xq = (const int8_t *)xq, a->xflip = xt == AMXK_DTYPE_U8 ? 0x80808080u : 0;
@@ -4136,6 +4408,9 @@ AMXK__PRIV void amxk__linop_bind_q8(const amxk_ctx *ctx, amxk__linop_call *c, co
 /* Rows per chunk of a bound call: a caller that splits the rows cuts them at multiples of this (from
    row 0), as amxk_linear does, to get its sums. */
 AMXK__PRIV size_t amxk__linop_chunk(const amxk__linop_call *c) { return c->plan.mc; }
+/* Column blocks per tile of the kernel of a bound call: a caller that splits the column blocks cuts
+   them at multiples of this (the AMX kernels: block pairs; a slice of one block would run half tiles). */
+AMXK__PRIV size_t amxk__linop_col_tile(const amxk__linop_call *c) { return c->plan.kt->col_tile; }
 
 /* Rows [m0, m1) (inside one chunk) x column blocks [b0, b1) of a bound call; ws: amxk__linop_ws bytes
    for this worker (AMXK_ALIGN aligned; may be NULL when that is 0). */

@@ -188,19 +188,32 @@ static int cmd_moe(bench_env *env, const bench_args *a) {
 #endif
     med = bench_measure(moe_call, &j, env->warmup, env->reps);
 #if defined(AMXK_AMX_EMU_COUNT)
-    { /* useful TDP work: the routed rows' MACs (3 N K per pair) over what the TDPs did (16 x 16 x 32
-         MACs per bf16 TDP, 16 x 16 x 64 per int8 TDP) */
+    { /* useful TDP work: the routed rows' MACs (3 N K per pair) over the MACs of the TDPs' rows (16 x 32
+         MACs per bf16 TDP row, 16 x 64 per int8 TDP row: a TDP of R rows counts R / 16 of a full
+         one; padding rows and rows computed twice are the waste); useful_tdp_work_full counts every
+         TDP as 16 rows (if a short TDP cost a full one). min_expert_rows: experts with fewer rows than
+         the AMX level takes (5 bf16; the w8a8 rule, amxk_pack.h) run on the vector level, and their
+         rows would then count as useful without TDPs */
         amxk_amx_emu_counts c;
         const double calls = (double)(env->warmup + env->reps), macs = j.o.act_int8 ? 16384.0 : 8192.0;
+        size_t *cnt = (size_t *)calloc(j.e, sizeof(size_t)), min_rows = (size_t)-1;
+        if (!cnt) bench_die("out of memory");
+        for (t = 0; t < j.m * j.topk; t++) cnt[j.ids[t]]++;
+        for (ex = 0; ex < j.e; ex++)
+            if (cnt[ex] && cnt[ex] < min_rows) min_rows = cnt[ex];
+        free(cnt);
         amxk_amx_emu_counts_get(&c);
         printf("amx_counts_moe m=%zu experts=%zu topk=%zu hidden=%zu inter=%zu dtype=%s act=%s active=%zu tier=%s per_call: tdp=%.0f "
                "ldtilecfg=%.0f tileloadd=%.0f load_bytes_w13=%.0f load_bytes_w2=%.0f load_bytes_other=%.0f tilestored=%.0f dequant_blocks=%.0f | "
-               "active_packed_bytes=%.0f weight_loads_per_packed_byte=%.2f useful_tdp_work=%.3f\n",
+               "active_packed_bytes=%.0f weight_loads_per_packed_byte=%.2f useful_tdp_work=%.3f useful_tdp_work_full=%.3f tdp_rows=%.0f "
+               "min_expert_rows=%zu\n",
                j.m, j.e, j.topk, j.k, j.n, dts, acts, active, amxk_tier_name(env->ctx.tier), (double)c.tdp / calls, (double)c.ldtilecfg / calls,
                (double)c.tileloadd / calls, (double)c.load_bytes[2] / calls, (double)c.load_bytes[3] / calls,
                (double)(c.load_bytes[0] + c.load_bytes[1]) / calls, (double)c.tilestored / calls, (double)c.dequant_blocks / calls,
                (double)active * (double)(j.b13 + j.b2), (double)(c.load_bytes[2] + c.load_bytes[3]) / calls / ((double)active * (double)(j.b13 + j.b2)),
-               c.tdp ? 3.0 * (double)j.n * (double)j.k * (double)routed * calls / ((double)c.tdp * macs) : 0.0);
+               c.tdp_rows ? 3.0 * (double)j.n * (double)j.k * (double)routed * calls / ((double)c.tdp_rows * macs / 16.0) : 0.0,
+               c.tdp ? 3.0 * (double)j.n * (double)j.k * (double)routed * calls / ((double)c.tdp * macs) : 0.0, (double)c.tdp_rows / calls,
+               min_rows);
     }
 #endif
     bench_line(med, 6.0 * (double)j.n * (double)j.k * (double)routed, (double)active * (double)(j.b13 + j.b2),

@@ -246,6 +246,14 @@ static void test_linear_q8(void) {
     }
 }
 
+/* A serial parallel_for that runs the tasks in reverse order, task i on worker i % 3 (n_workers 3):
+   results must not depend on the order or the worker of a task. */
+static void rev_parallel_for(void *user, amxk_task_fn fn, void *task_ctx, size_t n_tasks) {
+    size_t i;
+    (void)user;
+    for (i = n_tasks; i-- > 0;) fn(task_ctx, i, (int)(i % 3));
+}
+
 /* amxk_linear_q8 on raw full-range values (amxk_pack_quant: int8 -128..127, every int4 / int2 field,
    x in [-127, 127] with many +-127) against a double loop over those values, on row counts and
    column counts at every tile edge; f32 output, results bitwise equal for every worker count. The
@@ -288,6 +296,15 @@ static void q8_raw_case(amxk_tier t, amxk_qformat fmt, int asym, size_t m, size_
         memset(yu, 0xff, m * ldy * 4);
         st = amxk_linear_q8(&ctx, m, n, k, xu, AMXK_DTYPE_U8, ldu, xs, AMXK_SCALES_ROW_MAJOR, 1, k, p, bytes, NULL, yu, AMXK_DTYPE_F32, ldy);
         diffu += st != AMXK_OK || memcmp(y, yu, m * ldy * 4) != 0;
+    }
+    { /* the tasks in reverse order on 3 workers: the 1-worker y, bit for bit */
+        amxk_ctx rc;
+        memset(&rc, 0, sizeof rc);
+        rc.parallel_for = rev_parallel_for, rc.n_workers = 3, rc.isa_allow = AMXK_TIER_BIT(t);
+        memset(y2, 0xff, m * ldy * 4);
+        diff += amxk_ctx_init(&rc) != AMXK_OK ||
+                amxk_linear_q8(&rc, m, n, k, xq, AMXK_DTYPE_I8, ldq, xs, AMXK_SCALES_ROW_MAJOR, 1, k, p, bytes, NULL, y2, AMXK_DTYPE_F32, ldy) != AMXK_OK ||
+                memcmp(y, y2, m * ldy * 4) != 0;
     }
     for (i = 0; i < m; i++)
         for (j = 0; j < ldy; j++) {
@@ -340,6 +357,40 @@ static void test_linear_q8_raw(void) {
             q8_raw_case((amxk_tier)t, fmts[fi].f, fmts[fi].asym, 3, 33, 2112, 2112 / 3);
             q8_raw_case((amxk_tier)t, fmts[fi].f, fmts[fi].asym, 2, 20, 8448, 32); /* 264 groups: the AVX2 kernel on AVX-512 */
         }
+    }
+}
+
+/* The AMX w8a8 kernel's grid and tails (the other levels run the same cases): row counts at the
+   AMX-vs-VNNI rule's edges (1..5) and around 16-row tiles (uniform tiles of R rows, the last one
+   overlapping), odd block counts (a last single block), groups 32 / 64 / 128 / K, k chunks (int4 /
+   int2 widened 1024 columns at a time, a shorter last chunk; U8 corrections of at most 64 groups per
+   chunk), more than 256 rows across k chunks (row chunks), int4 groups wider than the widening buffer
+   (the vector level), each with 1 / 2 / 3 / 7 workers and reversed task order, bit for bit. */
+static void test_linear_q8_amx_grid(void) {
+    static const size_t ms[13] = {1, 2, 3, 4, 5, 15, 16, 17, 31, 32, 33, 48, 49};
+    static const size_t ns[5] = {16, 17, 48, 80, 112};
+    static const size_t gs[4] = {32, 64, 128, 512};
+    amxk_ctx ctx;
+    int t;
+    size_t i;
+    TEST_SECTION("amxk_linear_q8: AMX grid and tails (rows 1..5, 16-row tiles, odd blocks, groups, k chunks) on every tier");
+    TEST_FOR_EACH_TIER(t, ctx) {
+        for (i = 0; i < 13; i++) {
+            q8_raw_case((amxk_tier)t, AMXK_QFMT_INT8, 0, ms[i], 48, 1024, 1024); /* per channel: AMX from 3 rows */
+            q8_raw_case((amxk_tier)t, AMXK_QFMT_INT8, 0, ms[i], 33, 256, 128);  /* g 128: from 4 rows */
+            if (ms[i] >= 15) q8_raw_case((amxk_tier)t, AMXK_QFMT_INT4, 0, ms[i], 48, 256, 128);
+        }
+        for (i = 0; i < 5; i++) q8_raw_case((amxk_tier)t, AMXK_QFMT_INT4, 1, 20, ns[i], 128, 64);
+        for (i = 0; i < 4; i++) {
+            q8_raw_case((amxk_tier)t, AMXK_QFMT_INT8, 0, 24, 40, 512, gs[i]);
+            q8_raw_case((amxk_tier)t, AMXK_QFMT_INT4, 0, 24, 40, 512, gs[i]);
+            q8_raw_case((amxk_tier)t, AMXK_QFMT_INT2, 1, 24, 40, 512, gs[i]);
+        }
+        q8_raw_case((amxk_tier)t, AMXK_QFMT_INT4, 0, 40, 33, 2304, 128); /* k chunks 1024, 1024, 256 */
+        q8_raw_case((amxk_tier)t, AMXK_QFMT_INT2, 0, 18, 20, 2304, 256);
+        q8_raw_case((amxk_tier)t, AMXK_QFMT_INT8, 0, 20, 17, 2560, 32);  /* 80 groups: U8 corrections in 2 chunks */
+        q8_raw_case((amxk_tier)t, AMXK_QFMT_INT4, 0, 300, 33, 1152, 128); /* 300 rows: row chunks 256 + 44 */
+        q8_raw_case((amxk_tier)t, AMXK_QFMT_INT4, 1, 20, 17, 2048, 2048); /* group > 1024: the vector level */
     }
 }
 
@@ -420,6 +471,7 @@ int main(void) {
     test_bad_input();
     test_linear_q8();
     test_linear_q8_raw();
+    test_linear_q8_amx_grid();
     test_q8_bad_input();
     return test_finish();
 }

@@ -1056,6 +1056,45 @@ static void test_experts(void) {
     }
 }
 
+/* act_int8 units on the AMX w8a8 kernel (groups of 40: K = 160, N = 40, so w13 has 5 blocks and the
+   fused path is off: odd block counts, slices of block pairs on several workers), unit rows around
+   16-row tiles (17, 33, ~20): against the fp64 reference, and bit for bit across worker counts. */
+static void test_experts_amx_tiles(void) {
+    static const mformat f40[2] = {{"int8-sym-g40", 1, {AMXK_QFMT_INT8, 0, 1, 40}}, {"int4-asym-g40", 1, {AMXK_QFMT_INT4, 1, 1, 40}}};
+    amxk_ctx ctx;
+    amxk_tier tier;
+    size_t fi;
+    TEST_SECTION("fused experts, act_int8 on AMX tiles: unit rows around 16-row tiles, odd block counts, worker counts");
+    for (fi = 0; fi < 2; fi++) {
+        mset ms;
+        test_case_begin(test_case_id("moe amx tiles weights", fi));
+        mset_make(&ms, &f40[fi], AMXK_DTYPE_BF16, 4, 160, 40, 40);
+        TEST_FOR_EACH_TIER(tier, ctx) {
+            int ri, wi;
+            for (ri = 0; ri < 3; ri++) {
+                unsigned char *ref = NULL, *got = NULL;
+                mcase c;
+                memset(&c, 0, sizeof c);
+                c.q8 = 1, c.M = ri == 0 ? 40 : ri == 1 ? 17 : 33, c.topk = ri == 0 ? 2 : 1, c.ldx = 160, c.ldo = 163, c.ot = AMXK_DTYPE_F32;
+                c.bias = 1, c.shared = ri == 2, c.routing = ri == 0 ? 0 : 1;
+                c.id = test_case_mix(test_case_id("moe amx tiles", fi), (uint64_t)ri);
+                for (wi = 0; wi < TEST_N_WORKER_COUNTS; wi++) {
+                    amxk_ctx pc;
+                    if (!test_ctx(&pc, tier, test_worker_counts[wi])) continue;
+                    moe_case(&pc, &ms, &c, f40[fi].name, ref ? &got : &ref);
+                    if (got) {
+                        CHECK(memcmp(ref, got, ((c.M - 1) * c.ldo + 160) * 4) == 0, "tier %s %s rows case %d workers %d: not bitwise equal",
+                              amxk_tier_name(tier), f40[fi].name, ri, test_worker_counts[wi]);
+                        free(got), got = NULL;
+                    }
+                }
+                free(ref);
+            }
+        }
+        mset_free(&ms);
+    }
+}
+
 /* ============================== bad input ============================== */
 
 /* act_int8 with packs amxk_linear_q8 does not take (each alone among int4 packs, routed or shared):
@@ -1314,6 +1353,7 @@ int main(void) {
     test_routing();
     test_align();
     test_experts();
+    test_experts_amx_tiles();
     test_mxfp4_experts();
     test_bad();
     return test_finish();
