@@ -3391,6 +3391,8 @@ AMXK__PRIV void amxk__linear_q8_block__32x32__amx(const amxk__q8_args *a, size_t
                     vec->q8_bprep(v, b, k0, k1, wb, u8 ? corr[0] : NULL, AMXK__Q8A_LD);
                     if (two) vec->q8_bprep(v, b + 1, k0, k1, wb + AMXK__LIN_NB * kc, u8 ? corr[0] + 16 : NULL, AMXK__Q8A_LD);
                     AMXK__EMU_COUNT(dequant_blocks, k0 == 0 ? nb : 0); /* tile counters: blocks widened (once per block) */
+                    AMXK__EMU_TOUCH(v->data + b * v->blk_bytes + k0 * 2 * (size_t)v->bits, (k1 - k0) * 2 * (size_t)v->bits); /* L2 model: */
+                    if (two) AMXK__EMU_TOUCH(v->data + (b + 1) * v->blk_bytes + k0 * 2 * (size_t)v->bits, (k1 - k0) * 2 * (size_t)v->bits); /* fields read */
                     w0 = wb, w1 = wb + AMXK__LIN_NB * kc, base = k0;
                 } else {
                     if (u8) vec->q8_bprep(v, b, k0, k1, NULL, corr[0], AMXK__Q8A_LD);
