@@ -3203,16 +3203,17 @@ AMXK__TARGET_AMX_BEGIN
 #  define AMXK__PREFETCH_L2(p) ((void)(p))
 #endif
 
-/* x rows [m0, m1) as the A tiles of 32-row panels, tile-major: panel p, k step s (32 values), half h
-   (rows 16h .. 16h + 15) is the 1 KiB tile at xa + ((p * ns + s) * 2 + h) * 512 (16 rows of 64 bytes):
-   a tile load reads 1 KiB contiguous and a panel's k sweep one contiguous stream (no row stride of
-   K * 2 bytes: no L1 set conflicts). Rows past m1 and columns past K are zero. */
-AMXK__PRIV void amxk__xtiles__amx(const amxk__linear_args *a, size_t m0, size_t m1, uint16_t *xa) {
-    const size_t ns = a->kp / AMXK__LIN_KALIGN, rows = AMXK__ROUND_UP(m1 - m0, (size_t)AMXK__LIN_AMX_M);
+/* x rows [m0, m1) as A tiles of R <= 16 rows, two per panel, tile-major: panel p, k step s (32 values),
+   half h (rows (2p + h) R .. + R - 1) is the tile at xa + ((p * ns + s) * 2 + h) * 512 (R rows of 64
+   bytes in a 1 KiB slot):
+   a tile load reads R * 64 bytes contiguous and a panel's k sweep one contiguous stream (no row stride
+   of K * 2 bytes: no L1 set conflicts). Rows past m1 (up to a multiple of R) and columns past K are zero. */
+AMXK__PRIV void amxk__xtiles__amx(const amxk__linear_args *a, size_t m0, size_t m1, size_t R, uint16_t *xa) {
+    const size_t ns = a->kp / AMXK__LIN_KALIGN, rows = AMXK__ROUND_UP(m1 - m0, R);
     size_t r, s;
     for (r = 0; r < rows; r++) {
         const uint16_t *src = m0 + r < m1 ? (const uint16_t *)a->x + (m0 + r) * a->ldx : NULL;
-        uint16_t *d = xa + ((r / 32) * ns * 2 + (r % 32) / 16) * 512 + (r % 16) * 32;
+        uint16_t *d = xa + ((r / R / 2) * ns * 2 + (r / R) % 2) * 512 + (r % R) * 32;
         if (src) AMXK__EMU_TOUCH(src, a->k * 2);
         for (s = 0; s < ns; s++, d += 1024) {
             const size_t k0 = s * AMXK__LIN_KALIGN, cnt = src && k0 < a->k ? AMXK__MIN((size_t)AMXK__LIN_KALIGN, a->k - k0) : 0;
@@ -3241,8 +3242,10 @@ AMXK__PRIV void amxk__linear_deq2__amx(const amxk__linear_args *a, size_t b, int
     (void)g;
 }
 
-/* Rows [m0, m1) x blocks [b0, b1) with 32x32 output tiles: C tiles 0-3, A tiles 4-5, B tiles 6-7, in
-   the structure of oneDNN's brgemm. The rows are copied once into tile-major A panels
+/* Rows [m0, m1) x blocks [b0, b1) with 2R x 32 output tiles: C tiles 0-3, A tiles 4-5, B tiles 6-7, in
+   the structure of oneDNN's brgemm. The rows are cut into T = ceil(rows / 16) A tiles of a uniform
+   R = ceil(rows / T) rows (one tile configuration per call; at most T - 1 padding rows, where 16-row
+   tiles would pad up to 15: the MoE units' row counts are small and arbitrary). The rows are copied once into tile-major A panels
    (amxk__xtiles__amx; ws, ceil((m1 - m0) / 32) panels of 32 x Kp) and the tile configuration is loaded
    once. The blocks are taken in B blocks of up to plan->bpairs block pairs over all of K (about
    AMXK__LIN_AMX_BBYTES: 4 pairs, 1 MiB at K = 4096; quantized packs: dequantized once into ws,
@@ -3252,16 +3255,18 @@ AMXK__PRIV void amxk__linear_deq2__amx(const amxk__linear_args *a, size_t b, int
    once per B block, the pairs after the first from L2; the panels are swept in alternating directions
    (the panels read last for one B block are read first for the next, still in L2), and the next B
    block (packed weights, or quantized fields) is prefetched into L2 between the TDPs, spread evenly
-   over the sweep. A last single block runs 2 TDPs per k step (B tile 6 only), a panel of at most 16
-   rows 2 (A tile 4 only). amxk_linear gives each worker one N range and all the rows (up to
-   AMXK__LIN_AMX_MC; amxk__linear_ws__amx). Epilogue per 16-row half: f32 y without bias, 16 rows and
+   over the sweep. A last single block runs 2 TDPs per k step (B tile 6 only), a panel of one tile 2
+   (A tile 4 only). amxk_linear gives each worker one N range and all the rows (up to
+   AMXK__LIN_AMX_MC; amxk__linear_ws__amx). Epilogue per R-row half: f32 y without bias, R real rows and
    whole blocks: the C tiles are stored straight into y (row stride ldy); else to a 16 x 32 f32 scratch
    and out through the vector level's store_rows (bias, one rounding to y's dtype, 16 / 8 lanes). Tile
    counters and the L2 model: bench/amx_model.sh. */
 AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     const amxk__linear_plan *p = a->plan;
     const size_t kp = a->kp, ns = kp / AMXK__LIN_KALIGN, blk = (size_t)AMXK__LIN_NB * kp, panel = (size_t)AMXK__LIN_AMX_M * kp;
-    const size_t np = AMXK__CEIL_DIV(m1 - m0, (size_t)AMXK__LIN_AMX_M), gb = 2 * p->bpairs; /* blocks per B block */
+    /* uniform tiles: the rows in T = ceil(rows / 16) tiles of R = ceil(rows / T) rows (padding < T rows) */
+    const size_t nt = AMXK__CEIL_DIV(m1 - m0, (size_t)16), R = AMXK__CEIL_DIV(m1 - m0, nt);
+    const size_t np = AMXK__CEIL_DIV(nt, (size_t)2), gb = 2 * p->bpairs; /* panels of 2 tiles; blocks per B block */
     uint16_t *xa = (uint16_t *)ws, *wq = (uint16_t *)(ws + p->ws_a); /* wq: dequantized blocks of one B block */
     float *cs = (float *)(ws + p->ws_a + p->ws_w);
     float *wf = (float *)(wq + gb * blk); /* f32 scratch of the vector dequantizer */
@@ -3270,9 +3275,9 @@ AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_
     amxk__tilecfg cfg;
     size_t h, b, g0, s, q, j;
     int t;
-    amxk__xtiles__amx(a, m0, m1, xa);
+    amxk__xtiles__amx(a, m0, m1, R, xa);
     memset(&cfg, 0, sizeof cfg);
-    for (t = 0; t < 8; t++) amxk__tilecfg_set(&cfg, t, 16, 64);
+    for (t = 0; t < 8; t++) amxk__tilecfg_set(&cfg, t, t < 6 ? (int)R : 16, 64); /* C 0-3, A 4-5: R rows; B 6-7 */
     AMXK__TILE_LOADCONFIG(&cfg);
     for (g0 = b0, j = 0; g0 < b1; g0 += gb, j++) {
         const size_t g1 = AMXK__MIN(b1, g0 + gb), nn = g1 < b1 ? AMXK__MIN(gb, b1 - g1) : 0; /* nn: blocks of the next B block */
@@ -3286,8 +3291,8 @@ AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_
         for (q = 0; q < np; q++) {
             const size_t pi = j % 2 ? np - 1 - q : q; /* serpentine: the last panels read are still in L2 */
             const uint16_t *xp = xa + pi * panel;
-            const size_t i0 = m0 + pi * AMXK__LIN_AMX_M, mr = AMXK__MIN((size_t)AMXK__LIN_AMX_M, m1 - i0);
-            const int hi = mr > 16; /* rows 16..31: A tile 5, C tiles 2-3 */
+            const size_t i0 = m0 + pi * 2 * R, mr = AMXK__MIN(2 * R, m1 - i0);
+            const int hi = mr > R; /* rows R..2R-1: A tile 5, C tiles 2-3 */
             for (b = g0; b < g1; b += 2) {
                 const int two = b + 1 < g1;
                 const uint16_t *w0 = a->q ? wq + (b - g0) * blk : a->w + b * blk, *w1 = w0 + blk;
@@ -3315,10 +3320,10 @@ AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_
                     }
                     for (e = 0; e < per && pf < nlines; e++, pf++) AMXK__PREFETCH_L2(nx + pf * 64);
                 }
-                for (h = 0; h < 1 + (size_t)hi; h++) { /* the 16-row halves: C tiles 2h, 2h + 1 */
-                    const size_t rows = AMXK__MIN((size_t)16, mr - 16 * h), cnt = AMXK__MIN((size_t)(two ? 32 : 16), a->n - b * AMXK__LIN_NB);
-                    const int straight = direct && rows == 16 && cnt == (size_t)(two ? 32 : 16); /* f32, no bias, whole tiles */
-                    float *const yp = straight ? (float *)a->y + (i0 + 16 * h) * a->ldy + b * AMXK__LIN_NB : cs;
+                for (h = 0; h < 1 + (size_t)hi; h++) { /* the R-row halves: C tiles 2h, 2h + 1 */
+                    const size_t rows = AMXK__MIN(R, mr - R * h), cnt = AMXK__MIN((size_t)(two ? 32 : 16), a->n - b * AMXK__LIN_NB);
+                    const int straight = direct && rows == R && cnt == (size_t)(two ? 32 : 16); /* f32, no bias, whole tiles */
+                    float *const yp = straight ? (float *)a->y + (i0 + R * h) * a->ldy + b * AMXK__LIN_NB : cs;
                     const size_t ld = straight ? a->ldy : 32;
                     if (h == 0) { /* tile numbers are immediates */
                         AMXK__TILE_STORED(0, yp, ld * 4);
@@ -3327,7 +3332,7 @@ AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_
                         AMXK__TILE_STORED(2, yp, ld * 4);
                         if (two) AMXK__TILE_STORED(3, yp + 16, ld * 4);
                     }
-                    if (!straight) store(a, i0 + 16 * h, rows, b * AMXK__LIN_NB, cnt, cs, 32);
+                    if (!straight) store(a, i0 + R * h, rows, b * AMXK__LIN_NB, cnt, cs, 32);
                 }
             }
         }
