@@ -7,8 +7,8 @@
 # with a last line `N passed, N failed` alone on the line. Its count is taken as reported; a program
 # that exits non-zero without reporting a failure (a crash, an abort, a timeout, a missing binary or
 # a missing summary line) adds one failure. Each program's output is printed whole when it ends
-# (programs run concurrently, so in the order they end; the emulated-AVX-512 builds, the slowest,
-# start first). The last line printed is the total, `N passed, N failed`, and the exit status is 1 if
+# (programs run concurrently, so in the order they end; the slowest start first: scripts (the compile
+# tests), then the emulated-AVX-512 builds). The last line printed is the total, `N passed, N failed`, and the exit status is 1 if
 # anything failed. Before it, a summary in argument order and one line naming the ISA levels that
 # ran natively and emulated over all programs (from each program's `levels native: ...; emulated: ...`
 # line, tests/test.h).
@@ -53,8 +53,9 @@ run_one() {
 
 progs=("$@")
 order=()
+for i in "${!progs[@]}"; do case "${progs[$i]}" in *.sh) order+=("$i") ;; esac; done
 for i in "${!progs[@]}"; do case "${progs[$i]}" in *_emu512) order+=("$i") ;; esac; done
-for i in "${!progs[@]}"; do case "${progs[$i]}" in *_emu512) ;; *) order+=("$i") ;; esac; done
+for i in "${!progs[@]}"; do case "${progs[$i]}" in *.sh | *_emu512) ;; *) order+=("$i") ;; esac; done
 
 declare -A pid_of=()
 show() { # prints the output of the program whose job had pid $1
