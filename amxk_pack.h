@@ -24,7 +24,8 @@
        64-byte row per k: the layout of the f32-widened blocks the vector kernels read), zero padding.
 
    PATHS
-       AMX (level amx; M >= 5): 32x32 output tiles (2x2: 2 A, 2 B, 4 C tiles), TDPBF16PS (TDPFP16PS
+       AMX (level amx; M >= 5): 2R x 32 output tiles (2x2: 2 A, 2 B, 4 C tiles; the rows cut into
+       uniform tiles of R = ceil(rows / ceil(rows / 16)) <= 16 rows), TDPBF16PS (TDPFP16PS
        for fp16, which needs AMX-FP16 hardware or the emulator), fp32 accumulation over all of K in the
        C tiles. Each worker owns an N range and all the rows (up to 512: AMXK__LIN_AMX_MC); its x rows
        are copied once into tile-major panels (1 KiB tiles) in workspace; its blocks are taken in B
