@@ -3204,6 +3204,16 @@ AMXK__TARGET_AMX_BEGIN
 #  define AMXK__PREFETCH_L2(p) ((void)(p))
 #endif
 
+/* The 2x2 tile step of the AMX kernels: C tiles 0-3 += A tiles 4-5 x B tiles 6-7 by the TDP OP, the
+   second B tile when `two`, the second A tile when `hi` (tile numbers stay immediates). */
+#define AMXK__TDP_2X2(OP)                                                                                \
+    do {                                                                                                 \
+        OP(0, 4, 6);                                                                                     \
+        if (two) OP(1, 4, 7);                                                                            \
+        if (hi) OP(2, 5, 6);                                                                             \
+        if (hi && two) OP(3, 5, 7);                                                                      \
+    } while (0)
+
 /* x rows [m0, m1) as A tiles of R <= 16 rows, two per panel, tile-major: panel p, k step s (32 values),
    half h (rows (2p + h) R .. + R - 1) is the tile at xa + ((p * ns + s) * 2 + h) * 512 (R rows of 64
    bytes in a 1 KiB slot):
@@ -3309,15 +3319,9 @@ AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_
                     AMXK__TILE_LOADD(6, w0 + s * 512, 64);
                     if (two) AMXK__TILE_LOADD(7, w1 + s * 512, 64);
                     if (fp16) {
-                        AMXK__TDPFP16PS(0, 4, 6);
-                        if (two) AMXK__TDPFP16PS(1, 4, 7);
-                        if (hi) AMXK__TDPFP16PS(2, 5, 6);
-                        if (hi && two) AMXK__TDPFP16PS(3, 5, 7);
+                        AMXK__TDP_2X2(AMXK__TDPFP16PS);
                     } else {
-                        AMXK__TDPBF16PS(0, 4, 6);
-                        if (two) AMXK__TDPBF16PS(1, 4, 7);
-                        if (hi) AMXK__TDPBF16PS(2, 5, 6);
-                        if (hi && two) AMXK__TDPBF16PS(3, 5, 7);
+                        AMXK__TDP_2X2(AMXK__TDPBF16PS);
                     }
                     for (e = 0; e < per && pf < nlines; e++, pf++) AMXK__PREFETCH_L2(nx + pf * 64);
                 }
@@ -3421,15 +3425,9 @@ AMXK__PRIV void amxk__linear_q8_block__32x32__amx(const amxk__q8_args *a, size_t
                             AMXK__TILE_LOADD(6, w0 + (kk - base) / 4 * 64, 64);
                             if (two) AMXK__TILE_LOADD(7, w1 + (kk - base) / 4 * 64, 64);
                             if (u8) { /* tile numbers are immediates */
-                                AMXK__TDPBUSD(0, 4, 6);
-                                if (two) AMXK__TDPBUSD(1, 4, 7);
-                                if (hi) AMXK__TDPBUSD(2, 5, 6);
-                                if (hi && two) AMXK__TDPBUSD(3, 5, 7);
+                                AMXK__TDP_2X2(AMXK__TDPBUSD);
                             } else {
-                                AMXK__TDPBSSD(0, 4, 6);
-                                if (two) AMXK__TDPBSSD(1, 4, 7);
-                                if (hi) AMXK__TDPBSSD(2, 5, 6);
-                                if (hi && two) AMXK__TDPBSSD(3, 5, 7);
+                                AMXK__TDP_2X2(AMXK__TDPBSSD);
                             }
                         }
                         AMXK__TILE_STORED(0, cs[0], AMXK__Q8A_LD * 4);
