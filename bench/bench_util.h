@@ -6,7 +6,11 @@
                common keys (BENCH_COMMON_KEYS) and a comma-separated list of the subcommand's own keys;
                bench_int / bench_dbl / bench_str read them with a default.
    TIMING      bench_measure() calls fn(user, rep) `warmup` times untimed and `reps` times timed, each
-               call timed alone with CLOCK_MONOTONIC, and returns the median in seconds.
+               call timed alone with CLOCK_MONOTONIC, and returns the median in seconds. With the
+               environment variable BENCH_CLOCK=cpu it times with CLOCK_PROCESS_CPUTIME_ID instead: the
+               CPU time of all the process's threads, for 1-thread runs on a machine that other jobs
+               share (time spent descheduled is not counted; with T threads it is T times the wall time
+               at best, so use it with --threads 1 only).
    ROTATION    bench_rot keeps several copies of a weight buffer totalling at least --rotate-mb MiB;
                rep i uses copy i % n, so with a total well above the last-level cache every call reads
                its weights from DRAM (cold weights, as in LLM decoding). --rotate-mb 0: one copy (hot).
@@ -127,8 +131,13 @@ BENCH_FN long bench_int(const bench_args *a, const char *key, long def) {
 /* ---- time ---------------------------------------------------------------------------------- */
 
 BENCH_FN double bench_now(void) {
+    static int clk = -1; /* 0 monotonic, 1 process CPU time (BENCH_CLOCK=cpu) */
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (clk < 0) {
+        const char *e = getenv("BENCH_CLOCK");
+        clk = e && strcmp(e, "cpu") == 0;
+    }
+    clock_gettime(clk ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
