@@ -139,7 +139,28 @@
        the fraction (it takes an FMA-pipe slot on Zen 4: 4 vreduceps + 4 FMAs 8 cycles). Zen 4 register-only loops
        (cycles): 4 vdivps zmm 24; 1 vdivps + 8 FMAs 9.9; 8 FMAs + 4 of vpermd, vpmovzxwd, vpslld, vaddps,
        vpaddd, vrangeps, vrndscaleps or vcvtps2dq 8.0 (no FMA-pipe slot); + 4 vcvtne2ps2bf16 8.5; + 4
-       vrcp14ps 8.4 alone with 4 FMAs (FMA pipes). Gating (amxk_gdn_gating, T 4096, HV 32, bf16 a/b, f32 g,
+       vrcp14ps 8.4 alone with 4 FMAs (FMA pipes). THIS VERSION (bf16 outputs staged in L1, silu
+       rounding inside an FMA), 1 thread, 5 interleaved rounds against the previous build, medians, under
+       heavy load from other jobs (load average 6-8 on the 2 vCPUs): `amxk_bench conv1d --t 4096 --dim
+       8192 --width 4 --form prefill --dtype bf16` 12.9 vs 10.4 GB/s (+24%) = 49% of stream (`stream --mb
+       1024 --threads 1` 26.5 GB/s in the same rounds): still BELOW the 70% target; f32 17.5 vs 18.4 (its
+       rows changed only by the silu's one op; rounds ranged 12-19: noise). Where the bf16 time goes (best
+       of 9 calls, same load): the W = 4 rows in L1/L2 (T 67 x dim 1024, 200 calls) 4.35 ns per 16 outputs
+       with the silu (4.5 before), 1.96 without; from memory (T 4096 x dim 8192) 4.9-5.1 ns in the
+       quieter rounds (5.8 before), 3.0-3.4 without the silu. 70% of a 27 GB/s stream is 3.4 ns per 16
+       bf16 outputs (64 bytes of x and out), so the rows' compute alone (4.35 ns in cache, ~15 cycles per
+       output vector) is over budget: compute-bound. With the sibling vCPU busy every 512-bit op costs
+       (register-only loops: 8 FMAs 2.2 ns; + 4 of vaddps, vpaddd, vpslld, vpermd, vpermw, vrangeps,
+       vminps, vpandd or vpmovzxwd 3.2 ns; + 1 vdivps 4.2; the "no FMA-pipe slot" loops above were a quiet
+       window), so the op count, not the FMA count, is what to cut next. Tried, not kept: a 3-table silu
+       (c1 2^(j/16), c2 2^(j/16) tables: one FMA fewer, 2 permutes + 2 adds + 1 clamp more; 5.5 vs 4.5 ns
+       in L1), the two vectors' silu steps interleaved in program order (4.54 vs 4.50), bf16 x widened by
+       one masked vpermw (2.1 vs 2.0 ns without silu), plain stores (bf16 5.2-5.4 ns from memory; f32 much
+       slower), the next slab's rows prefetched into L2 row by row, slabs of 12/16 with the stage (no gain
+       beyond noise). PREDICTED (llvm-mca-19 -mcpu=znver4, inner loop of amxk__conv_col4__avx512 bf16 ->
+       bf16 with vcvtne2ps2bf16): 28.6 cycles per token (32 outputs) vs 26.8 with the multiply-then-round
+       silu (the model gives each 512-bit op two cycles on one of two pipes); measured the other way round.
+       Gating (amxk_gdn_gating, T 4096, HV 32, bf16 a/b, f32 g,
        bf16 beta, min of 15 interleaved calls in one process): the 16-lane kernel 152 us (1.16 ns per
        element) vs the scalar kernel the AVX-512 levels ran before 4.9-5.3 ms (32-35x; HV 33: 23x). PREDICTED for Sapphire Rapids (llvm-mca-19
        -mcpu=sapphirerapids on the compiled inner loops, gcc 12 -O2; not measured): the pair sweep 12.1
@@ -1662,8 +1683,8 @@ static inline __attribute__((always_inline)) void amxk__conv_col4__avx512(const 
    from the packed weight (channel order). Other widths go to the 2x32 rows. Large outputs (a->nts) with
    64-byte aligned rows are written with streaming stores, whole lines at a time; bf16 ones first go to
    an L1 stage of AMXK__CONV_STAGE bytes (the slab's rows x 512 channels, plain stores) that is then
-   streamed out row by row (bf16 with silu from memory: 12.5-13.1 vs 10.9-11.1 GB/s in interleaved runs,
-   Zen 4; f32 outputs, two lines per row and column, gained nothing from it and stay direct). */
+   streamed out row by row (bf16 with silu from memory, T 4096 x dim 8192 called directly, best of 3
+   calls, 3 interleaved rounds, Zen 4: 12.5-13.1 vs 10.9-11.1 GB/s; f32 outputs, two lines per row and column, gained nothing from it and stay direct). */
 static inline __attribute__((always_inline)) void amxk__conv_rows__Tx32__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t td,
                                                                                size_t tb1, size_t nch, int bf) {
     const size_t xs = a->esz, os = amxk_dtype_size(a->ot), ldxb = a->ldx * xs, ldob = a->ldo * os;
