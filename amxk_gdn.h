@@ -1684,7 +1684,8 @@ static inline __attribute__((always_inline)) void amxk__conv_col4__avx512(const 
    64-byte aligned rows are written with streaming stores, whole lines at a time; bf16 ones first go to
    an L1 stage of AMXK__CONV_STAGE bytes (the slab's rows x 512 channels, plain stores) that is then
    streamed out row by row (bf16 with silu from memory, T 4096 x dim 8192 called directly, best of 3
-   calls, 3 interleaved rounds, Zen 4: 12.5-13.1 vs 10.9-11.1 GB/s; f32 outputs, two lines per row and column, gained nothing from it and stay direct). */
+   calls, 3 interleaved rounds, Zen 4: 12.5-13.1 vs 10.9-11.1 GB/s; f32 outputs, two lines per row and
+   column, gained nothing from it and stay direct). */
 static inline __attribute__((always_inline)) void amxk__conv_rows__Tx32__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t td,
                                                                                size_t tb1, size_t nch, int bf) {
     const size_t xs = a->esz, os = amxk_dtype_size(a->ot), ldxb = a->ldx * xs, ldob = a->ldo * os;
