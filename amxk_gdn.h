@@ -85,13 +85,17 @@
        tokens left to right in 32-channel columns; a column keeps its 8 tap vectors and the bias in
        registers and slides a window of the last 3 x rows down the slab (each x row loaded once, no tap
        reloaded; x and out move as 11 + 8 row streams advancing 64 bytes per column; bf16 x widened in
-       channel order; whole-line 64-byte streaming stores for large outputs). Other widths:
+       channel order; whole-line 64-byte streaming stores for large outputs; streamed bf16 outputs go
+       through an 8 KiB L1 stage, 512 channels x the slab's rows, then out row by row: 16 whole lines
+       per row at a time instead of 8 row streams of single lines). Other widths:
        amxk__conv_rows__2x32__avx512 (the AVX2 blocking at 32-channel groups, even/odd split lanes).
        Tails: amxk__conv_edge_f32__1x16__avx512. silu amxk__conv_silu__avx512: a 16-entry 2^(j/16) table
        and a quadratic (the AVX2 silu's 8 entries and cubic need one FMA more; 512-bit FMAs, multiplies and
-       the divider's issue share two pipes on Zen 4 and bound this kernel), 2^k joined to the table value
-       by one shift and one integer add; NUMERICS, measured against fp64: silu within 7.0e-7 relative for
-       |y| <= 8, 8.7e-7 for |y| <= 20, 1.8e-6 up to |y| = 87 (not the AVX2 tier's bits). The
+       the divider's issue share two pipes on Zen 4 and bound this kernel), the rounding of -16 y log2 e
+       and its fraction by two FMAs with the rounding constant (no separate multiply), 2^k joined to the
+       table value by one shift and one integer add; NUMERICS, measured against fp64: silu within 7.0e-7
+       relative for |y| <= 8, 8.7e-7 for |y| <= 20, 1.8e-6 up to |y| = 87 (the multiply-then-round form
+       it replaced: 1.0e-6, 1.5e-6, 4.3e-6 on the same sample; not the AVX2 tier's bits). The
        avx512_bf16 table rounds bf16 conv outputs with vcvtne2ps2bf16 (..__avx512bf16 rows and edge alike,
        so prefill and update still agree bit for bit): the same values as the integer rounding except
        subnormal outputs (|out| < 1.2e-38), which become zeros. Recurrent:
@@ -135,7 +139,28 @@
        the fraction (it takes an FMA-pipe slot on Zen 4: 4 vreduceps + 4 FMAs 8 cycles). Zen 4 register-only loops
        (cycles): 4 vdivps zmm 24; 1 vdivps + 8 FMAs 9.9; 8 FMAs + 4 of vpermd, vpmovzxwd, vpslld, vaddps,
        vpaddd, vrangeps, vrndscaleps or vcvtps2dq 8.0 (no FMA-pipe slot); + 4 vcvtne2ps2bf16 8.5; + 4
-       vrcp14ps 8.4 alone with 4 FMAs (FMA pipes). Gating (amxk_gdn_gating, T 4096, HV 32, bf16 a/b, f32 g,
+       vrcp14ps 8.4 alone with 4 FMAs (FMA pipes). THIS VERSION (bf16 outputs staged in L1, silu
+       rounding inside an FMA), 1 thread, 5 interleaved rounds against the previous build, medians, under
+       heavy load from other jobs (load average 6-8 on the 2 vCPUs): `amxk_bench conv1d --t 4096 --dim
+       8192 --width 4 --form prefill --dtype bf16` 12.9 vs 10.4 GB/s (+24%) = 49% of stream (`stream --mb
+       1024 --threads 1` 26.5 GB/s in the same rounds): still BELOW the 70% target; f32 17.5 vs 18.4 (its
+       rows changed only by the silu's one op; rounds ranged 12-19: noise). Where the bf16 time goes (best
+       of 9 calls, same load): the W = 4 rows in L1/L2 (T 67 x dim 1024, 200 calls) 4.35 ns per 16 outputs
+       with the silu (4.5 before), 1.96 without; from memory (T 4096 x dim 8192) 4.9-5.1 ns in the
+       quieter rounds (5.8 before), 3.0-3.4 without the silu. 70% of a 27 GB/s stream is 3.4 ns per 16
+       bf16 outputs (64 bytes of x and out), so the rows' compute alone (4.35 ns in cache, ~15 cycles per
+       output vector) is over budget: compute-bound. With the sibling vCPU busy every 512-bit op costs
+       (register-only loops: 8 FMAs 2.2 ns; + 4 of vaddps, vpaddd, vpslld, vpermd, vpermw, vrangeps,
+       vminps, vpandd or vpmovzxwd 3.2 ns; + 1 vdivps 4.2; the "no FMA-pipe slot" loops above were a quiet
+       window), so the op count, not the FMA count, is what to cut next. Tried, not kept: a 3-table silu
+       (c1 2^(j/16), c2 2^(j/16) tables: one FMA fewer, 2 permutes + 2 adds + 1 clamp more; 5.5 vs 4.5 ns
+       in L1), the two vectors' silu steps interleaved in program order (4.54 vs 4.50), bf16 x widened by
+       one masked vpermw (2.1 vs 2.0 ns without silu), plain stores (bf16 5.2-5.4 ns from memory; f32 much
+       slower), the next slab's rows prefetched into L2 row by row, slabs of 12/16 with the stage (no gain
+       beyond noise). PREDICTED (llvm-mca-19 -mcpu=znver4, inner loop of amxk__conv_col4__avx512 bf16 ->
+       bf16 with vcvtne2ps2bf16): 28.6 cycles per token (32 outputs) vs 26.8 with the multiply-then-round
+       silu (the model gives each 512-bit op two cycles on one of two pipes); measured the other way round.
+       Gating (amxk_gdn_gating, T 4096, HV 32, bf16 a/b, f32 g,
        bf16 beta, min of 15 interleaved calls in one process): the 16-lane kernel 152 us (1.16 ns per
        element) vs the scalar kernel the AVX-512 levels ran before 4.9-5.3 ms (32-35x; HV 33: 23x). PREDICTED for Sapphire Rapids (llvm-mca-19
        -mcpu=sapphirerapids on the compiled inner loops, gcc 12 -O2; not measured): the pair sweep 12.1
@@ -387,6 +412,7 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *params
 #define AMXK__CONV_WSC 1280   /* conv: floats of split-order taps per channel block (W = 4: 256 channels) */
 #define AMXK__CONV_SLAB 8     /* conv W = 4 (AVX-512): tokens per left-to-right sweep */
 #define AMXK__CONV_NT_BYTES ((size_t)8 << 20) /* conv: outputs from this size on use streaming stores */
+#define AMXK__CONV_STAGE 8192 /* conv W = 4 (AVX-512), streamed bf16 outputs: bytes of the L1 stage (slab rows x 512 channels) */
 #define AMXK__CONV_VERSION 1u
 #define AMXK__GDN_C 64        /* chunk length */
 #define AMXK__GDN_CB 32       /* recurrent: value columns per task */
@@ -1360,26 +1386,25 @@ static inline __attribute__((always_inline)) float amxk__gdn_hsum16(__m512 v) {
 }
 
 /* silu(y) = y / (1 + exp(-y)) at 16 lanes, for the conv (prefill rows, update and tails all use this
-   one, so they agree bit for bit). exp(-y) = 2^(n/16) 2^(f/16) with x = -16 y log2 e in one multiply, n =
-   round(x) by the 1.5*2^23 rounding trick, f = x - n exactly (|f| <= 1/2); 2^(n/16) = 2^k 2^(j/16) (n =
-   16k + j) as integer bits: the 16-entry vpermps table holds bits(2^(j/16)) - (j << 19), and the rounded
-   x's bits shifted left by 19 are (k << 23) + (j << 19) (the 1.5*2^23 bits leave the word), so one shift
-   and one integer add give bits(2^(j/16)) + (k << 23); 2^(f/16) by a quadratic minimax polynomial (4.2e-7
-   relative). 1 + e in one FMA, then one IEEE division. Zen 4 runs 512-bit FMAs, multiplies and the
-   divider's issue on two pipes only and they bound this kernel, so the rest (clamp, rounding, shift)
-   uses add-pipe ops. NUMERICS: measured against fp64 (every 2^-10 step of |y| <= 100 and 3.2e8 random
-   operands): silu within 7.0e-7 relative for |y| <= 8, 8.7e-7 for |y| <= 20, 1.8e-6 up to |y| = 87
-   (the rounding of x: 6e-8 |y| relative in exp). y is clamped to [-87, 87] inside exp only by one vrangeps (NaN
-   in, NaN out through the final y / ...). The AVX2 silu (8-entry table, cubic, 2.4e-7) differs from
-   this one in the last bits. */
+   one, so they agree bit for bit). exp(-y) = 2^(n/16) 2^(f/16) with x = -16 y log2 e: t = fma(y, -16
+   log2 e, 1.5*2^23) is 1.5*2^23 + n, n = round(x) (the rounding trick inside the FMA), and f = x - n =
+   fma(y, -16 log2 e, 1.5*2^23 - t) with one rounding (|f| <= 1/2; x itself is never rounded, which the
+   multiply-then-add form before did: 1.0e-6 / 1.5e-6 / 4.3e-6 on the sample below, one op more);
+   2^(n/16) = 2^k 2^(j/16) (n = 16k + j) as integer bits: the 16-entry vpermps table holds
+   bits(2^(j/16)) - (j << 19), and t's bits shifted left by 19 are (k << 23) + (j << 19) (the 1.5*2^23
+   bits leave the word), so one shift and one integer add give bits(2^(j/16)) + (k << 23); 2^(f/16) by a
+   quadratic minimax polynomial (4.2e-7 relative). 1 + e in one FMA, then one IEEE division. NUMERICS:
+   measured against fp64 (2^20-point sweeps of |y| <= 100 and 3.1e8 random operands in |y| <= 8, 20,
+   87): silu within 7.0e-7 relative for |y| <= 8, 8.7e-7 for |y| <= 20, 1.8e-6 up to |y| = 87. y is
+   clamped to [-87, 87] inside exp only by one vrangeps (NaN in, NaN out through the final y / ...).
+   The AVX2 silu (8-entry table, cubic, 2.4e-7) differs from this one in the last bits. */
 static inline __attribute__((always_inline)) __m512 amxk__conv_silu__avx512(__m512 y) {
-    const __m512 magic = _mm512_set1_ps(12582912.0f);
+    const __m512 magic = _mm512_set1_ps(12582912.0f), lg = _mm512_set1_ps(-23.083120654223414f);
     const __m512i tab = _mm512_setr_epi32(0x3f800000, 0x3f7daac3, 0x3f7b95c2, 0x3f79c3d3, 0x3f7837f0, 0x3f76f532, 0x3f75fed7, 0x3f75583f,
                                           0x3f7504f3, 0x3f7508a4, 0x3f75672a, 0x3f76248c, 0x3f7744fd, 0x3f78ccdf, 0x3f7ac0c7, 0x3f7d257d);
     __m512 yc = _mm512_range_ps(y, _mm512_set1_ps(87.0f), 0x02); /* sign(y) min(|y|, 87) */
-    __m512 x = _mm512_mul_ps(yc, _mm512_set1_ps(-23.083120654223414f)); /* -16 y log2 e */
-    __m512 t = _mm512_add_ps(x, magic);
-    __m512 f = _mm512_sub_ps(x, _mm512_sub_ps(t, magic)), p, s;
+    __m512 t = _mm512_fmadd_ps(yc, lg, magic);                    /* magic + n, n = round(-16 y log2 e) */
+    __m512 f = _mm512_fmadd_ps(yc, lg, _mm512_sub_ps(magic, t)), p, s; /* -16 y log2 e - n, one rounding */
     __m512i ti = _mm512_castps_si512(t);
     p = _mm512_fmadd_ps(_mm512_set1_ps(0.000938357261f), f, _mm512_set1_ps(0.0433242396f));
     p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
@@ -1656,7 +1681,11 @@ static inline __attribute__((always_inline)) void amxk__conv_col4__avx512(const 
    64 bytes per column (what the hardware prefetchers follow; 32-channel columns down a whole time
    block, or 256-channel blocks, touch 60+ rows at once and ran at half the bandwidth); taps straight
    from the packed weight (channel order). Other widths go to the 2x32 rows. Large outputs (a->nts) with
-   64-byte aligned rows are written with streaming stores, whole lines at a time. */
+   64-byte aligned rows are written with streaming stores, whole lines at a time; bf16 ones first go to
+   an L1 stage of AMXK__CONV_STAGE bytes (the slab's rows x 512 channels, plain stores) that is then
+   streamed out row by row (bf16 with silu from memory, T 4096 x dim 8192 called directly, best of 3
+   calls, 3 interleaved rounds, Zen 4: 12.5-13.1 vs 10.9-11.1 GB/s; f32 outputs, two lines per row and
+   column, gained nothing from it and stay direct). */
 static inline __attribute__((always_inline)) void amxk__conv_rows__Tx32__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t td,
                                                                                size_t tb1, size_t nch, int bf) {
     const size_t xs = a->esz, os = amxk_dtype_size(a->ot), ldxb = a->ldx * xs, ldob = a->ldo * os;
@@ -1666,19 +1695,33 @@ static inline __attribute__((always_inline)) void amxk__conv_rows__Tx32__avx512(
         amxk__conv_rows__2x32__avx512(a, q, td, tb1, nch, bf);
         return;
     }
+    const int stg = nts && bo; /* bf16 outputs: columns into an L1 stage, then whole rows out */
+    const size_t cc = stg ? AMXK__CONV_STAGE / (AMXK__CONV_SLAB * 2) : nch, ldsb = stg ? cc * 2 : ldob;
+    char stage[AMXK__CONV_STAGE] __attribute__((aligned(64)));
     for (ts = td; ts < tb1; ts += AMXK__CONV_SLAB) {
         const size_t n = AMXK__MIN((size_t)AMXK__CONV_SLAB, tb1 - ts), pf = 0;
-        for (c = 0; c < nch; c += 32) {
-            const char *x0 = (const char *)a->x + ((q.t0 + ts - 3) * a->ldx + c) * xs;
-            char *o0 = (char *)a->out + ((q.t0 + ts) * a->ldo + c) * os;
-#define AMXK__CONV_COL(XT, OT, BF) amxk__conv_col4__avx512(a, x0, ldxb, o0, ldob, n, a->w + c, a->dimp, a->bias + c, pf, nts, XT, OT, BF)
-            if (bx && bo && bf) AMXK__CONV_COL(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16, 1);
-            else if (bo && bf) AMXK__CONV_COL(AMXK_DTYPE_F32, AMXK_DTYPE_BF16, 1);
-            else if (bx && bo) AMXK__CONV_COL(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16, 0);
-            else if (bx) AMXK__CONV_COL(AMXK_DTYPE_BF16, AMXK_DTYPE_F32, 0);
-            else if (bo) AMXK__CONV_COL(AMXK_DTYPE_F32, AMXK_DTYPE_BF16, 0);
-            else AMXK__CONV_COL(AMXK_DTYPE_F32, AMXK_DTYPE_F32, 0);
+        size_t c0, c1, i, k;
+        for (c0 = 0; c0 < nch; c0 = c1) {
+            c1 = AMXK__MIN(nch, c0 + cc);
+            for (c = c0; c < c1; c += 32) {
+                const char *x0 = (const char *)a->x + ((q.t0 + ts - 3) * a->ldx + c) * xs;
+                char *o0 = stg ? stage + (c - c0) * 2 : (char *)a->out + ((q.t0 + ts) * a->ldo + c) * os;
+#define AMXK__CONV_COL(XT, OT, BF) \
+    amxk__conv_col4__avx512(a, x0, ldxb, o0, ldsb, n, a->w + c, a->dimp, a->bias + c, pf, nts && !stg, XT, OT, BF)
+                if (bx && bo && bf) AMXK__CONV_COL(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16, 1);
+                else if (bo && bf) AMXK__CONV_COL(AMXK_DTYPE_F32, AMXK_DTYPE_BF16, 1);
+                else if (bx && bo) AMXK__CONV_COL(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16, 0);
+                else if (bx) AMXK__CONV_COL(AMXK_DTYPE_BF16, AMXK_DTYPE_F32, 0);
+                else if (bo) AMXK__CONV_COL(AMXK_DTYPE_F32, AMXK_DTYPE_BF16, 0);
+                else AMXK__CONV_COL(AMXK_DTYPE_F32, AMXK_DTYPE_F32, 0);
 #undef AMXK__CONV_COL
+            }
+            if (stg) /* (c1 - c0) * 2 bytes per row: whole 64-byte lines */
+                for (i = 0; i < n; i++) {
+                    char *dst = (char *)a->out + ((q.t0 + ts + i) * a->ldo + c0) * 2;
+                    for (k = 0; k < (c1 - c0) * 2; k += 64)
+                        amxk__conv_st64__avx512(dst + k, _mm512_load_si512((const void *)(stage + i * ldsb + k)), 1);
+                }
         }
     }
     if (nts) _mm_sfence();
