@@ -693,17 +693,19 @@ static void reverse_for(void *user, amxk_task_fn fn, void *task_ctx, size_t n_ta
     for (t = n_tasks; t-- > 0;) fn(task_ctx, t, (int)((n_tasks - 1 - t) % 3));
 }
 
-/* Shapes that hit the AMX grid's edges: 16-row panel tails, odd block counts (the one-B-tile pair),
-   several B blocks per worker (B blocks of ~1 MiB of 16-bit weights: 4 block pairs at K = 4096, 7 at
-   K = 2049) with a ragged last one, K not a multiple of 32, two row chunks (M > 512). Each against the
-   reference on 2 workers (run_case), then bitwise equal across 1 worker, pools of 3 and 7 and
-   reversed task order on 3 workers. */
-static void test_amx_grid(void) {
-    static const size_t shapes[][3] = {{48, 47, 4096}, {17, 300, 4001}, {80, 290, 2049}, {520, 20, 40}, {5, 33, 100}};
+/* Shapes that hit a level's grid edges, each against the reference on 2 workers (run_case), then
+   bitwise equal across 1 worker, pools of 3 and 7 and reversed task order on 3 workers.
+   AMX: 16-row panel tails, odd block counts (the one-B-tile pair), several B blocks per worker (B
+   blocks of ~1 MiB of 16-bit weights: 4 block pairs at K = 4096, 7 at K = 2049) with a ragged last
+   one, K not a multiple of 32, two row chunks (M > 512).
+   AVX-512 prefill (amxk__linear_grid16__avx512): row chunks from the 4 MiB x-panel cap (K = 40001: 24
+   rows per task), N tasks split for 3 and 7 workers down to 3 blocks, then M split (1 and 2 blocks),
+   ragged 8-row tiles and 3-block groups. */
+static void test_grid(amxk_tier tier, const size_t (*shapes)[3], size_t nshapes, const char *name) {
     size_t i;
-    if (!tier_usable(AMXK_TIER_AMX)) return;
-    TEST_SECTION("AMX grid: 16-row tails, odd block counts, several B blocks, K % 32, row chunks, task order");
-    for (i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    if (!tier_usable(tier)) return;
+    TEST_SECTION(name);
+    for (i = 0; i < nshapes; i++) {
         lcase c;
         ldata d;
         unsigned char *packed, *y0 = NULL;
@@ -713,9 +715,9 @@ static void test_amx_grid(void) {
         c.xt = i % 2 ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16, c.wt = i % 3 == 1 ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F32;
         c.yt = i % 3 == 0 ? AMXK_DTYPE_F32 : i % 3 == 1 ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F16, c.bias = i % 3 != 0, c.scale = 1.0;
         c.ldx = c.k + (i % 2 ? 3 : 0), c.ldy = c.n + (i % 2 ? 0 : 5), c.ldw = c.k, c.workers = 2;
-        test_case_begin(test_case_id("pack amx grid", i));
-        run_case(&c, AMXK_TIER_BIT(AMXK_TIER_AMX));
-        test_case_begin(test_case_id("pack amx grid variants", i));
+        test_case_begin(test_case_id(name, i));
+        run_case(&c, AMXK_TIER_BIT(tier));
+        test_case_begin(test_case_id(name, 100 + i));
         ldata_make(&d, &c);
         packed = (unsigned char *)test_alloc(d.pbytes);
         CHECK(amxk_pack_linear(NULL, packed, d.pbytes, c.xt, d.w, c.wt, c.n, c.k, c.ldw) == AMXK_OK, "pack");
@@ -723,16 +725,16 @@ static void test_amx_grid(void) {
             amxk_ctx ctx;
             size_t wsb = 0;
             void *ws, *y;
-            ctx_for(&ctx, AMXK_TIER_AMX, v == 0 ? 1 : v == 1 ? 3 : v == 2 ? 7 : 1);
+            ctx_for(&ctx, tier, v == 0 ? 1 : v == 1 ? 3 : v == 2 ? 7 : 1);
             if (v == 3) ctx.n_workers = 3, ctx.parallel_for = reverse_for, ctx.parallel_user = NULL;
             CHECK(amxk_linear_workspace_size(&ctx, c.m, c.n, c.k, &wsb) == AMXK_OK, "ws size");
             ws = test_alloc(wsb);
             y = test_alloc(d.ybytes);
             CHECK(amxk_linear(&ctx, c.m, c.n, c.k, d.x, c.xt, c.ldx, packed, d.pbytes, d.bias, y, c.yt, c.ldy, ws, wsb) == AMXK_OK &&
                       test_guard_ok(y) && test_guard_ok(ws),
-                  "[amx] variant %d: status / guards: %s", v, case_str(&c));
+                  "[%s] variant %d: status / guards: %s", amxk_tier_name(tier), v, case_str(&c));
             if (v == 0) y0 = (unsigned char *)malloc(d.ybytes), memcpy(y0, y, d.ybytes);
-            else CHECK(memcmp(y0, y, d.ybytes) == 0, "[amx] variant %d not bitwise equal to 1 worker: %s", v, case_str(&c));
+            else CHECK(memcmp(y0, y, d.ybytes) == 0, "[%s] variant %d not bitwise equal to 1 worker: %s", amxk_tier_name(tier), v, case_str(&c));
             test_free(y);
             test_free(ws);
         }
@@ -740,6 +742,13 @@ static void test_amx_grid(void) {
         test_free(packed);
         ldata_free(&d);
     }
+}
+static void test_amx_grid(void) {
+    static const size_t amx[][3] = {{48, 47, 4096}, {17, 300, 4001}, {80, 290, 2049}, {520, 20, 40}, {5, 33, 100}};
+    static const size_t vec[][3] = {{50, 20, 40001}, {37, 16, 300}, {29, 33, 1000}, {61, 290, 77}, {5, 1, 64}, {300, 95, 33}};
+    test_grid(AMXK_TIER_AMX, amx, sizeof amx / sizeof amx[0], "AMX grid: 16-row tails, odd block counts, several B blocks, K % 32, row chunks, task order");
+    test_grid(AMXK_TIER_AVX512_BF16, vec, sizeof vec / sizeof vec[0], "AVX-512 bf16 prefill grid: x-panel row cap, N then M split, task order");
+    test_grid(AMXK_TIER_AVX512, vec, sizeof vec / sizeof vec[0], "AVX-512 fp32-FMA prefill grid: x-panel row cap, N then M split, task order");
 }
 
 /* ---- portability: one packed buffer, every tier; every context packs the same bytes --------------- */
