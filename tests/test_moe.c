@@ -547,7 +547,7 @@ typedef struct mcase {
     size_t e0, e1;
     float alpha, limit, rsf;
     int routing; /* 0 random distinct, 1 all to expert 1, 2 random with -1 and duplicates, 3 only even experts,
-                    4 runs of tokens 0-32, 33-37, 38-44, 45-: experts 3, 0, 2, 1 (+ j, mod E) */
+                    4 runs of tokens 0-32, 33-37, 38-44, 45-61, 62-66, 67-: experts 3, 0, 2, 1, 4, 3 (+ j, mod E) */
     int q8;      /* opts.act_int8 */
     int map;     /* opts.expert_map: global ids 0..2E, local expert E-1-(g-1)/2 at odd g, -1 at even g */
     int rin;     /* opts.routed_in: 0 none, 1 f32 [M, K+2], 2 bf16 [M, K], 3 out itself (pre-filled) */
@@ -676,7 +676,7 @@ static void fill_ids(const mcase *c, size_t E, int32_t *ids, float *tw) {
         for (j = 0; j < c->topk; j++) {
             int32_t id;
             if (c->routing == 1) id = 1;
-            else if (c->routing == 4) id = (int32_t)((t < 33 ? 3 : t < 38 ? 0 : t < 45 ? 2 : 1) + j) % (int32_t)E;
+            else if (c->routing == 4) id = (int32_t)((t < 33 ? 3 : t < 38 ? 0 : t < 45 ? 2 : t < 62 ? 1 : t < 67 ? 4 : 3) + j) % (int32_t)E;
             else if (c->routing == 2) id = test_randint(0, 6) == 0 ? -1 : test_randint(0, (int)E - 1);
             else if (c->routing == 3) id = 2 * test_randint(0, (int)(E - 1) / 2);
             else {
@@ -1098,13 +1098,14 @@ static void test_experts_amx_tiles(void) {
 }
 
 /* Tile sessions (amxk_pack.h's amxk__tiles): one task runs the AMX kernel calls of several units and
-   keeps the tile configuration while it fits, the gate and up calls of a unit one x panel. Experts
-   of 5, 7, 17 and 33 rows (tiles of R = 5, 7, 9, 11 rows; units ordered by R, not by id) and the
-   shared expert (62 rows: R 16), bf16 (N = 32: gate and up calls per item; 48: one call over both,
-   not fused) and w8a8 int8 g64: against the fp64 reference (a configuration kept for a unit of
-   another R, or a panel kept for other rows, reads the wrong rows), bit for bit across worker counts,
-   and (emulator builds, one worker: the calls run on this thread) the tiles released after the call
-   and no emulator fault. */
+   keeps the tile configuration while it fits, the gate and up calls of a unit one x panel. M = 528,
+   top-1: experts of 5, 17, 7, 494 and 5 rows (ids 0-4: tiles of R = 5, 9, 7, 16, 5 rows; units
+   ordered by R, so experts 0 and 4 (same R, other x rows) follow each other) and the shared expert
+   (528 rows: bf16 row chunks of 512 and 16, both R 16, after expert 3's R 16), bf16 (N = 32: gate
+   and up calls per item; 48: one call over both, not fused) and w8a8 int8 g64: against the fp64
+   reference (a configuration kept for a unit of another R, or a panel kept for other rows, reads the
+   wrong rows), bit for bit across worker counts, and (emulator builds: with one worker the calls run
+   on this thread) the tiles released after the call and no emulator fault. */
 #if defined(AMXK_AMX_EMULATE)
 static int session_faults;
 static void session_fault(const char *msg) {
@@ -1121,13 +1122,13 @@ static void test_experts_amx_sessions(void) {
     for (fi = 0; fi < 3; fi++) {
         mset ms;
         test_case_begin(test_case_id("moe amx sessions weights", fi));
-        mset_make(&ms, &fs[fi], AMXK_DTYPE_BF16, 4, 128, fi == 1 ? 48 : fi == 2 ? 64 : 32, fi == 2 ? 64 : 16);
+        mset_make(&ms, &fs[fi], AMXK_DTYPE_BF16, 5, 128, fi == 1 ? 48 : fi == 2 ? 64 : 32, fi == 2 ? 64 : 16);
         TEST_FOR_EACH_TIER(tier, ctx) {
             unsigned char *ref = NULL, *got = NULL;
             mcase c;
             int wi;
             memset(&c, 0, sizeof c);
-            c.q8 = fi == 2, c.M = 62, c.topk = 1, c.ldx = 128, c.ldo = 131, c.ot = AMXK_DTYPE_F32, c.bias = 1, c.shared = 1, c.routing = 4;
+            c.q8 = fi == 2, c.M = 528, c.topk = 1, c.ldx = 128, c.ldo = 131, c.ot = AMXK_DTYPE_F32, c.bias = 1, c.shared = 1, c.routing = 4;
             c.id = test_case_id("moe amx sessions", fi);
             for (wi = 0; wi < TEST_N_WORKER_COUNTS; wi++) {
                 amxk_ctx pc;
