@@ -181,10 +181,16 @@
        (decode: still 2 parallel launches). Slices: one worker: one per row chunk (and one
        down item); several: at least 8 items per worker in all (AMXK__MOE_ITEMS_PER_WORKER), each
        slice a whole number of the kernel's column tiles (amxk__linop_col_tile: block pairs on AMX,
-       so no slice runs half tiles). On AMX the w8a8 kernel reads each unit's int8 rows in place
-       (no copy per slice) with one tile configuration per call, its row tiles of R = ceil(rows /
-       ceil(rows / 16)) rows: padding is at most ceil(rows / 16) - 1 rows per unit (Qwen3-30B-A3B
-       prefill M=512: 97.8% of the TDP rows are routed rows, bench/results.md). Every
+       so no slice runs half tiles); one worker: all gate+up items in one task. On AMX the kernels
+       cut each unit's rows into row tiles of R = ceil(rows / ceil(rows / 16)) rows: padding is at
+       most ceil(rows / 16) - 1 rows per unit (Qwen3-30B-A3B prefill M=512: 97.8% of the TDP rows are
+       routed rows, bench/results.md). Each task runs its kernel calls in one tile session
+       (amxk_pack.h's amxk__tiles): the tile configuration (a function of R) is loaded only when R
+       changes and released once at the task's end, and the units are ordered by R (then expert id;
+       the shared expert last) so that equal R follow each other: LDTILECFG per task = the distinct R
+       values among its units (M=512, one worker: 12 per call, was 384). The bf16 / fp16 kernel's
+       tile-major x panel of a unit's rows is built once per item for its gate and up calls (the w8a8
+       kernel reads the int8 rows in place, no copy). Every
        output is computed by one item in a fixed order (the row chunks do not depend on the worker
        count), so results are bitwise identical for any worker count. Routing: tasks over token chunks; align: serial
        (O(M * topk)).

@@ -32,7 +32,11 @@
        blocks of ~1 MiB of 16-bit weights (AMXK__LIN_AMX_BBYTES; quantized packs dequantized once into
        workspace) that every row panel sweeps while they sit in L2, the next B block prefetched
        meanwhile (amxk__linear_block__32x32__amx). Below 5 rows (or fp16 without AMX-FP16) the amx
-       level runs its vector level's kernels.
+       level runs its vector level's kernels. amxk_linear / amxk_linear_q8: one tile configuration
+       per worker and call. Other modules (amxk_moe.h) run several kernel calls per task in a tile
+       session (amxk__tiles, >>linop): the configuration is loaded again only when R changes and
+       released once per task, and consecutive calls on the same x rows (MoE gate and up) share one
+       x panel.
        AVX512_BF16 (levels avx512_bf16, avx512_fp16), bf16 x: vdpbf16ps straight on the packed pairs (a
        64-byte pair row of a block is its operand) against x pairs broadcast from a unit-major panel
        (the 8 rows of one pair row adjacent: amxk__xpanel32__avx512). Prefill: 8 rows x 3 blocks
@@ -3287,7 +3291,8 @@ AMXK__PRIV void amxk__linear_deq2__amx(const amxk__linear_args *a, size_t b, int
    R = ceil(rows / T) rows (one tile configuration per call; at most T - 1 padding rows, where 16-row
    tiles would pad up to 15: the MoE units' row counts are small and arbitrary). The rows are copied once into tile-major A panels
    (amxk__xtiles__amx; ws, ceil((m1 - m0) / 32) panels of 32 x Kp) and the tile configuration is loaded
-   once. The blocks are taken in B blocks of up to plan->bpairs block pairs over all of K (about
+   once (in a tile session ts: only if the session holds another one, and the panels are kept when
+   the session's last panel has the same rows; the tiles then stay loaded for the session's end). The blocks are taken in B blocks of up to plan->bpairs block pairs over all of K (about
    AMXK__LIN_AMX_BBYTES: 4 pairs, 1 MiB at K = 4096; quantized packs: dequantized once into ws,
    amxk__linear_deq2__amx); for each B block every panel runs, pair after pair, its TDPs over all of
    K with the C tiles resident (tile stores: the output tiles only). So the B block stays in L2 while
