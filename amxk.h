@@ -310,6 +310,7 @@ typedef struct amxk_amx_emu_counts {
     uint64_t load_bytes[4], store_bytes;
     uint64_t l2_miss_bytes[4];
     uint64_t tdp_rows; /* the A (and C) rows of every TDP: a TDP of R < 16 rows does R / 16 of a full one's MACs */
+    uint64_t xpanel_bytes; /* bytes written into tile-major x panels (amxk_pack.h's AMX bf16 / fp16 kernel's x copies) */
 } amxk_amx_emu_counts;
 AMXK_DEF void amxk_amx_emu_count_range(int src, const void *p, size_t bytes); /* src 1..3; bytes 0: unregister */
 AMXK_DEF void amxk_amx_emu_counts_get(amxk_amx_emu_counts *c);
@@ -1207,7 +1208,8 @@ AMXK__TARGET_END
 
    amxk__tilecfg is the 64-byte LDTILECFG image. Kernels fill one with amxk__tilecfg_set and load it
    with AMXK__TILE_LOADCONFIG at the start of each task, and call AMXK__TILE_RELEASE at its end (tile
-   configuration is per thread). */
+   configuration is per thread); a task that runs several kernel calls may keep the configuration
+   across them and release it once at its end (amxk_pack.h's tile sessions, amxk__tiles). */
 typedef struct amxk__tilecfg {
     uint8_t palette, start_row, reserved[14];
     uint16_t colsb[16];

@@ -181,10 +181,16 @@
        (decode: still 2 parallel launches). Slices: one worker: one per row chunk (and one
        down item); several: at least 8 items per worker in all (AMXK__MOE_ITEMS_PER_WORKER), each
        slice a whole number of the kernel's column tiles (amxk__linop_col_tile: block pairs on AMX,
-       so no slice runs half tiles). On AMX the w8a8 kernel reads each unit's int8 rows in place
-       (no copy per slice) with one tile configuration per call, its row tiles of R = ceil(rows /
-       ceil(rows / 16)) rows: padding is at most ceil(rows / 16) - 1 rows per unit (Qwen3-30B-A3B
-       prefill M=512: 97.8% of the TDP rows are routed rows, bench/results.md). Every
+       so no slice runs half tiles); one worker: all gate+up items in one task. On AMX the kernels
+       cut each unit's rows into row tiles of R = ceil(rows / ceil(rows / 16)) rows: padding is at
+       most ceil(rows / 16) - 1 rows per unit (Qwen3-30B-A3B prefill M=512: 97.8% of the TDP rows are
+       routed rows, bench/results.md). Each task runs its kernel calls in one tile session
+       (amxk_pack.h's amxk__tiles): the tile configuration (a function of R) is loaded only when R
+       changes and released once at the task's end, and the units are ordered by R (then expert id;
+       the shared expert last) so that equal R follow each other: LDTILECFG per task = the distinct R
+       values among its units (M=512, one worker: 12 per call, was 384). The bf16 / fp16 kernel's
+       tile-major x panel of a unit's rows is built once per item for its gate and up calls (the w8a8
+       kernel reads the int8 rows in place, no copy). Every
        output is computed by one item in a fixed order (the row chunks do not depend on the worker
        count), so results are bitwise identical for any worker count. Routing: tasks over token chunks; align: serial
        (O(M * topk)).
@@ -878,7 +884,8 @@ typedef struct amxk__moe_args {
     int8_t *xq, *sxq;       /* act_int8: int8 x rows of the routed pairs ([routed, K]) and of the */
     float *xs, *sxs;        /* tokens ([M, K], shared expert only, else NULL); their scales */
     amxk__moe_unit *u;
-    size_t n_units, items1; /* units (active experts in increasing id, then the shared one); gate+up items */
+    size_t n_units, items1; /* units (active experts by tile rows, then id; then the shared one); gate+up items */
+    size_t ipt1;            /* gate+up items per task (one worker: all) */
     size_t ns2, sw2;        /* down: ns2 slices of sw2 column blocks of K */
     char *lin;              /* GEMM scratch, lin_worker bytes per worker */
     size_t lin_worker;
@@ -1024,53 +1031,68 @@ AMXK__PRIV void amxk__moe_act_task(void *task_ctx, size_t task, int worker) {
 }
 
 /* GEMM down (0: gate+up, 1: down) of unit u, rows [m0, m1) (inside one row chunk) x column blocks
-   [b0, b1): the unit's operator call. */
-AMXK__PRIV void amxk__moe_unit_gemm(const amxk__moe_unit *u, int down, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
+   [b0, b1): the unit's operator call, in the task's tile session ts. */
+AMXK__PRIV void amxk__moe_unit_gemm(const amxk__moe_unit *u, int down, size_t m0, size_t m1, size_t b0, size_t b1, char *ws,
+                                    amxk__tiles *ts) {
     if (b0 >= b1) return;
-    amxk__linop_run(down ? &u->g2 : &u->g1, m0, m1, b0, b1, ws);
+    amxk__linop_run(down ? &u->g2 : &u->g1, m0, m1, b0, b1, ws, ts);
 }
 
-/* Gate+up item: one row chunk x one slice of one unit; fused: the matching gate and up blocks, then
-   the activation of that slice. */
-AMXK__PRIV void amxk__moe_up_task(void *task_ctx, size_t task, int worker) {
-    const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
+/* Gate+up item `item`: one row chunk x one slice of one unit; fused: the matching gate and up blocks,
+   then the activation of that slice. */
+AMXK__PRIV void amxk__moe_up_item(const amxk__moe_args *a, size_t item, char *ws, amxk__tiles *ts) {
     const amxk__moe_unit *u;
-    char *ws = a->lin + (size_t)worker * a->lin_worker;
     size_t lo = 0, hi = a->n_units, li, m0, m1, s0, s1, nb;
-    while (hi - lo > 1) { /* the unit whose items contain task */
+    while (hi - lo > 1) { /* the unit whose items contain item */
         size_t mid = (lo + hi) / 2;
-        if (a->u[mid].item0 <= task) lo = mid;
+        if (a->u[mid].item0 <= item) lo = mid;
         else hi = mid;
     }
     u = &a->u[lo];
-    li = task - u->item0;
+    li = item - u->item0;
     m0 = (li / u->ns1) * u->c1, m1 = AMXK__MIN(u->rows, m0 + u->c1);
     s0 = (li % u->ns1) * u->sw1;
     if (!a->fused) {
         nb = AMXK__CEIL_DIV(2 * u->N, (size_t)AMXK__LINOP_NB);
-        amxk__moe_unit_gemm(u, 0, m0, m1, s0, AMXK__MIN(nb, s0 + u->sw1), ws);
+        amxk__moe_unit_gemm(u, 0, m0, m1, s0, AMXK__MIN(nb, s0 + u->sw1), ws, ts);
         return;
     }
     nb = u->N / AMXK__LINOP_NB, s1 = AMXK__MIN(nb, s0 + u->sw1); /* slice units: 16 intermediate columns */
     if (u->interleaved) {
-        amxk__moe_unit_gemm(u, 0, m0, m1, 2 * s0, 2 * s1, ws);
-    } else {
-        amxk__moe_unit_gemm(u, 0, m0, m1, s0, s1, ws);
-        amxk__moe_unit_gemm(u, 0, m0, m1, nb + s0, nb + s1, ws);
+        amxk__moe_unit_gemm(u, 0, m0, m1, 2 * s0, 2 * s1, ws, ts);
+    } else { /* one session: the up call reuses the gate call's tile configuration and x panel */
+        amxk__moe_unit_gemm(u, 0, m0, m1, s0, s1, ws, ts);
+        amxk__moe_unit_gemm(u, 0, m0, m1, nb + s0, nb + s1, ws, ts);
     }
     amxk__moe_act_rows(a, u, m0, m1, s0 * AMXK__LINOP_NB, s1 * AMXK__LINOP_NB);
 }
 
-/* Down item: columns blocks [b0, b1) of K for every unit and row, then the weighted top-k sum of
-   those columns for every token into out. */
+/* Gate+up task: items [task * ipt1, + ipt1) in order, in one tile session (one worker: all items in
+   one task, so one session for the loop). */
+AMXK__PRIV void amxk__moe_up_task(void *task_ctx, size_t task, int worker) {
+    const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
+    char *ws = a->lin + (size_t)worker * a->lin_worker;
+    size_t i, i1 = AMXK__MIN(a->items1, (task + 1) * a->ipt1);
+    amxk__tiles ts;
+    amxk__linop_begin(&ts);
+    for (i = task * a->ipt1; i < i1; i++) amxk__moe_up_item(a, i, ws, &ts);
+    amxk__linop_end(&ts);
+}
+
+/* Down item: columns blocks [b0, b1) of K for every unit and row (one tile session: the units are in
+   tile-row order, so units of one tile configuration follow each other), then the weighted top-k sum
+   of those columns for every token into out. */
 AMXK__PRIV void amxk__moe_down_task(void *task_ctx, size_t task, int worker) {
     const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
     char *ws = a->lin + (size_t)worker * a->lin_worker;
     size_t b0 = task * a->sw2, b1 = AMXK__MIN(AMXK__CEIL_DIV(a->K, (size_t)AMXK__LINOP_NB), b0 + a->sw2), i, m0, t, k0, k1;
+    amxk__tiles ts;
+    amxk__linop_begin(&ts);
     for (i = 0; i < a->n_units; i++) {
         const amxk__moe_unit *u = &a->u[i];
-        for (m0 = 0; m0 < u->rows; m0 += u->c2) amxk__moe_unit_gemm(u, 1, m0, AMXK__MIN(u->rows, m0 + u->c2), b0, b1, ws);
+        for (m0 = 0; m0 < u->rows; m0 += u->c2) amxk__moe_unit_gemm(u, 1, m0, AMXK__MIN(u->rows, m0 + u->c2), b0, b1, ws, &ts);
     }
+    amxk__linop_end(&ts);
     k0 = b0 * AMXK__LINOP_NB, k1 = AMXK__MIN(a->K, b1 * AMXK__LINOP_NB);
     for (t = 0; t < a->m; t++) {
         amxk__moe_comb c;
@@ -1316,15 +1338,20 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
         cnt[0] = 0;
     }
     a.routed = (size_t)cnt[NE];
-    /* units: the active experts in increasing id, then the shared expert */
+    /* units: the active experts by the AMX kernels' tile rows (amxk__linop_tile_rows: units of one
+       tile configuration adjacent, so a task's tile session loads each configuration once), then
+       increasing id; then the shared expert. The order changes no result (each unit's outputs are
+       its own items'). */
     a.fused = N % AMXK__LINOP_NB == 0 && (!sh || sh->inter % AMXK__LINOP_NB == 0);
     gathered = 0;
-    for (e = p.e_begin; e < p.e_end; e++) {
-        size_t r0 = (size_t)cnt[e], nr = (size_t)cnt[e + 1] - r0;
+    for (i = 0; i < 16 * (p.e_end - p.e_begin); i++) {
+        size_t r0, nr;
         const void *p13, *p2;
         size_t b13, b2;
         amxk__moe_bufs b;
-        if (nr == 0) continue;
+        e = p.e_begin + i % (p.e_end - p.e_begin);
+        r0 = (size_t)cnt[e], nr = (size_t)cnt[e + 1] - r0;
+        if (nr == 0 || amxk__linop_tile_rows(nr) != i / (p.e_end - p.e_begin) + 1) continue;
         amxk__moe_w(w, e, 0, &p13, &b13);
         amxk__moe_w(w, e, 1, &p2, &b2);
         memset(&b, 0, sizeof b);
@@ -1351,6 +1378,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
         for (i = 0; i < a.n_units; i++) chunks += AMXK__CEIL_DIV(a.u[i].rows, a.u[i].c1);
         want = chunks ? AMXK__CEIL_DIV(target, chunks) : 1;
         for (i = 0; i < a.n_units; i++) a.items1 = amxk__moe_split(&a.u[i], a.fused, want, a.items1);
+        a.ipt1 = workers > 1 ? 1 : AMXK__MAX(a.items1, (size_t)1); /* one worker: one task, one tile session */
         size_t ct2 = 1;
         for (i = 0; i < a.n_units; i++) ct2 = AMXK__MAX(ct2, amxk__linop_col_tile(&a.u[i].g2));
         a.ns2 = AMXK__MIN(nbk, target);
@@ -1376,7 +1404,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
             for (i = 0; i < nt; i++) amxk__moe_sgate_task(&a, i, 0);
         else amxk__parallel(ctx, amxk__moe_sgate_task, &a, nt);
     }
-    amxk__parallel(ctx, amxk__moe_up_task, &a, a.items1);
+    amxk__parallel(ctx, amxk__moe_up_task, &a, AMXK__CEIL_DIV(a.items1, a.ipt1));
     if (!a.fused || a.q8) {
         size_t nt = 0, elems = 0;
         for (i = 0; i < a.n_units; i++) nt += AMXK__CEIL_DIV(a.u[i].rows, (size_t)AMXK__MOE_ROWS_PER_TASK), elems += a.u[i].rows * a.u[i].N;

@@ -32,7 +32,11 @@
        blocks of ~1 MiB of 16-bit weights (AMXK__LIN_AMX_BBYTES; quantized packs dequantized once into
        workspace) that every row panel sweeps while they sit in L2, the next B block prefetched
        meanwhile (amxk__linear_block__32x32__amx). Below 5 rows (or fp16 without AMX-FP16) the amx
-       level runs its vector level's kernels.
+       level runs its vector level's kernels. amxk_linear / amxk_linear_q8: one tile configuration
+       per worker and call. Other modules (amxk_moe.h) run several kernel calls per task in a tile
+       session (amxk__tiles, >>linop): the configuration is loaded again only when R changes and
+       released once per task, and consecutive calls on the same x rows (MoE gate and up) share one
+       x panel.
        AVX512_BF16 (levels avx512_bf16, avx512_fp16), bf16 x: vdpbf16ps straight on the packed pairs (a
        64-byte pair row of a block is its operand) against x pairs broadcast from a unit-major panel
        (the 8 rows of one pair row adjacent: amxk__xpanel32__avx512). Prefill: 8 rows x 3 blocks
@@ -646,6 +650,19 @@ typedef struct amxk__actq_args {
    means one table (in >>dispatch) and its kernels. A table whose linear / w8a8 kernel does not take a
    call (fewer than min_m rows, or its *_takes says no) hands it to the vector level's table, which
    takes every call; NULL entries (the AMX table's vector-only ops) mean "the vector level's". */
+/* A tile session: consecutive AMX kernel calls of one task (one worker, one thread) that share the
+   tile state. The configuration is loaded again only when a call needs another one (equal configs:
+   no LDTILECFG) and released once, by amxk__linop_end; the bf16 / fp16 kernel's tile-major x panel
+   in the worker's workspace is built again only for other rows (key: x, rows, R, K, row stride).
+   Zeroed: nothing loaded, no panel. Kernels given NULL load and release within the call. */
+typedef struct amxk__tiles {
+    amxk__tilecfg cfg;     /* the loaded configuration, when loaded */
+    int loaded;
+    void (*release)(void); /* releases the tiles (set by the kernel that loaded them) */
+    const void *x;         /* the panel's source rows [m0, m1) (NULL: no panel), tile rows, K, stride */
+    size_t m0, m1, r, k, ldx;
+} amxk__tiles;
+
 typedef struct amxk__pack_kernels {
     size_t mc;    /* rows per task: a multiple of the row tiles of the level's linear and w8a8 kernels */
     size_t min_m; /* fewest rows its linear and w8a8 kernels take */
@@ -678,6 +695,9 @@ typedef struct amxk__pack_kernels {
     void (*q8_epi)(const amxk__q8_args *a, size_t row, size_t rows, size_t b, int nb, size_t g, const int32_t *c, const int32_t *corr,
                    float *acc, int first, int last);
     size_t col_tile; /* column blocks per tile of its linear and w8a8 kernels (callers that slice N: multiples) */
+    /* NULL, or lin_block / q8_block in a tile session (amxk__tiles; not NULL): the AMX level's */
+    void (*lin_block_ts)(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws, amxk__tiles *ts);
+    void (*q8_block_ts)(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1, amxk__tiles *ts);
 } amxk__pack_kernels;
 
 /* Block b of a bf16/fp16/f32 pack. */
@@ -3238,6 +3258,19 @@ AMXK__PRIV void amxk__xtiles__amx(const amxk__linear_args *a, size_t m0, size_t 
         }
     }
     AMXK__EMU_TOUCH(xa, rows * a->kp * 2);
+    AMXK__EMU_COUNT(xpanel_bytes, rows * a->kp * 2); /* tile counters: x copy bytes */
+}
+
+/* Tile sessions (amxk__tiles): cfg loaded unless the session already holds it; NULL session: loaded. */
+AMXK__PRIV void amxk__tiles_release__amx(void) { AMXK__TILE_RELEASE(); }
+AMXK__PRIV void amxk__tiles_use__amx(amxk__tiles *ts, const amxk__tilecfg *cfg) {
+    if (ts && ts->loaded && memcmp(&ts->cfg, cfg, sizeof *cfg) == 0) return;
+    AMXK__TILE_LOADCONFIG(cfg);
+    if (ts) ts->cfg = *cfg, ts->loaded = 1, ts->release = amxk__tiles_release__amx;
+}
+/* The end of a kernel call: a call without a session releases its tiles (a session's stay loaded). */
+AMXK__PRIV void amxk__tiles_done__amx(const amxk__tiles *ts) {
+    if (!ts) AMXK__TILE_RELEASE();
 }
 
 /* Dequantizes blocks b and b + 1 (two: 0 or 1) of a quantized pack into wq (x's 16-bit type, the
@@ -3263,7 +3296,8 @@ AMXK__PRIV void amxk__linear_deq2__amx(const amxk__linear_args *a, size_t b, int
    R = ceil(rows / T) rows (one tile configuration per call; at most T - 1 padding rows, where 16-row
    tiles would pad up to 15: the MoE units' row counts are small and arbitrary). The rows are copied once into tile-major A panels
    (amxk__xtiles__amx; ws, ceil((m1 - m0) / 32) panels of 32 x Kp) and the tile configuration is loaded
-   once. The blocks are taken in B blocks of up to plan->bpairs block pairs over all of K (about
+   once (in a tile session ts: only if the session holds another one, and the panels are kept when
+   the session's last panel has the same rows; the tiles then stay loaded for the session's end). The blocks are taken in B blocks of up to plan->bpairs block pairs over all of K (about
    AMXK__LIN_AMX_BBYTES: 4 pairs, 1 MiB at K = 4096; quantized packs: dequantized once into ws,
    amxk__linear_deq2__amx); for each B block every panel runs, pair after pair, its TDPs over all of
    K with the C tiles resident (tile stores: the output tiles only). So the B block stays in L2 while
@@ -3277,7 +3311,8 @@ AMXK__PRIV void amxk__linear_deq2__amx(const amxk__linear_args *a, size_t b, int
    whole blocks: the C tiles are stored straight into y (row stride ldy); else to a 16 x 32 f32 scratch
    and out through the vector level's store_rows (bias, one rounding to y's dtype, 16 / 8 lanes). Tile
    counters and the L2 model: bench/amx_model.sh. */
-AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
+AMXK__PRIV void amxk__linear_block_ts__32x32__amx(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws,
+                                                  amxk__tiles *ts) {
     const amxk__linear_plan *p = a->plan;
     const size_t kp = a->kp, ns = kp / AMXK__LIN_KALIGN, blk = (size_t)AMXK__LIN_NB * kp, panel = (size_t)AMXK__LIN_AMX_M * kp;
     /* uniform tiles: the rows in T = ceil(rows / 16) tiles of R = ceil(rows / T) rows (padding < T rows) */
@@ -3291,10 +3326,13 @@ AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_
     amxk__tilecfg cfg;
     size_t h, b, g0, s, q, j;
     int t;
-    amxk__xtiles__amx(a, m0, m1, R, xa);
+    if (!ts || ts->x != a->x || ts->m0 != m0 || ts->m1 != m1 || ts->r != R || ts->k != a->k || ts->ldx != a->ldx) {
+        amxk__xtiles__amx(a, m0, m1, R, xa); /* a session's panel of these rows is still in ws: kept */
+        if (ts) ts->x = a->x, ts->m0 = m0, ts->m1 = m1, ts->r = R, ts->k = a->k, ts->ldx = a->ldx;
+    }
     memset(&cfg, 0, sizeof cfg);
     for (t = 0; t < 8; t++) amxk__tilecfg_set(&cfg, t, t < 6 ? (int)R : 16, 64); /* C 0-3, A 4-5: R rows; B 6-7 */
-    AMXK__TILE_LOADCONFIG(&cfg);
+    amxk__tiles_use__amx(ts, &cfg);
     for (g0 = b0, j = 0; g0 < b1; g0 += gb, j++) {
         const size_t g1 = AMXK__MIN(b1, g0 + gb), nn = g1 < b1 ? AMXK__MIN(gb, b1 - g1) : 0; /* nn: blocks of the next B block */
         /* the next B block's bytes, prefetched into L2 during this one's sweep, `per` lines per k step */
@@ -3347,7 +3385,10 @@ AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_
             }
         }
     }
-    AMXK__TILE_RELEASE();
+    amxk__tiles_done__amx(ts);
+}
+AMXK__PRIV void amxk__linear_block__32x32__amx(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
+    amxk__linear_block_ts__32x32__amx(a, m0, m1, b0, b1, ws, NULL);
 }
 
 AMXK__TARGET_AMX_END
@@ -3370,7 +3411,7 @@ AMXK__TARGET_AMX_BEGIN
    the last group straight to y. K chunks (amxk__q8_amx_kc) keep the accumulators of up to
    AMXK__Q8A_MC rows across chunks (more rows: chunks of them, the weights widened once per chunk).
    Stack: ~77 KiB. Integer sums exact (TDPBUSD: the wrapped sum plus -128 sum w, see q8_bprep). */
-AMXK__PRIV void amxk__linear_q8_block__32x32__amx(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
+AMXK__PRIV void amxk__linear_q8_block_ts__32x32__amx(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1, amxk__tiles *ts) {
     const amxk__qview *v = a->w;
     const amxk__pack_kernels *vec = a->plan->vec;
     const int u8 = a->xflip != 0;
@@ -3381,11 +3422,14 @@ AMXK__PRIV void amxk__linear_q8_block__32x32__amx(const amxk__q8_args *a, size_t
     int32_t corr[AMXK__Q8A_GMAX][AMXK__Q8A_LD], cs[32][AMXK__Q8A_LD];
     float acc[AMXK__Q8A_MC][AMXK__Q8A_LD];
     amxk__tilecfg cfg;
-    size_t mc0, mc1, b, k0, g, kk, t, cur_r = 0;
+    size_t mc0, mc1, b, k0, g, kk, t;
+    amxk__tiles own, *ss = ts ? ts : &own; /* no session: one of this call's own */
+    memset(&own, 0, sizeof own);
     for (mc0 = m0; mc0 < m1; mc0 = mc1) {
         const size_t rows = (mc1 = multi ? AMXK__MIN(m1, mc0 + AMXK__Q8A_MC) : m1) - mc0;
         const size_t nt = AMXK__CEIL_DIV(rows, (size_t)16), R = AMXK__CEIL_DIV(rows, nt);
-        if (R != cur_r) { /* once per call (twice when the last row chunk of a long call is shorter) */
+        { /* loaded once per call (twice when the last row chunk of a long call is shorter); in a
+             session only when the session holds another configuration */
             int i;
             memset(&cfg, 0, sizeof cfg);
             for (i = 0; i < 4; i++) amxk__tilecfg_set(&cfg, i, (int)R, 64);
@@ -3393,8 +3437,7 @@ AMXK__PRIV void amxk__linear_q8_block__32x32__amx(const amxk__q8_args *a, size_t
             amxk__tilecfg_set(&cfg, 5, (int)R, (int)ks);
             amxk__tilecfg_set(&cfg, 6, (int)(ks / 4), 64);
             amxk__tilecfg_set(&cfg, 7, (int)(ks / 4), 64);
-            AMXK__TILE_LOADCONFIG(&cfg);
-            cur_r = R;
+            amxk__tiles_use__amx(ss, &cfg);
         }
         for (b = b0; b < b1; b += 2) {
             const int two = b + 1 < b1, nb = 1 + two;
@@ -3446,7 +3489,10 @@ AMXK__PRIV void amxk__linear_q8_block__32x32__amx(const amxk__q8_args *a, size_t
             }
         }
     }
-    AMXK__TILE_RELEASE();
+    amxk__tiles_done__amx(ts);
+}
+AMXK__PRIV void amxk__linear_q8_block__32x32__amx(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
+    amxk__linear_q8_block_ts__32x32__amx(a, m0, m1, b0, b1, NULL);
 }
 AMXK__TARGET_AMX_END
 #endif
@@ -3576,36 +3622,37 @@ AMXK__PRIV void amxk__linear_q8_grid__amx(amxk__linear_plan *p, const amxk__qvie
 
 static const amxk__pack_kernels amxk__pack_kernels_scalar = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__scalar, amxk__linear__1x16__scalar, NULL, amxk__linear_q8__1x16__scalar, NULL,
-    amxk__q_block_16, amxk__linear_store_rows__scalar, NULL, amxk__q8_bprep__scalar, amxk__q8_epi__scalar, 1};
+    amxk__q_block_16, amxk__linear_store_rows__scalar, NULL, amxk__q8_bprep__scalar, amxk__q8_epi__scalar, 1, NULL, NULL};
 #if AMXK__HAS_AVX2
 static const amxk__pack_kernels amxk__pack_kernels_avx2 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avx2,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL};
 #endif
 #if AMXK__HAS_AVXVNNI
 /* the AVX2 level on a CPU with AVX-VNNI: w8a8 on VEX vpdpbusd */
 static const amxk__pack_kernels amxk__pack_kernels_avx2vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avxvnni,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL};
 #endif
 #if AMXK__HAS_AVX512
 static const amxk__pack_kernels amxk__pack_kernels_avx512 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx2,
     amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512, 1};
+    amxk__q8_epi__avx512, 1, NULL, NULL};
 static const amxk__pack_kernels amxk__pack_kernels_avx512vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx512vnni,
     amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512, 1};
+    amxk__q8_epi__avx512, 1, NULL, NULL};
 static const amxk__pack_kernels amxk__pack_kernels_avx512bf16 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512bf16, NULL,
     amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512, 1};
+    amxk__q8_epi__avx512, 1, NULL, NULL};
 #endif
 #if AMXK__HAS_AMX
 static const amxk__pack_kernels amxk__pack_kernels_amx = {
     AMXK__LIN_MC, AMXK__LIN_AMX_MIN_M, AMXK__LIN_NC, amxk__linear_takes__amx, amxk__linear_ws__amx, amxk__linear_block__32x32__amx,
-    amxk__linear_q8_takes__amx, amxk__linear_q8_block__32x32__amx, NULL, NULL, NULL, amxk__linear_q8_grid__amx, NULL, NULL, 2};
+    amxk__linear_q8_takes__amx, amxk__linear_q8_block__32x32__amx, NULL, NULL, NULL, amxk__linear_q8_grid__amx, NULL, NULL, 2,
+    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx};
 #endif
 
 /* The table of ISA level `level` (a context's tier, or a vector level): the one place that maps levels
@@ -4453,10 +4500,34 @@ AMXK__PRIV size_t amxk__linop_chunk(const amxk__linop_call *c) { return c->plan.
 AMXK__PRIV size_t amxk__linop_col_tile(const amxk__linop_call *c) { return c->plan.kt->col_tile; }
 
 /* Rows [m0, m1) (inside one chunk) x column blocks [b0, b1) of a bound call; ws: amxk__linop_ws bytes
-   for this worker (AMXK_ALIGN aligned; may be NULL when that is 0). */
-AMXK__PRIV void amxk__linop_run(const amxk__linop_call *c, size_t m0, size_t m1, size_t b0, size_t b1, void *ws) {
-    if (c->q8) c->plan.kt->q8_block(&c->c, m0, m1, b0, b1);
-    else c->plan.kt->lin_block(&c->a, m0, m1, b0, b1, (char *)ws);
+   for this worker (AMXK_ALIGN aligned; may be NULL when that is 0). ts: NULL, or the task's tile
+   session (amxk__linop_begin .. amxk__linop_end, the same ws for all its calls): the AMX kernels
+   keep the tile configuration (and the bf16 / fp16 x panel) from the session's call before when it is
+   the one they need; the other kernels ignore it (and end its x panel: they write ws). */
+AMXK__PRIV void amxk__linop_run(const amxk__linop_call *c, size_t m0, size_t m1, size_t b0, size_t b1, void *ws, amxk__tiles *ts) {
+    const amxk__pack_kernels *kt = c->plan.kt;
+    if (c->q8) {
+        if (ts && kt->q8_block_ts) kt->q8_block_ts(&c->c, m0, m1, b0, b1, ts);
+        else kt->q8_block(&c->c, m0, m1, b0, b1);
+    } else if (ts && kt->lin_block_ts) {
+        kt->lin_block_ts(&c->a, m0, m1, b0, b1, (char *)ws, ts);
+    } else {
+        if (ts) ts->x = NULL;
+        kt->lin_block(&c->a, m0, m1, b0, b1, (char *)ws);
+    }
+}
+/* A task's tile session: begin before its first amxk__linop_run, end after its last (releases the
+   tiles if a kernel left them loaded; the session is then empty again). */
+AMXK__PRIV void amxk__linop_begin(amxk__tiles *ts) { memset(ts, 0, sizeof *ts); }
+AMXK__PRIV void amxk__linop_end(amxk__tiles *ts) {
+    if (ts->release) ts->release();
+    memset(ts, 0, sizeof *ts);
+}
+/* The rows per tile the AMX kernels cut a call of `rows` rows into (R = ceil(rows / ceil(rows / 16)):
+   their tile configuration depends on it): a caller that runs calls of different row counts in one
+   session orders them by it, so that the calls with one configuration follow each other. */
+AMXK__PRIV size_t amxk__linop_tile_rows(size_t rows) {
+    return rows ? AMXK__CEIL_DIV(rows, AMXK__CEIL_DIV(rows, (size_t)16)) : 0;
 }
 
 /* k values of dtype t (BF16, F16 or F32) quantized as one row by amxk_quantize_act (AMXK_DTYPE_I8, one

@@ -44,22 +44,28 @@ done
 # MoE prefill, Qwen3-30B-A3B layer (E=128, top-8, hidden 2048, inter 768); AMX_MODEL_MOE=0 skips it
 if [ "${AMX_MODEL_MOE:-1}" != 0 ]; then
     m=${AMX_MODEL_MOE_M:-512}
+    moe_threads=${AMX_MODEL_MOE_THREADS:-1 16}
     echo
-    echo "MoE prefill M=$m (\`$bin moe --m $m --layers 1 <format> --isa amx --reps 1 --warmup 0 --threads 1\`):"
+    echo "MoE prefill M=$m (\`$bin moe --m $m --layers 1 <format> --isa amx --reps 1 --warmup 0 --threads T\`):"
     echo "useful TDP work = the routed rows' MACs (3 N K per pair) / the MACs of the TDPs' rows (a TDP of R rows"
     echo "counts R / 16 of a full one: padding rows and rows computed twice are the waste); per TDP: the same if"
     echo "every TDP cost a full one whatever its rows. min rows: the smallest expert's rows (all of them must run"
-    echo "on AMX for the ratio to hold: >= 5 for bf16, the w8a8 rule of amxk_pack.h)."
+    echo "on AMX for the ratio to hold: >= 5 for bf16, the w8a8 rule of amxk_pack.h). T: workers (AMX_MODEL_MOE_THREADS,"
+    echo "default 1 16; LDTILECFG / worker: the call's LDTILECFG over T, an average); TILERELEASE: one per"
+    echo "task; x panel MiB: bytes copied into the bf16 kernel's tile-major x panels (gathered x and activation)."
     echo
-    echo "| format | TDPs | LDTILECFG | tile loads | W loads / active packed byte | dequant blocks | tile stores | useful TDP work | per TDP | min rows |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| format | T | TDPs | LDTILECFG | LDTILECFG / worker | TILERELEASE | x panel MiB | tile loads | W loads / active packed byte | dequant blocks | tile stores | useful TDP work | per TDP | min rows |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     for f in "bf16|--dtype bf16" "int8 g128 (w8a8)|--dtype int8 --act int8" "int4 g128 (w4a8)|--dtype int4 --act int8"; do
         name=${f%%|*} args=${f#*|}
-        # shellcheck disable=SC2086
-        line=$("$bin" moe --m "$m" --layers 1 $args --isa amx --reps 1 --warmup 0 --threads 1 | grep '^amx_counts_moe')
-        get() { sed -E "s/.* $1=([0-9.]+).*/\1/" <<<"$line"; }
-        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$(get tdp)" "$(get ldtilecfg)" "$(get tileloadd)" \
-            "$(get weight_loads_per_packed_byte)" "$(get dequant_blocks)" "$(get tilestored)" "$(get useful_tdp_work)" \
-            "$(get useful_tdp_work_full)" "$(get min_expert_rows)"
+        for t in $moe_threads; do
+            # shellcheck disable=SC2086
+            line=$("$bin" moe --m "$m" --layers 1 $args --isa amx --reps 1 --warmup 0 --threads "$t" | grep '^amx_counts_moe')
+            get() { sed -E "s/.* $1=([0-9.]+).*/\1/" <<<"$line"; }
+            printf '| %s | %s | %s | %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$t" "$(get tdp)" "$(get ldtilecfg)" \
+                "$(awk "BEGIN{print $(get ldtilecfg)/$t}")" "$(get release)" "$(awk "BEGIN{print $(get xpanel_bytes)/1048576}")" "$(get tileloadd)" \
+                "$(get weight_loads_per_packed_byte)" "$(get dequant_blocks)" "$(get tilestored)" "$(get useful_tdp_work)" \
+                "$(get useful_tdp_work_full)" "$(get min_expert_rows)"
+        done
     done
 fi

@@ -546,7 +546,8 @@ typedef struct mcase {
     int act, bias, on_input, interleaved, shared, arrays, inplace;
     size_t e0, e1;
     float alpha, limit, rsf;
-    int routing; /* 0 random distinct, 1 all to expert 1, 2 random with -1 and duplicates, 3 only even experts */
+    int routing; /* 0 random distinct, 1 all to expert 1, 2 random with -1 and duplicates, 3 only even experts,
+                    4 runs of tokens 0-32, 33-37, 38-44, 45-61, 62-66, 67-: experts 3, 0, 2, 1, 4, 3 (+ j, mod E) */
     int q8;      /* opts.act_int8 */
     int map;     /* opts.expert_map: global ids 0..2E, local expert E-1-(g-1)/2 at odd g, -1 at even g */
     int rin;     /* opts.routed_in: 0 none, 1 f32 [M, K+2], 2 bf16 [M, K], 3 out itself (pre-filled) */
@@ -675,6 +676,7 @@ static void fill_ids(const mcase *c, size_t E, int32_t *ids, float *tw) {
         for (j = 0; j < c->topk; j++) {
             int32_t id;
             if (c->routing == 1) id = 1;
+            else if (c->routing == 4) id = (int32_t)((t < 33 ? 3 : t < 38 ? 0 : t < 45 ? 2 : t < 62 ? 1 : t < 67 ? 4 : 3) + j) % (int32_t)E;
             else if (c->routing == 2) id = test_randint(0, 6) == 0 ? -1 : test_randint(0, (int)E - 1);
             else if (c->routing == 3) id = 2 * test_randint(0, (int)(E - 1) / 2);
             else {
@@ -1095,6 +1097,74 @@ static void test_experts_amx_tiles(void) {
     }
 }
 
+/* Tile sessions (amxk_pack.h's amxk__tiles): one task runs the AMX kernel calls of several units and
+   keeps the tile configuration while it fits, the gate and up calls of a unit one x panel. M = 528,
+   top-1: experts of 5, 17, 7, 494 and 5 rows (ids 0-4: tiles of R = 5, 9, 7, 16, 5 rows; units
+   ordered by R, so experts 0 and 4 (same R, other x rows) follow each other) and the shared expert
+   (528 rows: bf16 row chunks of 512 and 16, both R 16, after expert 3's R 16), bf16 (N = 32: gate
+   and up calls per item; 48: one call over both, not fused) and w8a8 int8 g64: against the fp64
+   reference (a configuration kept for a unit of another R, or a panel kept for other rows, reads the
+   wrong rows), bit for bit across worker counts, and (emulator builds: with one worker the calls run
+   on this thread) the tiles released after the call and no emulator fault. */
+#if defined(AMXK_AMX_EMULATE)
+static int session_faults;
+static void session_fault(const char *msg) {
+    if (session_faults++ < 3) printf("    emulator fault: %s\n", msg);
+}
+#endif
+static void test_experts_amx_sessions(void) {
+    static const mformat fs[3] = {{"bf16", 0, {AMXK_QFMT_NONE, 0, 0, 0}}, {"bf16", 0, {AMXK_QFMT_NONE, 0, 0, 0}},
+                                  {"int8-sym-g64", 1, {AMXK_QFMT_INT8, 0, 1, 64}}};
+    amxk_ctx ctx;
+    amxk_tier tier;
+    size_t fi;
+    TEST_SECTION("fused experts on AMX tile sessions: units of different tile rows on one worker, worker counts");
+    for (fi = 0; fi < 3; fi++) {
+        mset ms;
+        test_case_begin(test_case_id("moe amx sessions weights", fi));
+        mset_make(&ms, &fs[fi], AMXK_DTYPE_BF16, 5, 128, fi == 1 ? 48 : fi == 2 ? 64 : 32, fi == 2 ? 64 : 16);
+        TEST_FOR_EACH_TIER(tier, ctx) {
+            unsigned char *ref = NULL, *got = NULL;
+            mcase c;
+            int wi;
+            memset(&c, 0, sizeof c);
+            c.q8 = fi == 2, c.M = 528, c.topk = 1, c.ldx = 128, c.ldo = 131, c.ot = AMXK_DTYPE_F32, c.bias = 1, c.shared = 1, c.routing = 4;
+            c.id = test_case_id("moe amx sessions", fi);
+            for (wi = 0; wi < TEST_N_WORKER_COUNTS; wi++) {
+                amxk_ctx pc;
+#if defined(AMXK_AMX_EMULATE)
+                amxk_amx_fault_fn old;
+                unsigned char cfg[64];
+                size_t z;
+                int loaded = 0;
+#endif
+                if (!test_ctx(&pc, tier, test_worker_counts[wi])) continue;
+#if defined(AMXK_AMX_EMULATE)
+                session_faults = 0;
+                old = amxk_amx_emu_set_fault_handler(session_fault);
+#endif
+                moe_case(&pc, &ms, &c, "amx sessions", ref ? &got : &ref);
+#if defined(AMXK_AMX_EMULATE)
+                amxk_amx_emu_set_fault_handler(old);
+                amxk_amx_emu_storeconfig(cfg);
+                for (z = 0; z < 64; z++) loaded |= cfg[z] != 0;
+                CHECK(session_faults == 0, "tier %s %s workers %d: %d emulator faults", amxk_tier_name(tier), fs[fi].name, test_worker_counts[wi],
+                      session_faults);
+                CHECK(!loaded, "tier %s %s workers %d: tiles still configured after the call", amxk_tier_name(tier), fs[fi].name,
+                      test_worker_counts[wi]);
+#endif
+                if (got) {
+                    CHECK(memcmp(ref, got, ((c.M - 1) * c.ldo + 128) * 4) == 0, "tier %s %s workers %d: not bitwise equal", amxk_tier_name(tier),
+                          fs[fi].name, test_worker_counts[wi]);
+                    free(got), got = NULL;
+                }
+            }
+            free(ref);
+        }
+        mset_free(&ms);
+    }
+}
+
 /* ============================== bad input ============================== */
 
 /* act_int8 with packs amxk_linear_q8 does not take (each alone among int4 packs, routed or shared):
@@ -1354,6 +1424,7 @@ int main(void) {
     test_align();
     test_experts();
     test_experts_amx_tiles();
+    test_experts_amx_sessions();
     test_mxfp4_experts();
     test_bad();
     return test_finish();
