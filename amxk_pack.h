@@ -3519,37 +3519,35 @@ AMXK__PRIV void amxk__linear_ws__avx2(amxk__linear_plan *p, size_t m, size_t kp,
    256 rows at K = 4096), so that each staged group of NR16 blocks serves every row of its task from L2,
    the weights come from beyond L2 once per row chunk and each x row becomes a panel once per N task
    (measured on Zen 4, N = K = 4096, 1 thread, against oneDNN bf16 in the same rounds: 48 rows x 24
-   blocks per task M = 256 0.90x, M = 1024 0.99x; these tasks 1.00x / 1.08x; README). Then split
-   further until there is a task per worker and the count is a multiple of the workers (or at least 4
-   per worker): N first, down to NR16 blocks per task, then M. Returns the rows the workspace is sized
-   for: the rows per task before the split for workers, so that a worker's slice does not depend on
-   the worker count. */
-AMXK__PRIV size_t amxk__linear_grid16__avx512(amxk__linear_plan *p, size_t m, size_t kp) {
-    const size_t w = p->workers, mr = AMXK__LIN_MR16, rows_max = AMXK__CEIL_DIV(m, mr);
+   blocks per task M = 256 0.94x, M = 1024 0.98x; these tasks 1.00x / 1.05x; README). Rows per task
+   (mc) never depend on the worker count: callers chunk rows by it (amxk__linop_chunk), and a chunk of
+   at most 4 rows runs the decode kernels (another summation order), so results stay the same bits for
+   any worker count. Narrow N gets more row chunks so that the grid can hold AMXK__LIN_TASKS16 tasks
+   (at least 48 rows each); then N is split for the workers (down to NR16 blocks per task) until there
+   is a task per worker and the count is a multiple of the workers (or at least 4 per worker). */
+#ifndef AMXK__LIN_TASKS16
+#define AMXK__LIN_TASKS16 64
+#endif
+AMXK__PRIV void amxk__linear_grid16__avx512(amxk__linear_plan *p, size_t m, size_t kp) {
+    const size_t w = p->workers, mr = AMXK__LIN_MR16, ntmax = AMXK__CEIL_DIV(p->nblk, (size_t)AMXK__LIN_NR16);
     const size_t cap = AMXK__MAX(mr, (size_t)AMXK__LIN_XP16_BYTES / 4 / kp / mr * mr); /* rows per task */
-    size_t mt = AMXK__CEIL_DIV(m, cap), nt = AMXK__CEIL_DIV(p->nblk, (size_t)AMXK__LIN_NC16);
-    const size_t ws_rows = AMXK__MIN(m, AMXK__ROUND_UP(AMXK__CEIL_DIV(m, mt), mr));
-    while (mt * nt < w || ((mt * nt) % w != 0 && mt * nt < 4 * w)) {
-        if (nt < AMXK__CEIL_DIV(p->nblk, (size_t)AMXK__LIN_NR16)) nt++;
-        else if (mt < rows_max) mt++;
-        else break;
-    }
+    const size_t mt = AMXK__MAX(AMXK__CEIL_DIV(m, cap), AMXK__MIN(AMXK__CEIL_DIV(m, (size_t)AMXK__LIN_MC_VEC),
+                                                                   AMXK__CEIL_DIV((size_t)AMXK__LIN_TASKS16, ntmax)));
+    size_t nt = AMXK__CEIL_DIV(p->nblk, (size_t)AMXK__LIN_NC16);
+    while (nt < ntmax && (mt * nt < w || ((mt * nt) % w != 0 && mt * nt < 4 * w))) nt++;
     p->nc = AMXK__CEIL_DIV(p->nblk, nt);
     p->mc = AMXK__MIN(m, AMXK__ROUND_UP(AMXK__CEIL_DIV(m, mt), mr));
-    return ws_rows;
 }
 /* The AVX-512 levels: the AVX2 layout (the quantized decode path uses it), grown if needed to hold
-   amxk__linear_tiles16__avx512's: x panels (ceil(rows / MR16) x 8 x Kp 32-bit units), MR16 f32 x rows,
+   amxk__linear_tiles16__avx512's: x panels (ceil(mc / MR16) x 8 x Kp 32-bit units), MR16 f32 x rows,
    NR16 staged blocks (f32, or bf16 pairs) and an f32 scratch block; prefill (m > 4): the grid of
-   amxk__linear_grid16__avx512, rows = its workspace rows. */
+   amxk__linear_grid16__avx512. */
 AMXK__PRIV void amxk__linear_ws__avx512(amxk__linear_plan *p, size_t m, size_t kp, int quant) {
-    const size_t rows = m > 4 ? amxk__linear_grid16__avx512(p, m, kp) : p->mc;
-    const size_t run_mc = p->mc;
-    const size_t need = AMXK__ROUND_UP(AMXK__CEIL_DIV(rows, (size_t)AMXK__LIN_MR16) * AMXK__LIN_XS16 * kp * 4, (size_t)AMXK_ALIGN) +
-                        (size_t)AMXK__LIN_MR16 * kp * 4 + (size_t)AMXK__LIN_NR16 * AMXK__LIN_NB * kp * 4 + (size_t)AMXK__LIN_NB * kp * 4;
-    p->mc = rows; /* the AVX2 layout for the workspace rows, then the run's rows per task */
+    size_t need;
+    if (m > 4) amxk__linear_grid16__avx512(p, m, kp);
+    need = AMXK__ROUND_UP(AMXK__CEIL_DIV(p->mc, (size_t)AMXK__LIN_MR16) * AMXK__LIN_XS16 * kp * 4, (size_t)AMXK_ALIGN) +
+           (size_t)AMXK__LIN_MR16 * kp * 4 + (size_t)AMXK__LIN_NR16 * AMXK__LIN_NB * kp * 4 + (size_t)AMXK__LIN_NB * kp * 4;
     amxk__linear_ws__avx2(p, m, kp, quant);
-    p->mc = run_mc;
     if (p->ws_a + p->ws_w < need) p->ws_w = AMXK__ROUND_UP(need - p->ws_a, (size_t)AMXK_ALIGN);
 }
 #endif

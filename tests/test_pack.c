@@ -699,8 +699,8 @@ static void reverse_for(void *user, amxk_task_fn fn, void *task_ctx, size_t n_ta
    blocks of ~1 MiB of 16-bit weights: 4 block pairs at K = 4096, 7 at K = 2049) with a ragged last
    one, K not a multiple of 32, two row chunks (M > 512).
    AVX-512 prefill (amxk__linear_grid16__avx512): row chunks from the 4 MiB x-panel cap (K = 40001: 24
-   rows per task), N tasks split for 3 and 7 workers down to 3 blocks, then M split (1 and 2 blocks),
-   ragged 8-row tiles and 3-block groups. */
+   rows per task), narrow N (1, 2 and 6 blocks: more row chunks), N tasks split for 3 and 7 workers
+   down to 3 blocks, ragged 8-row tiles and 3-block groups. */
 static void test_grid(amxk_tier tier, const size_t (*shapes)[3], size_t nshapes, const char *name) {
     size_t i;
     if (!tier_usable(tier)) return;
