@@ -162,7 +162,10 @@
        silu (the model gives each 512-bit op two cycles on one of two pipes); measured the other way round.
        Gating (amxk_gdn_gating, T 4096, HV 32, bf16 a/b, f32 g,
        bf16 beta, min of 15 interleaved calls in one process): the 16-lane kernel 152 us (1.16 ns per
-       element) vs the scalar kernel the AVX-512 levels ran before 4.9-5.3 ms (32-35x; HV 33: 23x). PREDICTED for Sapphire Rapids (llvm-mca-19
+       element) vs the scalar kernel the AVX-512 levels ran before 4.9-5.3 ms (32-35x; HV 33: 23x). The AVX2
+       level's 8-lane kernel (the same body): 267 us vs 3.99 ms for the scalar kernel it ran before (15x;
+       medians of 3 interleaved rounds of the min of 15 calls, the 16-lane kernel 154 us in the same
+       rounds; 1 thread, --isa avx2 / avx512 through ctx.isa_allow). PREDICTED for Sapphire Rapids (llvm-mca-19
        -mcpu=sapphirerapids on the compiled inner loops, gcc 12 -O2; not measured): the pair sweep 12.1
        cycles per 32-column state row and token pair = 32 flop/cycle (the model issues 512-bit FMAs on
        port 0 only; with the second 512-bit FMA port of Xeon SKUs the FMA bound halves to 6 cycles, 64
@@ -171,10 +174,12 @@
        the Zen 4 measurement in L1, ~79 cycles for bf16, agrees). AMXK_GDN_AUTO picks the recurrent form on every
        tier (it is the faster one without AMX tile matmuls; see bench/cmd_gdn.h); the chunked form is
        always available explicitly and agrees with it (tests/test_gdn.c). Gating: scalar (libm expf /
-       log1pf) on the scalar and AVX2 tiers; AVX-512 amxk__gdn_gating_f32__1x16__avx512, 16 heads per
-       vector (amxk__vexp__avx512 and amxk__vsigmoid__avx512 from amxk.h, log1p as 2 atanh(u / (2 + u))
-       by its series); fused gating (amxk_gdn with a / b) runs the same kernel one head at a time, so it
-       gives amxk_gdn_gating's values on every level.
+       log1pf) on the scalar tier; AVX2 amxk__gdn_gating_f32__1x8__avx2 and AVX-512
+       amxk__gdn_gating_f32__1x16__avx512, 8 / 16 heads per vector, one body (AMXK__GDN_GATING_DEFINE:
+       amxk__vexp__<isa> and amxk__vsigmoid__<isa> from amxk.h, log1p as 2 atanh(u / (2 + u)) by its
+       series), so the two give the same bits; fused gating (amxk_gdn with a / b) runs the level's kernel
+       one head at a time, so it gives amxk_gdn_gating's values on every level (tests/test_gdn.c checks
+       state and outputs bitwise).
 
    THREADING
        conv: tasks = sequences x time blocks (>= max(64, W) tokens, at most 64 blocks per sequence; every
@@ -289,10 +294,11 @@ AMXK_DEF amxk_status amxk_conv1d_update(const amxk_ctx *ctx, const void *packed,
    keeps dt_bias in the model dtype, sglang A_log too), widened exactly to f32; g fp32; beta: beta_dtype
    F32 or BF16. The same f32 arithmetic as amxk_gdn's fused gating on the same level (the same values).
    softplus_beta > 0 (default 1), threshold (default 20). g <= 0 and beta in [0, 1] for every finite
-   input; overflow-free (log1p/exp of bounded values). Scalar tiers use libm; the AVX-512 levels a
-   16-lane kernel (exp clamped to [-87, 87]: a softplus or beta below 1.6e-38 comes out as about
-   1.6e-38); within 4e-6 relative of fp64 for g (+1e-30 absolute), 1e-6 absolute for f32 beta
-   (tests/test_gdn.c). Serial. n_tokens == 0 is a no-op. Errors:
+   input; overflow-free (log1p/exp of bounded values). The scalar tier uses libm; the AVX2 and
+   AVX-512 levels an 8- / 16-lane kernel, one body, the same values (exp clamped to [-87, 87]: a
+   softplus or beta below 1.6e-38 comes out as about 1.6e-38); within 4e-6 relative of fp64 for g
+   (+1e-30 absolute), 1e-6 absolute for f32 beta (tests/test_gdn.c; measured on a 2^21-point sweep and
+   random inputs: g within 3.4e-7 relative where |g| >= 1e-30, f32 beta within 9e-8). Serial. n_tokens == 0 is a no-op. Errors:
    CONTEXT, NULL, SHAPE (hv == 0), STRIDE, DTYPE, ARG (softplus_beta <= 0), ALIAS (g and beta overlap). */
 AMXK_DEF amxk_status amxk_gdn_gating(const amxk_ctx *ctx, size_t n_tokens, size_t hv, const void *a, size_t lda,
                                      const void *b, size_t ldb, amxk_dtype ab_dtype, const void *A_log, amxk_dtype A_log_dtype,

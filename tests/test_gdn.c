@@ -57,7 +57,7 @@ static double ref_softplus(double x, double bsp, double thr) { return bsp * x > 
 static void test_gating(void) {
     static const float xs[] = {-100.0f, -20.01f, -20.0f, -1.0f, 0.0f, 19.99f, 20.0f, 20.01f, 100.0f, 40.0f, -40.0f};
     static const float bs[] = {-100.0f, -20.0f, 0.0f, 20.0f, 100.0f, 0.5f, -3.0f};
-    /* head counts around the 16-lane vectors (1, 15, 16, 17, 33, primes) and padded rows (ld = HV + pad;
+    /* head counts around the 8- and 16-lane vectors (1, 7, 15, 16, 17, 33, primes) and padded rows (ld = HV + pad;
        the padding of g / beta poisoned and checked untouched) */
     static const size_t shapes[8][3] = {{32, 257, 0}, {1, 33, 0}, {7, 19, 3}, {15, 17, 1}, {16, 16, 0}, {17, 15, 5}, {33, 9, 2}, {37, 5, 0}};
     const size_t HV = 32, T = 257;
