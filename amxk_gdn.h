@@ -163,10 +163,10 @@
        Gating (amxk_gdn_gating, T 4096, HV 32, bf16 a/b, f32 g,
        bf16 beta, min of 15 interleaved calls in one process): the 16-lane kernel 152 us (1.16 ns per
        element) vs the scalar kernel the AVX-512 levels ran before 4.9-5.3 ms (32-35x; HV 33: 23x). The AVX2
-       level's 8-lane kernel (the same body): 267 us vs 3.99 ms for the scalar kernel it ran before (15x;
-       medians of 3 interleaved rounds of the min of 15 calls, the 16-lane kernel 154 us in the same
-       rounds; 1 thread, --isa avx2 / avx512 through ctx.isa_allow). PREDICTED for Sapphire Rapids (llvm-mca-19
-       -mcpu=sapphirerapids on the compiled inner loops, gcc 12 -O2; not measured): the pair sweep 12.1
+       level's 8-lane kernel (the same body; `amxk_bench gdn-gating --t 4096 --hv 32 --isa avx2 --reps
+       15`, medians of 3 rounds interleaved with the build before it and with --isa avx512): 267 us vs
+       4.13 ms for the scalar kernel it ran before (15.5x); the 16-lane kernel 152 us in the same rounds.
+       PREDICTED for Sapphire Rapids (llvm-mca-19 -mcpu=sapphirerapids on the compiled inner loops, gcc 12 -O2; not measured): the pair sweep 12.1
        cycles per 32-column state row and token pair = 32 flop/cycle (the model issues 512-bit FMAs on
        port 0 only; with the second 512-bit FMA port of Xeon SKUs the FMA bound halves to 6 cycles, 64
        flop/cycle); the 8x32 GEMM 16 cycles per k step (32 flop/cycle, same caveat); conv rows bf16 -> bf16
@@ -809,7 +809,8 @@ AMXK__PRIV void amxk__gdn_recurrent_f32__1col__scalar(const amxk__gdn_args *a, f
    amxk__gdn_log1p01__<isa> and the kernel `name` (amxk_gdn_gating rows [t0, t1), L heads per vector)
    from the vector vocabulary V of amxk.h's math layer (AMXK__V8 / AMXK__V16: amxk__vexp__<isa>,
    amxk__vsigmoid__<isa>) and the element access LD(p, dtype, i, cnt) / ST(p, dtype, i, cnt, v) of L
-   elements from element i, the first min(cnt, L) of them real (lane masks at 16, a scalar copy at 8).
+   elements from element i, the first min(cnt, L) of them real (lane masks at 16; at 8 a tail is
+   built in registers on load and stored through a scalar copy).
    The AVX2 kernel (8 lanes) and the AVX-512 one (16) are this one body, so they run the same
    arithmetic per lane; fused gating calls a level's kernel one head at a time (hv = 1: one live lane),
    and lanes are independent, so it gets amxk_gdn_gating's values on the same level.
@@ -877,9 +878,23 @@ static inline __attribute__((always_inline)) void amxk__gdn_st8__avx2(void *p, a
     }
 }
 
-/* amxk_gdn_gating rows [t0, t1), 8 heads per vector (a tail of fewer than 8 heads through a scalar copy
-   to and from a vector): AMXK__GDN_GATING_DEFINE. */
-AMXK__GDN_GATING_DEFINE(amxk__gdn_gating_f32__1x8__avx2, avx2, AMXK__V8, 8, amxk__gdn_ld8__avx2, amxk__gdn_st8__avx2)
+/* amxk__gdn_ld8__avx2 with a tail (cnt < 8) built in registers: one broadcast and blend per element,
+   the other lanes 0. The gating kernel's tails (fused gating calls it with one head: every row is a
+   tail) stay off the stack copy, whose 8-lane reload of narrow stores is not store-forwarded and
+   stalls (measured: 1-head rows at 97 ns each, 3x the scalar kernel). */
+static inline __attribute__((always_inline)) __m256 amxk__gdn_ldr8__avx2(const void *p, amxk_dtype t, size_t i, size_t cnt) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256 v = _mm256_setzero_ps();
+    size_t k;
+    if (cnt >= 8) return amxk__gdn_ld8__avx2(p, t, i, 8);
+    for (k = 0; k < cnt; k++)
+        v = _mm256_blendv_ps(v, _mm256_set1_ps(amxk__ld_elem(p, t, i + k)), _mm256_castsi256_ps(_mm256_cmpeq_epi32(lane, _mm256_set1_epi32((int)k))));
+    return v;
+}
+
+/* amxk_gdn_gating rows [t0, t1), 8 heads per vector (a tail of fewer than 8 heads built in registers,
+   stored through a scalar copy): AMXK__GDN_GATING_DEFINE. */
+AMXK__GDN_GATING_DEFINE(amxk__gdn_gating_f32__1x8__avx2, avx2, AMXK__V8, 8, amxk__gdn_ldr8__avx2, amxk__gdn_st8__avx2)
 
 /* silu(y) = y / (1 + exp(-y)) for the conv, 8 lanes (prefill rows, update and tails all use this one, so
    they agree bit for bit). exp(-y) = 2^(n/8) with n/8 = -y log2 e: x = -8 y log2 e in one multiply, n =
