@@ -166,6 +166,7 @@
        level's 8-lane kernel (the same body; `amxk_bench gdn-gating --t 4096 --hv 32 --isa avx2 --reps
        15`, medians of 3 rounds interleaved with the build before it and with --isa avx512): 267 us vs
        4.13 ms for the scalar kernel it ran before (15.5x); the 16-lane kernel 152 us in the same rounds.
+       One head (fused gating's calls; --t 131072 --hv 1): 2.25 ms vs 4.25 ms scalar (AVX-512 2.44 ms).
        PREDICTED for Sapphire Rapids (llvm-mca-19 -mcpu=sapphirerapids on the compiled inner loops, gcc 12 -O2; not measured): the pair sweep 12.1
        cycles per 32-column state row and token pair = 32 flop/cycle (the model issues 512-bit FMAs on
        port 0 only; with the second 512-bit FMA port of Xeon SKUs the FMA bound halves to 6 cycles, 64
