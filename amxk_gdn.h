@@ -162,8 +162,12 @@
        silu (the model gives each 512-bit op two cycles on one of two pipes); measured the other way round.
        Gating (amxk_gdn_gating, T 4096, HV 32, bf16 a/b, f32 g,
        bf16 beta, min of 15 interleaved calls in one process): the 16-lane kernel 152 us (1.16 ns per
-       element) vs the scalar kernel the AVX-512 levels ran before 4.9-5.3 ms (32-35x; HV 33: 23x). PREDICTED for Sapphire Rapids (llvm-mca-19
-       -mcpu=sapphirerapids on the compiled inner loops, gcc 12 -O2; not measured): the pair sweep 12.1
+       element) vs the scalar kernel the AVX-512 levels ran before 4.9-5.3 ms (32-35x; HV 33: 23x). The AVX2
+       level's 8-lane kernel (the same body; `amxk_bench gdn-gating --t 4096 --hv 32 --isa avx2 --reps
+       15`, medians of 3 rounds interleaved with the build before it and with --isa avx512): 267 us vs
+       4.13 ms for the scalar kernel it ran before (15.5x); the 16-lane kernel 152 us in the same rounds.
+       One head (fused gating's calls; --t 131072 --hv 1): 2.25 ms vs 4.25 ms scalar (AVX-512 2.44 ms).
+       PREDICTED for Sapphire Rapids (llvm-mca-19 -mcpu=sapphirerapids on the compiled inner loops, gcc 12 -O2; not measured): the pair sweep 12.1
        cycles per 32-column state row and token pair = 32 flop/cycle (the model issues 512-bit FMAs on
        port 0 only; with the second 512-bit FMA port of Xeon SKUs the FMA bound halves to 6 cycles, 64
        flop/cycle); the 8x32 GEMM 16 cycles per k step (32 flop/cycle, same caveat); conv rows bf16 -> bf16
@@ -171,10 +175,12 @@
        the Zen 4 measurement in L1, ~79 cycles for bf16, agrees). AMXK_GDN_AUTO picks the recurrent form on every
        tier (it is the faster one without AMX tile matmuls; see bench/cmd_gdn.h); the chunked form is
        always available explicitly and agrees with it (tests/test_gdn.c). Gating: scalar (libm expf /
-       log1pf) on the scalar and AVX2 tiers; AVX-512 amxk__gdn_gating_f32__1x16__avx512, 16 heads per
-       vector (amxk__vexp__avx512 and amxk__vsigmoid__avx512 from amxk.h, log1p as 2 atanh(u / (2 + u))
-       by its series); fused gating (amxk_gdn with a / b) runs the same kernel one head at a time, so it
-       gives amxk_gdn_gating's values on every level.
+       log1pf) on the scalar tier; AVX2 amxk__gdn_gating_f32__1x8__avx2 and AVX-512
+       amxk__gdn_gating_f32__1x16__avx512, 8 / 16 heads per vector, one body (AMXK__GDN_GATING_DEFINE:
+       amxk__vexp__<isa> and amxk__vsigmoid__<isa> from amxk.h, log1p as 2 atanh(u / (2 + u)) by its
+       series), so the two give the same bits; fused gating (amxk_gdn with a / b) runs the level's kernel
+       one head at a time, so it gives amxk_gdn_gating's values on every level (tests/test_gdn.c checks
+       state and outputs bitwise).
 
    THREADING
        conv: tasks = sequences x time blocks (>= max(64, W) tokens, at most 64 blocks per sequence; every
@@ -289,10 +295,11 @@ AMXK_DEF amxk_status amxk_conv1d_update(const amxk_ctx *ctx, const void *packed,
    keeps dt_bias in the model dtype, sglang A_log too), widened exactly to f32; g fp32; beta: beta_dtype
    F32 or BF16. The same f32 arithmetic as amxk_gdn's fused gating on the same level (the same values).
    softplus_beta > 0 (default 1), threshold (default 20). g <= 0 and beta in [0, 1] for every finite
-   input; overflow-free (log1p/exp of bounded values). Scalar tiers use libm; the AVX-512 levels a
-   16-lane kernel (exp clamped to [-87, 87]: a softplus or beta below 1.6e-38 comes out as about
-   1.6e-38); within 4e-6 relative of fp64 for g (+1e-30 absolute), 1e-6 absolute for f32 beta
-   (tests/test_gdn.c). Serial. n_tokens == 0 is a no-op. Errors:
+   input; overflow-free (log1p/exp of bounded values). The scalar tier uses libm; the AVX2 and
+   AVX-512 levels an 8- / 16-lane kernel, one body, the same values (exp clamped to [-87, 87]: a
+   softplus or beta below 1.6e-38 comes out as about 1.6e-38); within 4e-6 relative of fp64 for g
+   (+1e-30 absolute), 1e-6 absolute for f32 beta (tests/test_gdn.c; measured on a 2^21-point sweep and
+   random inputs: g within 3.4e-7 relative where |g| >= 1e-30, f32 beta within 9e-8). Serial. n_tokens == 0 is a no-op. Errors:
    CONTEXT, NULL, SHAPE (hv == 0), STRIDE, DTYPE, ARG (softplus_beta <= 0), ALIAS (g and beta overlap). */
 AMXK_DEF amxk_status amxk_gdn_gating(const amxk_ctx *ctx, size_t n_tokens, size_t hv, const void *a, size_t lda,
                                      const void *b, size_t ldb, amxk_dtype ab_dtype, const void *A_log, amxk_dtype A_log_dtype,
@@ -799,6 +806,51 @@ AMXK__PRIV void amxk__gdn_recurrent_f32__1col__scalar(const amxk__gdn_args *a, f
     }
 }
 
+/* Gating at one vector width: AMXK__GDN_GATING_DEFINE(name, isa, V, L, LD, ST) defines
+   amxk__gdn_log1p01__<isa> and the kernel `name` (amxk_gdn_gating rows [t0, t1), L heads per vector)
+   from the vector vocabulary V of amxk.h's math layer (AMXK__V8 / AMXK__V16: amxk__vexp__<isa>,
+   amxk__vsigmoid__<isa>) and the element access LD(p, dtype, i, cnt) / ST(p, dtype, i, cnt, v) of L
+   elements from element i, the first min(cnt, L) of them real (lane masks at 16; at 8 a tail is
+   built in registers on load and stored through a scalar copy).
+   The AVX2 kernel (8 lanes) and the AVX-512 one (16) are this one body, so they run the same
+   arithmetic per lane; fused gating calls a level's kernel one head at a time (hv = 1: one live lane),
+   and lanes are independent, so it gets amxk_gdn_gating's values on the same level.
+   log1p(u) for u in [0, 1] (NaN stays NaN): 2 atanh(v), v = u / (2 + u) in [0, 1/3] (no cancellation
+   in 1 + u: tiny u keep their relative accuracy), atanh(v) = v (1 + v^2/3 + ... + v^12/13) (the
+   series' remainder is below 1.6e-8 relative at v = 1/3).
+   The kernel: per L heads -exp(A_log) and dt_bias once, then down the rows. softplus(x) = x where bsp x
+   > thr, else (max(z, 0) + log1p(exp(-|z|))) / bsp, z = bsp x (the scalar's two branches in one); beta
+   = 1 / (1 + exp(-b)). exp: amxk__vexp__<isa> (argument clamped to [-87, 87]: softplus and beta of
+   arguments below -87 come out near 1.6e-38 instead of smaller). */
+#define AMXK__GDN_GATING_DEFINE(NAME, isa, V, L, LD, ST)                                                      \
+    static inline __attribute__((always_inline)) V##_T amxk__gdn_log1p01__##isa(V##_T u) {                  \
+        const V##_T v = V##_DIV(u, V##_ADD(u, V##_SET1(2.0f))), v2 = V##_MUL(v, v);                         \
+        V##_T p = V##_SET1(1.0f / 13.0f);                                                                   \
+        p = V##_FMADD(p, v2, V##_SET1(1.0f / 11.0f));                                                       \
+        p = V##_FMADD(p, v2, V##_SET1(1.0f / 9.0f));                                                        \
+        p = V##_FMADD(p, v2, V##_SET1(1.0f / 7.0f));                                                        \
+        p = V##_FMADD(p, v2, V##_SET1(1.0f / 5.0f));                                                        \
+        p = V##_FMADD(p, v2, V##_SET1(1.0f / 3.0f));                                                        \
+        p = V##_FMADD(p, v2, V##_SET1(1.0f));                                                               \
+        return V##_MUL(V##_ADD(v, v), p);                                                                   \
+    }                                                                                                       \
+    AMXK__PRIV void NAME(const amxk__gating_args *ga, size_t t0, size_t t1) {                               \
+        const V##_T bsp = V##_SET1(ga->bsp), thr = V##_SET1(ga->thr), zero = V##_SET1(0.0f);                \
+        size_t h, t;                                                                                        \
+        for (h = 0; h < ga->hv; h += (L)) {                                                                 \
+            const size_t cnt = ga->hv - h;                                                                  \
+            const V##_T nea = V##_SUB(zero, amxk__vexp__##isa(LD(ga->A_log, ga->alt, h, cnt)));             \
+            const V##_T dtb = LD(ga->dt_bias, ga->dtt, h, cnt);                                             \
+            for (t = t0; t < t1; t++) {                                                                     \
+                const V##_T x = V##_ADD(LD(ga->a, ga->abt, t * ga->lda + h, cnt), dtb), z = V##_MUL(bsp, x); \
+                V##_T sp = V##_ADD(V##_MAX(z, zero), amxk__gdn_log1p01__##isa(amxk__vexp__##isa(V##_SUB(zero, V##_ABS(z))))); \
+                sp = V##_SELLT(thr, z, x, V##_DIV(sp, bsp)); /* z > thr: x */                               \
+                ST(ga->g, AMXK_DTYPE_F32, t * ga->ldg + h, cnt, V##_MUL(nea, sp));                          \
+                ST(ga->beta, ga->bt, t * ga->ldbeta + h, cnt, amxk__vsigmoid__##isa(LD(ga->b, ga->abt, t * ga->ldb + h, cnt))); \
+            }                                                                                               \
+        }                                                                                                   \
+    }
+
 // >>avx2 -----------------------------------------------------------------------------------------
 /* AVX2 kernels (the AVX2 level's table; the AVX-512 and AMX levels have their own, >>avx512). */
 
@@ -826,6 +878,24 @@ static inline __attribute__((always_inline)) void amxk__gdn_st8__avx2(void *p, a
         for (k = 0; k < cnt; k++) amxk__st_elem(p, t, i + k, tmp[k]);
     }
 }
+
+/* amxk__gdn_ld8__avx2 with a tail (cnt < 8) built in registers: one broadcast and blend per element,
+   the other lanes 0. The gating kernel's tails (fused gating calls it with one head: every row is a
+   tail) stay off the stack copy, whose 8-lane reload of narrow stores is not store-forwarded and
+   stalls (measured: 1-head rows at 97 ns each, 3x the scalar kernel). */
+static inline __attribute__((always_inline)) __m256 amxk__gdn_ldr8__avx2(const void *p, amxk_dtype t, size_t i, size_t cnt) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256 v = _mm256_setzero_ps();
+    size_t k;
+    if (cnt >= 8) return amxk__gdn_ld8__avx2(p, t, i, 8);
+    for (k = 0; k < cnt; k++)
+        v = _mm256_blendv_ps(v, _mm256_set1_ps(amxk__ld_elem(p, t, i + k)), _mm256_castsi256_ps(_mm256_cmpeq_epi32(lane, _mm256_set1_epi32((int)k))));
+    return v;
+}
+
+/* amxk_gdn_gating rows [t0, t1), 8 heads per vector (a tail of fewer than 8 heads built in registers,
+   stored through a scalar copy): AMXK__GDN_GATING_DEFINE. */
+AMXK__GDN_GATING_DEFINE(amxk__gdn_gating_f32__1x8__avx2, avx2, AMXK__V8, 8, amxk__gdn_ldr8__avx2, amxk__gdn_st8__avx2)
 
 /* silu(y) = y / (1 + exp(-y)) for the conv, 8 lanes (prefill rows, update and tails all use this one, so
    they agree bit for bit). exp(-y) = 2^(n/8) with n/8 = -y log2 e: x = -8 y log2 e in one multiply, n =
@@ -1812,45 +1882,17 @@ AMXK__PRIV void amxk__gdn_qk_f32__16col__avx512(const amxk__gdn_args *a, size_t 
     for (i = 0; i < dk; i += 16) _mm512_mask_storeu_ps(dst + i, amxk__gdn_mask16(dk - i), _mm512_mul_ps(_mm512_loadu_ps(raw + i), f));
 }
 
-/* log1p(u) for u in [0, 1] (NaN stays NaN) at 16 lanes: 2 atanh(v), v = u / (2 + u) in [0, 1/3] (no
-   cancellation in 1 + u: tiny u keep their relative accuracy), atanh(v) = v (1 + v^2/3 + ... + v^12/13)
-   (the series' remainder is below 1.6e-8 relative at v = 1/3). */
-static inline __attribute__((always_inline)) __m512 amxk__gdn_log1p01__avx512(__m512 u) {
-    const __m512 v = _mm512_div_ps(u, _mm512_add_ps(u, _mm512_set1_ps(2.0f))), v2 = _mm512_mul_ps(v, v);
-    __m512 p = _mm512_set1_ps(1.0f / 13.0f);
-    p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(1.0f / 11.0f));
-    p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(1.0f / 9.0f));
-    p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(1.0f / 7.0f));
-    p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(1.0f / 5.0f));
-    p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(1.0f / 3.0f));
-    p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(1.0f));
-    return _mm512_mul_ps(_mm512_add_ps(v, v), p);
+/* 16 values (f32 or bf16) from element i of p as f32 (lanes past cnt read as 0), and the store of the
+   first min(cnt, 16): amxk__gdn_ld8__avx2's interface at 16 lanes (lane masks, no scalar tail). */
+static inline __attribute__((always_inline)) __m512 amxk__gdn_ld16__avx512(const void *p, amxk_dtype t, size_t i, size_t cnt) {
+    return amxk__vload__avx512((const char *)p + i * (t == AMXK_DTYPE_F32 ? 4 : 2), t, amxk__gdn_mask16(cnt));
+}
+static inline __attribute__((always_inline)) void amxk__gdn_st16__avx512(void *p, amxk_dtype t, size_t i, size_t cnt, __m512 v) {
+    amxk__vstore__avx512((char *)p + i * (t == AMXK_DTYPE_F32 ? 4 : 2), t, v, amxk__gdn_mask16(cnt));
 }
 
-/* amxk_gdn_gating rows [t0, t1), 16 heads per vector (masked tail): per 16 heads -exp(A_log) and
-   dt_bias once, then down the rows. softplus(x) = x where bsp x > thr, else (max(z, 0) +
-   log1p(exp(-|z|))) / bsp, z = bsp x (the scalar's two branches in one); beta = 1 / (1 + exp(-b)).
-   exp: amxk__vexp__avx512 (argument clamped to [-87, 87]: softplus and beta of arguments below -87
-   come out near 1.6e-38 instead of smaller). */
-AMXK__PRIV void amxk__gdn_gating_f32__1x16__avx512(const amxk__gating_args *ga, size_t t0, size_t t1) {
-    const __m512 bsp = _mm512_set1_ps(ga->bsp), thr = _mm512_set1_ps(ga->thr), zero = _mm512_setzero_ps();
-    const size_t ea = amxk_dtype_size(ga->abt), eb = amxk_dtype_size(ga->bt);
-    size_t h, t;
-    for (h = 0; h < ga->hv; h += 16) {
-        const __mmask16 m = amxk__gdn_mask16(ga->hv - h);
-        const __m512 nea = _mm512_sub_ps(zero, amxk__vexp__avx512(amxk__vload__avx512((const char *)ga->A_log + h * amxk_dtype_size(ga->alt), ga->alt, m)));
-        const __m512 dtb = amxk__vload__avx512((const char *)ga->dt_bias + h * amxk_dtype_size(ga->dtt), ga->dtt, m);
-        for (t = t0; t < t1; t++) {
-            const __m512 x = _mm512_add_ps(amxk__vload__avx512((const char *)ga->a + (t * ga->lda + h) * ea, ga->abt, m), dtb);
-            const __m512 z = _mm512_mul_ps(bsp, x), az = _mm512_abs_ps(z);
-            __m512 sp = _mm512_add_ps(_mm512_max_ps(z, zero), amxk__gdn_log1p01__avx512(amxk__vexp__avx512(_mm512_sub_ps(zero, az))));
-            sp = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(z, thr, _CMP_GT_OQ), _mm512_div_ps(sp, bsp), x);
-            _mm512_mask_storeu_ps(ga->g + t * ga->ldg + h, m, _mm512_mul_ps(nea, sp));
-            amxk__vstore__avx512((char *)ga->beta + (t * ga->ldbeta + h) * eb, ga->bt,
-                                 amxk__vsigmoid__avx512(amxk__vload__avx512((const char *)ga->b + (t * ga->ldb + h) * ea, ga->abt, m)), m);
-        }
-    }
-}
+/* amxk_gdn_gating rows [t0, t1), 16 heads per vector (masked tail): AMXK__GDN_GATING_DEFINE. */
+AMXK__GDN_GATING_DEFINE(amxk__gdn_gating_f32__1x16__avx512, avx512, AMXK__V16, 16, amxk__gdn_ld16__avx512, amxk__gdn_st16__avx512)
 
 /* k_r.k_{r+1} (kk[r], r + 1 < n) and k_r.q_r (kq[r]) of a chunk's normalised rows (dkp apart). */
 AMXK__PRIV void amxk__gdn_recurrent_prep_f32__16col__avx512(const float *kh, const float *qh, size_t n, size_t dk, size_t dkp, float *kk,
@@ -2175,7 +2217,7 @@ static const amxk__gdn_kernels amxk__gdn_kernels_scalar = {
 #if AMXK__HAS_AVX2
 static const amxk__gdn_kernels amxk__gdn_kernels_avx2 = {
     amxk__conv_rows_f32__2x16__avx2, amxk__conv_edge_f32__1x8__avx2, 16,
-    amxk__gdn_gating_f32__1x1__scalar, /* T*HV scalars: no vector kernel */
+    amxk__gdn_gating_f32__1x8__avx2,
     amxk__gdn_qk_f32__8col__avx2,
     amxk__gdn_gemm_f32__4x16__avx2,
     amxk__gdn_copy_f32__32col__avx2,

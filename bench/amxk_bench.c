@@ -231,6 +231,7 @@ static const bench_cmd bench_cmds[] = {
     {"moe", "m,experts,topk,hidden,inter,dtype,act,fn,layers,seed,routing-out", cmd_moe, "amxk_moe.h fused experts: --m --experts --topk --hidden --inter --dtype bf16|fp16|int8|int4|int2|fp8e4m3 --act bf16|int8 --fn silu|gelu_tanh|gelu_erf|swiglu_oai --layers L --seed S --routing-out FILE"},
     {"gdn-decode", "batch,hk,hv,dk,dv,vfirst", cmd_gdn_decode, "amxk_gdn.h gated delta rule, one token per sequence: --batch --hk --hv --dk --dv --vfirst 0|1"},
     {"gdn-prefill", "t,hk,hv,dk,dv,vfirst,mode", cmd_gdn_prefill, "amxk_gdn.h gated delta rule, one sequence: --t --hk --hv --dk --dv --mode auto|chunk|recurrent"},
+    {"gdn-gating", "t,hv", cmd_gdn_gating, "amxk_gdn.h amxk_gdn_gating (bf16 a / b, f32 g, bf16 beta): --t --hv"},
     {"conv1d", "t,dim,width,form,batch,dtype", cmd_conv1d, "amxk_gdn.h causal conv1d + silu: --t --dim --width --form prefill|decode --batch --dtype bf16|f32"},
 };
 

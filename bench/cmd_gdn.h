@@ -1,4 +1,5 @@
-/* cmd_gdn.h - the `gdn-decode`, `gdn-prefill` and `conv1d` subcommands of amxk_bench (amxk_gdn.h).
+/* cmd_gdn.h - the `gdn-decode`, `gdn-prefill`, `gdn-gating` and `conv1d` subcommands of amxk_bench
+   (amxk_gdn.h).
 
    amxk_bench gdn-decode  --batch B [--hk 16 --hv 32 --dk 128 --dv 128] [--vfirst 0|1] [--threads T]
        One token for each of B sequences (fused gating, in-kernel l2norm, bf16 q/k/v/o), fp32 state pool
@@ -11,7 +12,10 @@
    amxk_bench conv1d --t T --dim D [--width 4] [--form prefill|decode] [--batch B] [--dtype bf16|f32]
        prefill: one sequence of T tokens with an initial state (SD layout), silu, out in the x dtype;
        decode: B sequences x 1 token (amxk_conv1d_update). gbs = (x read + out write + state read/write)
-       / median (weights excluded: they stay in cache). gflops = 2*W*dim*tokens / median. */
+       / median (weights excluded: they stay in cache). gflops = 2*W*dim*tokens / median.
+   amxk_bench gdn-gating --t T [--hv 32]
+       amxk_gdn_gating over T tokens x HV value heads: bf16 a / b, f32 A_log / dt_bias, f32 g, bf16 beta
+       (serial: --threads does not apply). gbs = (a + b + g + beta bytes) / median; gflops 0. */
 
 typedef struct gdn_job {
     const bench_env *env;
@@ -198,5 +202,39 @@ static int cmd_conv1d(bench_env *env, const bench_args *a) {
                "op=conv1d form=%s t=%zu dim=%zu width=%ld dtype=%s threads=%d isa=%s tier=%s", j.decode ? "decode" : "prefill", tokens, j.dim,
                W, dts, env->threads, env->isa, amxk_tier_name(env->ctx.tier));
     free(j.packed), free(j.x), free(j.out), free(j.qsl), free(j.slots), free(j.init), free(j.st.data);
+    return 0;
+}
+
+typedef struct gating_job {
+    const bench_env *env;
+    size_t t, hv;
+    void *a, *b, *beta;
+    float *Al, *dt, *g;
+} gating_job;
+
+static void gating_call(void *user, size_t rep) {
+    gating_job *j = (gating_job *)user;
+    amxk_status s = amxk_gdn_gating(&j->env->ctx, j->t, j->hv, j->a, j->hv, j->b, j->hv, AMXK_DTYPE_BF16, j->Al, AMXK_DTYPE_F32, j->dt,
+                                    AMXK_DTYPE_F32, 1.0f, 20.0f, j->g, j->hv, j->beta, AMXK_DTYPE_BF16, j->hv);
+    (void)rep;
+    if (s != AMXK_OK) bench_die("gdn-gating: %s", amxk_status_string(s));
+}
+
+static int cmd_gdn_gating(bench_env *env, const bench_args *a) {
+    gating_job j;
+    long T = bench_int(a, "t", 4096), HV = bench_int(a, "hv", 32);
+    size_t n;
+    double med;
+    if (T < 1 || HV < 1) bench_die("--t and --hv must be >= 1");
+    memset(&j, 0, sizeof j);
+    j.env = env, j.t = (size_t)T, j.hv = (size_t)HV, n = j.t * j.hv;
+    j.a = gdn_bf16_buf(n, 31, 8.0f), j.b = gdn_bf16_buf(n, 32, 8.0f);
+    j.Al = (float *)bench_alloc(j.hv * 4, 64), j.dt = (float *)bench_alloc(j.hv * 4, 64);
+    bench_fill(j.Al, j.hv, 33), bench_fill(j.dt, j.hv, 34);
+    j.g = (float *)bench_alloc(n * 4, 64), j.beta = bench_alloc(n * 2, 64);
+    med = bench_measure(gating_call, &j, env->warmup, env->reps);
+    bench_line(med, 0.0, (double)n * (2 + 2 + 4 + 2), "op=gdn-gating t=%zu hv=%zu isa=%s tier=%s", j.t, j.hv, env->isa,
+               amxk_tier_name(env->ctx.tier));
+    free(j.a), free(j.b), free(j.Al), free(j.dt), free(j.g), free(j.beta);
     return 0;
 }

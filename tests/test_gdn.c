@@ -57,7 +57,7 @@ static double ref_softplus(double x, double bsp, double thr) { return bsp * x > 
 static void test_gating(void) {
     static const float xs[] = {-100.0f, -20.01f, -20.0f, -1.0f, 0.0f, 19.99f, 20.0f, 20.01f, 100.0f, 40.0f, -40.0f};
     static const float bs[] = {-100.0f, -20.0f, 0.0f, 20.0f, 100.0f, 0.5f, -3.0f};
-    /* head counts around the 16-lane vectors (1, 15, 16, 17, 33, primes) and padded rows (ld = HV + pad;
+    /* head counts around the 8- and 16-lane vectors (1, 7, 15, 16, 17, 33, primes) and padded rows (ld = HV + pad;
        the padding of g / beta poisoned and checked untouched) */
     static const size_t shapes[8][3] = {{32, 257, 0}, {1, 33, 0}, {7, 19, 3}, {15, 17, 1}, {16, 16, 0}, {17, 15, 5}, {33, 9, 2}, {37, 5, 0}};
     const size_t HV = 32, T = 257;
@@ -860,6 +860,25 @@ static void gdn_case(const gcase *c, int modes, int threads) {
                 CHECK(okp, "%s tier %s mode %d: an unused slot (or slot padding) changed", what, amxk_tier_name(tier), m);
             }
             CHECK(test_guard_ok(o) && test_guard_ok(pool) && test_guard_ok(ws), "%s: guards", what);
+            if (c->fused) { /* fused gating == amxk_gdn_gating's g / beta on the same level (bitwise state and outputs) */
+                amxk_gdn_inputs in2 = d.in;
+                const amxk_dtype pt = c->pbf ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F32;
+                size_t n, t, okf;
+                s = amxk_gdn_gating(&ctx, d.T, c->HV, d.ab, c->HV, d.bb, c->HV, c->dt, d.in.A_log, pt, d.in.dt_bias, pt, d.p.softplus_beta,
+                                    d.p.softplus_threshold, d.g, c->HV, d.beta, AMXK_DTYPE_F32, c->HV);
+                in2.a = in2.b = in2.A_log = in2.dt_bias = NULL;
+                in2.g = d.g, in2.beta = d.beta, in2.ldg = in2.ldbeta = c->HV;
+                memcpy(pool2, d.pool0, d.pool_floats * 4);
+                st.data = pool2;
+                okf = s == AMXK_OK &&
+                      amxk_gdn(&ctx, &d.p, mode, &in2, c->n_seqs, d.qsl, c->slots, c->use_init ? c->init : NULL, &st, o2, c->ot, d.ldo, ws, wsb) == AMXK_OK &&
+                      memcmp(pool, pool2, d.pool_floats * 4) == 0;
+                for (n = 0; n < c->n_seqs; n++)
+                    for (t = (size_t)d.qsl[n]; t < (size_t)d.qsl[n + 1]; t++)
+                        okf &= memcmp((char *)o + t * d.ldo * osz, (char *)o2 + t * d.ldo * osz, W * osz) == 0;
+                CHECK(okf, "%s tier %s mode %d: fused gating != amxk_gdn_gating's values (bitwise)", what, amxk_tier_name(tier), m);
+                st.data = pool;
+            }
             /* thread-count invariance (bitwise) */
             for (wc = 1; threads && wc < TEST_N_WORKER_COUNTS; wc++) {
                 amxk_ctx c2;
