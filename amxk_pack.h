@@ -663,6 +663,14 @@ typedef struct amxk__tiles {
     size_t m0, m1, r, k, ldx;
 } amxk__tiles;
 
+/* The rows per tile the AMX kernels cut a call of `rows` rows into: T = ceil(rows / 16) tiles of
+   R = ceil(rows / T) rows (padding < T rows); their tile configuration depends on R, so a caller that
+   runs calls of different row counts in one session orders them by it (the calls with one
+   configuration then follow each other). */
+AMXK__INLINE size_t amxk__linop_tile_rows(size_t rows) {
+    return rows ? AMXK__CEIL_DIV(rows, AMXK__CEIL_DIV(rows, (size_t)16)) : 0;
+}
+
 typedef struct amxk__pack_kernels {
     size_t mc;    /* rows per task: a multiple of the row tiles of the level's linear and w8a8 kernels */
     size_t min_m; /* fewest rows its linear and w8a8 kernels take */
@@ -3315,8 +3323,8 @@ AMXK__PRIV void amxk__linear_block_ts__32x32__amx(const amxk__linear_args *a, si
                                                   amxk__tiles *ts) {
     const amxk__linear_plan *p = a->plan;
     const size_t kp = a->kp, ns = kp / AMXK__LIN_KALIGN, blk = (size_t)AMXK__LIN_NB * kp, panel = (size_t)AMXK__LIN_AMX_M * kp;
-    /* uniform tiles: the rows in T = ceil(rows / 16) tiles of R = ceil(rows / T) rows (padding < T rows) */
-    const size_t nt = AMXK__CEIL_DIV(m1 - m0, (size_t)16), R = AMXK__CEIL_DIV(m1 - m0, nt);
+    /* uniform tiles: the rows in nt tiles of R rows (amxk__linop_tile_rows) */
+    const size_t R = amxk__linop_tile_rows(m1 - m0), nt = AMXK__CEIL_DIV(m1 - m0, R);
     const size_t np = AMXK__CEIL_DIV(nt, (size_t)2), gb = 2 * p->bpairs; /* panels of 2 tiles; blocks per B block */
     uint16_t *xa = (uint16_t *)ws, *wq = (uint16_t *)(ws + p->ws_a); /* wq: dequantized blocks of one B block */
     float *cs = (float *)(ws + p->ws_a + p->ws_w);
@@ -3427,7 +3435,7 @@ AMXK__PRIV void amxk__linear_q8_block_ts__32x32__amx(const amxk__q8_args *a, siz
     memset(&own, 0, sizeof own);
     for (mc0 = m0; mc0 < m1; mc0 = mc1) {
         const size_t rows = (mc1 = multi ? AMXK__MIN(m1, mc0 + AMXK__Q8A_MC) : m1) - mc0;
-        const size_t nt = AMXK__CEIL_DIV(rows, (size_t)16), R = AMXK__CEIL_DIV(rows, nt);
+        const size_t R = amxk__linop_tile_rows(rows), nt = AMXK__CEIL_DIV(rows, R);
         { /* loaded once per call (twice when the last row chunk of a long call is shorter); in a
              session only when the session holds another configuration */
             int i;
@@ -4520,12 +4528,6 @@ AMXK__PRIV void amxk__linop_begin(amxk__tiles *ts) { memset(ts, 0, sizeof *ts); 
 AMXK__PRIV void amxk__linop_end(amxk__tiles *ts) {
     if (ts->release) ts->release();
     memset(ts, 0, sizeof *ts);
-}
-/* The rows per tile the AMX kernels cut a call of `rows` rows into (R = ceil(rows / ceil(rows / 16)):
-   their tile configuration depends on it): a caller that runs calls of different row counts in one
-   session orders them by it, so that the calls with one configuration follow each other. */
-AMXK__PRIV size_t amxk__linop_tile_rows(size_t rows) {
-    return rows ? AMXK__CEIL_DIV(rows, AMXK__CEIL_DIV(rows, (size_t)16)) : 0;
 }
 
 /* k values of dtype t (BF16, F16 or F32) quantized as one row by amxk_quantize_act (AMXK_DTYPE_I8, one
