@@ -368,6 +368,25 @@ AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, siz
                                     size_t ldq, const float *xscales, amxk_scale_layout layout, size_t ld_s, size_t act_group,
                                     const void *packed, size_t packed_bytes, const float *bias, void *y, amxk_dtype y_dtype,
                                     size_t ldy);
+/* amxk_linear_q8 with a workspace: the same y, bit for bit, on every level. Where the AVX512-VNNI
+   prefill tiles run (the avx512_vnni level and up; the amx level where its rule picks VNNI), the rows
+   of x go once per call, before the tiles, into the unit-major 8-row panels those tiles read
+   (amxk_linear_q8 builds them on its stack again for every 256 columns of y), and each 8-row tile
+   then takes a pair of 16-column blocks over all of K. Serial loop: for every 8-row tile t < M / 8,
+   panel(t); then amxk_linear_q8's loop (the panels parallel over tiles, then the tiles as there).
+   workspace: >= amxk_linear_q8_workspace_size bytes, AMXK_ALIGN aligned, NULL when that is 0; it must
+   not overlap xq, xscales, packed, bias or y (ALIAS). Errors (nothing written): amxk_linear_q8's, and
+   WORKSPACE (too small), ALIGN. */
+AMXK_DEF amxk_status amxk_linear_q8_ws(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *xq, amxk_dtype xq_dtype,
+                                       size_t ldq, const float *xscales, amxk_scale_layout layout, size_t ld_s, size_t act_group,
+                                       const void *packed, size_t packed_bytes, const float *bias, void *y, amxk_dtype y_dtype,
+                                       size_t ldy, void *workspace, size_t workspace_bytes);
+/* Workspace bytes amxk_linear_q8_ws needs for this context, m rows and this pack (either x dtype):
+   floor(M / 8) * 8 * ceil(K / 4) * 4 where the context's vector level is avx512_vnni or up (also at
+   the amx level), else 0. Errors: CONTEXT, NULL, SHAPE (m = 0, or a size beyond a size_t), and the
+   pack's (FORMAT, ALIGN: amxk_packed_linear_info). */
+AMXK_DEF amxk_status amxk_linear_q8_workspace_size(const amxk_ctx *ctx, size_t m, const void *packed, size_t packed_bytes,
+                                                   size_t *bytes);
 
 /* Workspace bytes amxk_linear needs for this context (tier, worker count) and shape, bf16/fp16 packs
    (f32 and quantized packs: amxk_linear_workspace_size_for). May be 0.
@@ -633,6 +652,7 @@ typedef struct amxk__q8_args {
     void *y;
     amxk_dtype yt;
     const amxk__linear_plan *plan;
+    const uint32_t *xpan; /* NULL, or the call's x panels (amxk_linear_q8_ws: the vector level's q8_xpan) */
 } amxk__q8_args;
 
 /* Arguments of amxk_quantize_act (every row). */
@@ -706,7 +726,13 @@ typedef struct amxk__pack_kernels {
     /* NULL, or lin_block / q8_block in a tile session (amxk__tiles; not NULL): the AMX level's */
     void (*lin_block_ts)(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws, amxk__tiles *ts);
     void (*q8_block_ts)(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1, amxk__tiles *ts);
+    /* NULL, or amxk_linear_q8_ws's x panels of the vector level's q8_block: 8-row tiles [t0, t1) of x
+       (rows 8t .. 8t + 7) into xpan, AMXK__Q8_XPAN_UNITS(K) x 8 32-bit units per tile */
+    void (*q8_xpan)(const amxk__q8_args *a, size_t t0, size_t t1, uint32_t *xpan);
 } amxk__pack_kernels;
+/* q8_xpan tiles: rows, and 32-bit units per row (x bytes padded with zeros to whole units) */
+#define AMXK__Q8_XPAN_ROWS 8
+#define AMXK__Q8_XPAN_UNITS(k) AMXK__CEIL_DIV((k), (size_t)4)
 
 /* Block b of a bf16/fp16/f32 pack. */
 AMXK__INLINE const void *amxk__lin_blk(const amxk__linear_args *a, size_t b) {
@@ -3158,6 +3184,9 @@ AMXK__Q8V_DECODE(2, u8, 1)
         const size_t kq = AMXK__MAX((size_t)1, (size_t)AMXK__Q8V_KC / span);                                      \
         const size_t cm = c0 + (c1 - c0) / AMXK__Q8V_MR * AMXK__Q8V_MR;                                           \
         size_t i, b, p0, p1, q0, q1, k0, k1;                                                                       \
+        /* the call's panels (amxk_linear_q8_ws): tile i at xpan + i / 8 * 8 * nux, read in place */              \
+        const int xw = AMXK__Q8V_MR == AMXK__Q8_XPAN_ROWS && a->xpan && c0 % AMXK__Q8V_MR == 0;                   \
+        const size_t nux = AMXK__Q8_XPAN_UNITS(a->k);                                                              \
         for (q0 = b0; q0 < b1 && cm > c0; q0 = q1) {                                                               \
             q1 = AMXK__MIN(b1, q0 + AMXK__Q8V_NC);                                                                 \
             for (p0 = c0; p0 < cm; p0 = p1) {                                                                      \
@@ -3165,7 +3194,7 @@ AMXK__Q8V_DECODE(2, u8, 1)
                 memset(accm, 0, (p1 - p0) * AMXK__Q8V_LDA * sizeof(float));                                        \
                 for (k0 = 0; k0 < nq; k0 = k1) {                                                                   \
                     const size_t nu = ((k1 = AMXK__MIN(nq, k0 + kq)) - k0) * span / 4; /* x units per row */       \
-                    for (i = p0; i < p1; i += AMXK__Q8V_MR)                                                        \
+                    for (i = p0; i < p1 && !xw; i += AMXK__Q8V_MR)                                                 \
                         amxk__xpanel32__avx512(a->xq + i * a->ldq + k0 * span, a->ldq, nu * 4, nu, AMXK__Q8V_MR,   \
                                                a->xflip, xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu);                                            \
                     for (b = q0; b < q1; b += AMXK__Q8V_NB)                                                        \
@@ -3173,7 +3202,8 @@ AMXK__Q8V_DECODE(2, u8, 1)
                             const int32_t *xt = xsum + (i - c0) * nbk;                                             \
                             const float *st = sxt + (i - c0) * nbk;                                                \
                             const size_t o = (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB;                   \
-                            const uint32_t *xp = xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu;                                           \
+                            const uint32_t *xp = xw ? a->xpan + (i / AMXK__Q8V_MR * nux + k0 * span / 4) * 8                \
+                                                    : xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu;                              \
                             if (b + AMXK__Q8V_NB <= q1)                                                            \
                                 amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, BITS, xt, st, k0, k1, 1, \
                                                                   accm + o, accs + o, xp,                          \
@@ -3199,6 +3229,15 @@ AMXK__Q8V_TILES(8)
 AMXK__Q8V_TILES(4)
 AMXK__Q8V_TILES(2)
 #undef AMXK__Q8V_TILES
+
+/* amxk_linear_q8_ws's x panels (the table's q8_xpan): 8-row tiles [t0, t1) of x, all of K, as the
+   prefill tiles read them (amxk__xpanel32__avx512: unit-major, U8 codes made int8). */
+AMXK__PRIV void amxk__linear_q8_xpan__avx512vnni(const amxk__q8_args *a, size_t t0, size_t t1, uint32_t *xpan) {
+    const size_t nu = AMXK__Q8_XPAN_UNITS(a->k);
+    size_t t;
+    for (t = t0; t < t1; t++)
+        amxk__xpanel32__avx512(a->xq + t * AMXK__Q8_XPAN_ROWS * a->ldq, a->ldq, a->k, nu, AMXK__Q8_XPAN_ROWS, a->xflip, xpan + t * 8 * nu);
+}
 
 /* Rows [m0, m1) x blocks [b0, b1): the x sums and scales of up to AMXK__Q8V_TAB (row, group) pairs
    at a time, then the tiles. Packs with more than AMXK__Q8V_TAB / AMXK__Q8V_MR groups run the AVX2
@@ -3628,37 +3667,37 @@ AMXK__PRIV void amxk__linear_q8_grid__amx(amxk__linear_plan *p, const amxk__qvie
 
 static const amxk__pack_kernels amxk__pack_kernels_scalar = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__scalar, amxk__linear__1x16__scalar, NULL, amxk__linear_q8__1x16__scalar, NULL,
-    amxk__q_block_16, amxk__linear_store_rows__scalar, NULL, amxk__q8_bprep__scalar, amxk__q8_epi__scalar, 1, NULL, NULL};
+    amxk__q_block_16, amxk__linear_store_rows__scalar, NULL, amxk__q8_bprep__scalar, amxk__q8_epi__scalar, 1, NULL, NULL, NULL};
 #if AMXK__HAS_AVX2
 static const amxk__pack_kernels amxk__pack_kernels_avx2 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avx2,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL};
 #endif
 #if AMXK__HAS_AVXVNNI
 /* the AVX2 level on a CPU with AVX-VNNI: w8a8 on VEX vpdpbusd */
 static const amxk__pack_kernels amxk__pack_kernels_avx2vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avxvnni,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL};
 #endif
 #if AMXK__HAS_AVX512
 static const amxk__pack_kernels amxk__pack_kernels_avx512 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx2,
     amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512, 1, NULL, NULL};
+    amxk__q8_epi__avx512, 1, NULL, NULL, NULL};
 static const amxk__pack_kernels amxk__pack_kernels_avx512vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx512vnni,
     amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512, 1, NULL, NULL};
+    amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni};
 static const amxk__pack_kernels amxk__pack_kernels_avx512bf16 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512bf16, NULL,
     amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512, 1, NULL, NULL};
+    amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni};
 #endif
 #if AMXK__HAS_AMX
 static const amxk__pack_kernels amxk__pack_kernels_amx = {
     AMXK__LIN_MC, AMXK__LIN_AMX_MIN_M, AMXK__LIN_NC, amxk__linear_takes__amx, amxk__linear_ws__amx, amxk__linear_block__32x32__amx,
     amxk__linear_q8_takes__amx, amxk__linear_q8_block__32x32__amx, NULL, NULL, NULL, amxk__linear_q8_grid__amx, NULL, NULL, 2,
-    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx};
+    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx, NULL};
 #endif
 
 /* The table of ISA level `level` (a context's tier, or a vector level): the one place that maps levels
@@ -3721,6 +3760,10 @@ AMXK__PRIV void amxk__pack_layout(const amxk_ctx *ctx, int op, size_t m, size_t 
     if (op == AMXK__OP_Q8 && p->kt->q8_grid) p->kt->q8_grid(p, q, m, dt == AMXK_DTYPE_U8, workers); /* sets its own tasks */
     p->ws_worker = amxk__sz_add(amxk__sz_add(p->ws_a, p->ws_w, &p->ws_overflow), p->ws_c, &p->ws_overflow);
     p->ws_total = amxk__sz_mul(p->ws_worker, workers, &p->ws_overflow);
+    if (op == AMXK__OP_Q8) /* amxk_linear_q8_ws: one set of x panels per call, of the vector level's tiles (where they run) */
+        p->ws_total = p->vec->q8_xpan ? amxk__sz_mul(m / AMXK__Q8_XPAN_ROWS, amxk__sz_mul(AMXK__Q8_XPAN_UNITS(k), AMXK__Q8_XPAN_ROWS * 4,
+                                                                                       &p->ws_overflow), &p->ws_overflow)
+                                      : 0;
 }
 
 /* ---- drivers: the parallel tasks of amxk_linear and amxk_linear_q8 ---- */
@@ -4277,9 +4320,22 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t ng, const float *src,
     return AMXK_OK;
 }
 
-AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *xq, amxk_dtype xt,
-                                    size_t ldq, const float *xs, amxk_scale_layout layout, size_t ld_s, size_t ag, const void *packed,
-                                    size_t packed_bytes, const float *bias, void *y, amxk_dtype yt, size_t ldy) {
+/* amxk_linear_q8_ws's panel tasks: 8-row tile `task` of x into the workspace. */
+typedef struct amxk__q8_xpan_args {
+    const amxk__q8_args *a;
+    uint32_t *xpan;
+} amxk__q8_xpan_args;
+static void amxk__linear_q8_xpan_task(void *task_ctx, size_t task, int worker) {
+    const amxk__q8_xpan_args *x = (const amxk__q8_xpan_args *)task_ctx;
+    (void)worker;
+    x->a->plan->vec->q8_xpan(x->a, task, task + 1, x->xpan);
+}
+
+/* amxk_linear_q8 (ws_mode 0: no workspace) and amxk_linear_q8_ws (1). */
+AMXK__PRIV amxk_status amxk__linear_q8_call(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *xq, amxk_dtype xt, size_t ldq,
+                                            const float *xs, amxk_scale_layout layout, size_t ld_s, size_t ag, const void *packed,
+                                            size_t packed_bytes, const float *bias, void *y, amxk_dtype yt, size_t ldy, int ws_mode,
+                                            void *workspace, size_t workspace_bytes) {
     amxk__linop op;
     amxk__q8_args a;
     amxk__linear_plan p;
@@ -4316,7 +4372,51 @@ AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, siz
         amxk__overlap(y, ybytes, packed, packed_bytes) || (bias && amxk__overlap(y, ybytes, bias, n * 4)))
         return AMXK_ERR_ALIAS;
     amxk__q8_bind(ctx, &op, m, xq, xt, ldq, xs, layout, ld_s, ag, bias, y, yt, ldy, &a, &p);
+    if (ws_mode) {
+        if (p.ws_overflow) return AMXK_ERR_WORKSPACE; /* no workspace can be that large */
+        if (p.ws_total) {
+            if (!workspace || workspace_bytes < p.ws_total) return AMXK_ERR_WORKSPACE;
+            if ((uintptr_t)workspace % AMXK_ALIGN) return AMXK_ERR_ALIGN;
+            if (amxk__overlap(workspace, p.ws_total, xq, (m - 1) * ldq + k) || amxk__overlap(workspace, p.ws_total, xs, sbytes) ||
+                amxk__overlap(workspace, p.ws_total, packed, packed_bytes) || amxk__overlap(workspace, p.ws_total, y, ybytes) ||
+                (bias && amxk__overlap(workspace, p.ws_total, bias, n * 4)))
+                return AMXK_ERR_ALIAS;
+        }
+        if (p.ws_total && p.kt == p.vec) { /* the vector level's tiles run the call: its x panels first */
+            amxk__q8_xpan_args xa;
+            xa.a = &a, xa.xpan = (uint32_t *)workspace;
+            amxk__parallel(ctx, amxk__linear_q8_xpan_task, &xa, m / AMXK__Q8_XPAN_ROWS);
+            a.xpan = xa.xpan;
+        }
+    }
     amxk__parallel(ctx, amxk__linear_q8_task, &a, p.m_tasks * p.n_tasks);
+    return AMXK_OK;
+}
+AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *xq, amxk_dtype xt,
+                                    size_t ldq, const float *xs, amxk_scale_layout layout, size_t ld_s, size_t ag, const void *packed,
+                                    size_t packed_bytes, const float *bias, void *y, amxk_dtype yt, size_t ldy) {
+    return amxk__linear_q8_call(ctx, m, n, k, xq, xt, ldq, xs, layout, ld_s, ag, packed, packed_bytes, bias, y, yt, ldy, 0, NULL, 0);
+}
+AMXK_DEF amxk_status amxk_linear_q8_ws(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *xq, amxk_dtype xt,
+                                       size_t ldq, const float *xs, amxk_scale_layout layout, size_t ld_s, size_t ag, const void *packed,
+                                       size_t packed_bytes, const float *bias, void *y, amxk_dtype yt, size_t ldy, void *workspace,
+                                       size_t workspace_bytes) {
+    return amxk__linear_q8_call(ctx, m, n, k, xq, xt, ldq, xs, layout, ld_s, ag, packed, packed_bytes, bias, y, yt, ldy, 1, workspace,
+                                workspace_bytes);
+}
+AMXK_DEF amxk_status amxk_linear_q8_workspace_size(const amxk_ctx *ctx, size_t m, const void *packed, size_t packed_bytes, size_t *bytes) {
+    amxk__linop op;
+    amxk__linear_plan p;
+    amxk_status s;
+    if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
+    if (!bytes) return AMXK_ERR_NULL;
+    if ((s = amxk__linop_init(&op, packed, packed_bytes)) != AMXK_OK) return s;
+    if (!op.quant) return AMXK_ERR_FORMAT; /* as amxk_linear_q8: the w8a8 packs only */
+    if ((s = amxk__linop_q8_check(&op)) != AMXK_OK) return s;
+    if (m == 0) return AMXK_ERR_SHAPE;
+    amxk__pack_layout(ctx, AMXK__OP_Q8, m, op.n, op.k, AMXK_DTYPE_I8, op.quant ? &op.q : NULL, &p);
+    if (p.ws_overflow) return AMXK_ERR_SHAPE;
+    *bytes = p.ws_total;
     return AMXK_OK;
 }
 

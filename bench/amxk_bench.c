@@ -227,7 +227,7 @@ typedef struct bench_cmd {
 
 static const bench_cmd bench_cmds[] = {
     {"stream", "mb", cmd_stream, "--mb R: read R MiB of floats per call (sum); gbs = read bandwidth"},
-    {"linear", "m,n,k,dtype,out,bias,group,asym,act", cmd_linear, "amxk_pack.h packed linear y = x W^T (+bias): --m --n --k --dtype bf16|fp16|f32|int8|int4|int2|fp8e4m3|fp8e5m2 [--group G --asym 0|1 --act bf16|int8; f32: --act bf16|f32|fp16] --out f32|bf16|fp16 --bias 0|1"},
+    {"linear", "m,n,k,dtype,out,bias,group,asym,act,q8ws", cmd_linear, "amxk_pack.h packed linear y = x W^T (+bias): --m --n --k --dtype bf16|fp16|f32|int8|int4|int2|fp8e4m3|fp8e5m2 [--group G --asym 0|1 --act bf16|int8|uint8 --q8ws 1|0; f32: --act bf16|f32|fp16] --out f32|bf16|fp16 --bias 0|1"},
     {"moe", "m,experts,topk,hidden,inter,dtype,act,fn,layers,seed,routing-out", cmd_moe, "amxk_moe.h fused experts: --m --experts --topk --hidden --inter --dtype bf16|fp16|int8|int4|int2|fp8e4m3 --act bf16|int8 --fn silu|gelu_tanh|gelu_erf|swiglu_oai --layers L --seed S --routing-out FILE"},
     {"gdn-decode", "batch,hk,hv,dk,dv,vfirst", cmd_gdn_decode, "amxk_gdn.h gated delta rule, one token per sequence: --batch --hk --hv --dk --dv --vfirst 0|1"},
     {"gdn-prefill", "t,hk,hv,dk,dv,vfirst,mode", cmd_gdn_prefill, "amxk_gdn.h gated delta rule, one sequence: --t --hk --hv --dk --dv --mode auto|chunk|recurrent"},

@@ -15,7 +15,8 @@
    amxk_linear on bf16 x; --act int8 (int8 symmetric, int4, int2 weights) times amxk_quantize_act
    (per token group of G columns, int8, row-major scales) followed by amxk_linear_q8: the w8a8 /
    w4a8 / w2a8 path, activation quantization included in the time; --act uint8 the same with
-   AMXK_DTYPE_U8 activations (x + 128, SGLang's layout) in both calls.
+   AMXK_DTYPE_U8 activations (x + 128, SGLang's layout) in both calls. --q8ws 1 (default) calls
+   amxk_linear_q8_ws with a workspace from amxk_linear_q8_workspace_size, --q8ws 0 amxk_linear_q8.
    gflops = 2*M*N*K / median; gbs = (packed weight bytes (the whole packed buffer: header, values,
    scales, zero points) + x bytes + y bytes) / median. Quantized cases add group=G asym=A act=bf16
    to the printed parameters, f32 packs act=X. */
@@ -31,6 +32,7 @@ typedef struct linear_job {
     amxk_dtype at;  /* a8: AMXK_DTYPE_I8 or AMXK_DTYPE_U8 */
     size_t group;   /* activation group (a8) */
     int8_t *xq;     /* a8: quantized x */
+    int q8ws;       /* a8: amxk_linear_q8_ws (ws, ws_bytes) rather than amxk_linear_q8 */
     float *xs;      /* a8: its scales [M, K/group] */
 } linear_job;
 
@@ -40,7 +42,10 @@ static void linear_call(void *user, size_t rep) {
     if (j->a8) {
         st = amxk_quantize_act(&j->env->ctx, j->m, j->k, j->x, j->dt, j->k, j->group, j->at, j->xq, j->k, j->xs,
                                AMXK_SCALES_ROW_MAJOR, j->k / j->group);
-        if (st == AMXK_OK)
+        if (st == AMXK_OK && j->q8ws)
+            st = amxk_linear_q8_ws(&j->env->ctx, j->m, j->n, j->k, j->xq, j->at, j->k, j->xs, AMXK_SCALES_ROW_MAJOR, j->k / j->group,
+                                   j->group, bench_rot_get(&j->w, rep), j->packed_bytes, j->bias, j->y, j->yt, j->n, j->ws, j->ws_bytes);
+        else if (st == AMXK_OK)
             st = amxk_linear_q8(&j->env->ctx, j->m, j->n, j->k, j->xq, j->at, j->k, j->xs, AMXK_SCALES_ROW_MAJOR, j->k / j->group, j->group,
                                 bench_rot_get(&j->w, rep), j->packed_bytes, j->bias, j->y, j->yt, j->n);
         if (st != AMXK_OK) bench_die("w8a8: %s", amxk_status_string(st));
@@ -128,8 +133,10 @@ static int cmd_linear(bench_env *env, const bench_args *a) {
     else st = amxk_quantize_pack(&env->ctx, j.w.copy[0], j.packed_bytes, &q, wf, AMXK_DTYPE_F32, j.n, j.k, j.k);
     if (st != AMXK_OK) bench_die("pack: %s", amxk_status_string(st));
     for (i = 1; i < j.w.n; i++) memcpy(j.w.copy[i], j.w.copy[0], j.packed_bytes); /* the rotation copies */
-    if ((st = amxk_linear_workspace_size_for(&env->ctx, j.m, j.w.copy[0], j.packed_bytes, &j.ws_bytes)) != AMXK_OK)
-        bench_die("workspace size: %s", amxk_status_string(st));
+    j.q8ws = (int)bench_int(a, "q8ws", 1);
+    if (j.a8 && j.q8ws) st = amxk_linear_q8_workspace_size(&env->ctx, j.m, j.w.copy[0], j.packed_bytes, &j.ws_bytes);
+    else st = amxk_linear_workspace_size_for(&env->ctx, j.m, j.w.copy[0], j.packed_bytes, &j.ws_bytes);
+    if (st != AMXK_OK) bench_die("workspace size: %s", amxk_status_string(st));
     j.x = bench_alloc(j.m * j.k * amxk_dtype_size(j.dt), 64);
     if ((st = amxk_convert(NULL, j.x, j.dt, xf, AMXK_DTYPE_F32, j.m * j.k)) != AMXK_OK) bench_die("convert: %s", amxk_status_string(st));
     j.y = bench_alloc(j.m * j.n * ysz, 64);

@@ -143,6 +143,24 @@ static void test_bad_input(void) {
     CHECK(memcmp(q, q0, sizeof q) == 0 && memcmp(s, s0, sizeof s) == 0, "outputs untouched");
 }
 
+/* amxk_linear_q8_ws with a workspace of the queried size, poisoned (0x5a bytes: x = 90 wherever a
+   panel byte is read before it is written) and guarded (test_alloc); y_ref: amxk_linear_q8's y, which
+   amxk_linear_q8_ws must give bit for bit. 1: it does not (or a status, or a guard hit). */
+static int q8_ws_differs(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *xq, amxk_dtype xt, size_t ldq, const float *xs,
+                         amxk_scale_layout lay, size_t lds, size_t ag, const void *p, size_t bytes, const float *bias, amxk_dtype yt,
+                         size_t ldy, const void *y_ref) {
+    size_t wsb = 0, ysz = m * ldy * 4;
+    unsigned char *y = (unsigned char *)test_alloc(ysz), *ws;
+    int differs;
+    if (amxk_linear_q8_workspace_size(ctx, m, p, bytes, &wsb) != AMXK_OK) return 1;
+    ws = (unsigned char *)test_alloc(wsb ? wsb : 1);
+    memset(ws, 0x5a, wsb ? wsb : 1), memset(y, 0xff, ysz);
+    differs = amxk_linear_q8_ws(ctx, m, n, k, xq, xt, ldq, xs, lay, lds, ag, p, bytes, bias, y, yt, ldy, wsb ? ws : NULL, wsb) != AMXK_OK ||
+              memcmp(y, y_ref, ysz) != 0 || !test_guard_ok(y) || !test_guard_ok(ws);
+    test_free(ws), test_free(y);
+    return differs;
+}
+
 /* amxk_linear_q8 against sum over groups of sx * sw * (exact integer sum), in double. */
 static void q8_case(const amxk_ctx *ctx, amxk_qformat fmt, int asym, size_t m, size_t n, size_t k, size_t wg, size_t ag,
                     amxk_scale_layout lay, amxk_dtype yt, int bias, const char *tier, double *rms_num, double *rms_den) {
@@ -170,6 +188,8 @@ static void q8_case(const amxk_ctx *ctx, amxk_qformat fmt, int asym, size_t m, s
     CHECK(amxk_quantize_act(ctx, m, k, x, AMXK_DTYPE_BF16, k, ag, AMXK_DTYPE_I8, xq, ldq, xs, lay, lds) == AMXK_OK, "[%s] act", tier);
     st = amxk_linear_q8(ctx, m, n, k, xq, AMXK_DTYPE_I8, ldq, xs, lay, lds, ag, p, bytes, bias ? b : NULL, y, yt, ldy);
     CHECK(st == AMXK_OK, "[%s] linear_q8: %s", tier, amxk_status_string(st));
+    CHECK(st != AMXK_OK || !q8_ws_differs(ctx, m, n, k, xq, AMXK_DTYPE_I8, ldq, xs, lay, lds, ag, p, bytes, bias ? b : NULL, yt, ldy, y),
+          "[%s] fmt=%d asym=%d m=%zu n=%zu k=%zu: amxk_linear_q8_ws does not give amxk_linear_q8's y bit for bit", tier, (int)fmt, asym, m, n, k);
     { /* the same activations as U8 (amxk_quantize_act's x + 128): the same y, bit for bit */
         amxk_status su;
         CHECK(amxk_quantize_act(ctx, m, k, x, AMXK_DTYPE_BF16, k, ag, AMXK_DTYPE_U8, xu, ldq, xsu, lay, lds) == AMXK_OK, "[%s] act u8", tier);
@@ -269,7 +289,7 @@ static void q8_raw_case(amxk_tier t, amxk_qformat fmt, int asym, size_t m, size_
     float *y = (float *)test_alloc(m * ldy * 4), *y2 = (float *)test_alloc(m * ldy * 4), *yu = (float *)test_alloc(m * ldy * 4);
     amxk_quant q;
     amxk_ctx ctx;
-    size_t bytes = 0, i, j, kk, bad = 0, diff = 0, diffu = 0;
+    size_t bytes = 0, i, j, kk, bad = 0, diff = 0, diffu = 0, diffws = 0;
     void *p;
     int w;
     test_case_begin(test_case_mix(test_case_mix(test_case_id("actq linear_q8 raw", (uint64_t)fmt * 2 + (uint64_t)asym), m),
@@ -296,6 +316,9 @@ static void q8_raw_case(amxk_tier t, amxk_qformat fmt, int asym, size_t m, size_
         memset(yu, 0xff, m * ldy * 4);
         st = amxk_linear_q8(&ctx, m, n, k, xu, AMXK_DTYPE_U8, ldu, xs, AMXK_SCALES_ROW_MAJOR, 1, k, p, bytes, NULL, yu, AMXK_DTYPE_F32, ldy);
         diffu += st != AMXK_OK || memcmp(y, yu, m * ldy * 4) != 0;
+        /* amxk_linear_q8_ws, I8 and U8: the 1-worker y (its gaps 0xff, as q8_ws_differs leaves them) */
+        diffws += q8_ws_differs(&ctx, m, n, k, xq, AMXK_DTYPE_I8, ldq, xs, AMXK_SCALES_ROW_MAJOR, 1, k, p, bytes, NULL, AMXK_DTYPE_F32, ldy, y);
+        diffws += q8_ws_differs(&ctx, m, n, k, xu, AMXK_DTYPE_U8, ldu, xs, AMXK_SCALES_ROW_MAJOR, 1, k, p, bytes, NULL, AMXK_DTYPE_F32, ldy, y);
     }
     { /* the tasks in reverse order on 3 workers: the 1-worker y, bit for bit */
         amxk_ctx rc;
@@ -305,6 +328,7 @@ static void q8_raw_case(amxk_tier t, amxk_qformat fmt, int asym, size_t m, size_
         diff += amxk_ctx_init(&rc) != AMXK_OK ||
                 amxk_linear_q8(&rc, m, n, k, xq, AMXK_DTYPE_I8, ldq, xs, AMXK_SCALES_ROW_MAJOR, 1, k, p, bytes, NULL, y2, AMXK_DTYPE_F32, ldy) != AMXK_OK ||
                 memcmp(y, y2, m * ldy * 4) != 0;
+        diffws += q8_ws_differs(&rc, m, n, k, xq, AMXK_DTYPE_I8, ldq, xs, AMXK_SCALES_ROW_MAJOR, 1, k, p, bytes, NULL, AMXK_DTYPE_F32, ldy, y);
     }
     for (i = 0; i < m; i++)
         for (j = 0; j < ldy; j++) {
@@ -328,6 +352,8 @@ static void q8_raw_case(amxk_tier t, amxk_qformat fmt, int asym, size_t m, size_
     CHECK(diff == 0, "[%s] raw fmt=%d asym=%d m=%zu n=%zu: results differ between worker counts", amxk_tier_name(t), (int)fmt, asym, m, n);
     CHECK(diffu == 0, "[%s] raw fmt=%d asym=%d m=%zu n=%zu k=%zu wg=%zu: U8 codes differ from I8 on %zu of %d worker counts",
           amxk_tier_name(t), (int)fmt, asym, m, n, k, wg, diffu, TEST_N_WORKER_COUNTS);
+    CHECK(diffws == 0, "[%s] raw fmt=%d asym=%d m=%zu n=%zu k=%zu wg=%zu: amxk_linear_q8_ws differs from amxk_linear_q8 (%zu of %d calls)",
+          amxk_tier_name(t), (int)fmt, asym, m, n, k, wg, diffws, 2 * TEST_N_WORKER_COUNTS + 1);
     CHECK(test_guard_ok(y) && test_guard_ok(y2) && test_guard_ok(yu), "[%s] raw guards", amxk_tier_name(t));
     test_free(p), test_free(y), test_free(y2), test_free(yu);
     free(vals), free(xq), free(xu), free(sw), free(zw), free(xs);
@@ -464,10 +490,79 @@ static void test_q8_bad_input(void) {
     test_free(p), test_free(pa);
 }
 
+/* amxk_linear_q8_ws: the workspace size's contract (floor(M / 8) * 8 * K bytes for int8 packs, where
+   K is a multiple of 4, at the avx512_vnni level and up, else 0), and bad workspaces or queries get a
+   status and change nothing. */
+static void test_q8_ws_contract(void) {
+    enum { M = 9, N = 32, K = 64 };
+    float w[N * K], xs[M], y[M * N], y0[M * N];
+    int8_t xq[M * K];
+    size_t bytes = 0, b16 = 0, wsb = 0, i, bad = 0, ms;
+    amxk_quant q;
+    amxk_ctx ctx;
+    void *p, *p16;
+    unsigned char *ws;
+    int t;
+    TEST_SECTION("amxk_linear_q8_ws: workspace size contract, bad workspaces and queries");
+    test_case_begin(test_case_id("actq linear_q8_ws contract", 0));
+    for (i = 0; i < N * K; i++) w[i] = (float)test_uniform(-1.0, 1.0);
+    for (i = 0; i < M * K; i++) xq[i] = (int8_t)((int)(i % 101) - 50);
+    for (i = 0; i < M; i++) xs[i] = 0.02f;
+    q.format = AMXK_QFMT_INT8, q.asym = 0, q.block_n = 1, q.block_k = 32;
+    amxk_pack_quant_size(&q, N, K, &bytes);
+    p = test_alloc(bytes);
+    CHECK(amxk_quantize_pack(NULL, p, bytes, &q, w, AMXK_DTYPE_F32, N, K, K) == AMXK_OK, "pack");
+    amxk_pack_linear_size(AMXK_DTYPE_BF16, N, K, &b16);
+    p16 = test_alloc(b16);
+    CHECK(amxk_pack_linear(NULL, p16, b16, AMXK_DTYPE_BF16, w, AMXK_DTYPE_F32, N, K, K) == AMXK_OK, "bf16 pack");
+    memset(y, 0x7b, sizeof y), memcpy(y0, y, sizeof y);
+    TEST_FOR_EACH_TIER(t, ctx) {
+        const int vnni = t >= AMXK_TIER_AVX512_VNNI;
+        for (ms = 1; ms <= 40; ms++) {
+            const size_t want = vnni ? ms / 8 * 8 * (size_t)K : 0;
+            bad += amxk_linear_q8_workspace_size(&ctx, ms, p, bytes, &wsb) != AMXK_OK || wsb != want;
+        }
+        CHECK(bad == 0, "[%s] workspace size != floor(M / 8) * 8 * K (vnni levels) / 0 for %zu of 40 row counts", amxk_tier_name(ctx.tier), bad);
+        bad = 0;
+        CHECK(amxk_linear_q8_workspace_size(&ctx, 0, p, bytes, &wsb) == AMXK_ERR_SHAPE, "[%s] size: m = 0", amxk_tier_name(ctx.tier));
+        CHECK(amxk_linear_q8_workspace_size(&ctx, M, p, bytes, NULL) == AMXK_ERR_NULL, "[%s] size: NULL", amxk_tier_name(ctx.tier));
+        CHECK(amxk_linear_q8_workspace_size(&ctx, M, p16, b16, &wsb) == AMXK_ERR_FORMAT, "[%s] size: bf16 pack", amxk_tier_name(ctx.tier));
+        CHECK(amxk_linear_q8_workspace_size(&ctx, M, p, bytes - 1, &wsb) != AMXK_OK, "[%s] size: truncated pack", amxk_tier_name(ctx.tier));
+        CHECK(amxk_linear_q8_workspace_size(&ctx, M, p, bytes, &wsb) == AMXK_OK, "[%s] size", amxk_tier_name(ctx.tier));
+        ws = (unsigned char *)test_alloc(wsb + 64);
+        if (wsb) {
+            amxk_status s1 = amxk_linear_q8_ws(&ctx, M, N, K, xq, AMXK_DTYPE_I8, K, xs, AMXK_SCALES_ROW_MAJOR, 1, K, p, bytes, NULL, y, AMXK_DTYPE_F32, N, ws, wsb - 1);
+            amxk_status s2 = amxk_linear_q8_ws(&ctx, M, N, K, xq, AMXK_DTYPE_I8, K, xs, AMXK_SCALES_ROW_MAJOR, 1, K, p, bytes, NULL, y, AMXK_DTYPE_F32, N, NULL, wsb);
+            amxk_status s3 = amxk_linear_q8_ws(&ctx, M, N, K, xq, AMXK_DTYPE_I8, K, xs, AMXK_SCALES_ROW_MAJOR, 1, K, p, bytes, NULL, y, AMXK_DTYPE_F32, N, ws + 4, wsb);
+            amxk_status s4, s5;
+            { /* the workspace over x, over y */
+                unsigned char *big = (unsigned char *)test_alloc(wsb + sizeof xq + sizeof y);
+                memcpy(big, xq, sizeof xq);
+                s4 = amxk_linear_q8_ws(&ctx, M, N, K, big, AMXK_DTYPE_I8, K, xs, AMXK_SCALES_ROW_MAJOR, 1, K, p, bytes, NULL, y, AMXK_DTYPE_F32, N, big, wsb + sizeof xq);
+                memcpy(big, y, sizeof y);
+                s5 = amxk_linear_q8_ws(&ctx, M, N, K, xq, AMXK_DTYPE_I8, K, xs, AMXK_SCALES_ROW_MAJOR, 1, K, p, bytes, NULL, big, AMXK_DTYPE_F32, N, big, wsb + sizeof y);
+                CHECK(memcmp(big, y, sizeof y) == 0, "[%s] y under the workspace untouched", amxk_tier_name(ctx.tier));
+                test_free(big);
+            }
+            CHECK(s1 == AMXK_ERR_WORKSPACE && s2 == AMXK_ERR_WORKSPACE && s3 == AMXK_ERR_ALIGN && s4 == AMXK_ERR_ALIAS && s5 == AMXK_ERR_ALIAS,
+                  "[%s] small / NULL / misaligned / x-aliased / y-aliased workspace: %s %s %s %s %s", amxk_tier_name(ctx.tier),
+                  amxk_status_string(s1), amxk_status_string(s2), amxk_status_string(s3), amxk_status_string(s4), amxk_status_string(s5));
+        } else {
+            CHECK(amxk_linear_q8_ws(&ctx, M, N, K, xq, AMXK_DTYPE_I8, K, xs, AMXK_SCALES_ROW_MAJOR, 1, K, p, bytes, NULL, y, AMXK_DTYPE_F32, N, NULL, 0) ==
+                      AMXK_OK, "[%s] no workspace needed: NULL", amxk_tier_name(ctx.tier));
+            memcpy(y, y0, sizeof y);
+        }
+        CHECK(memcmp(y, y0, sizeof y) == 0 && test_guard_ok(ws), "[%s] y untouched", amxk_tier_name(ctx.tier));
+        test_free(ws);
+    }
+    test_free(p), test_free(p16);
+}
+
 int main(void) {
     test_init();
     test_quantize();
     test_relayout();
+    test_q8_ws_contract();
     test_bad_input();
     test_linear_q8();
     test_linear_q8_raw();
