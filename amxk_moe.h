@@ -148,7 +148,8 @@
    int4, int2: what amxk_linear_q8 streams); bf16 / fp16 / fp8 packs, asymmetric INT8 and smaller
    groups make amxk_moe_experts and amxk_moe_workspace_size return AMXK_ERR_UNSUPPORTED (nothing
    written; the same packs run with act_int8 = 0). x stays BF16 / F16.
-   Workspace (on top of w*a16's, minus its GEMM scratch, which the q8 kernels do not need): int8 rows
+   Workspace (on top of w*a16's, minus its GEMM scratch and AMX x panels, which the q8 kernels do not
+   need): int8 rows
    and fp32 scales of the gathered x and of the intermediate, the intermediate in f32.
    Measured (Zen 3, AVX2, 1 thread pinned, Qwen3-30B-A3B layer E=128 topk=8 K=2048 N=768, symmetric
    g128 packs, amxk_pack.h of commit cebffc6, `amxk_bench moe ... --act int8`, minimum of 3
