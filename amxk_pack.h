@@ -36,7 +36,8 @@
        per worker and call. Other modules (amxk_moe.h) run several kernel calls per task in a tile
        session (amxk__tiles, >>linop): the configuration is loaded again only when R changes and
        released once per task, and consecutive calls on the same x rows (MoE gate and up) share one
-       x panel.
+       x panel; a module may also build a call's x panels once (>>linop, amxk__linop_xpanel_*: the MoE
+       down calls, sliced over many tasks), which every kernel call of it then reads in place.
        AVX512_BF16 (levels avx512_bf16, avx512_fp16), bf16 x: vdpbf16ps straight on the packed pairs (a
        64-byte pair row of a block is its operand) against x pairs broadcast from a unit-major panel
        (the 8 rows of one pair row adjacent: amxk__xpanel32__avx512). Prefill: 8 rows x 3 blocks
