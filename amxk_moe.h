@@ -148,7 +148,8 @@
    int4, int2: what amxk_linear_q8 streams); bf16 / fp16 / fp8 packs, asymmetric INT8 and smaller
    groups make amxk_moe_experts and amxk_moe_workspace_size return AMXK_ERR_UNSUPPORTED (nothing
    written; the same packs run with act_int8 = 0). x stays BF16 / F16.
-   Workspace (on top of w*a16's, minus its GEMM scratch, which the q8 kernels do not need): int8 rows
+   Workspace (on top of w*a16's, minus its GEMM scratch and AMX x panels, which the q8 kernels do not
+   need): int8 rows
    and fp32 scales of the gathered x and of the intermediate, the intermediate in f32.
    Measured (Zen 3, AVX2, 1 thread pinned, Qwen3-30B-A3B layer E=128 topk=8 K=2048 N=768, symmetric
    g128 packs, amxk_pack.h of commit cebffc6, `amxk_bench moe ... --act int8`, minimum of 3
@@ -189,8 +190,11 @@
        changes and released once at the task's end, and the units are ordered by R (then expert id;
        the shared expert last) so that equal R follow each other: LDTILECFG per task = the distinct R
        values among its units (M=512, one worker: 12 per call, was 384). The bf16 / fp16 kernel's
-       tile-major x panel of a unit's rows is built once per item for its gate and up calls (the w8a8
-       kernel reads the int8 rows in place, no copy). Every
+       tile-major x panel of a unit's rows is built once per item for its gate and up calls; the down
+       calls' panels (the activation rows) once per call, by a pass between the gate+up (activation)
+       loops and the down loop, in the workspace, which every down task reads in place (so the copies
+       do not grow with the workers' column slices; the w8a8 kernel reads the int8 rows in place, no
+       copy). Every
        output is computed by one item in a fixed order (the row chunks do not depend on the worker
        count), so results are bitwise identical for any worker count. Routing: tasks over token chunks; align: serial
        (O(M * topk)).
@@ -554,6 +558,7 @@ typedef struct amxk__moe_plan {
     float rscale;
     int q8;                      /* act_int8 */
     size_t off_cnt, off_order, off_pos, off_units, max_units, off_xg, off_h, off_a, off_y, off_sh, off_sa, off_sy, off_sg, off_lin;
+    size_t off_xp, xp_bytes;     /* the down calls' x panels (w*a16 on AMX: amxk__linop_xpanel_*) */
     size_t off_xq, off_xs, off_aq, off_as, off_sxq, off_sxs, off_saq, off_sas; /* act_int8 only */
     size_t lin_worker, total; /* per-worker slice of the GEMM scratch */
 } amxk__moe_plan;
@@ -653,6 +658,11 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
             AMXK__MOE_TAKE(off_saq, m, Ns);
             AMXK__MOE_TAKE(off_sas, m, 4);
         }
+    }
+    if (!p->q8) { /* the activation rows of every unit as the down kernel's x panels (0 off AMX) */
+        p->xp_bytes = amxk__sz_add(amxk__linop_xpanel_bound(ctx, N, R, AMXK__MIN(p->e_end - p->e_begin, R), &ovf),
+                                   sh ? amxk__linop_xpanel_bound(ctx, sh->inter, m, 1, &ovf) : 0, &ovf);
+        AMXK__MOE_TAKE(off_xp, p->xp_bytes, 1);
     }
     AMXK__MOE_TAKE(off_lin, lin, amxk__workers(ctx));
 #undef AMXK__MOE_TAKE
@@ -1030,6 +1040,34 @@ AMXK__PRIV void amxk__moe_act_task(void *task_ctx, size_t task, int worker) {
     }
 }
 
+/* The down call's x panels of unit u (amxk__linop_xpanel_*: the activation rows in the AMX kernel's
+   tile-major layout, built once per call by amxk__moe_xpanel_task, read by every down task) at
+   base + off, when its kernel reads panels; returns the next free offset (the plan's xp_bytes
+   bound the sum: amxk__linop_xpanel_bound). */
+AMXK__PRIV size_t amxk__moe_xpanel_at(amxk__moe_unit *u, char *base, size_t off) {
+    const size_t bytes = amxk__linop_xpanel_bytes(&u->g2);
+    if (!bytes) return off;
+    amxk__linop_xpanel_set(&u->g2, base + off);
+    return off + bytes;
+}
+
+/* Down x panels: task = one row chunk of a unit with panels (units in order), after the activation
+   is written. */
+AMXK__PRIV void amxk__moe_xpanel_task(void *task_ctx, size_t task, int worker) {
+    const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
+    size_t i;
+    (void)worker;
+    for (i = 0; i < a->n_units; i++) {
+        const amxk__moe_unit *u = &a->u[i];
+        const size_t nt = amxk__linop_xpanel_bytes(&u->g2) ? AMXK__CEIL_DIV(u->rows, u->c2) : 0;
+        if (task < nt) {
+            amxk__linop_xpanel_build(&u->g2, task * u->c2, AMXK__MIN(u->rows, (task + 1) * u->c2));
+            return;
+        }
+        task -= nt;
+    }
+}
+
 /* GEMM down (0: gate+up, 1: down) of unit u, rows [m0, m1) (inside one row chunk) x column blocks
    [b0, b1): the unit's operator call, in the task's tile session ts. */
 AMXK__PRIV void amxk__moe_unit_gemm(const amxk__moe_unit *u, int down, size_t m0, size_t m1, size_t b0, size_t b1, char *ws,
@@ -1248,7 +1286,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     amxk__moe_plan p;
     amxk__moe_args a;
     amxk_status s;
-    size_t K, N, R, NE, e, t, i, obytes, gathered;
+    size_t K, N, R, NE, e, t, i, obytes, gathered, xp = 0;
     char *W = (char *)ws;
     int32_t *cnt, *order, *pos;
     const int32_t *map = o ? o->expert_map : NULL;
@@ -1363,6 +1401,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
         b.act = W + p.off_a + r0 * N * (a.q8 ? 4 : 2), b.aq = (int8_t *)(W + p.off_aq) + r0 * N, b.as = (float *)(W + p.off_as) + r0;
         amxk__moe_unit_init(ctx, &a, &a.u[a.n_units++], nr, p13, b13, p2, b2, N, w->w13_interleaved, w->b13 ? w->b13 + e * 2 * N : NULL,
                             w->b2 ? w->b2 + e * K : NULL, &b);
+        xp = amxk__moe_xpanel_at(&a.u[a.n_units - 1], W + p.off_xp, xp);
     }
     if (sh) {
         amxk__moe_bufs b;
@@ -1370,6 +1409,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
         b.act = W + p.off_sa, b.aq = (int8_t *)(W + p.off_saq), b.as = (float *)(W + p.off_sas);
         amxk__moe_unit_init(ctx, &a, &a.u[a.n_units++], m, sh->w13, sh->w13_bytes, sh->w2, sh->w2_bytes, sh->inter, sh->w13_interleaved,
                             sh->b13, sh->b2, &b);
+        xp = amxk__moe_xpanel_at(&a.u[a.n_units - 1], W + p.off_xp, xp);
     }
     /* work split: enough gate+up items and down slices for every worker to stream its own share */
     {
@@ -1411,6 +1451,14 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
         if (a.q8 && elems <= AMXK__MOE_SERIAL_GATHER) /* decode: the quantization of a few rows, on the caller */
             for (i = 0; i < nt; i++) amxk__moe_act_task(&a, i, 0);
         else amxk__parallel(ctx, amxk__moe_act_task, &a, nt);
+    }
+    { /* the activation as the down kernel's x panels, each row chunk once (not once per down task) */
+        size_t nt = 0, elems = 0;
+        for (i = 0; i < a.n_units; i++)
+            if (amxk__linop_xpanel_bytes(&a.u[i].g2)) nt += AMXK__CEIL_DIV(a.u[i].rows, a.u[i].c2), elems += a.u[i].rows * a.u[i].N;
+        if (elems <= AMXK__MOE_SERIAL_GATHER)
+            for (i = 0; i < nt; i++) amxk__moe_xpanel_task(&a, i, 0);
+        else amxk__parallel(ctx, amxk__moe_xpanel_task, &a, nt);
     }
     /* every read of x is done (the gate+up loop has returned): the down loop writes out */
     amxk__parallel(ctx, amxk__moe_down_task, &a, a.ns2);

@@ -36,7 +36,8 @@
        per worker and call. Other modules (amxk_moe.h) run several kernel calls per task in a tile
        session (amxk__tiles, >>linop): the configuration is loaded again only when R changes and
        released once per task, and consecutive calls on the same x rows (MoE gate and up) share one
-       x panel.
+       x panel; a module may also build a call's x panels once (>>linop, amxk__linop_xpanel_*: the MoE
+       down calls, sliced over many tasks), which every kernel call of it then reads in place.
        AVX512_BF16 (levels avx512_bf16, avx512_fp16), bf16 x: vdpbf16ps straight on the packed pairs (a
        64-byte pair row of a block is its operand) against x pairs broadcast from a unit-major panel
        (the 8 rows of one pair row adjacent: amxk__xpanel32__avx512). Prefill: 8 rows x 3 blocks
@@ -638,6 +639,10 @@ typedef struct amxk__linear_args {
     amxk_dtype wt;          /* the pack's header dtype (BF16, F16, F32; quantized: amxk__q_hdr_dtype) */
     char *ws;
     const amxk__linear_plan *plan;
+    /* NULL, or every row of the call already copied into the AMX kernel's tile-major x panels
+       (amxk__linop_xpanel_set / _build: the row chunk from row m0 at xpan + amxk__linop_xpanel_rows(m0,
+       mc) * kp): the AMX kernel then reads them instead of copying x; the other kernels ignore it */
+    uint16_t *xpan;
 } amxk__linear_args;
 
 /* Arguments shared by every task of one amxk_linear_q8 call. */
@@ -691,6 +696,14 @@ AMXK__INLINE size_t amxk__linop_tile_rows(size_t rows) {
     return rows ? AMXK__CEIL_DIV(rows, AMXK__CEIL_DIV(rows, (size_t)16)) : 0;
 }
 
+/* Rows of tile-major x panels that the row chunks of the first `rows` rows of a call take, chunks of
+   mc rows from row 0 (each chunk's panels: whole 2 x 16-row slots, ceil(rows / 32) x 32 rows, at most
+   31 more than its rows): where the chunk from row `rows` (a multiple of mc) starts in a->xpan,
+   in rows of Kp values. */
+AMXK__INLINE size_t amxk__linop_xpanel_rows(size_t rows, size_t mc) {
+    return rows / mc * AMXK__ROUND_UP(mc, (size_t)AMXK__LIN_AMX_M) + AMXK__ROUND_UP(rows % mc, (size_t)AMXK__LIN_AMX_M);
+}
+
 typedef struct amxk__pack_kernels {
     size_t mc;    /* rows per task: a multiple of the row tiles of the level's linear and w8a8 kernels */
     size_t min_m; /* fewest rows its linear and w8a8 kernels take */
@@ -729,6 +742,9 @@ typedef struct amxk__pack_kernels {
     /* NULL, or amxk_linear_q8_ws's x panels of the vector level's q8_block: 8-row tiles [t0, t1) of x
        (rows 8t .. 8t + 7) into xpan, AMXK__Q8_XPAN_UNITS(K) x 8 32-bit units per tile */
     void (*q8_xpan)(const amxk__q8_args *a, size_t t0, size_t t1, uint32_t *xpan);
+    /* NULL, or the x rows [m0, m1) of one row chunk as lin_block's tile-major x panels at xa (the
+       AMX level's: what lin_block reads from a->xpan) */
+    void (*lin_xpanel)(const amxk__linear_args *a, size_t m0, size_t m1, uint16_t *xa);
 } amxk__pack_kernels;
 /* q8_xpan tiles: rows, and 32-bit units per row (x bytes padded with zeros to whole units) */
 #define AMXK__Q8_XPAN_ROWS 8
@@ -3308,6 +3324,11 @@ AMXK__PRIV void amxk__xtiles__amx(const amxk__linear_args *a, size_t m0, size_t 
     AMXK__EMU_COUNT(xpanel_bytes, rows * a->kp * 2); /* tile counters: x copy bytes */
 }
 
+/* The table's lin_xpanel: the panels lin_block reads for rows [m0, m1) of one row chunk. */
+AMXK__PRIV void amxk__xpanel__amx(const amxk__linear_args *a, size_t m0, size_t m1, uint16_t *xa) {
+    amxk__xtiles__amx(a, m0, m1, amxk__linop_tile_rows(m1 - m0), xa);
+}
+
 /* Tile sessions (amxk__tiles): cfg loaded unless the session already holds it; NULL session: loaded. */
 AMXK__PRIV void amxk__tiles_release__amx(void) { AMXK__TILE_RELEASE(); }
 AMXK__PRIV void amxk__tiles_use__amx(amxk__tiles *ts, const amxk__tilecfg *cfg) {
@@ -3342,7 +3363,8 @@ AMXK__PRIV void amxk__linear_deq2__amx(const amxk__linear_args *a, size_t b, int
    the structure of oneDNN's brgemm. The rows are cut into T = ceil(rows / 16) A tiles of a uniform
    R = ceil(rows / T) rows (one tile configuration per call; at most T - 1 padding rows, where 16-row
    tiles would pad up to 15: the MoE units' row counts are small and arbitrary). The rows are copied once into tile-major A panels
-   (amxk__xtiles__amx; ws, ceil((m1 - m0) / 32) panels of 32 x Kp) and the tile configuration is loaded
+   (amxk__xtiles__amx; ws, ceil((m1 - m0) / 32) panels of 32 x Kp; a whole row chunk of a call whose
+   panels were built before, a->xpan: read there, nothing copied) and the tile configuration is loaded
    once (in a tile session ts: only if the session holds another one, and the panels are kept when
    the session's last panel has the same rows; the tiles then stay loaded for the session's end). The blocks are taken in B blocks of up to plan->bpairs block pairs over all of K (about
    AMXK__LIN_AMX_BBYTES: 4 pairs, 1 MiB at K = 4096; quantized packs: dequantized once into ws,
@@ -3365,7 +3387,10 @@ AMXK__PRIV void amxk__linear_block_ts__32x32__amx(const amxk__linear_args *a, si
     /* uniform tiles: the rows in nt tiles of R rows (amxk__linop_tile_rows) */
     const size_t R = amxk__linop_tile_rows(m1 - m0), nt = AMXK__CEIL_DIV(m1 - m0, R);
     const size_t np = AMXK__CEIL_DIV(nt, (size_t)2), gb = 2 * p->bpairs; /* panels of 2 tiles; blocks per B block */
-    uint16_t *xa = (uint16_t *)ws, *wq = (uint16_t *)(ws + p->ws_a); /* wq: dequantized blocks of one B block */
+    /* a->xpan: this row chunk's panels built before (a whole chunk), read in place; else copied to ws */
+    const int pre = a->xpan && m0 % p->mc == 0 && m1 == AMXK__MIN(a->m, m0 + p->mc);
+    const uint16_t *xa = pre ? a->xpan + amxk__linop_xpanel_rows(m0, p->mc) * kp : (const uint16_t *)ws;
+    uint16_t *wq = (uint16_t *)(ws + p->ws_a); /* wq: dequantized blocks of one B block */
     float *cs = (float *)(ws + p->ws_a + p->ws_w);
     float *wf = (float *)(wq + gb * blk); /* f32 scratch of the vector dequantizer */
     const int fp16 = a->dt == AMXK_DTYPE_F16, direct = a->yt == AMXK_DTYPE_F32 && !a->bias;
@@ -3373,8 +3398,8 @@ AMXK__PRIV void amxk__linear_block_ts__32x32__amx(const amxk__linear_args *a, si
     amxk__tilecfg cfg;
     size_t h, b, g0, s, q, j;
     int t;
-    if (!ts || ts->x != a->x || ts->m0 != m0 || ts->m1 != m1 || ts->r != R || ts->k != a->k || ts->ldx != a->ldx) {
-        amxk__xtiles__amx(a, m0, m1, R, xa); /* a session's panel of these rows is still in ws: kept */
+    if (!pre && (!ts || ts->x != a->x || ts->m0 != m0 || ts->m1 != m1 || ts->r != R || ts->k != a->k || ts->ldx != a->ldx)) {
+        amxk__xtiles__amx(a, m0, m1, R, (uint16_t *)ws); /* a session's panel of these rows is still in ws: kept */
         if (ts) ts->x = a->x, ts->m0 = m0, ts->m1 = m1, ts->r = R, ts->k = a->k, ts->ldx = a->ldx;
     }
     memset(&cfg, 0, sizeof cfg);
@@ -3667,37 +3692,37 @@ AMXK__PRIV void amxk__linear_q8_grid__amx(amxk__linear_plan *p, const amxk__qvie
 
 static const amxk__pack_kernels amxk__pack_kernels_scalar = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__scalar, amxk__linear__1x16__scalar, NULL, amxk__linear_q8__1x16__scalar, NULL,
-    amxk__q_block_16, amxk__linear_store_rows__scalar, NULL, amxk__q8_bprep__scalar, amxk__q8_epi__scalar, 1, NULL, NULL, NULL};
+    amxk__q_block_16, amxk__linear_store_rows__scalar, NULL, amxk__q8_bprep__scalar, amxk__q8_epi__scalar, 1, NULL, NULL, NULL, NULL};
 #if AMXK__HAS_AVX2
 static const amxk__pack_kernels amxk__pack_kernels_avx2 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avx2,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL};
 #endif
 #if AMXK__HAS_AVXVNNI
 /* the AVX2 level on a CPU with AVX-VNNI: w8a8 on VEX vpdpbusd */
 static const amxk__pack_kernels amxk__pack_kernels_avx2vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avxvnni,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL};
 #endif
 #if AMXK__HAS_AVX512
 static const amxk__pack_kernels amxk__pack_kernels_avx512 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx2,
     amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512, 1, NULL, NULL, NULL};
+    amxk__q8_epi__avx512, 1, NULL, NULL, NULL, NULL};
 static const amxk__pack_kernels amxk__pack_kernels_avx512vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx512vnni,
     amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni};
+    amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni, NULL};
 static const amxk__pack_kernels amxk__pack_kernels_avx512bf16 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512bf16, NULL,
     amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni};
+    amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni, NULL};
 #endif
 #if AMXK__HAS_AMX
 static const amxk__pack_kernels amxk__pack_kernels_amx = {
     AMXK__LIN_MC, AMXK__LIN_AMX_MIN_M, AMXK__LIN_NC, amxk__linear_takes__amx, amxk__linear_ws__amx, amxk__linear_block__32x32__amx,
     amxk__linear_q8_takes__amx, amxk__linear_q8_block__32x32__amx, NULL, NULL, NULL, amxk__linear_q8_grid__amx, NULL, NULL, 2,
-    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx, NULL};
+    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx, NULL, amxk__xpanel__amx};
 #endif
 
 /* The table of ISA level `level` (a context's tier, or a vector level): the one place that maps levels
@@ -4622,6 +4647,31 @@ AMXK__PRIV void amxk__linop_run(const amxk__linop_call *c, size_t m0, size_t m1,
         kt->lin_block(&c->a, m0, m1, b0, b1, (char *)ws);
     }
 }
+/* x panels built once per call (the AMX kernel's tile-major A panels, which it otherwise copies in
+   every kernel call, e.g. once per column slice): bytes for every row of a bound call (0: its kernel
+   reads no panels, x is read where it is); amxk__linop_xpanel_set points the call at that many bytes
+   (AMXK_ALIGN aligned), and amxk__linop_xpanel_build writes the panels of rows [m0, m1) (one row chunk
+   of amxk__linop_chunk) there; every chunk must be built before any amxk__linop_run of the call
+   reads it (and after x holds its values). Bound for the size queries: `calls` calls of `rows` rows
+   in all of operators with K = k, on ctx's level (overflow sets *ovf). */
+AMXK__PRIV size_t amxk__linop_xpanel_bytes(const amxk__linop_call *c) {
+    if (c->q8 || !c->plan.kt->lin_xpanel) return 0;
+    return amxk__linop_xpanel_rows(c->a.m, c->plan.mc) * c->a.kp * 2;
+}
+AMXK__PRIV size_t amxk__linop_xpanel_bound(const amxk_ctx *ctx, size_t k, size_t rows, size_t calls, int *ovf) {
+    if (!amxk__pack_kernels_for(amxk__tier(ctx))->lin_xpanel || !rows) return 0;
+    /* each row chunk's panels at most 31 rows more than its rows; the AMX level's chunks (mc =
+       min(rows, AMXK__LIN_AMX_MC), amxk__linear_ws__amx): at most calls + rows / AMXK__LIN_AMX_MC */
+    rows = amxk__sz_add(rows, amxk__sz_mul(31, amxk__sz_add(calls, rows / AMXK__LIN_AMX_MC, ovf), ovf), ovf);
+    return amxk__sz_mul(amxk__sz_mul(rows, amxk__lin_kp(k), ovf), 2, ovf);
+}
+AMXK__PRIV void amxk__linop_xpanel_set(amxk__linop_call *c, void *buf) {
+    if (amxk__linop_xpanel_bytes(c)) c->a.xpan = (uint16_t *)buf;
+}
+AMXK__PRIV void amxk__linop_xpanel_build(const amxk__linop_call *c, size_t m0, size_t m1) {
+    if (c->a.xpan) c->plan.kt->lin_xpanel(&c->a, m0, m1, c->a.xpan + amxk__linop_xpanel_rows(m0, c->plan.mc) * c->a.kp);
+}
+
 /* A task's tile session: begin before its first amxk__linop_run, end after its last (releases the
    tiles if a kernel left them loaded; the session is then empty again). */
 AMXK__PRIV void amxk__linop_begin(amxk__tiles *ts) { memset(ts, 0, sizeof *ts); }

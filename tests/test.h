@@ -405,6 +405,14 @@ TEST_FN int test_ctx(amxk_ctx *ctx, amxk_tier t, int n_workers) {
     test_tier_state[t] = 1;
     return 1;
 }
+/* A parallel_for that runs the tasks on the calling thread in reverse order, task t as worker
+   (n_tasks - 1 - t) % 3 (contexts of 3 workers: n_workers = 3, parallel_for = this, parallel_user
+   NULL): results must not depend on task order or placement. */
+TEST_FN void test_reverse_for(void *user, amxk_task_fn fn, void *task_ctx, size_t n_tasks) {
+    size_t t;
+    (void)user;
+    for (t = n_tasks; t-- > 0;) fn(task_ctx, t, (int)((n_tasks - 1 - t) % 3));
+}
 #define TEST_FOR_EACH_TIER(t, ctx) \
     for ((t) = AMXK_TIER_SCALAR; (t) <= AMXK_TIER_AMX; (t) = (amxk_tier)((int)(t) + 1)) if (test_ctx(&(ctx), (t), 1))
 

@@ -677,6 +677,7 @@ static void fill_ids(const mcase *c, size_t E, int32_t *ids, float *tw) {
             int32_t id;
             if (c->routing == 1) id = 1;
             else if (c->routing == 4) id = (int32_t)((t < 33 ? 3 : t < 38 ? 0 : t < 45 ? 2 : t < 62 ? 1 : t < 67 ? 4 : 3) + j) % (int32_t)E;
+            else if (c->routing == 5) id = (int32_t)((t < 1 ? 4 : t < 6 ? 0 : t < 23 ? 1 : t < 30 ? 2 : 3) + j) % (int32_t)E;
             else if (c->routing == 2) id = test_randint(0, 6) == 0 ? -1 : test_randint(0, (int)E - 1);
             else if (c->routing == 3) id = 2 * test_randint(0, (int)(E - 1) / 2);
             else {
@@ -1100,12 +1101,15 @@ static void test_experts_amx_tiles(void) {
 /* Tile sessions (amxk_pack.h's amxk__tiles): one task runs the AMX kernel calls of several units and
    keeps the tile configuration while it fits, the gate and up calls of a unit one x panel. M = 528,
    top-1: experts of 5, 17, 7, 494 and 5 rows (ids 0-4: tiles of R = 5, 9, 7, 16, 5 rows; units
-   ordered by R, so experts 0 and 4 (same R, other x rows) follow each other) and the shared expert
-   (528 rows: bf16 row chunks of 512 and 16, both R 16, after expert 3's R 16), bf16 (N = 32: gate
-   and up calls per item; 48: one call over both, not fused) and w8a8 int8 g64: against the fp64
-   reference (a configuration kept for a unit of another R, or a panel kept for other rows, reads the
-   wrong rows), bit for bit across worker counts, and (emulator builds: with one worker the calls run
-   on this thread) the tiles released after the call and no emulator fault. */
+   ordered by R, so experts 0 and 4 (same R, other x rows) follow each other), or (second routing) of
+   5, 17, 7, 498 and 1 rows (the 1-row unit on the vector kernels, without x panels), and the shared
+   expert (528 rows: bf16 row chunks of 512 and 16, both R 16, after expert 3's R 16; the down calls'
+   x panels of both chunks built once per call, amxk__linop_xpanel_*), bf16 (N = 32: gate and up calls
+   per item; 48: one call over both, not fused) and w8a8 int8 g64: against the fp64 reference (a
+   configuration kept for a unit of another R, a panel kept for other rows, or a down panel at another
+   unit's or chunk's offset, reads the wrong rows), bit for bit across worker counts and reversed task
+   order on 3 workers, and (emulator builds: with one worker or reversed order the calls run on this
+   thread) the tiles released after the call and no emulator fault. */
 #if defined(AMXK_AMX_EMULATE)
 static int session_faults;
 static void session_fault(const char *msg) {
@@ -1124,42 +1128,47 @@ static void test_experts_amx_sessions(void) {
         test_case_begin(test_case_id("moe amx sessions weights", fi));
         mset_make(&ms, &fs[fi], AMXK_DTYPE_BF16, 5, 128, fi == 1 ? 48 : fi == 2 ? 64 : 32, fi == 2 ? 64 : 16);
         TEST_FOR_EACH_TIER(tier, ctx) {
-            unsigned char *ref = NULL, *got = NULL;
-            mcase c;
-            int wi;
-            memset(&c, 0, sizeof c);
-            c.q8 = fi == 2, c.M = 528, c.topk = 1, c.ldx = 128, c.ldo = 131, c.ot = AMXK_DTYPE_F32, c.bias = 1, c.shared = 1, c.routing = 4;
-            c.id = test_case_id("moe amx sessions", fi);
-            for (wi = 0; wi < TEST_N_WORKER_COUNTS; wi++) {
-                amxk_ctx pc;
+            int ri;
+            for (ri = 4; ri <= 5; ri++) {
+                unsigned char *ref = NULL, *got = NULL;
+                mcase c;
+                int wi;
+                memset(&c, 0, sizeof c);
+                c.q8 = fi == 2, c.M = 528, c.topk = 1, c.ldx = 128, c.ldo = 131, c.ot = AMXK_DTYPE_F32, c.bias = 1, c.shared = 1, c.routing = ri;
+                c.id = test_case_mix(test_case_id("moe amx sessions", fi), (uint64_t)ri);
+                for (wi = 0; wi <= TEST_N_WORKER_COUNTS; wi++) { /* the worker counts, then reversed order on 3 */
+                    amxk_ctx pc;
+                    const int nw = wi < TEST_N_WORKER_COUNTS ? test_worker_counts[wi] : 3, rev = wi == TEST_N_WORKER_COUNTS;
 #if defined(AMXK_AMX_EMULATE)
-                amxk_amx_fault_fn old;
-                unsigned char cfg[64];
-                size_t z;
-                int loaded = 0;
+                    amxk_amx_fault_fn old;
+                    unsigned char cfg[64];
+                    size_t z;
+                    int loaded = 0;
 #endif
-                if (!test_ctx(&pc, tier, test_worker_counts[wi])) continue;
+                    if (!test_ctx(&pc, tier, rev ? 1 : nw)) continue;
+                    if (rev) pc.n_workers = 3, pc.parallel_for = test_reverse_for, pc.parallel_user = NULL;
 #if defined(AMXK_AMX_EMULATE)
-                session_faults = 0;
-                old = amxk_amx_emu_set_fault_handler(session_fault);
+                    session_faults = 0;
+                    old = amxk_amx_emu_set_fault_handler(session_fault);
 #endif
-                moe_case(&pc, &ms, &c, "amx sessions", ref ? &got : &ref);
+                    moe_case(&pc, &ms, &c, "amx sessions", ref ? &got : &ref);
 #if defined(AMXK_AMX_EMULATE)
-                amxk_amx_emu_set_fault_handler(old);
-                amxk_amx_emu_storeconfig(cfg);
-                for (z = 0; z < 64; z++) loaded |= cfg[z] != 0;
-                CHECK(session_faults == 0, "tier %s %s workers %d: %d emulator faults", amxk_tier_name(tier), fs[fi].name, test_worker_counts[wi],
-                      session_faults);
-                CHECK(!loaded, "tier %s %s workers %d: tiles still configured after the call", amxk_tier_name(tier), fs[fi].name,
-                      test_worker_counts[wi]);
+                    amxk_amx_emu_set_fault_handler(old);
+                    amxk_amx_emu_storeconfig(cfg);
+                    for (z = 0; z < 64; z++) loaded |= cfg[z] != 0;
+                    CHECK(session_faults == 0, "tier %s %s routing %d workers %d%s: %d emulator faults", amxk_tier_name(tier), fs[fi].name, ri,
+                          nw, rev ? " reversed" : "", session_faults);
+                    CHECK(!loaded, "tier %s %s routing %d workers %d%s: tiles still configured after the call", amxk_tier_name(tier),
+                          fs[fi].name, ri, nw, rev ? " reversed" : "");
 #endif
-                if (got) {
-                    CHECK(memcmp(ref, got, ((c.M - 1) * c.ldo + 128) * 4) == 0, "tier %s %s workers %d: not bitwise equal", amxk_tier_name(tier),
-                          fs[fi].name, test_worker_counts[wi]);
-                    free(got), got = NULL;
+                    if (got) {
+                        CHECK(memcmp(ref, got, ((c.M - 1) * c.ldo + 128) * 4) == 0, "tier %s %s routing %d workers %d%s: not bitwise equal",
+                              amxk_tier_name(tier), fs[fi].name, ri, nw, rev ? " reversed" : "");
+                        free(got), got = NULL;
+                    }
                 }
+                free(ref);
             }
-            free(ref);
         }
         mset_free(&ms);
     }

@@ -685,14 +685,6 @@ static void test_threads(void) {
 
 /* ---- the AMX grid (amxk_pack.h: amxk__linear_block__32x32__amx, amxk__linear_ws__amx) ---------------- */
 
-/* A parallel_for that runs the tasks on the calling thread in reverse order, task t as worker
-   (n_tasks - 1 - t) % 3 (contexts of 3 workers): results must not depend on task order or placement. */
-static void reverse_for(void *user, amxk_task_fn fn, void *task_ctx, size_t n_tasks) {
-    size_t t;
-    (void)user;
-    for (t = n_tasks; t-- > 0;) fn(task_ctx, t, (int)((n_tasks - 1 - t) % 3));
-}
-
 /* Shapes that hit a level's grid edges, each against the reference on 2 workers (run_case), then
    bitwise equal across 1 worker, pools of 3 and 7 and reversed task order on 3 workers.
    AMX: 16-row panel tails, odd block counts (the one-B-tile pair), several B blocks per worker (B
@@ -726,7 +718,7 @@ static void test_grid(amxk_tier tier, const size_t (*shapes)[3], size_t nshapes,
             size_t wsb = 0;
             void *ws, *y;
             ctx_for(&ctx, tier, v == 0 ? 1 : v == 1 ? 3 : v == 2 ? 7 : 1);
-            if (v == 3) ctx.n_workers = 3, ctx.parallel_for = reverse_for, ctx.parallel_user = NULL;
+            if (v == 3) ctx.n_workers = 3, ctx.parallel_for = test_reverse_for, ctx.parallel_user = NULL;
             CHECK(amxk_linear_workspace_size(&ctx, c.m, c.n, c.k, &wsb) == AMXK_OK, "ws size");
             ws = test_alloc(wsb);
             y = test_alloc(d.ybytes);
