@@ -1457,29 +1457,32 @@ static inline __attribute__((always_inline)) float amxk__gdn_hsum16(__m512 v) {
 
 /* silu(y) = y / (1 + exp(-y)) at 16 lanes, for the conv (prefill rows, update and tails all use this
    one, so they agree bit for bit). exp(-y) = 2^(n/16) 2^(f/16) with x = -16 y log2 e: t = fma(y, -16
-   log2 e, 1.5*2^23) is 1.5*2^23 + n, n = round(x) (the rounding trick inside the FMA), and f = x - n =
-   fma(y, -16 log2 e, 1.5*2^23 - t) with one rounding (|f| <= 1/2; x itself is never rounded, which the
-   multiply-then-add form before did: 1.0e-6 / 1.5e-6 / 4.3e-6 on the sample below, one op more);
-   2^(n/16) = 2^k 2^(j/16) (n = 16k + j) as integer bits: the 16-entry vpermps table holds
-   bits(2^(j/16)) - (j << 19), and t's bits shifted left by 19 are (k << 23) + (j << 19) (the 1.5*2^23
-   bits leave the word), so one shift and one integer add give bits(2^(j/16)) + (k << 23); 2^(f/16) by a
-   quadratic minimax polynomial (4.2e-7 relative). 1 + e in one FMA, then one IEEE division. NUMERICS:
-   measured against fp64 (2^20-point sweeps of |y| <= 100 and 3.1e8 random operands in |y| <= 8, 20,
-   87): silu within 7.0e-7 relative for |y| <= 8, 8.7e-7 for |y| <= 20, 1.8e-6 up to |y| = 87. y is
-   clamped to [-87, 87] inside exp only by one vrangeps (NaN in, NaN out through the final y / ...).
-   The AVX2 silu (8-entry table, cubic, 2.4e-7) differs from this one in the last bits. */
+   log2 e, 1.5*2^23) is 1.5*2^23 + n, n = round(x) (the rounding trick inside the FMA); 2^(n/16) = 2^k
+   2^(j/16) (n = 16k + j) as integer bits: the 16-entry vpermps table holds bits(A 2^(j/16)) - (j << 19),
+   and t's bits shifted left by 19 are (k << 23) + (j << 19) (the 1.5*2^23 bits leave the word), so one
+   shift and one integer add give bits(A 2^(j/16)) + (k << 23). 2^(f/16) (|f| <= 1/2) by a quadratic
+   written as A ((f + 23)^2 + B): the table carries A, and g = f + 23 comes out of the fraction's FMA
+   itself, fma(y, -16 log2 e, (1.5*2^23 + 23) - t) (x - n + 23 with one rounding; 23 is an integer, so
+   the constant is exact), so the polynomial is one FMA, fma(g, g, B), and 1 + exp(-y) one more:
+   four FMAs and the divide (the free quadratic, 4.2e-7 relative, took five; this one, its vertex held
+   at the integer -23, 6.8e-7). NUMERICS, measured against long double (sweeps and 6.7e7 random operands
+   per range): silu within 1.0e-6 relative for |y| <= 8, 1.2e-6 for |y| <= 20, 1.9e-6 up to |y| = 79
+   (the free quadratic before: 7.0e-7, 8.7e-7, 1.8e-6). y is clamped to [-79.5, 79.5] inside exp only
+   by one vrangeps (A 2^(n/16) stays a normal float there; NaN in, NaN out through the final y / ...):
+   beyond it 1 + exp(-y) is 1 (y > 0) or silu(y) comes out as about y e^-79.5 (y < 0: absolute
+   error below 3e-35 |y|, not relative accurate; the clamp at 87 before: e^-87). The AVX2 silu (8-entry table, cubic, 2.4e-7) differs from this one in the last
+   bits. */
 static inline __attribute__((always_inline)) __m512 amxk__conv_silu__avx512(__m512 y) {
     const __m512 magic = _mm512_set1_ps(12582912.0f), lg = _mm512_set1_ps(-23.083120654223414f);
-    const __m512i tab = _mm512_setr_epi32(0x3f800000, 0x3f7daac3, 0x3f7b95c2, 0x3f79c3d3, 0x3f7837f0, 0x3f76f532, 0x3f75fed7, 0x3f75583f,
-                                          0x3f7504f3, 0x3f7508a4, 0x3f75672a, 0x3f76248c, 0x3f7744fd, 0x3f78ccdf, 0x3f7ac0c7, 0x3f7d257d);
-    __m512 yc = _mm512_range_ps(y, _mm512_set1_ps(87.0f), 0x02); /* sign(y) min(|y|, 87) */
-    __m512 t = _mm512_fmadd_ps(yc, lg, magic);                    /* magic + n, n = round(-16 y log2 e) */
-    __m512 f = _mm512_fmadd_ps(yc, lg, _mm512_sub_ps(magic, t)), p, s; /* -16 y log2 e - n, one rounding */
+    const __m512i tab = _mm512_setr_epi32(0x3a76e634, 0x3a78ea4a, 0x3a769f6d, 0x3a749540, 0x3a72cea2, 0x3a714e8f, 0x3a701827, 0x3a6f2ead,
+                                          0x3a6e9589, 0x3a6e5049, 0x3a6e62a5, 0x3a6ed07d, 0x3a6f9dde, 0x3a70cf04, 0x3a726858, 0x3a746e77);
+    __m512 yc = _mm512_range_ps(y, _mm512_set1_ps(79.5f), 0x02);      /* sign(y) min(|y|, 79.5) */
+    __m512 t = _mm512_fmadd_ps(yc, lg, magic);                          /* magic + n, n = round(-16 y log2 e) */
+    __m512 g = _mm512_fmadd_ps(yc, lg, _mm512_sub_ps(_mm512_set1_ps(12582935.0f), t)), h, s; /* x - n + 23, one rounding */
     __m512i ti = _mm512_castps_si512(t);
-    p = _mm512_fmadd_ps(_mm512_set1_ps(0.000938357261f), f, _mm512_set1_ps(0.0433242396f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-    s = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_permutexvar_epi32(ti, tab), _mm512_slli_epi32(ti, 19))); /* 2^(j/16) 2^k */
-    return _mm512_div_ps(y, _mm512_fmadd_ps(p, s, _mm512_set1_ps(1.0f)));
+    h = _mm512_fmadd_ps(g, g, _mm512_set1_ps(532.74462890625f));       /* 2^(f/16) / A */
+    s = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_permutexvar_epi32(ti, tab), _mm512_slli_epi32(ti, 19))); /* A 2^(j/16) 2^k */
+    return _mm512_div_ps(y, _mm512_fmadd_ps(h, s, _mm512_set1_ps(1.0f)));
 }
 
 /* 16 fp32 lanes -> bf16 (round to nearest even) in the high 16 bits of each 32-bit lane; a NaN (already
