@@ -93,9 +93,12 @@
        and a quadratic (the AVX2 silu's 8 entries and cubic need one FMA more; 512-bit FMAs, multiplies and
        the divider's issue share two pipes on Zen 4 and bound this kernel), the rounding of -16 y log2 e
        and its fraction by two FMAs with the rounding constant (no separate multiply), 2^k joined to the
-       table value by one shift and one integer add; NUMERICS, measured against fp64: silu within 7.0e-7
-       relative for |y| <= 8, 8.7e-7 for |y| <= 20, 1.8e-6 up to |y| = 87 (the multiply-then-round form
-       it replaced: 1.0e-6, 1.5e-6, 4.3e-6 on the same sample; not the AVX2 tier's bits). The
+       table value by one shift and one integer add, the quadratic written A((f + 23)^2 + B) so that the
+       table carries A and the fraction's FMA yields f + 23: one FMA for the polynomial, one for 1 + e,
+       four in all plus the divide; NUMERICS, measured against long double: silu within 1.0e-6 relative
+       for |y| <= 8, 1.2e-6 for |y| <= 20, 1.9e-6 up to |y| = 79 (the free quadratic before, five FMAs:
+       7.0e-7, 8.7e-7, 1.8e-6 up to 87; the multiply-then-round form before that: 1.0e-6, 1.5e-6, 4.3e-6;
+       not the AVX2 tier's bits). The
        avx512_bf16 table rounds bf16 conv outputs with vcvtne2ps2bf16 (..__avx512bf16 rows and edge alike,
        so prefill and update still agree bit for bit): the same values as the integer rounding except
        subnormal outputs (|out| < 1.2e-38), which become zeros. Recurrent:
@@ -139,7 +142,7 @@
        the fraction (it takes an FMA-pipe slot on Zen 4: 4 vreduceps + 4 FMAs 8 cycles). Zen 4 register-only loops
        (cycles): 4 vdivps zmm 24; 1 vdivps + 8 FMAs 9.9; 8 FMAs + 4 of vpermd, vpmovzxwd, vpslld, vaddps,
        vpaddd, vrangeps, vrndscaleps or vcvtps2dq 8.0 (no FMA-pipe slot); + 4 vcvtne2ps2bf16 8.5; + 4
-       vrcp14ps 8.4 alone with 4 FMAs (FMA pipes). THIS VERSION (bf16 outputs staged in L1, silu
+       vrcp14ps 8.4 alone with 4 FMAs (FMA pipes). THE STAGED VERSION (bf16 outputs staged in L1, silu
        rounding inside an FMA), 1 thread, 5 interleaved rounds against the previous build, medians, under
        heavy load from other jobs (load average 6-8 on the 2 vCPUs): `amxk_bench conv1d --t 4096 --dim
        8192 --width 4 --form prefill --dtype bf16` 12.9 vs 10.4 GB/s (+24%) = 49% of stream (`stream --mb
@@ -160,6 +163,23 @@
        beyond noise). PREDICTED (llvm-mca-19 -mcpu=znver4, inner loop of amxk__conv_col4__avx512 bf16 ->
        bf16 with vcvtne2ps2bf16): 28.6 cycles per token (32 outputs) vs 26.8 with the multiply-then-round
        silu (the model gives each 512-bit op two cycles on one of two pipes); measured the other way round.
+       THIS VERSION (silu quadratic as A((f + 23)^2 + B), four FMAs + divide instead of five; Zen 4, 1
+       thread, against the staged version): in cache (`conv1d --t 128 --dim 1024 --dtype bf16 --reps
+       400`, 3 interleaved rounds, medians) 31.0 vs 33.3 us = 3.79 vs 4.07 ns per 16 bf16 outputs (-7%);
+       from memory (T 4096 x dim 8192) with BENCH_CLOCK=cpu, 5 interleaved rounds, load average 6-7 from
+       other jobs: bf16 14.0 vs 13.2 GB/s (+6%), f32 20.5 vs 19.0 (+8%), `stream --mb 1024` 30.2 GB/s in
+       the same rounds (so 46% and 68% of it); wall clock, 3 rounds at load average 5.7-6.5: bf16 14.0
+       vs 13.2 (+6%), f32 20.3 vs 18.7 (+9%), stream 25.6 (55% and 80%); 2 threads in the same rounds
+       (stream --threads 2 24.6): bf16 13.2 vs 13.0, f32 19.7 vs 18.7 (the other jobs held the second
+       vCPU: neither build reached the earlier 2-thread figures). bf16 is still BELOW the 70% target
+       with 1 thread. llvm-mca-19 on the new inner loop: 27.0 cycles per token on FP0/FP1 (FP2 12, FP3 8).
+       Tried, not kept (same in-cache measurement): the column loop unrolled by 4 with the x window in
+       four named registers (no vmovaps rotation; gcc then reloads the silu constants per token) 34.4-34.7
+       vs 33.3 us: zmm moves are not what binds; bf16 x widened by two zero-masked vpermw from one 64-byte
+       load 30.8-31.3 vs 31.0; the fraction as x = y lg (multiply), t = x + 1.5*2^23, g = x - (t - (1.5*2^23
+       + 23)) (exact subtractions; one FMA-pipe op fewer, three adds more, x rounded) 32.1-32.2 vs 31.0:
+       the op count binds, not the FMA pipes alone; slabs of 16 tokens (30.2 vs 31.0 us in cache, but
+       from memory f32 13-15 vs 19-20 GB/s, bf16 within noise).
        Gating (amxk_gdn_gating, T 4096, HV 32, bf16 a/b, f32 g,
        bf16 beta, min of 15 interleaved calls in one process): the 16-lane kernel 152 us (1.16 ns per
        element) vs the scalar kernel the AVX-512 levels ran before 4.9-5.3 ms (32-35x; HV 33: 23x). The AVX2
