@@ -171,8 +171,10 @@
        the same rounds (so 46% and 68% of it); wall clock, 3 rounds at load average 5.7-6.5: bf16 14.0
        vs 13.2 (+6%), f32 20.3 vs 18.7 (+9%), stream 25.6 (55% and 80%); 2 threads in the same rounds
        (stream --threads 2 24.6): bf16 13.2 vs 13.0, f32 19.7 vs 18.7 (the other jobs held the second
-       vCPU: neither build reached the earlier 2-thread figures). bf16 is still BELOW the 70% target
-       with 1 thread. llvm-mca-19 on the new inner loop: 27.0 cycles per token on FP0/FP1 (FP2 12, FP3 8).
+       vCPU: neither build reached the earlier 2-thread figures); 3 more rounds in a quieter window (load
+       average ~1): stream 28.3, bf16 13.5 vs 13.2 (+2%, 48%), f32 19.8 vs 18.9 (+5%, 70%); 2 threads
+       (stream 28.1) bf16 13.9 vs 13.3, f32 20.2 vs 18.6 (one vCPU still busy with another job). bf16 is
+       still BELOW the 70% target with 1 thread (48-55% of stream). llvm-mca-19 on the new inner loop: 27.0 cycles per token on FP0/FP1 (FP2 12, FP3 8).
        Tried, not kept (same in-cache measurement): the column loop unrolled by 4 with the x window in
        four named registers (no vmovaps rotation; gcc then reloads the silu constants per token) 34.4-34.7
        vs 33.3 us: zmm moves are not what binds; bf16 x widened by two zero-masked vpermw from one 64-byte
