@@ -180,7 +180,9 @@
        vs 33.3 us: zmm moves are not what binds; bf16 x widened by two zero-masked vpermw from one 64-byte
        load 30.8-31.3 vs 31.0; the fraction as x = y lg (multiply), t = x + 1.5*2^23, g = x - (t - (1.5*2^23
        + 23)) (exact subtractions; one FMA-pipe op fewer, three adds more, x rounded) 32.1-32.2 vs 31.0:
-       the op count binds, not the FMA pipes alone; slabs of 16 tokens (30.2 vs 31.0 us in cache, but
+       the op count binds, not the FMA pipes alone; 2^k by vscalefps instead of the shift and integer
+       add, with no clamp (one op fewer, two FMA-pipe ops more: vscalefps and the FMA for k; NaN for
+       y > ~1e25) 31.4-31.8 vs 30.9-31.6 us; slabs of 16 tokens (30.2 vs 31.0 us in cache, but
        from memory f32 13-15 vs 19-20 GB/s, bf16 within noise).
        Gating (amxk_gdn_gating, T 4096, HV 32, bf16 a/b, f32 g,
        bf16 beta, min of 15 interleaved calls in one process): the 16-lane kernel 152 us (1.16 ns per
