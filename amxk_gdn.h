@@ -93,9 +93,12 @@
        and a quadratic (the AVX2 silu's 8 entries and cubic need one FMA more; 512-bit FMAs, multiplies and
        the divider's issue share two pipes on Zen 4 and bound this kernel), the rounding of -16 y log2 e
        and its fraction by two FMAs with the rounding constant (no separate multiply), 2^k joined to the
-       table value by one shift and one integer add; NUMERICS, measured against fp64: silu within 7.0e-7
-       relative for |y| <= 8, 8.7e-7 for |y| <= 20, 1.8e-6 up to |y| = 87 (the multiply-then-round form
-       it replaced: 1.0e-6, 1.5e-6, 4.3e-6 on the same sample; not the AVX2 tier's bits). The
+       table value by one shift and one integer add, the quadratic written A((f + 23)^2 + B) so that the
+       table carries A and the fraction's FMA yields f + 23: one FMA for the polynomial, one for 1 + e,
+       four in all plus the divide; NUMERICS, measured against long double: silu within 1.0e-6 relative
+       for |y| <= 8, 1.2e-6 for |y| <= 20, 1.9e-6 up to |y| = 79 (the free quadratic before, five FMAs:
+       7.0e-7, 8.7e-7, 1.8e-6 up to 87; the multiply-then-round form before that: 1.0e-6, 1.5e-6, 4.3e-6;
+       not the AVX2 tier's bits). The
        avx512_bf16 table rounds bf16 conv outputs with vcvtne2ps2bf16 (..__avx512bf16 rows and edge alike,
        so prefill and update still agree bit for bit): the same values as the integer rounding except
        subnormal outputs (|out| < 1.2e-38), which become zeros. Recurrent:
@@ -139,7 +142,7 @@
        the fraction (it takes an FMA-pipe slot on Zen 4: 4 vreduceps + 4 FMAs 8 cycles). Zen 4 register-only loops
        (cycles): 4 vdivps zmm 24; 1 vdivps + 8 FMAs 9.9; 8 FMAs + 4 of vpermd, vpmovzxwd, vpslld, vaddps,
        vpaddd, vrangeps, vrndscaleps or vcvtps2dq 8.0 (no FMA-pipe slot); + 4 vcvtne2ps2bf16 8.5; + 4
-       vrcp14ps 8.4 alone with 4 FMAs (FMA pipes). THIS VERSION (bf16 outputs staged in L1, silu
+       vrcp14ps 8.4 alone with 4 FMAs (FMA pipes). THE STAGED VERSION (bf16 outputs staged in L1, silu
        rounding inside an FMA), 1 thread, 5 interleaved rounds against the previous build, medians, under
        heavy load from other jobs (load average 6-8 on the 2 vCPUs): `amxk_bench conv1d --t 4096 --dim
        8192 --width 4 --form prefill --dtype bf16` 12.9 vs 10.4 GB/s (+24%) = 49% of stream (`stream --mb
@@ -160,6 +163,27 @@
        beyond noise). PREDICTED (llvm-mca-19 -mcpu=znver4, inner loop of amxk__conv_col4__avx512 bf16 ->
        bf16 with vcvtne2ps2bf16): 28.6 cycles per token (32 outputs) vs 26.8 with the multiply-then-round
        silu (the model gives each 512-bit op two cycles on one of two pipes); measured the other way round.
+       THIS VERSION (silu quadratic as A((f + 23)^2 + B), four FMAs + divide instead of five; Zen 4, 1
+       thread, against the staged version): in cache (`conv1d --t 128 --dim 1024 --dtype bf16 --reps
+       400`, 3 interleaved rounds, medians) 31.0 vs 33.3 us = 3.79 vs 4.07 ns per 16 bf16 outputs (-7%);
+       from memory (T 4096 x dim 8192) with BENCH_CLOCK=cpu, 5 interleaved rounds, load average 6-7 from
+       other jobs: bf16 14.0 vs 13.2 GB/s (+6%), f32 20.5 vs 19.0 (+8%), `stream --mb 1024` 30.2 GB/s in
+       the same rounds (so 46% and 68% of it); wall clock, 3 rounds at load average 5.7-6.5: bf16 14.0
+       vs 13.2 (+6%), f32 20.3 vs 18.7 (+9%), stream 25.6 (55% and 80%); 2 threads in the same rounds
+       (stream --threads 2 24.6): bf16 13.2 vs 13.0, f32 19.7 vs 18.7 (the other jobs held the second
+       vCPU: neither build reached the earlier 2-thread figures); 3 more rounds in a quieter window (load
+       average ~1): stream 28.3, bf16 13.5 vs 13.2 (+2%, 48%), f32 19.8 vs 18.9 (+5%, 70%); 2 threads
+       (stream 28.1) bf16 13.9 vs 13.3, f32 20.2 vs 18.6 (one vCPU still busy with another job). bf16 is
+       still BELOW the 70% target with 1 thread (48-55% of stream). llvm-mca-19 on the new inner loop: 27.0 cycles per token on FP0/FP1 (FP2 12, FP3 8).
+       Tried, not kept (same in-cache measurement): the column loop unrolled by 4 with the x window in
+       four named registers (no vmovaps rotation; gcc then reloads the silu constants per token) 34.4-34.7
+       vs 33.3 us: zmm moves are not what binds; bf16 x widened by two zero-masked vpermw from one 64-byte
+       load 30.8-31.3 vs 31.0; the fraction as x = y lg (multiply), t = x + 1.5*2^23, g = x - (t - (1.5*2^23
+       + 23)) (exact subtractions; one FMA-pipe op fewer, three adds more, x rounded) 32.1-32.2 vs 31.0:
+       the op count binds, not the FMA pipes alone; 2^k by vscalefps instead of the shift and integer
+       add, with no clamp (one op fewer, two FMA-pipe ops more: vscalefps and the FMA for k; NaN for
+       y > ~1e25) 31.4-31.8 vs 30.9-31.6 us; slabs of 16 tokens (30.2 vs 31.0 us in cache, but
+       from memory f32 13-15 vs 19-20 GB/s, bf16 within noise).
        Gating (amxk_gdn_gating, T 4096, HV 32, bf16 a/b, f32 g,
        bf16 beta, min of 15 interleaved calls in one process): the 16-lane kernel 152 us (1.16 ns per
        element) vs the scalar kernel the AVX-512 levels ran before 4.9-5.3 ms (32-35x; HV 33: 23x). The AVX2
@@ -1457,29 +1481,32 @@ static inline __attribute__((always_inline)) float amxk__gdn_hsum16(__m512 v) {
 
 /* silu(y) = y / (1 + exp(-y)) at 16 lanes, for the conv (prefill rows, update and tails all use this
    one, so they agree bit for bit). exp(-y) = 2^(n/16) 2^(f/16) with x = -16 y log2 e: t = fma(y, -16
-   log2 e, 1.5*2^23) is 1.5*2^23 + n, n = round(x) (the rounding trick inside the FMA), and f = x - n =
-   fma(y, -16 log2 e, 1.5*2^23 - t) with one rounding (|f| <= 1/2; x itself is never rounded, which the
-   multiply-then-add form before did: 1.0e-6 / 1.5e-6 / 4.3e-6 on the sample below, one op more);
-   2^(n/16) = 2^k 2^(j/16) (n = 16k + j) as integer bits: the 16-entry vpermps table holds
-   bits(2^(j/16)) - (j << 19), and t's bits shifted left by 19 are (k << 23) + (j << 19) (the 1.5*2^23
-   bits leave the word), so one shift and one integer add give bits(2^(j/16)) + (k << 23); 2^(f/16) by a
-   quadratic minimax polynomial (4.2e-7 relative). 1 + e in one FMA, then one IEEE division. NUMERICS:
-   measured against fp64 (2^20-point sweeps of |y| <= 100 and 3.1e8 random operands in |y| <= 8, 20,
-   87): silu within 7.0e-7 relative for |y| <= 8, 8.7e-7 for |y| <= 20, 1.8e-6 up to |y| = 87. y is
-   clamped to [-87, 87] inside exp only by one vrangeps (NaN in, NaN out through the final y / ...).
-   The AVX2 silu (8-entry table, cubic, 2.4e-7) differs from this one in the last bits. */
+   log2 e, 1.5*2^23) is 1.5*2^23 + n, n = round(x) (the rounding trick inside the FMA); 2^(n/16) = 2^k
+   2^(j/16) (n = 16k + j) as integer bits: the 16-entry vpermps table holds bits(A 2^(j/16)) - (j << 19),
+   and t's bits shifted left by 19 are (k << 23) + (j << 19) (the 1.5*2^23 bits leave the word), so one
+   shift and one integer add give bits(A 2^(j/16)) + (k << 23). 2^(f/16) (|f| <= 1/2) by a quadratic
+   written as A ((f + 23)^2 + B): the table carries A, and g = f + 23 comes out of the fraction's FMA
+   itself, fma(y, -16 log2 e, (1.5*2^23 + 23) - t) (x - n + 23 with one rounding; 23 is an integer, so
+   the constant is exact), so the polynomial is one FMA, fma(g, g, B), and 1 + exp(-y) one more:
+   four FMAs and the divide (the free quadratic, 4.2e-7 relative, took five; this one, its vertex held
+   at the integer -23, 6.8e-7). NUMERICS, measured against long double (sweeps and 6.7e7 random operands
+   per range): silu within 1.0e-6 relative for |y| <= 8, 1.2e-6 for |y| <= 20, 1.9e-6 up to |y| = 79
+   (the free quadratic before: 7.0e-7, 8.7e-7, 1.8e-6). y is clamped to [-79.5, 79.5] inside exp only
+   by one vrangeps (A 2^(n/16) stays a normal float there; NaN in, NaN out through the final y / ...):
+   beyond it 1 + exp(-y) is 1 (y > 0) or silu(y) comes out as about y e^-79.5 (y < 0: absolute
+   error below 3e-35 |y|, not relative accurate; the clamp at 87 before: e^-87). The AVX2 silu (8-entry table, cubic, 2.4e-7) differs from this one in the last
+   bits. */
 static inline __attribute__((always_inline)) __m512 amxk__conv_silu__avx512(__m512 y) {
     const __m512 magic = _mm512_set1_ps(12582912.0f), lg = _mm512_set1_ps(-23.083120654223414f);
-    const __m512i tab = _mm512_setr_epi32(0x3f800000, 0x3f7daac3, 0x3f7b95c2, 0x3f79c3d3, 0x3f7837f0, 0x3f76f532, 0x3f75fed7, 0x3f75583f,
-                                          0x3f7504f3, 0x3f7508a4, 0x3f75672a, 0x3f76248c, 0x3f7744fd, 0x3f78ccdf, 0x3f7ac0c7, 0x3f7d257d);
-    __m512 yc = _mm512_range_ps(y, _mm512_set1_ps(87.0f), 0x02); /* sign(y) min(|y|, 87) */
-    __m512 t = _mm512_fmadd_ps(yc, lg, magic);                    /* magic + n, n = round(-16 y log2 e) */
-    __m512 f = _mm512_fmadd_ps(yc, lg, _mm512_sub_ps(magic, t)), p, s; /* -16 y log2 e - n, one rounding */
+    const __m512i tab = _mm512_setr_epi32(0x3a76e634, 0x3a78ea4a, 0x3a769f6d, 0x3a749540, 0x3a72cea2, 0x3a714e8f, 0x3a701827, 0x3a6f2ead,
+                                          0x3a6e9589, 0x3a6e5049, 0x3a6e62a5, 0x3a6ed07d, 0x3a6f9dde, 0x3a70cf04, 0x3a726858, 0x3a746e77);
+    __m512 yc = _mm512_range_ps(y, _mm512_set1_ps(79.5f), 0x02);      /* sign(y) min(|y|, 79.5) */
+    __m512 t = _mm512_fmadd_ps(yc, lg, magic);                          /* magic + n, n = round(-16 y log2 e) */
+    __m512 g = _mm512_fmadd_ps(yc, lg, _mm512_sub_ps(_mm512_set1_ps(12582935.0f), t)), h, s; /* x - n + 23, one rounding */
     __m512i ti = _mm512_castps_si512(t);
-    p = _mm512_fmadd_ps(_mm512_set1_ps(0.000938357261f), f, _mm512_set1_ps(0.0433242396f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-    s = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_permutexvar_epi32(ti, tab), _mm512_slli_epi32(ti, 19))); /* 2^(j/16) 2^k */
-    return _mm512_div_ps(y, _mm512_fmadd_ps(p, s, _mm512_set1_ps(1.0f)));
+    h = _mm512_fmadd_ps(g, g, _mm512_set1_ps(532.74462890625f));       /* 2^(f/16) / A */
+    s = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_permutexvar_epi32(ti, tab), _mm512_slli_epi32(ti, 19))); /* A 2^(j/16) 2^k */
+    return _mm512_div_ps(y, _mm512_fmadd_ps(h, s, _mm512_set1_ps(1.0f)));
 }
 
 /* 16 fp32 lanes -> bf16 (round to nearest even) in the high 16 bits of each 32-bit lane; a NaN (already

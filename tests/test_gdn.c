@@ -161,6 +161,7 @@ typedef struct conv_case {
     size_t dim, W, slen, n_slots;
     int bias, silu, ds; /* ds: state-contiguous layout */
     int wide;           /* output rows 32-byte aligned (the streaming-store path for outputs >= 8 MiB) */
+    float xr;           /* x uniform in [-xr, xr]; 0: 3 */
     amxk_dtype xt, ot;
     size_t n_seqs;
     int lens[12];
@@ -195,7 +196,7 @@ static void conv_gen(const conv_case *c, conv_data *d) {
     d->x = (float *)test_alloc((d->T + 1) * d->ldx * 4);
     for (i = 0; i < c->dim * c->W; i++) d->w[i] = rbf((float)test_uniform(-1, 1));
     for (i = 0; i < c->dim; i++) d->bias[i] = rbf((float)test_uniform(-1, 1));
-    for (i = 0; i < (d->T + 1) * d->ldx; i++) d->x[i] = rbf((float)test_uniform(-3, 3));
+    for (i = 0; i < (d->T + 1) * d->ldx; i++) d->x[i] = rbf((float)test_uniform(c->xr > 0 ? -c->xr : -3, c->xr > 0 ? c->xr : 3));
     d->xb = to_dt(d->x, (d->T + 1) * d->ldx, c->xt);
     amxk_conv1d_pack_size(c->dim, c->W, &d->packed_bytes);
     d->packed = test_alloc(d->packed_bytes);
@@ -428,6 +429,16 @@ static void test_conv(void) {
                 if (di == 3 && wi != 0 && wi != 3) continue;
                 conv_one(&c);
             }
+    for (v = 0; v < 4; v++) { /* |y| up to ~400 (std 67): the silu's exp clamp (|y| > 79.5) on both sides, every level */
+        conv_case c;
+        int n;
+        memset(&c, 0, sizeof c);
+        c.dim = v < 2 ? 96 : 49, c.W = 4, c.slen = 3, c.n_slots = 32, c.bias = v % 2, c.silu = 1, c.ds = v % 2, c.xr = 100;
+        c.xt = v % 2 ? AMXK_DTYPE_F32 : AMXK_DTYPE_BF16, c.ot = (v == 1 || v == 2) ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F32;
+        c.n_seqs = 10;
+        for (n = 0; n < 10; n++) c.lens[n] = lens[n], c.slots[n] = slots[n], c.init[n] = (uint8_t)((n + v) % 2);
+        conv_one(&c);
+    }
     if (!quick) { /* outputs over 8 MiB with aligned rows: the streaming-store path */
         for (v = 0; v < 2; v++) {
             conv_case c;
