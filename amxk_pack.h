@@ -337,14 +337,15 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    the I8 values on every level); xscales in either layout (ld_s as for amxk_quantize_act), act_group
    columns per activation scale. packed: an INT8 (symmetric), INT4 or INT2 (symmetric or asymmetric)
    pack whose group divides act_group (per-token activations: act_group = K). y as in amxk_linear.
-   No workspace.
+   No workspace (amxk_linear_q8_ws: the same with one).
    Levels: AVX512-VNNI (avx512_vnni and up; also the amx level where its rule picks VNNI - small M,
    small groups, see amxk__q8_amx_wins - or without AMX-INT8): 512-bit
    vpdpbusd on the unsigned weight (int8 w + 128, symmetric int4/int2 q + 2^(b-1), asymmetric q) and
    4 broadcast x bytes; the wrapped int32 sum less 2^(b-1) sum x (sym) is exact; asymmetric: less
    z * sum x in f32; 8-row x 2-block tiles on unit-major x panels of 24 rows, k steps of 1024 columns,
    f32 accumulators per 24 x 256 panel (prefill), 1-4 rows x 4 blocks (decode; no software prefetch);
-   packs with more than 256 groups run the AVX2 kernel. Uses ~88 KiB of stack (no workspace).
+   packs with more than 256 groups run the AVX2 kernel. Uses ~88 KiB of stack (no workspace;
+   amxk_linear_q8_ws builds the x panels once per call in its workspace: same results, +3-4% at M = 256).
    AVX-VNNI (the avx2 level on CPUs that have it: Alder Lake and later, Sapphire Rapids and later,
    Sierra Forest, Zen 5): the AVX2 kernel's loops with one VEX vpdpbusd per vpmaddubsw + vpmaddwd
    pair (exact int32). AVX2 (avx2, avx512): int8: vpmaddubsw on |w| and sign(x, w) - exact,
