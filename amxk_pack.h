@@ -384,8 +384,8 @@ AMXK_DEF amxk_status amxk_linear_q8_ws(const amxk_ctx *ctx, size_t m, size_t n, 
                                        const void *packed, size_t packed_bytes, const float *bias, void *y, amxk_dtype y_dtype,
                                        size_t ldy, void *workspace, size_t workspace_bytes);
 /* Workspace bytes amxk_linear_q8_ws needs for this context, m rows and this pack (either x dtype):
-   floor(M / 8) * 8 * ceil(K / 4) * 4 where the context's vector level is avx512_vnni or up (also at
-   the amx level), else 0. Errors: CONTEXT, NULL, SHAPE (m = 0, or a size beyond a size_t), and the
+   floor(M / 8) * 8 * ceil(K / 4) * 4 where the context's vector level (the best level usable here
+   that is not AMX and not above the context's) is avx512_vnni or up, else 0. Errors: CONTEXT, NULL, SHAPE (m = 0, or a size beyond a size_t), and the
    pack's (FORMAT, ALIGN: amxk_packed_linear_info). */
 AMXK_DEF amxk_status amxk_linear_q8_workspace_size(const amxk_ctx *ctx, size_t m, const void *packed, size_t packed_bytes,
                                                    size_t *bytes);

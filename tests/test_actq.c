@@ -491,7 +491,7 @@ static void test_q8_bad_input(void) {
 }
 
 /* amxk_linear_q8_ws: the workspace size's contract (floor(M / 8) * 8 * K bytes for int8 packs, where
-   K is a multiple of 4, at the avx512_vnni level and up, else 0), and bad workspaces or queries get a
+   K is a multiple of 4, where the context's vector level is avx512_vnni or up, else 0), and bad workspaces or queries get a
    status and change nothing. */
 static void test_q8_ws_contract(void) {
     enum { M = 9, N = 32, K = 64 };
@@ -517,7 +517,11 @@ static void test_q8_ws_contract(void) {
     CHECK(amxk_pack_linear(NULL, p16, b16, AMXK_DTYPE_BF16, w, AMXK_DTYPE_F32, N, K, K) == AMXK_OK, "bf16 pack");
     memset(y, 0x7b, sizeof y), memcpy(y0, y, sizeof y);
     TEST_FOR_EACH_TIER(t, ctx) {
-        const int vnni = t >= AMXK_TIER_AVX512_VNNI;
+        /* the context's vector level: the best level usable here, not AMX, not above the context's */
+        const unsigned usable = amxk_cpu_init()->tiers;
+        int v = t, vnni;
+        while (v > AMXK_TIER_SCALAR && (v == AMXK_TIER_AMX || !(usable & AMXK_TIER_BIT(v)))) v--;
+        vnni = v >= AMXK_TIER_AVX512_VNNI;
         for (ms = 1; ms <= 40; ms++) {
             const size_t want = vnni ? ms / 8 * 8 * (size_t)K : 0;
             bad += amxk_linear_q8_workspace_size(&ctx, ms, p, bytes, &wsb) != AMXK_OK || wsb != want;
