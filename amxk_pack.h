@@ -2895,6 +2895,9 @@ AMXK__TARGET_AVX512VNNI_BEGIN
 #ifndef AMXK__Q8V_NC
 #define AMXK__Q8V_NC 16    /* ... x blocks, accumulated in f32 on the stack (24 KiB) */
 #endif
+#ifndef AMXK__Q8V_NCW
+#define AMXK__Q8V_NCW 8    /* ... with the call's x panels (amxk_linear_q8_ws; k step: all of K): blocks per chunk */
+#endif
 #ifndef AMXK__Q8V_KC
 #define AMXK__Q8V_KC 1024  /* prefill k step in columns (a multiple of 64; x panels: P x KC bytes on the stack) */
 #endif
@@ -3198,14 +3201,15 @@ AMXK__Q8V_DECODE(2, u8, 1)
                                                              const int32_t *xsum, const float *sxt, float *accm,     \
                                                              int32_t *accs, uint32_t *xpb) {                         \
         const size_t nbk = a->w->nbk, span = (size_t)(32 / (BITS)), nq = a->w->k / span;                          \
-        const size_t kq = AMXK__MAX((size_t)1, (size_t)AMXK__Q8V_KC / span);                                      \
-        const size_t cm = c0 + (c1 - c0) / AMXK__Q8V_MR * AMXK__Q8V_MR;                                           \
-        size_t i, b, p0, p1, q0, q1, k0, k1;                                                                       \
-        /* the call's panels (amxk_linear_q8_ws): tile i at xpan + i / 8 * 8 * nux, read in place */              \
+        /* the call's panels (amxk_linear_q8_ws): tile i at xpan + i / 8 * 8 * nux, read in place, all of K   \
+           in one step (no panel to stay in L1), AMXK__Q8V_NCW blocks per column chunk */                           \
         const int xw = AMXK__Q8V_MR == AMXK__Q8_XPAN_ROWS && a->xpan && c0 % AMXK__Q8V_MR == 0;                   \
         const size_t nux = AMXK__Q8_XPAN_UNITS(a->k);                                                              \
+        const size_t kq = xw ? nq : AMXK__MAX((size_t)1, (size_t)AMXK__Q8V_KC / span);                            \
+        const size_t cm = c0 + (c1 - c0) / AMXK__Q8V_MR * AMXK__Q8V_MR;                                           \
+        size_t i, b, p0, p1, q0, q1, k0, k1;                                                                       \
         for (q0 = b0; q0 < b1 && cm > c0; q0 = q1) {                                                               \
-            q1 = AMXK__MIN(b1, q0 + AMXK__Q8V_NC);                                                                 \
+            q1 = AMXK__MIN(b1, q0 + (xw ? (size_t)AMXK__Q8V_NCW : (size_t)AMXK__Q8V_NC));                          \
             for (p0 = c0; p0 < cm; p0 = p1) {                                                                      \
                 p1 = AMXK__MIN(cm, p0 + AMXK__Q8V_P);                                                              \
                 memset(accm, 0, (p1 - p0) * AMXK__Q8V_LDA * sizeof(float));                                        \
