@@ -2115,6 +2115,13 @@ AMXK__TARGET_END
 #ifndef AMXK__LIN_XP16_BYTES
 #define AMXK__LIN_XP16_BYTES (4u << 20) /* prefill: most bytes of a task's x panels (f32 units: 4 per k) */
 #endif
+#ifndef AMXK__LIN_DPF_ROWS
+/* decode tiles: each weight stream prefetched into L2 (prefetcht1) this many 64-byte rows ahead (8 KiB) ... */
+#define AMXK__LIN_DPF_ROWS 128
+#endif
+#ifndef AMXK__LIN_DPF_EVERY
+#define AMXK__LIN_DPF_EVERY 16 /* ... once every this many rows (1 KiB) */
+#endif
 #define AMXK__LIN_XS16 8 /* x panels: 32-bit units per step (rows past the panel's are zero, never read) */
 
 /* The tile kernel of the AVX-512 linear, one body for every level (instantiated inside each level's
@@ -2125,10 +2132,15 @@ AMXK__TARGET_END
    amxk__xpanel_dec__avx512, whose x rows stay contiguous in L1),
    acc = OP(acc, w, x). A step is a pair row for vdpbf16ps (the packed 64-byte row is its operand) or
    one k for fp32 FMA. Each output accumulates from zero, steps in increasing order; split: even and
-   odd steps in separate accumulators, added at the end (decode: more independent chains). */
-#define AMXK__LIN16_KERNEL(NAME, W_T, X_T, LOADW, BCAST, OP)                                             \
+   odd steps in separate accumulators, added at the end (decode: more independent chains). pf (decode
+   tiles): every AMXK__LIN_DPF_EVERY steps, each weight stream's row AMXK__LIN_DPF_ROWS steps ahead
+   goes into L2 (prefetcht1): the hardware's stream prefetchers stop at each 4 KiB page, and over
+   gigabytes of weights (a MoE layer's experts) each new page also misses its translation; this
+   starts both early (may read past a stream's end: a prefetch does not fault). */
+#define AMXK__LIN16_KERNEL(NAME, W_T, X_T, LOADW, BCAST, OP, ADDRW)                                      \
     static inline __attribute__((always_inline)) void NAME(const uint32_t *xp, size_t ns, const void *w, size_t bstride,  \
-                                                          amxk_dtype dt, int mr, int nr, int split, size_t xs, __m512 *out) { \
+                                                          amxk_dtype dt, int mr, int nr, int split, int pf, size_t xs,    \
+                                                          __m512 *out) {                                           \
         __m512 acc[2][8][4];                                                                             \
         size_t p;                                                                                        \
         int r, j, s;                                                                                     \
@@ -2140,6 +2152,9 @@ AMXK__TARGET_END
                 const size_t q = p + (size_t)s;                                                          \
                 W_T wv[4];                                                                               \
                 _Pragma("GCC unroll 4") for (j = 0; j < nr; j++) wv[j] = LOADW(w, (size_t)j * bstride, q, dt); \
+                if (pf && q % AMXK__LIN_DPF_EVERY == 0)                                                          \
+                    _Pragma("GCC unroll 4") for (j = 0; j < nr; j++)                                             \
+                        _mm_prefetch((const char *)ADDRW(w, (size_t)j * bstride, q + AMXK__LIN_DPF_ROWS), _MM_HINT_T1); \
                 _Pragma("GCC unroll 8") for (r = 0; r < mr; r++) {                                       \
                     const X_T xb = BCAST(xp + q * xs + (size_t)r);                                        \
                     _Pragma("GCC unroll 4") for (j = 0; j < nr; j++)                                     \
@@ -2156,26 +2171,26 @@ AMXK__TARGET_END
    full-width tiles and single blocks are instantiated (callers run a ragged end block by block): each
    instance is a fully unrolled kernel, and compile time (clang with sanitizers most) grows with their
    number. */
-#define AMXK__LIN16_NR(KERNEL, DT, MR, SPLIT, NRMAX, XS)                                                 \
-    if (nr == (NRMAX)) KERNEL(xp, ns, w, bs, DT, MR, NRMAX, SPLIT, XS, out);                             \
-    else KERNEL(xp, ns, w, bs, DT, MR, 1, SPLIT, XS, out);
+#define AMXK__LIN16_NR(KERNEL, DT, MR, SPLIT, NRMAX, XS, PF)                                             \
+    if (nr == (NRMAX)) KERNEL(xp, ns, w, bs, DT, MR, NRMAX, SPLIT, PF, XS, out);                         \
+    else KERNEL(xp, ns, w, bs, DT, MR, 1, SPLIT, PF, XS, out);
 #define AMXK__LIN16_DECODE(KERNEL, DT)                                                                   \
     switch (mr) {                                                                                        \
-    case 4: AMXK__LIN16_NR(KERNEL, DT, 4, 0, AMXK__LIN_DNR16, AMXK__LIN_XS16) break;                                                   \
-    case 3: AMXK__LIN16_NR(KERNEL, DT, 3, 0, AMXK__LIN_DNR16, AMXK__LIN_XS16) break;                                                   \
-    case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 1, AMXK__LIN_DNR16, 2) break;                                                   \
-    default: AMXK__LIN16_NR(KERNEL, DT, 1, 1, AMXK__LIN_DNR16, 1) break;                                                  \
+    case 4: AMXK__LIN16_NR(KERNEL, DT, 4, 0, AMXK__LIN_DNR16, AMXK__LIN_XS16, 1) break;                                                \
+    case 3: AMXK__LIN16_NR(KERNEL, DT, 3, 0, AMXK__LIN_DNR16, AMXK__LIN_XS16, 1) break;                                                   \
+    case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 1, AMXK__LIN_DNR16, 2, 1) break;                                                 \
+    default: AMXK__LIN16_NR(KERNEL, DT, 1, 1, AMXK__LIN_DNR16, 1, 1) break;                                                 \
     }
 #define AMXK__LIN16_PREFILL(KERNEL, DT)                                                                  \
     switch (mr) {                                                                                        \
-    case 8: AMXK__LIN16_NR(KERNEL, DT, 8, 0, AMXK__LIN_NR16, AMXK__LIN_XS16) break;                                      \
-    case 7: AMXK__LIN16_NR(KERNEL, DT, 7, 0, AMXK__LIN_NR16, AMXK__LIN_XS16) break;                                      \
-    case 6: AMXK__LIN16_NR(KERNEL, DT, 6, 0, AMXK__LIN_NR16, AMXK__LIN_XS16) break;                                      \
-    case 5: AMXK__LIN16_NR(KERNEL, DT, 5, 0, AMXK__LIN_NR16, AMXK__LIN_XS16) break;                                      \
-    case 4: AMXK__LIN16_NR(KERNEL, DT, 4, 0, AMXK__LIN_NR16, AMXK__LIN_XS16) break;                                      \
-    case 3: AMXK__LIN16_NR(KERNEL, DT, 3, 0, AMXK__LIN_NR16, AMXK__LIN_XS16) break;                                      \
-    case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 0, AMXK__LIN_NR16, AMXK__LIN_XS16) break;                                      \
-    default: AMXK__LIN16_NR(KERNEL, DT, 1, 0, AMXK__LIN_NR16, AMXK__LIN_XS16) break;                                     \
+    case 8: AMXK__LIN16_NR(KERNEL, DT, 8, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
+    case 7: AMXK__LIN16_NR(KERNEL, DT, 7, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
+    case 6: AMXK__LIN16_NR(KERNEL, DT, 6, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
+    case 5: AMXK__LIN16_NR(KERNEL, DT, 5, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
+    case 4: AMXK__LIN16_NR(KERNEL, DT, 4, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
+    case 3: AMXK__LIN16_NR(KERNEL, DT, 3, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
+    case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
+    default: AMXK__LIN16_NR(KERNEL, DT, 1, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                     \
     }
 #if AMXK__HAS_AVX512
 /* tiles16's run function: the kernel of one level for a tile (decode or prefill), into out[r * 4 + j] */
@@ -2475,14 +2490,17 @@ static inline __attribute__((always_inline)) __m512 amxk__lin_w16__avx512(const 
     return _mm512_castsi512_ps((k & 1) ? _mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)) : _mm512_slli_epi32(v, 16));
 }
 #define AMXK__LIN16_LD_F32(w, off, q, dt) _mm512_loadu_ps((const float *)(w) + (off) + (q) * 16)
+/* address of step q's 64-byte weight row (the decode kernels' software prefetch) */
+#define AMXK__LIN16_AD_F32(w, off, q) ((const float *)(w) + (off) + (q) * 16)
+#define AMXK__LIN16_AD_16(w, off, q) ((const uint16_t *)(w) + (off) + (q) * 32)
 #define AMXK__LIN16_LD_PACKED(w, off, q, dt) amxk__lin_w16__avx512((const uint16_t *)(w) + (off), (q))
 #define AMXK__LIN16_BC_F32(p) _mm512_set1_ps(amxk__bits_f32(*(p)))
 #define AMXK__LIN16_FMA(acc, w, x) _mm512_fmadd_ps((x), (w), (acc))
 /* fp32 FMA tiles: on blocks widened to f32 (wf[k * 16 + lane], prefill) or straight on packed blocks
    (decode); each output sums x[k] * w[k] in fp32, k increasing (decode with 1-2 rows: even and odd k
    in two chains, added at the end). */
-AMXK__LIN16_KERNEL(amxk__linear_f32__8x64__avx512, __m512, __m512, AMXK__LIN16_LD_F32, AMXK__LIN16_BC_F32, AMXK__LIN16_FMA)
-AMXK__LIN16_KERNEL(amxk__linear_w16__4x64__avx512, __m512, __m512, AMXK__LIN16_LD_PACKED, AMXK__LIN16_BC_F32, AMXK__LIN16_FMA)
+AMXK__LIN16_KERNEL(amxk__linear_f32__8x64__avx512, __m512, __m512, AMXK__LIN16_LD_F32, AMXK__LIN16_BC_F32, AMXK__LIN16_FMA, AMXK__LIN16_AD_F32)
+AMXK__LIN16_KERNEL(amxk__linear_w16__4x64__avx512, __m512, __m512, AMXK__LIN16_LD_PACKED, AMXK__LIN16_BC_F32, AMXK__LIN16_FMA, AMXK__LIN16_AD_16)
 AMXK__PRIV void amxk__linear_run16__avx512(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, int decode,
                                            __m512 *out) {
     /* dt: what w holds, f32 blocks or (decode) packed bf16 pairs (fp16 packs run amxk__linear_run16f16__avx512) */
@@ -2677,12 +2695,12 @@ AMXK__TARGET_END
 AMXK__TARGET_AVX512BF16_BEGIN
 /* vdpbf16ps tiles straight on the packed pairs (or bf16-dequantized blocks): each output accumulates in
    fp32, pair rows in increasing order, each pair as vdpbf16ps does (odd k, then even k, one fma
-   rounding each; bf16 subnormal inputs read as zero, subnormal results flushed). Decode: no software
-   prefetch (measured on Zen 4: 4 plain streams ran at the `stream` bandwidth; prefetching 512-2048
-   bytes ahead slowed them). */
+   rounding each; bf16 subnormal inputs read as zero, subnormal results flushed). Decode: the
+   template's sparse L2 prefetch (pf), 8 KiB ahead once per KiB (prefetching every row 512-2048 bytes
+   ahead measured slower on Zen 4). */
 #define AMXK__LIN16_LD_PAIRS(w, off, q, dt) _mm512_loadu_si512((const void *)((const uint16_t *)(w) + (off) + (q) * 32))
 #define AMXK__LIN16_BC_U32(p) _mm512_set1_epi32((int)*(p))
-AMXK__LIN16_KERNEL(amxk__linear_bf16__8x64__avx512bf16, __m512i, __m512i, AMXK__LIN16_LD_PAIRS, AMXK__LIN16_BC_U32, AMXK__DPBF16)
+AMXK__LIN16_KERNEL(amxk__linear_bf16__8x64__avx512bf16, __m512i, __m512i, AMXK__LIN16_LD_PAIRS, AMXK__LIN16_BC_U32, AMXK__DPBF16, AMXK__LIN16_AD_16)
 AMXK__PRIV void amxk__linear_run16__avx512bf16(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr,
                                                int decode, __m512 *out) {
     (void)dt;
