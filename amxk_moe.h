@@ -150,7 +150,9 @@
    written; the same packs run with act_int8 = 0). x stays BF16 / F16.
    Workspace (on top of w*a16's, minus its GEMM scratch and AMX x panels, which the q8 kernels do not
    need): int8 rows
-   and fp32 scales of the gathered x and of the intermediate, the intermediate in f32.
+   and fp32 scales of the gathered x and of the intermediate, the intermediate in f32; where the
+   vector level's AVX512-VNNI tiles run (avx512_vnni and up), both calls' x panels of every unit
+   (whole 8-row tiles of its int8 rows, built once per call instead of once per column slice).
    Measured (Zen 3, AVX2, 1 thread pinned, Qwen3-30B-A3B layer E=128 topk=8 K=2048 N=768, symmetric
    g128 packs, amxk_pack.h of commit cebffc6, `amxk_bench moe ... --act int8`, minimum of 3
    medians): decode M=1 (--layers 8): w8a8 2.22 ms (17.5 GB/s, 92% of `stream`'s 19.1; w8a16
@@ -558,26 +560,30 @@ typedef struct amxk__moe_plan {
     float rscale;
     int q8;                      /* act_int8 */
     size_t off_cnt, off_order, off_pos, off_units, max_units, off_xg, off_h, off_a, off_y, off_sh, off_sa, off_sy, off_sg, off_lin;
-    size_t off_xp, xp_bytes;     /* the down calls' x panels (w*a16 on AMX: amxk__linop_xpanel_*) */
+    size_t off_xp, xp_bytes;     /* x panels built once per call (amxk__linop_xpanel_*): the down calls' (w*a16
+                                    on AMX, act_int8 on the VNNI tiles), the gate+up calls' (act_int8) */
     size_t off_xq, off_xs, off_aq, off_as, off_sxq, off_sxs, off_saq, off_sas; /* act_int8 only */
     size_t lin_worker, total; /* per-worker slice of the GEMM scratch */
 } amxk__moe_plan;
 
 /* Opens one pack of the call as an [n, k] operator (validated: x's dtype for a bf16/fp16 pack; with
-   act_int8 a pack amxk_linear_q8 takes, else AMXK_ERR_UNSUPPORTED) and widens the per-worker GEMM
-   scratch bound lin for up to rows rows (w*a16 only: the q8 kernels take none). */
+   act_int8 a pack amxk_linear_q8 takes, else AMXK_ERR_UNSUPPORTED), widens the per-worker GEMM
+   scratch bound lin for up to rows rows (w*a16 only: the q8 kernels take none) and, xp not NULL,
+   the bound *xp of the x panels of `calls` calls of this pack with `rows` rows in all
+   (amxk__linop_xpanel_bound; overflow sets *ovf). */
 AMXK__PRIV amxk_status amxk__moe_use_pack(const amxk_ctx *ctx, const void *pk, size_t bytes, size_t n, size_t k, amxk_dtype xt,
-                                          int q8, size_t rows, size_t *lin) {
+                                          int q8, size_t rows, size_t calls, size_t *lin, size_t *xp, int *ovf) {
     amxk__linop op;
     amxk_status s = amxk__linop_open(&op, pk, bytes, n, k, q8 ? AMXK_DTYPE_INVALID : xt, q8);
     if (s != AMXK_OK) return s;
     *lin = AMXK__MAX(*lin, amxk__linop_ws(ctx, &op, rows, q8));
+    if (xp) *xp = AMXK__MAX(*xp, amxk__linop_xpanel_bound(ctx, &op, q8, rows, calls, ovf));
     return AMXK_OK;
 }
 
 AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *sh,
                                         const amxk_moe_opts *o, size_t m, size_t topk, amxk_dtype xt, amxk__moe_plan *p) {
-    size_t e, K, N, R, off = 0, lin = 0, pb, prevb13 = 0, prevb2 = 0;
+    size_t e, K, N, R, off = 0, lin = 0, pb, prevb13 = 0, prevb2 = 0, units, xp13 = 0, xp2 = 0, sxp13 = 0, sxp2 = 0;
     const void *pw, *prev13 = NULL, *prev2 = NULL;
     amxk_status s;
     int ovf = 0;
@@ -607,18 +613,20 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
         p->q8 = o->act_int8;
     }
     /* every pack of the shard. A pack whose size and 64-byte header equal the previous pack's
-       (checked) one passes the same checks and needs the same scratch: only its header is compared. */
+       (checked) one passes the same checks and needs the same scratch: only its header is compared.
+       x panels (amxk__moe_xpanel_at): at most one call per active expert, R rows in all */
+    units = AMXK__MIN(p->e_end - p->e_begin, R);
     for (e = p->e_begin; e < p->e_end; e++) {
         amxk__moe_w(w, e, 0, &pw, &pb);
         if (!pw) return AMXK_ERR_NULL;
         if (!amxk__linop_same(prev13, prevb13, pw, pb)) {
-            if ((s = amxk__moe_use_pack(ctx, pw, pb, 2 * N, K, xt, p->q8, R, &lin)) != AMXK_OK) return s;
+            if ((s = amxk__moe_use_pack(ctx, pw, pb, 2 * N, K, xt, p->q8, R, units, &lin, p->q8 ? &xp13 : NULL, &ovf)) != AMXK_OK) return s;
             prev13 = pw, prevb13 = pb;
         }
         amxk__moe_w(w, e, 1, &pw, &pb);
         if (!pw) return AMXK_ERR_NULL;
         if (!amxk__linop_same(prev2, prevb2, pw, pb)) {
-            if ((s = amxk__moe_use_pack(ctx, pw, pb, K, N, xt, p->q8, R, &lin)) != AMXK_OK) return s;
+            if ((s = amxk__moe_use_pack(ctx, pw, pb, K, N, xt, p->q8, R, units, &lin, &xp2, &ovf)) != AMXK_OK) return s;
             prev2 = pw, prevb2 = pb;
         }
     }
@@ -646,8 +654,9 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
         size_t Ns = sh->inter;
         if (Ns == 0 || Ns > ((size_t)1 << 32)) return AMXK_ERR_SHAPE;
         if ((sh->w13_interleaved != 0 && sh->w13_interleaved != 1) || (sh->gate && !amxk__moe_finite(sh->gate_bias))) return AMXK_ERR_ARG;
-        if ((s = amxk__moe_use_pack(ctx, sh->w13, sh->w13_bytes, 2 * Ns, K, xt, p->q8, m, &lin)) != AMXK_OK) return s;
-        if ((s = amxk__moe_use_pack(ctx, sh->w2, sh->w2_bytes, K, Ns, xt, p->q8, m, &lin)) != AMXK_OK) return s;
+        if ((s = amxk__moe_use_pack(ctx, sh->w13, sh->w13_bytes, 2 * Ns, K, xt, p->q8, m, 1, &lin, p->q8 ? &sxp13 : NULL, &ovf)) != AMXK_OK)
+            return s;
+        if ((s = amxk__moe_use_pack(ctx, sh->w2, sh->w2_bytes, K, Ns, xt, p->q8, m, 1, &lin, &sxp2, &ovf)) != AMXK_OK) return s;
         AMXK__MOE_TAKE(off_sh, m * 8, Ns);
         AMXK__MOE_TAKE(off_sa, m * (p->q8 ? 4 : 2), Ns);
         AMXK__MOE_TAKE(off_sy, m * 4, K);
@@ -659,11 +668,9 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
             AMXK__MOE_TAKE(off_sas, m, 4);
         }
     }
-    if (!p->q8) { /* the activation rows of every unit as the down kernel's x panels (0 off AMX) */
-        p->xp_bytes = amxk__sz_add(amxk__linop_xpanel_bound(ctx, N, R, AMXK__MIN(p->e_end - p->e_begin, R), &ovf),
-                                   sh ? amxk__linop_xpanel_bound(ctx, sh->inter, m, 1, &ovf) : 0, &ovf);
-        AMXK__MOE_TAKE(off_xp, p->xp_bytes, 1);
-    }
+    /* the x panels of every unit's calls (0 where no kernel reads panels) */
+    p->xp_bytes = amxk__sz_add(amxk__sz_add(xp13, xp2, &ovf), amxk__sz_add(sxp13, sxp2, &ovf), &ovf);
+    AMXK__MOE_TAKE(off_xp, p->xp_bytes, 1);
     AMXK__MOE_TAKE(off_lin, lin, amxk__workers(ctx));
 #undef AMXK__MOE_TAKE
     if (ovf) return AMXK_ERR_SHAPE; /* the workspace would not fit a size_t */
@@ -883,6 +890,7 @@ typedef struct amxk__moe_args {
     float alpha, limit, rscale;
     int on_input, fused; /* fused: the activation runs in the gate+up items (every unit's N % 16 == 0) */
     int q8;              /* act_int8 */
+    int xp_up;           /* amxk__moe_xpanel_task builds the gate+up calls' x panels (else the down calls') */
     const amxk_ctx *ctx; /* the call's context (act_int8: the row quantizer's level) */
     const amxk__moe_kernels *kt; /* this module's kernels for the context's vector level */
     size_t m, topk, K, ldx, ldo, routed;
@@ -1040,32 +1048,48 @@ AMXK__PRIV void amxk__moe_act_task(void *task_ctx, size_t task, int worker) {
     }
 }
 
-/* The down call's x panels of unit u (amxk__linop_xpanel_*: the activation rows in the AMX kernel's
-   tile-major layout, built once per call by amxk__moe_xpanel_task, read by every down task) at
-   base + off, when its kernel reads panels; returns the next free offset (the plan's xp_bytes
-   bound the sum: amxk__linop_xpanel_bound). */
-AMXK__PRIV size_t amxk__moe_xpanel_at(amxk__moe_unit *u, char *base, size_t off) {
-    const size_t bytes = amxk__linop_xpanel_bytes(&u->g2);
-    if (!bytes) return off;
-    amxk__linop_xpanel_set(&u->g2, base + off);
-    return off + bytes;
+/* The x panels of unit u's calls that the plan's xp_bytes bound (amxk__linop_xpanel_*: built once
+   per call by amxk__moe_xpanels, read by every item / task), at base + off: the down call's (w*a16:
+   the AMX kernel's, of the activation rows; act_int8: the VNNI tiles', of the int8 activation) and,
+   act_int8, the gate+up call's (of the int8 x rows); returns the next free offset. */
+AMXK__PRIV size_t amxk__moe_xpanel_at(const amxk__moe_args *a, amxk__moe_unit *u, char *base, size_t off) {
+    size_t bytes = amxk__linop_xpanel_bytes(&u->g2);
+    if (bytes) amxk__linop_xpanel_set(&u->g2, base + off), off += bytes;
+    if (a->q8 && (bytes = amxk__linop_xpanel_bytes(&u->g1)) != 0) amxk__linop_xpanel_set(&u->g1, base + off), off += bytes;
+    return off;
 }
 
-/* Down x panels: task = one row chunk of a unit with panels (units in order), after the activation
-   is written. */
+/* The gate+up (a->xp_up) or down calls' x panels: task = one row chunk of a unit with panels (units
+   in order), after the call's x rows are written. */
 AMXK__PRIV void amxk__moe_xpanel_task(void *task_ctx, size_t task, int worker) {
     const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
     size_t i;
     (void)worker;
     for (i = 0; i < a->n_units; i++) {
         const amxk__moe_unit *u = &a->u[i];
-        const size_t nt = amxk__linop_xpanel_bytes(&u->g2) ? AMXK__CEIL_DIV(u->rows, u->c2) : 0;
+        const amxk__linop_call *c = a->xp_up ? &u->g1 : &u->g2;
+        const size_t chunk = a->xp_up ? u->c1 : u->c2, nt = amxk__linop_xpanel_bytes(c) ? AMXK__CEIL_DIV(u->rows, chunk) : 0;
         if (task < nt) {
-            amxk__linop_xpanel_build(&u->g2, task * u->c2, AMXK__MIN(u->rows, (task + 1) * u->c2));
+            amxk__linop_xpanel_build(c, task * chunk, AMXK__MIN(u->rows, (task + 1) * chunk));
             return;
         }
         task -= nt;
     }
+}
+
+/* Builds the gate+up (up = 1) or down calls' x panels of every unit, each row chunk once (not once
+   per item or down task): in parallel, or on the caller when they are small. */
+AMXK__PRIV void amxk__moe_xpanels(const amxk_ctx *ctx, amxk__moe_args *a, int up) {
+    size_t i, nt = 0, elems = 0;
+    a->xp_up = up;
+    for (i = 0; i < a->n_units; i++) {
+        const amxk__moe_unit *u = &a->u[i];
+        if (amxk__linop_xpanel_bytes(up ? &u->g1 : &u->g2))
+            nt += AMXK__CEIL_DIV(u->rows, up ? u->c1 : u->c2), elems += u->rows * (up ? a->K : u->N);
+    }
+    if (elems <= AMXK__MOE_SERIAL_GATHER)
+        for (i = 0; i < nt; i++) amxk__moe_xpanel_task(a, i, 0);
+    else amxk__parallel(ctx, amxk__moe_xpanel_task, a, nt);
 }
 
 /* GEMM down (0: gate+up, 1: down) of unit u, rows [m0, m1) (inside one row chunk) x column blocks
@@ -1401,7 +1425,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
         b.act = W + p.off_a + r0 * N * (a.q8 ? 4 : 2), b.aq = (int8_t *)(W + p.off_aq) + r0 * N, b.as = (float *)(W + p.off_as) + r0;
         amxk__moe_unit_init(ctx, &a, &a.u[a.n_units++], nr, p13, b13, p2, b2, N, w->w13_interleaved, w->b13 ? w->b13 + e * 2 * N : NULL,
                             w->b2 ? w->b2 + e * K : NULL, &b);
-        xp = amxk__moe_xpanel_at(&a.u[a.n_units - 1], W + p.off_xp, xp);
+        xp = amxk__moe_xpanel_at(&a, &a.u[a.n_units - 1], W + p.off_xp, xp);
     }
     if (sh) {
         amxk__moe_bufs b;
@@ -1409,7 +1433,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
         b.act = W + p.off_sa, b.aq = (int8_t *)(W + p.off_saq), b.as = (float *)(W + p.off_sas);
         amxk__moe_unit_init(ctx, &a, &a.u[a.n_units++], m, sh->w13, sh->w13_bytes, sh->w2, sh->w2_bytes, sh->inter, sh->w13_interleaved,
                             sh->b13, sh->b2, &b);
-        xp = amxk__moe_xpanel_at(&a.u[a.n_units - 1], W + p.off_xp, xp);
+        xp = amxk__moe_xpanel_at(&a, &a.u[a.n_units - 1], W + p.off_xp, xp);
     }
     /* work split: enough gate+up items and down slices for every worker to stream its own share */
     {
@@ -1426,10 +1450,12 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
         a.ns2 = AMXK__CEIL_DIV(nbk, a.sw2);
     }
     /* gather (small: serially, only the rows read from the copy; act_int8: the input quantization
-       instead), gate+up (+ activation), [activation, act_int8: its quantization], down + sum */
+       instead, then its gate+up x panels), gate+up (+ activation), [activation, act_int8: its
+       quantization], down x panels, down + sum */
     if (a.q8) {
         if ((a.routed + (sh ? m : 0)) * K <= AMXK__MOE_SERIAL_GATHER) amxk__moe_quant_tokens(&a, 0, m);
         else amxk__parallel(ctx, amxk__moe_quant_task, &a, AMXK__CEIL_DIV(m, (size_t)AMXK__MOE_QUANT_TOKENS));
+        amxk__moe_xpanels(ctx, &a, 1); /* the int8 x rows as the gate+up calls' x panels */
     } else if (gathered) {
         if (a.routed * K <= AMXK__MOE_SERIAL_GATHER) {
             for (e = p.e_begin; e < p.e_end; e++)
@@ -1452,14 +1478,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
             for (i = 0; i < nt; i++) amxk__moe_act_task(&a, i, 0);
         else amxk__parallel(ctx, amxk__moe_act_task, &a, nt);
     }
-    { /* the activation as the down kernel's x panels, each row chunk once (not once per down task) */
-        size_t nt = 0, elems = 0;
-        for (i = 0; i < a.n_units; i++)
-            if (amxk__linop_xpanel_bytes(&a.u[i].g2)) nt += AMXK__CEIL_DIV(a.u[i].rows, a.u[i].c2), elems += a.u[i].rows * a.u[i].N;
-        if (elems <= AMXK__MOE_SERIAL_GATHER)
-            for (i = 0; i < nt; i++) amxk__moe_xpanel_task(&a, i, 0);
-        else amxk__parallel(ctx, amxk__moe_xpanel_task, &a, nt);
-    }
+    amxk__moe_xpanels(ctx, &a, 0); /* the activation as the down calls' x panels */
     /* every read of x is done (the gate+up loop has returned): the down loop writes out */
     amxk__parallel(ctx, amxk__moe_down_task, &a, a.ns2);
     return AMXK_OK;

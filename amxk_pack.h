@@ -345,7 +345,8 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    z * sum x in f32; 8-row x 2-block tiles on unit-major x panels of 24 rows, k steps of 1024 columns,
    f32 accumulators per 24 x 256 panel (prefill), 1-4 rows x 4 blocks (decode; no software prefetch);
    packs with more than 256 groups run the AVX2 kernel. Uses ~88 KiB of stack (no workspace;
-   amxk_linear_q8_ws builds the x panels once per call in its workspace: same results, +3-4% at M = 256).
+   amxk_linear_q8_ws builds the x panels once per call in its workspace: same results, +3-4% at M = 256;
+   amxk_moe.h's act_int8 units the same through >>linop's amxk__linop_xpanel_*).
    AVX-VNNI (the avx2 level on CPUs that have it: Alder Lake and later, Sapphire Rapids and later,
    Sierra Forest, Zen 5): the AVX2 kernel's loops with one VEX vpdpbusd per vpmaddubsw + vpmaddwd
    pair (exact int32). AVX2 (avx2, avx512): int8: vpmaddubsw on |w| and sign(x, w) - exact,
@@ -743,6 +744,9 @@ typedef struct amxk__pack_kernels {
     /* NULL, or amxk_linear_q8_ws's x panels of the vector level's q8_block: 8-row tiles [t0, t1) of x
        (rows 8t .. 8t + 7) into xpan, AMXK__Q8_XPAN_UNITS(K) x 8 32-bit units per tile */
     void (*q8_xpan)(const amxk__q8_args *a, size_t t0, size_t t1, uint32_t *xpan);
+    /* NULL, or 1 when q8_block reads q8_xpan's panels (a->xpan) for the prefill of pack v (0: it runs
+       v on kernels that read x where it is) */
+    int (*q8_xpan_takes)(const amxk__qview *v);
     /* NULL, or the x rows [m0, m1) of one row chunk as lin_block's tile-major x panels at xa (the
        AMX level's: what lin_block reads from a->xpan) */
     void (*lin_xpanel)(const amxk__linear_args *a, size_t m0, size_t m1, uint16_t *xa);
@@ -3278,6 +3282,12 @@ AMXK__PRIV void amxk__linear_q8_xpan__avx512vnni(const amxk__q8_args *a, size_t 
         amxk__xpanel32__avx512(a->xq + t * AMXK__Q8_XPAN_ROWS * a->ldq, a->ldq, a->k, nu, AMXK__Q8_XPAN_ROWS, a->xflip, xpan + t * 8 * nu);
 }
 
+/* The table's q8_xpan_takes: amxk__linear_q8_block__avx512vnni's tiles run pack v (at most
+   AMXK__Q8V_TAB / AMXK__Q8V_MR groups) and read a->xpan (8-row tiles). */
+AMXK__PRIV int amxk__linear_q8_xpan_takes__avx512vnni(const amxk__qview *v) {
+    return AMXK__Q8V_MR == AMXK__Q8_XPAN_ROWS && v->nbk * AMXK__Q8V_MR <= AMXK__Q8V_TAB;
+}
+
 /* Rows [m0, m1) x blocks [b0, b1): the x sums and scales of up to AMXK__Q8V_TAB (row, group) pairs
    at a time, then the tiles. Packs with more than AMXK__Q8V_TAB / AMXK__Q8V_MR groups run the AVX2
    kernel. */
@@ -3715,37 +3725,37 @@ AMXK__PRIV void amxk__linear_q8_grid__amx(amxk__linear_plan *p, const amxk__qvie
 
 static const amxk__pack_kernels amxk__pack_kernels_scalar = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__scalar, amxk__linear__1x16__scalar, NULL, amxk__linear_q8__1x16__scalar, NULL,
-    amxk__q_block_16, amxk__linear_store_rows__scalar, NULL, amxk__q8_bprep__scalar, amxk__q8_epi__scalar, 1, NULL, NULL, NULL, NULL};
+    amxk__q_block_16, amxk__linear_store_rows__scalar, NULL, amxk__q8_bprep__scalar, amxk__q8_epi__scalar, 1, NULL, NULL, NULL, NULL, NULL};
 #if AMXK__HAS_AVX2
 static const amxk__pack_kernels amxk__pack_kernels_avx2 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avx2,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL, NULL};
 #endif
 #if AMXK__HAS_AVXVNNI
 /* the AVX2 level on a CPU with AVX-VNNI: w8a8 on VEX vpdpbusd */
 static const amxk__pack_kernels amxk__pack_kernels_avx2vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avxvnni,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL, NULL};
 #endif
 #if AMXK__HAS_AVX512
 static const amxk__pack_kernels amxk__pack_kernels_avx512 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx2,
     amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512, 1, NULL, NULL, NULL, NULL};
+    amxk__q8_epi__avx512, 1, NULL, NULL, NULL, NULL, NULL};
 static const amxk__pack_kernels amxk__pack_kernels_avx512vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx512vnni,
     amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni, NULL};
+    amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni, amxk__linear_q8_xpan_takes__avx512vnni, NULL};
 static const amxk__pack_kernels amxk__pack_kernels_avx512bf16 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512bf16, NULL,
     amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni, NULL};
+    amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni, amxk__linear_q8_xpan_takes__avx512vnni, NULL};
 #endif
 #if AMXK__HAS_AMX
 static const amxk__pack_kernels amxk__pack_kernels_amx = {
     AMXK__LIN_MC, AMXK__LIN_AMX_MIN_M, AMXK__LIN_NC, amxk__linear_takes__amx, amxk__linear_ws__amx, amxk__linear_block__32x32__amx,
     amxk__linear_q8_takes__amx, amxk__linear_q8_block__32x32__amx, NULL, NULL, NULL, amxk__linear_q8_grid__amx, NULL, NULL, 2,
-    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx, NULL, amxk__xpanel__amx};
+    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx, NULL, NULL, amxk__xpanel__amx};
 #endif
 
 /* The table of ISA level `level` (a context's tier, or a vector level): the one place that maps levels
@@ -3773,6 +3783,12 @@ AMXK__PRIV const amxk__pack_kernels *amxk__pack_kernels_for(amxk_tier level) {
 /* The vector level's table of a context (its best level below AMX). */
 AMXK__INLINE const amxk__pack_kernels *amxk__pack_kernels_vec(const amxk_ctx *ctx) {
     return amxk__pack_kernels_for(amxk__vec_tier(amxk__tier(ctx)));
+}
+
+/* 1 when the w8a8 call of plan p on pack v reads x panels (q8_xpan's, a->xpan): the vector level
+   runs it and its tiles take v. */
+AMXK__INLINE int amxk__q8_xpan_used(const amxk__linear_plan *p, const amxk__qview *v) {
+    return p->kt == p->vec && p->vec->q8_xpan && p->vec->q8_xpan_takes && p->vec->q8_xpan_takes(v);
 }
 
 /* ---- the one layout of amxk_linear and amxk_linear_q8 ---- */
@@ -4430,7 +4446,7 @@ AMXK__PRIV amxk_status amxk__linear_q8_call(const amxk_ctx *ctx, size_t m, size_
                 (bias && amxk__overlap(workspace, p.ws_total, bias, n * 4)))
                 return AMXK_ERR_ALIAS;
         }
-        if (p.ws_total && p.kt == p.vec) { /* the vector level's tiles run the call: its x panels first */
+        if (p.ws_total && amxk__q8_xpan_used(&p, &op.q)) { /* the vector level's tiles run the call: its x panels first */
             amxk__q8_xpan_args xa;
             xa.a = &a, xa.xpan = (uint32_t *)workspace;
             amxk__parallel(ctx, amxk__linear_q8_xpan_task, &xa, m / AMXK__Q8_XPAN_ROWS);
@@ -4670,29 +4686,46 @@ AMXK__PRIV void amxk__linop_run(const amxk__linop_call *c, size_t m0, size_t m1,
         kt->lin_block(&c->a, m0, m1, b0, b1, (char *)ws);
     }
 }
-/* x panels built once per call (the AMX kernel's tile-major A panels, which it otherwise copies in
-   every kernel call, e.g. once per column slice): bytes for every row of a bound call (0: its kernel
-   reads no panels, x is read where it is); amxk__linop_xpanel_set points the call at that many bytes
-   (AMXK_ALIGN aligned), and amxk__linop_xpanel_build writes the panels of rows [m0, m1) (one row chunk
-   of amxk__linop_chunk) there; every chunk must be built before any amxk__linop_run of the call
-   reads it (and after x holds its values). Bound for the size queries: `calls` calls of `rows` rows
-   in all of operators with K = k, on ctx's level (overflow sets *ovf). */
+/* x panels built once per call (w*a16: the AMX kernel's tile-major A panels, which it otherwise
+   copies in every kernel call, e.g. once per column slice; int8 activations: the vector level's
+   q8_xpan panels of whole 8-row tiles, which its tiles otherwise build per column slice): bytes for
+   every row of a bound call (0: its kernel reads no panels, x is read where it is; a multiple of
+   AMXK_ALIGN); amxk__linop_xpanel_set points the call at that many bytes (AMXK_ALIGN aligned), and
+   amxk__linop_xpanel_build writes the panels of rows [m0, m1) (one row chunk of amxk__linop_chunk)
+   there; every chunk must be built before any amxk__linop_run of the call reads it (and after x
+   holds its values). Bound for the size queries: `calls` calls of `rows` rows in all of pack op
+   (q8: on int8 activations) on ctx's level (overflow sets *ovf). */
 AMXK__PRIV size_t amxk__linop_xpanel_bytes(const amxk__linop_call *c) {
-    if (c->q8 || !c->plan.kt->lin_xpanel) return 0;
+    if (c->q8) /* whole 8-row tiles of ceil(K / 4) 32-bit units per row */
+        return amxk__q8_xpan_used(&c->plan, &c->op.q)
+                   ? AMXK__ROUND_UP(c->c.m / AMXK__Q8_XPAN_ROWS * AMXK__Q8_XPAN_UNITS(c->c.k) * AMXK__Q8_XPAN_ROWS * 4, (size_t)AMXK_ALIGN)
+                   : 0;
+    if (!c->plan.kt->lin_xpanel) return 0;
     return amxk__linop_xpanel_rows(c->a.m, c->plan.mc) * c->a.kp * 2;
 }
-AMXK__PRIV size_t amxk__linop_xpanel_bound(const amxk_ctx *ctx, size_t k, size_t rows, size_t calls, int *ovf) {
+AMXK__PRIV size_t amxk__linop_xpanel_bound(const amxk_ctx *ctx, const amxk__linop *op, int q8, size_t rows, size_t calls, int *ovf) {
+    if (q8) { /* the vector level's tiles may run any call; each call's bytes at most 32 more than its tiles' */
+        const amxk__pack_kernels *vec = amxk__pack_kernels_vec(ctx);
+        if (!vec->q8_xpan || !vec->q8_xpan_takes || !vec->q8_xpan_takes(&op->q) || rows < AMXK__Q8_XPAN_ROWS) return 0;
+        return amxk__sz_mul(amxk__sz_add(amxk__sz_mul(rows / AMXK__Q8_XPAN_ROWS, AMXK__Q8_XPAN_UNITS(op->k), ovf), calls, ovf),
+                            AMXK__Q8_XPAN_ROWS * 4, ovf);
+    }
     if (!amxk__pack_kernels_for(amxk__tier(ctx))->lin_xpanel || !rows) return 0;
     /* each row chunk's panels at most 31 rows more than its rows; the AMX level's chunks (mc =
        min(rows, AMXK__LIN_AMX_MC), amxk__linear_ws__amx): at most calls + rows / AMXK__LIN_AMX_MC */
     rows = amxk__sz_add(rows, amxk__sz_mul(31, amxk__sz_add(calls, rows / AMXK__LIN_AMX_MC, ovf), ovf), ovf);
-    return amxk__sz_mul(amxk__sz_mul(rows, amxk__lin_kp(k), ovf), 2, ovf);
+    return amxk__sz_mul(amxk__sz_mul(rows, amxk__lin_kp(op->k), ovf), 2, ovf);
 }
 AMXK__PRIV void amxk__linop_xpanel_set(amxk__linop_call *c, void *buf) {
-    if (amxk__linop_xpanel_bytes(c)) c->a.xpan = (uint16_t *)buf;
+    if (!amxk__linop_xpanel_bytes(c)) return;
+    if (c->q8) c->c.xpan = (const uint32_t *)buf;
+    else c->a.xpan = (uint16_t *)buf;
 }
 AMXK__PRIV void amxk__linop_xpanel_build(const amxk__linop_call *c, size_t m0, size_t m1) {
-    if (c->a.xpan) c->plan.kt->lin_xpanel(&c->a, m0, m1, c->a.xpan + amxk__linop_xpanel_rows(m0, c->plan.mc) * c->a.kp);
+    if (c->q8 && c->c.xpan) /* the 8-row tiles inside [m0, m1) */
+        c->plan.vec->q8_xpan(&c->c, AMXK__CEIL_DIV(m0, (size_t)AMXK__Q8_XPAN_ROWS), m1 / AMXK__Q8_XPAN_ROWS, (uint32_t *)c->c.xpan);
+    else if (!c->q8 && c->a.xpan)
+        c->plan.kt->lin_xpanel(&c->a, m0, m1, c->a.xpan + amxk__linop_xpanel_rows(m0, c->plan.mc) * c->a.kp);
 }
 
 /* A task's tile session: begin before its first amxk__linop_run, end after its last (releases the

@@ -547,7 +547,8 @@ typedef struct mcase {
     size_t e0, e1;
     float alpha, limit, rsf;
     int routing; /* 0 random distinct, 1 all to expert 1, 2 random with -1 and duplicates, 3 only even experts,
-                    4 runs of tokens 0-32, 33-37, 38-44, 45-61, 62-66, 67-: experts 3, 0, 2, 1, 4, 3 (+ j, mod E) */
+                    4 runs of tokens 0-32, 33-37, 38-44, 45-61, 62-66, 67-: experts 3, 0, 2, 1, 4, 3 (+ j, mod E),
+                    6 runs of tokens 0, 1-7, 8-15, 16-24, 25-41, 42-: experts 0-5 (+ j, mod E) */
     int q8;      /* opts.act_int8 */
     int map;     /* opts.expert_map: global ids 0..2E, local expert E-1-(g-1)/2 at odd g, -1 at even g */
     int rin;     /* opts.routed_in: 0 none, 1 f32 [M, K+2], 2 bf16 [M, K], 3 out itself (pre-filled) */
@@ -678,6 +679,7 @@ static void fill_ids(const mcase *c, size_t E, int32_t *ids, float *tw) {
             if (c->routing == 1) id = 1;
             else if (c->routing == 4) id = (int32_t)((t < 33 ? 3 : t < 38 ? 0 : t < 45 ? 2 : t < 62 ? 1 : t < 67 ? 4 : 3) + j) % (int32_t)E;
             else if (c->routing == 5) id = (int32_t)((t < 1 ? 4 : t < 6 ? 0 : t < 23 ? 1 : t < 30 ? 2 : 3) + j) % (int32_t)E;
+            else if (c->routing == 6) id = (int32_t)((t < 1 ? 0 : t < 8 ? 1 : t < 16 ? 2 : t < 25 ? 3 : t < 42 ? 4 : 5) + j) % (int32_t)E;
             else if (c->routing == 2) id = test_randint(0, 6) == 0 ? -1 : test_randint(0, (int)E - 1);
             else if (c->routing == 3) id = 2 * test_randint(0, (int)(E - 1) / 2);
             else {
@@ -694,6 +696,7 @@ static void fill_ids(const mcase *c, size_t E, int32_t *ids, float *tw) {
 }
 
 static double q8_worst; /* act_int8 cases: the largest |out - ref| / tol seen */
+static int ws_fill = -1;  /* >= 0: moe_case fills the workspace with this byte before the call (else test_alloc's 0xff) */
 
 /* Runs one case on ctx; returns the output bytes in *out_copy (malloc'ed) when asked. */
 static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const char *fname, unsigned char **out_copy) {
@@ -763,6 +766,7 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
     s = amxk_moe_workspace_size(ctx, &w, c->shared ? &sh : NULL, &o, M, topk, &ws_bytes);
     CHECK(s == AMXK_OK, "ws size: %s", amxk_status_string(s));
     ws = test_alloc(ws_bytes);
+    if (ws_fill >= 0) memset(ws, ws_fill, ws_bytes);
     obytes = ((M - 1) * ldo + K) * amxk_dtype_size(ot);
     out = c->inplace ? x : test_alloc(obytes);
     if (c->rin == 3) { /* routed_in = out: R written into out first */
@@ -1059,6 +1063,31 @@ static void test_experts(void) {
     }
 }
 
+/* Case c (f32 out) on tier at every worker count (1 first), then with `more`: reversed task order on
+   3 workers and workspaces filled with 0x5a and 0x80 bytes before the call (2 workers), each against
+   the fp64 reference (moe_case) and bit for bit against the 1-worker output. */
+static void moe_sweep(amxk_tier tier, const mset *ms, const mcase *c, const char *name, int more) {
+    static const int fills[2] = {0x5a, 0x80};
+    unsigned char *ref = NULL, *got = NULL;
+    int wi;
+    for (wi = 0; wi < TEST_N_WORKER_COUNTS + (more ? 3 : 0); wi++) {
+        amxk_ctx pc;
+        const int rev = wi == TEST_N_WORKER_COUNTS, fill = wi > TEST_N_WORKER_COUNTS;
+        const int nw = wi < TEST_N_WORKER_COUNTS ? test_worker_counts[wi] : rev ? 3 : 2;
+        if (!test_ctx(&pc, tier, rev ? 1 : nw)) continue;
+        if (rev) pc.n_workers = 3, pc.parallel_for = test_reverse_for, pc.parallel_user = NULL;
+        ws_fill = fill ? fills[wi - TEST_N_WORKER_COUNTS - 1] : -1;
+        moe_case(&pc, ms, c, name, ref ? &got : &ref);
+        ws_fill = -1;
+        if (got) {
+            CHECK(memcmp(ref, got, ((c->M - 1) * c->ldo + ms->K) * 4) == 0, "tier %s %s M=%zu topk=%zu workers %d%s: not bitwise equal to 1 worker",
+                  amxk_tier_name(tier), name, c->M, c->topk, nw, rev ? " reversed" : fill ? " filled ws" : "");
+            free(got), got = NULL;
+        }
+    }
+    free(ref);
+}
+
 /* act_int8 units on the AMX w8a8 kernel (groups of 40: K = 160, N = 40, so w13 has 5 blocks and the
    fused path is off: odd block counts, slices of block pairs on several workers), unit rows around
    16-row tiles (17, 33, ~20): against the fp64 reference, and bit for bit across worker counts. */
@@ -1073,25 +1102,14 @@ static void test_experts_amx_tiles(void) {
         test_case_begin(test_case_id("moe amx tiles weights", fi));
         mset_make(&ms, &f40[fi], AMXK_DTYPE_BF16, 4, 160, 40, 40);
         TEST_FOR_EACH_TIER(tier, ctx) {
-            int ri, wi;
+            int ri;
             for (ri = 0; ri < 3; ri++) {
-                unsigned char *ref = NULL, *got = NULL;
                 mcase c;
                 memset(&c, 0, sizeof c);
                 c.q8 = 1, c.M = ri == 0 ? 40 : ri == 1 ? 17 : 33, c.topk = ri == 0 ? 2 : 1, c.ldx = 160, c.ldo = 163, c.ot = AMXK_DTYPE_F32;
                 c.bias = 1, c.shared = ri == 2, c.routing = ri == 0 ? 0 : 1;
                 c.id = test_case_mix(test_case_id("moe amx tiles", fi), (uint64_t)ri);
-                for (wi = 0; wi < TEST_N_WORKER_COUNTS; wi++) {
-                    amxk_ctx pc;
-                    if (!test_ctx(&pc, tier, test_worker_counts[wi])) continue;
-                    moe_case(&pc, &ms, &c, f40[fi].name, ref ? &got : &ref);
-                    if (got) {
-                        CHECK(memcmp(ref, got, ((c.M - 1) * c.ldo + 160) * 4) == 0, "tier %s %s rows case %d workers %d: not bitwise equal",
-                              amxk_tier_name(tier), f40[fi].name, ri, test_worker_counts[wi]);
-                        free(got), got = NULL;
-                    }
-                }
-                free(ref);
+                moe_sweep(tier, &ms, &c, f40[fi].name, 0);
             }
         }
         mset_free(&ms);
@@ -1170,6 +1188,51 @@ static void test_experts_amx_sessions(void) {
                 free(ref);
             }
         }
+        mset_free(&ms);
+    }
+}
+
+/* act_int8 x panels (amxk_pack.h's q8_xpan: each unit's int8 rows as the AVX512-VNNI tiles' 8-row
+   panels, built once per call for the gate+up and the down calls): K = 1088 (two k steps of the
+   tiles), units of 1, 7, 8, 9, 17 and 26 rows (top-1; top-2 with apply-on-input: 27, 8, 15, 17, 26,
+   43) and the shared expert (68 rows: row chunks of 48 and 20, a 4-row tail); formats int8 g32 (N =
+   64: activation fused), int4 asym g8 (N = 40: own pass) and (mixed) int8 g32 / g4 gate+up packs
+   on alternate experts (272 groups: the VNNI kernel hands those units to the AVX2 kernel, no gate+up
+   panels), every tier: against the fp64 reference, and bit for bit across worker counts, reversed
+   task order on 3 workers and workspaces filled with other bytes before the call (a panel read
+   before it is built, or at another unit's offset, reads other values). */
+static void test_experts_q8_panels(void) {
+    static const mformat fq[3] = {{"int8-sym-g32", 1, {AMXK_QFMT_INT8, 0, 1, 32}}, {"int4-asym-g8", 1, {AMXK_QFMT_INT4, 1, 1, 8}},
+                                  {"int8-sym-g4", 1, {AMXK_QFMT_INT8, 0, 1, 4}}};
+    const size_t E = 6, K = 1088;
+    amxk_ctx ctx;
+    amxk_tier tier;
+    size_t fi, e;
+    TEST_SECTION("fused experts, act_int8 x panels built once per call: unit rows 1-43, K = 1088, worker counts, poisoned workspace");
+    for (fi = 0; fi < 3; fi++) {
+        mset ms, mg;
+        const size_t N = fi == 1 ? 40 : 64, Ns = fi == 1 ? 24 : 32;
+        test_case_begin(test_case_id("moe q8 panels weights", fi));
+        mset_make(&ms, &fq[fi < 2 ? fi : 0], AMXK_DTYPE_BF16, E, K, N, Ns);
+        if (fi == 2) { /* odd experts' gate+up packs: int8 g4 */
+            mset_make(&mg, &fq[2], AMXK_DTYPE_BF16, E, K, N, Ns);
+            for (e = 1; e < E; e += 2) {
+                ms.p13[e] = mg.p13[e], ms.pb13[e] = mg.pb13[e];
+                memcpy(ms.d13 + e * 2 * N * K, mg.d13 + e * 2 * N * K, 2 * N * K * sizeof(float));
+            }
+        }
+        TEST_FOR_EACH_TIER(tier, ctx) {
+            int ri;
+            for (ri = 0; ri < 2; ri++) {
+                mcase c;
+                memset(&c, 0, sizeof c);
+                c.q8 = 1, c.M = 68, c.topk = (size_t)ri + 1, c.ldx = K + 3, c.ldo = K, c.ot = AMXK_DTYPE_F32, c.bias = 1, c.shared = ri == 1;
+                c.on_input = ri == 1, c.routing = 6, c.arrays = 1, c.act = ri ? AMXK_MOE_ACT_GELU_TANH : AMXK_MOE_ACT_SILU;
+                c.id = test_case_mix(test_case_id("moe q8 panels", fi), (uint64_t)ri);
+                moe_sweep(tier, &ms, &c, fi == 2 ? "q8 panels, mixed int8 g32 / g4" : fq[fi].name, 1);
+            }
+        }
+        if (fi == 2) mset_free(&mg);
         mset_free(&ms);
     }
 }
@@ -1434,6 +1497,7 @@ int main(void) {
     test_experts();
     test_experts_amx_tiles();
     test_experts_amx_sessions();
+    test_experts_q8_panels();
     test_mxfp4_experts();
     test_bad();
     return test_finish();
