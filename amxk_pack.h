@@ -345,8 +345,9 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    z * sum x in f32; 8-row x 2-block tiles on unit-major x panels of 24 rows, k steps of 1024 columns,
    f32 accumulators per 24 x 256 panel (prefill), 1-4 rows x 4 blocks (decode; no software prefetch);
    packs with more than 256 groups run the AVX2 kernel. Uses ~88 KiB of stack (no workspace;
-   amxk_linear_q8_ws builds the x panels once per call in its workspace: same results, +3-4% at M = 256;
-   amxk_moe.h's act_int8 units the same through >>linop's amxk__linop_xpanel_*).
+   amxk_linear_q8_ws builds the x panels once per call in its workspace and its tiles read them in
+   place over all of K, 24 x 128 panels: same results, +4-8% at M = 256 on Zen 4; amxk_moe.h's
+   act_int8 units the same through >>linop's amxk__linop_xpanel_*).
    AVX-VNNI (the avx2 level on CPUs that have it: Alder Lake and later, Sapphire Rapids and later,
    Sierra Forest, Zen 5): the AVX2 kernel's loops with one VEX vpdpbusd per vpmaddubsw + vpmaddwd
    pair (exact int32). AVX2 (avx2, avx512): int8: vpmaddubsw on |w| and sign(x, w) - exact,
