@@ -755,6 +755,9 @@ typedef struct amxk__pack_kernels {
 /* q8_xpan tiles: rows, and 32-bit units per row (x bytes padded with zeros to whole units) */
 #define AMXK__Q8_XPAN_ROWS 8
 #define AMXK__Q8_XPAN_UNITS(k) AMXK__CEIL_DIV((k), (size_t)4)
+/* bytes of the panels of m rows: whole 8-row tiles (overflow sets *ovf) */
+#define AMXK__Q8_XPAN_BYTES(m, k, ovf) \
+    amxk__sz_mul((m) / AMXK__Q8_XPAN_ROWS, amxk__sz_mul(AMXK__Q8_XPAN_UNITS(k), AMXK__Q8_XPAN_ROWS * 4, (ovf)), (ovf))
 
 /* Block b of a bf16/fp16/f32 pack. */
 AMXK__INLINE const void *amxk__lin_blk(const amxk__linear_args *a, size_t b) {
@@ -2494,10 +2497,10 @@ static inline __attribute__((always_inline)) __m512 amxk__lin_w16__avx512(const 
     const __m512i v = _mm512_loadu_si512((const void *)(wb + (k / 2) * 32));
     return _mm512_castsi512_ps((k & 1) ? _mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)) : _mm512_slli_epi32(v, 16));
 }
-#define AMXK__LIN16_LD_F32(w, off, q, dt) _mm512_loadu_ps((const float *)(w) + (off) + (q) * 16)
-/* address of step q's 64-byte weight row (the decode kernels' software prefetch) */
+/* address of step q's 64-byte weight row (the loads below, and the decode kernels' software prefetch) */
 #define AMXK__LIN16_AD_F32(w, off, q) ((const float *)(w) + (off) + (q) * 16)
 #define AMXK__LIN16_AD_16(w, off, q) ((const uint16_t *)(w) + (off) + (q) * 32)
+#define AMXK__LIN16_LD_F32(w, off, q, dt) _mm512_loadu_ps(AMXK__LIN16_AD_F32(w, off, q))
 #define AMXK__LIN16_LD_PACKED(w, off, q, dt) amxk__lin_w16__avx512((const uint16_t *)(w) + (off), (q))
 #define AMXK__LIN16_BC_F32(p) _mm512_set1_ps(amxk__bits_f32(*(p)))
 #define AMXK__LIN16_FMA(acc, w, x) _mm512_fmadd_ps((x), (w), (acc))
@@ -2703,7 +2706,7 @@ AMXK__TARGET_AVX512BF16_BEGIN
    rounding each; bf16 subnormal inputs read as zero, subnormal results flushed). Decode: the
    template's sparse L2 prefetch (pf), 8 KiB ahead once per KiB (prefetching every row 512-2048 bytes
    ahead measured slower on Zen 4). */
-#define AMXK__LIN16_LD_PAIRS(w, off, q, dt) _mm512_loadu_si512((const void *)((const uint16_t *)(w) + (off) + (q) * 32))
+#define AMXK__LIN16_LD_PAIRS(w, off, q, dt) _mm512_loadu_si512((const void *)AMXK__LIN16_AD_16(w, off, q))
 #define AMXK__LIN16_BC_U32(p) _mm512_set1_epi32((int)*(p))
 AMXK__LIN16_KERNEL(amxk__linear_bf16__8x64__avx512bf16, __m512i, __m512i, AMXK__LIN16_LD_PAIRS, AMXK__LIN16_BC_U32, AMXK__DPBF16, AMXK__LIN16_AD_16)
 AMXK__PRIV void amxk__linear_run16__avx512bf16(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr,
@@ -3826,9 +3829,7 @@ AMXK__PRIV void amxk__pack_layout(const amxk_ctx *ctx, int op, size_t m, size_t 
     p->ws_worker = amxk__sz_add(amxk__sz_add(p->ws_a, p->ws_w, &p->ws_overflow), p->ws_c, &p->ws_overflow);
     p->ws_total = amxk__sz_mul(p->ws_worker, workers, &p->ws_overflow);
     if (op == AMXK__OP_Q8) /* amxk_linear_q8_ws: one set of x panels per call, of the vector level's tiles (where they run) */
-        p->ws_total = p->vec->q8_xpan ? amxk__sz_mul(m / AMXK__Q8_XPAN_ROWS, amxk__sz_mul(AMXK__Q8_XPAN_UNITS(k), AMXK__Q8_XPAN_ROWS * 4,
-                                                                                       &p->ws_overflow), &p->ws_overflow)
-                                      : 0;
+        p->ws_total = p->vec->q8_xpan ? AMXK__Q8_XPAN_BYTES(m, k, &p->ws_overflow) : 0;
 }
 
 /* ---- drivers: the parallel tasks of amxk_linear and amxk_linear_q8 ---- */
@@ -4697,10 +4698,10 @@ AMXK__PRIV void amxk__linop_run(const amxk__linop_call *c, size_t m0, size_t m1,
    holds its values). Bound for the size queries: `calls` calls of `rows` rows in all of pack op
    (q8: on int8 activations) on ctx's level (overflow sets *ovf). */
 AMXK__PRIV size_t amxk__linop_xpanel_bytes(const amxk__linop_call *c) {
-    if (c->q8) /* whole 8-row tiles of ceil(K / 4) 32-bit units per row */
-        return amxk__q8_xpan_used(&c->plan, &c->op.q)
-                   ? AMXK__ROUND_UP(c->c.m / AMXK__Q8_XPAN_ROWS * AMXK__Q8_XPAN_UNITS(c->c.k) * AMXK__Q8_XPAN_ROWS * 4, (size_t)AMXK_ALIGN)
-                   : 0;
+    if (c->q8) { /* whole 8-row tiles of ceil(K / 4) 32-bit units per row (sizes checked by the call's layout) */
+        int ovf = 0;
+        return amxk__q8_xpan_used(&c->plan, &c->op.q) ? AMXK__ROUND_UP(AMXK__Q8_XPAN_BYTES(c->c.m, c->c.k, &ovf), (size_t)AMXK_ALIGN) : 0;
+    }
     if (!c->plan.kt->lin_xpanel) return 0;
     return amxk__linop_xpanel_rows(c->a.m, c->plan.mc) * c->a.kp * 2;
 }
