@@ -40,8 +40,14 @@
        down calls, sliced over many tasks), which every kernel call of it then reads in place.
        AVX512_BF16 (levels avx512_bf16, avx512_fp16), bf16 x: vdpbf16ps straight on the packed pairs (a
        64-byte pair row of a block is its operand) against x pairs broadcast from a unit-major panel
-       (the 8 rows of one pair row adjacent: amxk__xpanel32__avx512). Prefill: 8 rows x 3 blocks
-       (24 accumulators), every row panel of the task sweeping the 3 blocks over all of K; decode
+       (the 8 rows of one pair row adjacent: amxk__xpanel32__avx512; x read by the embedded-broadcast
+       memory operand). Prefill: 8 rows x 3 blocks (24 accumulators), every row panel of the task
+       sweeping the 3 blocks over all of K, except the task's first 16 rows (AMXK__LIN_TALL16): 16 rows
+       x 1 block, block by block, each weight row prefetched into L2 16 KiB ahead, so that the weights
+       come from DRAM in one stream at half the rate 8 x 3 tiles ask, prefetched, instead of in bursts
+       that stall the first panel (Zen 4, N = K = 4096, against oneDNN bf16 in the same rounds: M = 16
+       1.17x -> 1.25x with 1 thread, 1.17x -> 1.23x with 2; M = 64 1.03x -> 1.04x / 1.08x -> 1.10x; the
+       Qwen3-30B-A3B MoE prefill M = 512 1.09x -> 1.17x; the per-output arithmetic is unchanged); decode
        (M <= 4): 4 blocks (weight streams) at a time, even and odd pair rows in two chains for 1-2 rows.
        Each output: fp32, pair rows in increasing order, each pair as vdpbf16ps does (odd k then even k,
        one fma rounding each; bf16 subnormal inputs read as zero, subnormal results flushed, as on AMX).
@@ -2131,6 +2137,17 @@ AMXK__TARGET_END
 #define AMXK__LIN_DPF_EVERY 16 /* ... once every this many rows (1 KiB) */
 #endif
 #define AMXK__LIN_XS16 8 /* x panels: 32-bit units per step (rows past the panel's are zero, never read) */
+#ifndef AMXK__LIN_TALL16
+/* bf16 prefill (vdpbf16ps straight on the pack): the first 16 rows of a task run 16-row x 1-block
+   tiles (1; 0: the 8-row tiles only), the weight stream prefetched into L2 every row ... */
+#define AMXK__LIN_TALL16 1
+#endif
+#ifndef AMXK__LIN_TPF_ROWS
+#define AMXK__LIN_TPF_ROWS 256 /* ... this many 64-byte rows (16 KiB) ahead */
+#endif
+#ifndef AMXK__LIN_TPF_HINT
+#define AMXK__LIN_TPF_HINT _MM_HINT_T1
+#endif
 
 /* The tile kernel of the AVX-512 linear, one body for every level (instantiated inside each level's
    target region): mr x nr 16-column blocks of y (mr <= 8, nr <= 4; compile-time constants at the call
@@ -2148,29 +2165,32 @@ AMXK__TARGET_END
 #define AMXK__LIN16_KERNEL(NAME, W_T, X_T, LOADW, BCAST, OP, ADDRW)                                      \
     static inline __attribute__((always_inline)) void NAME(const uint32_t *xp, size_t ns, const void *w, size_t bstride,  \
                                                           amxk_dtype dt, int mr, int nr, int split, int pf, size_t xs,    \
-                                                          __m512 *out) {                                           \
-        __m512 acc[2][8][4];                                                                             \
+                                                          size_t pst, __m512 *out) {                               \
+        __m512 acc[2][16][4];                                                                            \
         size_t p;                                                                                        \
         int r, j, s;                                                                                     \
         (void)dt;                                                                                        \
-        _Pragma("GCC unroll 8") for (r = 0; r < mr; r++)                                                 \
+        _Pragma("GCC unroll 16") for (r = 0; r < mr; r++)                                                \
             _Pragma("GCC unroll 4") for (j = 0; j < nr; j++) acc[0][r][j] = acc[1][r][j] = _mm512_setzero_ps(); \
         for (p = 0; p < ns; p += 2) {                                                                    \
             _Pragma("GCC unroll 2") for (s = 0; s < 2; s++) {                                            \
                 const size_t q = p + (size_t)s;                                                          \
                 W_T wv[4];                                                                               \
                 _Pragma("GCC unroll 4") for (j = 0; j < nr; j++) wv[j] = LOADW(w, (size_t)j * bstride, q, dt); \
-                if (pf && q % AMXK__LIN_DPF_EVERY == 0)                                                          \
+                if (pf == 2)                                                                                     \
+                    _Pragma("GCC unroll 4") for (j = 0; j < nr; j++)                                             \
+                        _mm_prefetch((const char *)ADDRW(w, (size_t)j * bstride, q + AMXK__LIN_TPF_ROWS), AMXK__LIN_TPF_HINT); \
+                if (pf == 1 && q % AMXK__LIN_DPF_EVERY == 0)                                                     \
                     _Pragma("GCC unroll 4") for (j = 0; j < nr; j++)                                             \
                         _mm_prefetch((const char *)ADDRW(w, (size_t)j * bstride, q + AMXK__LIN_DPF_ROWS), _MM_HINT_T1); \
-                _Pragma("GCC unroll 8") for (r = 0; r < mr; r++) {                                       \
-                    const X_T xb = BCAST(xp + q * xs + (size_t)r);                                        \
+                _Pragma("GCC unroll 16") for (r = 0; r < mr; r++) {                                      \
+                    const X_T xb = BCAST(xp + (size_t)(r / 8) * pst + q * xs + (size_t)(r % 8));          \
                     _Pragma("GCC unroll 4") for (j = 0; j < nr; j++)                                     \
                         acc[split ? s : 0][r][j] = OP(acc[split ? s : 0][r][j], wv[j], xb);              \
                 }                                                                                        \
             }                                                                                            \
         }                                                                                                \
-        _Pragma("GCC unroll 8") for (r = 0; r < mr; r++)                                                 \
+        _Pragma("GCC unroll 16") for (r = 0; r < mr; r++)                                                \
             _Pragma("GCC unroll 4") for (j = 0; j < nr; j++)                                             \
                 out[r * 4 + j] = split ? _mm512_add_ps(acc[0][r][j], acc[1][r][j]) : acc[0][r][j];       \
     }
@@ -2180,8 +2200,8 @@ AMXK__TARGET_END
    instance is a fully unrolled kernel, and compile time (clang with sanitizers most) grows with their
    number. */
 #define AMXK__LIN16_NR(KERNEL, DT, MR, SPLIT, NRMAX, XS, PF)                                             \
-    if (nr == (NRMAX)) KERNEL(xp, ns, w, bs, DT, MR, NRMAX, SPLIT, PF, XS, out);                         \
-    else KERNEL(xp, ns, w, bs, DT, MR, 1, SPLIT, PF, XS, out);
+    if (nr == (NRMAX)) KERNEL(xp, ns, w, bs, DT, MR, NRMAX, SPLIT, PF, XS, 0, out);                      \
+    else KERNEL(xp, ns, w, bs, DT, MR, 1, SPLIT, PF, XS, 0, out);
 #define AMXK__LIN16_DECODE(KERNEL, DT)                                                                   \
     switch (mr) {                                                                                        \
     case 4: AMXK__LIN16_NR(KERNEL, DT, 4, 0, AMXK__LIN_DNR16, AMXK__LIN_XS16, 1) break;                                                \
@@ -2189,8 +2209,15 @@ AMXK__TARGET_END
     case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 1, AMXK__LIN_DNR16, 2, 1) break;                                                 \
     default: AMXK__LIN16_NR(KERNEL, DT, 1, 1, AMXK__LIN_DNR16, 1, 1) break;                                                 \
     }
-#define AMXK__LIN16_PREFILL(KERNEL, DT)                                                                  \
-    switch (mr) {                                                                                        \
+/* TALL (a constant): mr 16 runs the tall tile, 16 rows (two 8-row panels, AMXK__LIN_XS16 * ns units
+   apart) x 1 block, once per block, with the weight stream prefetched (pf 2); T: w's element type */
+#define AMXK__LIN16_PREFILL(KERNEL, DT, T, TALL)                                                         \
+    switch (TALL || mr <= 8 ? mr : 8) {                                                                     \
+    case 16:                                                                                             \
+        for (j = 0; j < nr; j++)                                                                         \
+            KERNEL(xp, ns, (const T *)w + (size_t)j * bs, bs, DT, 16, 1, 0, 2, AMXK__LIN_XS16,            \
+                   (size_t)AMXK__LIN_XS16 * ns, out + j);                                                \
+        break;                                                                                           \
     case 8: AMXK__LIN16_NR(KERNEL, DT, 8, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
     case 7: AMXK__LIN16_NR(KERNEL, DT, 7, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
     case 6: AMXK__LIN16_NR(KERNEL, DT, 6, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
@@ -2515,7 +2542,8 @@ AMXK__PRIV void amxk__linear_run16__avx512(const uint32_t *xp, size_t ns, const 
     if (decode && dt == AMXK_DTYPE_F32) {
         AMXK__LIN16_DECODE(amxk__linear_f32__8x64__avx512, AMXK_DTYPE_F32)
     } else if (!decode) {
-        AMXK__LIN16_PREFILL(amxk__linear_f32__8x64__avx512, AMXK_DTYPE_F32)
+        int j;
+        AMXK__LIN16_PREFILL(amxk__linear_f32__8x64__avx512, AMXK_DTYPE_F32, float, 0)
     } else {
         AMXK__LIN16_DECODE(amxk__linear_w16__4x64__avx512, AMXK_DTYPE_BF16)
     }
@@ -2621,11 +2649,13 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
     const size_t steps = pairs ? a->kp / 2 : a->kp, wbs = pairs == 1 ? bs : 2 * bs; /* 16-bit elements per staged block */
     const int decode = m1 - m0 <= 4 && !a->q, nr_max = decode ? AMXK__LIN_DNR16 : AMXK__LIN_NR16, mr_max = decode ? 4 : AMXK__LIN_MR16;
     const size_t n_panels = AMXK__CEIL_DIV(m1 - m0, (size_t)mr_max);
+    /* the tall tile (vdpbf16ps straight on the pack; AMXK__LIN_TALL16) for the first 16 rows */
+    const int tall_ok = !decode && pairs == 1 && !a->q && a->wt == AMXK_DTYPE_BF16 && AMXK__LIN_MR16 == 8;
     uint32_t *xp = (uint32_t *)ws;
     float *xrow = (float *)(ws + AMXK__ROUND_UP(AMXK__CEIL_DIV(a->plan->mc, (size_t)AMXK__LIN_MR16) * panel * 4, (size_t)AMXK_ALIGN));
     uint16_t *wq = (uint16_t *)(xrow + (size_t)AMXK__LIN_MR16 * a->kp); /* NR16 staged blocks, then an f32 scratch block */
     float *wf = (float *)(wq + (size_t)AMXK__LIN_NR16 * 2 * bs);
-    __m512 out[8 * 4];
+    __m512 out[16 * 4];
     size_t i, b, pi, kk;
     int r, j;
     for (pi = 0; pi < n_panels; pi++) {
@@ -2664,12 +2694,14 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
             }
             w = wq;
         }
-        for (pi = 0, i = m0; i < m1; pi++, i += (size_t)mr_max) {
-            const int mr = (int)AMXK__MIN((size_t)mr_max, m1 - i);
+        for (pi = 0, i = m0; i < m1;) {
+            const int tall = AMXK__LIN_TALL16 && tall_ok && pi == 0 && m1 - i >= 16;
+            const int mr = tall ? 16 : (int)AMXK__MIN((size_t)mr_max, m1 - i);
             run(xp + pi * panel, steps, w, w == (const void *)wq ? (pairs ? wbs : wbs / 2) : bs,
                 w == (const void *)wq ? (pairs ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F32) : a->wt, mr, nr, decode, out);
             for (r = 0; r < mr; r++)
                 for (j = 0; j < nr; j++) amxk__linear_store16__avx512(a, i + (size_t)r, b + (size_t)j, out[r * 4 + j]);
+            pi += tall ? 2 : 1, i += (size_t)mr;
         }
         b += (size_t)nr;
     }
@@ -2707,15 +2739,32 @@ AMXK__TARGET_AVX512BF16_BEGIN
    template's sparse L2 prefetch (pf), 8 KiB ahead once per KiB (prefetching every row 512-2048 bytes
    ahead measured slower on Zen 4). */
 #define AMXK__LIN16_LD_PAIRS(w, off, q, dt) _mm512_loadu_si512((const void *)AMXK__LIN16_AD_16(w, off, q))
-#define AMXK__LIN16_BC_U32(p) _mm512_set1_epi32((int)*(p))
-AMXK__LIN16_KERNEL(amxk__linear_bf16__8x64__avx512bf16, __m512i, __m512i, AMXK__LIN16_LD_PAIRS, AMXK__LIN16_BC_U32, AMXK__DPBF16, AMXK__LIN16_AD_16)
+/* x's pair (a 32-bit unit of the panel) as vdpbf16ps's embedded-broadcast memory operand ({1to16}),
+   not a separate vpbroadcastd (gcc 12 does not fold it; Zen 4, the 16-row tile before its prefetch:
+   1.55x the 8 x 3 tiles' time with vpbroadcastd, 1.42x with the embedded broadcast). Same
+   instruction, same bits; the emulated build (and compilers without GNU asm) broadcast by
+   _mm512_set1_epi32. */
+#define AMXK__LIN16_BC_PTR(p) (p)
+#if defined(AMXK_AVX512_EMULATE) || !defined(__GNUC__)
+#  define AMXK__LIN16_DPBF16B(acc, w, p) AMXK__DPBF16((acc), (w), _mm512_set1_epi32((int)*(p)))
+#else
+static inline __attribute__((always_inline)) __m512 amxk__dpbf16b(__m512 acc, __m512i w, const uint32_t *p) {
+    __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*p));
+    return acc;
+}
+#  define AMXK__LIN16_DPBF16B(acc, w, p) amxk__dpbf16b((acc), (w), (p))
+#endif
+typedef const uint32_t *amxk__u32cp; /* the kernel's x "vector": a pointer to the unit (const X_T: no duplicate const) */
+AMXK__LIN16_KERNEL(amxk__linear_bf16__8x64__avx512bf16, __m512i, amxk__u32cp, AMXK__LIN16_LD_PAIRS, AMXK__LIN16_BC_PTR, AMXK__LIN16_DPBF16B,
+                   AMXK__LIN16_AD_16)
 AMXK__PRIV void amxk__linear_run16__avx512bf16(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr,
                                                int decode, __m512 *out) {
     (void)dt;
     if (decode) {
         AMXK__LIN16_DECODE(amxk__linear_bf16__8x64__avx512bf16, AMXK_DTYPE_BF16)
     } else {
-        AMXK__LIN16_PREFILL(amxk__linear_bf16__8x64__avx512bf16, AMXK_DTYPE_BF16)
+        int j;
+        AMXK__LIN16_PREFILL(amxk__linear_bf16__8x64__avx512bf16, AMXK_DTYPE_BF16, uint16_t, 1)
     }
 }
 
@@ -2930,6 +2979,9 @@ AMXK__TARGET_AVX512VNNI_BEGIN
 #ifndef AMXK__Q8V_PFN
 #define AMXK__Q8V_PFN 1 /* prefill: the first row tile of a k step prefetches the next blocks' weights of that step */
 #endif
+#ifndef AMXK__Q8V_PFH
+#define AMXK__Q8V_PFH _MM_HINT_T1 /* ... into L2 (T0, the hint before: 4% slower at M = 256 on Zen 4) */
+#endif
 /* acc = vpdpbusd(acc, u (unsigned bytes), x (signed bytes)). GCC 12 copies the accumulator to
    another register and back around each intrinsic call in these loops (several moves per
    vpdpbusd); the asm form keeps it in place. Same instruction either way. */
@@ -2961,7 +3013,10 @@ static inline __attribute__((always_inline)) __m512 amxk__q_grid16__avx512vnni(c
    the AVX2 kernel. acc += (sx * sw) * t in f32, once per group. A group that [q0, q1) cuts keeps its
    int32 sums in accs (same layout as accm) between calls, so every group's t is the same whatever the
    k steps. macc 0: acc in registers, from 0 over every group, then stored to y (q0 = 0, q1 = K / span);
-   macc 1: acc in memory, accm[r * AMXK__Q8V_LDA + 16 j] (a k-blocked panel, stored by the caller).
+   macc 1: acc in memory, accm[r * AMXK__Q8V_LDA + 16 j] (a k-blocked panel, stored by the caller);
+   macc 2: one group that [q0, q1) covers whole (per-channel packs, all of K in one call): each
+   output goes to y at the group's end as fma(sx * sw, t, +0), the value macc 1 leaves in a zeroed
+   accm (so the same bits), with no accumulator kept and no panel stored.
    x: xp NULL: the rows of x (a->xq); else a unit-major panel of 8 rows from k = q0 * span
    (amxk__xpanel32__avx512), read by embedded-broadcast vpdpbusd.
    xsum / sxt: the table rows of `row` (x sums and x scales per group, stride nbk). xu (x rows only):
@@ -2996,7 +3051,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512v
     for (g = q0 / gq; g * gq < q1; g++) {
         const size_t ra = AMXK__MAX(q0, g * gq), rb = AMXK__MIN(q1, (g + 1) * gq);
         __m512i s[AMXK__Q8V_MR][AMXK__Q8V_DNB];
-        if (!macc || ra == g * gq) { /* macc 0: every group whole */
+        if (macc != 1 || ra == g * gq) { /* macc 0, 2: every group whole */
 #pragma GCC unroll 8
             for (r = 0; r < mr; r++) { /* symmetric: start from -2^(b-1) sum x (the offset of u) */
                 const __m512i s0 = sym ? _mm512_slli_epi32(_mm512_set1_epi32(-xsum[(size_t)r * nbk + g]), (unsigned)(bits - 1))
@@ -3015,7 +3070,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512v
 #pragma GCC unroll 4
             for (j = 0; j < nb; j++) {
                 w[j] = _mm512_loadu_si512((const void *)(wb[j] + rg * 64));
-                if (pf) _mm_prefetch((const char *)(wb[j] + rg * 64 + pf), _MM_HINT_T0);
+                if (pf) _mm_prefetch((const char *)(wb[j] + rg * 64 + pf), AMXK__Q8V_PFH);
                 if (sym) w[j] = _mm512_xor_si512(w[j], flip);
             }
 #pragma GCC unroll 4
@@ -3044,7 +3099,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512v
                 }
             }
         }
-        if (macc && rb < (g + 1) * gq) { /* the group goes on in the next k step */
+        if (macc == 1 && rb < (g + 1) * gq) { /* the group goes on in the next k step */
 #pragma GCC unroll 8
             for (r = 0; r < mr; r++)
 #pragma GCC unroll 4
@@ -3066,9 +3121,12 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512v
                 for (j = 0; j < nb; j++) {
                     const __m512 t = sym ? _mm512_cvtepi32_ps(s[r][j])
                                          : _mm512_fnmadd_ps(zw[j], xf, _mm512_cvtepi32_ps(s[r][j]));
-                    if (macc) { /* accm is NULL otherwise: no pointer arithmetic on it */
+                    if (macc == 1) { /* accm is NULL otherwise: no pointer arithmetic on it */
                         float *pm = accm + (size_t)r * AMXK__Q8V_LDA + (size_t)j * AMXK__LIN_NB;
                         _mm512_storeu_ps(pm, _mm512_fmadd_ps(_mm512_mul_ps(sx, sw[j]), t, _mm512_loadu_ps(pm)));
+                    } else if (macc == 2) {
+                        amxk__linear_store16__avx512(a, row + (size_t)r, b + (size_t)j,
+                                                     _mm512_fmadd_ps(_mm512_mul_ps(sx, sw[j]), t, _mm512_setzero_ps()));
                     } else {
                         acc[r][j] = _mm512_fmadd_ps(_mm512_mul_ps(sx, sw[j]), t, acc[r][j]);
                     }
@@ -3220,7 +3278,8 @@ AMXK__Q8V_DECODE(2, u8, 1)
    AMXK__Q8V_P rows (a multiple of MR) x AMXK__Q8V_NC blocks accumulate in accm (f32, k-blocked:
    AMXK__Q8V_KC columns at a time; the x rows of one k step go to unit-major panels in xpb, 8 rows per
    tile, which stay in L1 while MR x NB tiles sweep them; groups cut by a k step keep their int32 sums
-   in accs), then go to y; the last c1 - c0 < MR rows (and decode) run 1-4 row x 4 block tiles with
+   in accs), then go to y (amxk_linear_q8_ws with per-channel packs: each tile stores its outputs
+   itself, macc 2, no panel); the last c1 - c0 < MR rows (and decode) run 1-4 row x 4 block tiles with
    register accumulators (four weight streams at once). */
 #define AMXK__Q8V_TILES(BITS)                                                                                      \
     AMXK__PRIV void amxk__linear_q8_tiles##BITS##__avx512vnni(const amxk__q8_args *a, size_t c0, size_t c1, size_t b0, size_t b1, \
@@ -3230,6 +3289,7 @@ AMXK__Q8V_DECODE(2, u8, 1)
         /* the call's panels (amxk_linear_q8_ws): tile i at xpan + i / 8 * 8 * nux, read in place, all of K   \
            in one step (no panel to stay in L1), AMXK__Q8V_NCW blocks per column chunk */                           \
         const int xw = AMXK__Q8V_MR == AMXK__Q8_XPAN_ROWS && a->xpan && c0 % AMXK__Q8V_MR == 0;                   \
+        const int dw = xw && a->w->nbk == 1; /* one group: the tiles store to y themselves (macc 2) */            \
         const size_t nux = AMXK__Q8_XPAN_UNITS(a->k);                                                              \
         const size_t kq = xw ? nq : AMXK__MAX((size_t)1, (size_t)AMXK__Q8V_KC / span);                            \
         const size_t cm = c0 + (c1 - c0) / AMXK__Q8V_MR * AMXK__Q8V_MR;                                           \
@@ -3238,7 +3298,7 @@ AMXK__Q8V_DECODE(2, u8, 1)
             q1 = AMXK__MIN(b1, q0 + (xw ? (size_t)AMXK__Q8V_NCW : (size_t)AMXK__Q8V_NC));                          \
             for (p0 = c0; p0 < cm; p0 = p1) {                                                                      \
                 p1 = AMXK__MIN(cm, p0 + AMXK__Q8V_P);                                                              \
-                memset(accm, 0, (p1 - p0) * AMXK__Q8V_LDA * sizeof(float));                                        \
+                if (!dw) memset(accm, 0, (p1 - p0) * AMXK__Q8V_LDA * sizeof(float));                               \
                 for (k0 = 0; k0 < nq; k0 = k1) {                                                                   \
                     const size_t nu = ((k1 = AMXK__MIN(nq, k0 + kq)) - k0) * span / 4; /* x units per row */       \
                     for (i = p0; i < p1 && !xw; i += AMXK__Q8V_MR)                                                 \
@@ -3251,20 +3311,27 @@ AMXK__Q8V_DECODE(2, u8, 1)
                             const size_t o = (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB;                   \
                             const uint32_t *xp = xw ? a->xpan + (i / AMXK__Q8V_MR * nux + k0 * span / 4) * 8                \
                                                     : xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu;                              \
-                            if (b + AMXK__Q8V_NB <= q1)                                                            \
+                            const size_t pf = i == p0 && AMXK__Q8V_PFN ? AMXK__Q8V_NB * a->w->blk_bytes : 0;       \
+                            if (b + AMXK__Q8V_NB <= q1 && dw)                                                      \
+                                amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, BITS, xt, st, k0, k1, 2, \
+                                                                  NULL, NULL, xp, pf, 0);                          \
+                            else if (b + AMXK__Q8V_NB <= q1)                                                       \
                                 amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, BITS, xt, st, k0, k1, 1, \
-                                                                  accm + o, accs + o, xp,                          \
-                                                                  i == p0 && AMXK__Q8V_PFN ? AMXK__Q8V_NB * a->w->blk_bytes : 0, 0); \
+                                                                  accm + o, accs + o, xp, pf, 0);                  \
                             else {                                                                                 \
                                 size_t bb;                                                                         \
                                 for (bb = b; bb < q1; bb++)                                                        \
-                                    amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, BITS, xt, st, k0, k1, 1, \
-                                                                      accm + o + (bb - b) * AMXK__LIN_NB,          \
-                                                                      accs + o + (bb - b) * AMXK__LIN_NB, xp, 0, 0); \
+                                    if (dw)                                                                        \
+                                        amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, BITS, xt, st, k0, k1, 2, \
+                                                                          NULL, NULL, xp, 0, 0);                   \
+                                    else                                                                           \
+                                        amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, BITS, xt, st, k0, k1, 1, \
+                                                                          accm + o + (bb - b) * AMXK__LIN_NB,      \
+                                                                          accs + o + (bb - b) * AMXK__LIN_NB, xp, 0, 0); \
                             }                                                                                      \
                         }                                                                                          \
                 }                                                                                                  \
-                for (i = p0; i < p1; i++)                                                                          \
+                for (i = p0; i < p1 && !dw; i++)                                                                   \
                     for (b = q0; b < q1; b++)                                                                      \
                         amxk__linear_store16__avx512(a, i, b, _mm512_loadu_ps(accm + (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB)); \
             }                                                                                                      \
