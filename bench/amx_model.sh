@@ -52,19 +52,20 @@ if [ "${AMX_MODEL_MOE:-1}" != 0 ]; then
     echo "every TDP cost a full one whatever its rows. min rows: the smallest expert's rows (all of them must run"
     echo "on AMX for the ratio to hold: >= 5 for bf16, the w8a8 rule of amxk_pack.h). T: workers (AMX_MODEL_MOE_THREADS,"
     echo "default 1 16; LDTILECFG / worker: the call's LDTILECFG over T, an average); TILERELEASE: one per"
-    echo "task; x panel MiB: bytes copied into the bf16 kernel's tile-major x panels (gathered x and activation)."
+    echo "task; x panel MiB: bytes copied into the bf16 kernel's tile-major x panels (gathered x and activation);"
+    echo "W beyond L2: bytes of the active experts' packs that came from beyond the worker's L2 (the L2 model above), per packed byte."
     echo
-    echo "| format | T | TDPs | LDTILECFG | LDTILECFG / worker | TILERELEASE | x panel MiB | tile loads | W loads / active packed byte | dequant blocks | tile stores | useful TDP work | per TDP | min rows |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| format | T | TDPs | LDTILECFG | LDTILECFG / worker | TILERELEASE | x panel MiB | tile loads | W loads / active packed byte | W beyond L2 / active packed byte | dequant blocks | tile stores | useful TDP work | per TDP | min rows |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     for f in "bf16|--dtype bf16" "int8 g128 (w8a8)|--dtype int8 --act int8" "int4 g128 (w4a8)|--dtype int4 --act int8"; do
         name=${f%%|*} args=${f#*|}
         for t in $moe_threads; do
             # shellcheck disable=SC2086
             line=$("$bin" moe --m "$m" --layers 1 $args --isa amx --reps 1 --warmup 0 --threads "$t" | grep '^amx_counts_moe')
             get() { sed -E "s/.* $1=([0-9.]+).*/\1/" <<<"$line"; }
-            printf '| %s | %s | %s | %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$t" "$(get tdp)" "$(get ldtilecfg)" \
+            printf '| %s | %s | %s | %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$t" "$(get tdp)" "$(get ldtilecfg)" \
                 "$(awk "BEGIN{print $(get ldtilecfg)/$t}")" "$(get release)" "$(awk "BEGIN{print $(get xpanel_bytes)/1048576}")" "$(get tileloadd)" \
-                "$(get weight_loads_per_packed_byte)" "$(get dequant_blocks)" "$(get tilestored)" "$(get useful_tdp_work)" \
+                "$(get weight_loads_per_packed_byte)" "$(get w_beyond_l2_per_packed_byte)" "$(get dequant_blocks)" "$(get tilestored)" "$(get useful_tdp_work)" \
                 "$(get useful_tdp_work_full)" "$(get min_expert_rows)"
         done
     done

@@ -206,14 +206,15 @@ static int cmd_moe(bench_env *env, const bench_args *a) {
         printf("amx_counts_moe m=%zu experts=%zu topk=%zu hidden=%zu inter=%zu dtype=%s act=%s active=%zu tier=%s per_call: tdp=%.0f "
                "ldtilecfg=%.0f tileloadd=%.0f load_bytes_w13=%.0f load_bytes_w2=%.0f load_bytes_other=%.0f tilestored=%.0f dequant_blocks=%.0f | "
                "active_packed_bytes=%.0f weight_loads_per_packed_byte=%.2f useful_tdp_work=%.3f useful_tdp_work_full=%.3f tdp_rows=%.0f "
-               "min_expert_rows=%zu release=%.0f xpanel_bytes=%.0f\n",
+               "min_expert_rows=%zu release=%.0f xpanel_bytes=%.0f w_beyond_l2_per_packed_byte=%.3f\n",
                j.m, j.e, j.topk, j.k, j.n, dts, acts, active, amxk_tier_name(env->ctx.tier), (double)c.tdp / calls, (double)c.ldtilecfg / calls,
                (double)c.tileloadd / calls, (double)c.load_bytes[2] / calls, (double)c.load_bytes[3] / calls,
                (double)(c.load_bytes[0] + c.load_bytes[1]) / calls, (double)c.tilestored / calls, (double)c.dequant_blocks / calls,
                (double)active * (double)(j.b13 + j.b2), (double)(c.load_bytes[2] + c.load_bytes[3]) / calls / ((double)active * (double)(j.b13 + j.b2)),
                c.tdp_rows ? 3.0 * (double)j.n * (double)j.k * (double)routed * calls / ((double)c.tdp_rows * macs / 16.0) : 0.0,
                c.tdp ? 3.0 * (double)j.n * (double)j.k * (double)routed * calls / ((double)c.tdp * macs) : 0.0, (double)c.tdp_rows / calls,
-               min_rows, (double)c.release / calls, (double)c.xpanel_bytes / calls);
+               min_rows, (double)c.release / calls, (double)c.xpanel_bytes / calls,
+               (double)(c.l2_miss_bytes[2] + c.l2_miss_bytes[3]) / calls / ((double)active * (double)(j.b13 + j.b2)));
     }
 #endif
     bench_line(med, 6.0 * (double)j.n * (double)j.k * (double)routed, (double)active * (double)(j.b13 + j.b2),
