@@ -2150,18 +2150,20 @@ AMXK__TARGET_END
 #endif
 
 /* The tile kernel of the AVX-512 linear, one body for every level (instantiated inside each level's
-   target region): mr x nr 16-column blocks of y (mr <= 8, nr <= 4; compile-time constants at the call
-   sites) over steps [0, ns) (ns even): per step q, nr weight vectors LOADW(w, j * bstride, q, dt) against
-   mr broadcast x units BCAST(xp + q * xs + r) (xp: a unit-major panel with xs units per step:
-   AMXK__LIN_XS16 from amxk__xpanel32__avx512, or mr for decode tiles of mr <= 2 rows from
-   amxk__xpanel_dec__avx512, whose x rows stay contiguous in L1),
+   target region): mr x nr 16-column blocks of y (mr <= 8, nr <= 4, or the tall tile: mr 16, nr 1;
+   compile-time constants at the call sites) over steps [0, ns) (ns even): per step q, nr weight vectors
+   LOADW(w, j * bstride, q, dt) against mr broadcast x units BCAST(xp + (r / 8) pst + q * xs + r % 8)
+   (xp: a unit-major panel with xs units per step: AMXK__LIN_XS16 from amxk__xpanel32__avx512, or mr
+   for decode tiles of mr <= 2 rows from amxk__xpanel_dec__avx512, whose x rows stay contiguous in L1;
+   rows 8-15 of the tall tile from the next 8-row panel, pst units on),
    acc = OP(acc, w, x). A step is a pair row for vdpbf16ps (the packed 64-byte row is its operand) or
    one k for fp32 FMA. Each output accumulates from zero, steps in increasing order; split: even and
    odd steps in separate accumulators, added at the end (decode: more independent chains). pf (decode
    tiles): every AMXK__LIN_DPF_EVERY steps, each weight stream's row AMXK__LIN_DPF_ROWS steps ahead
    goes into L2 (prefetcht1): the hardware's stream prefetchers stop at each 4 KiB page, and over
    gigabytes of weights (a MoE layer's experts) each new page also misses its translation; this
-   starts both early (may read past a stream's end: a prefetch does not fault). */
+   starts both early (may read past a stream's end: a prefetch does not fault). pf 2 (the tall tile):
+   every step, each weight stream's row AMXK__LIN_TPF_ROWS steps ahead (AMXK__LIN_TPF_HINT). */
 #define AMXK__LIN16_KERNEL(NAME, W_T, X_T, LOADW, BCAST, OP, ADDRW)                                      \
     static inline __attribute__((always_inline)) void NAME(const uint32_t *xp, size_t ns, const void *w, size_t bstride,  \
                                                           amxk_dtype dt, int mr, int nr, int split, int pf, size_t xs,    \
