@@ -2215,11 +2215,13 @@ AMXK__TARGET_END
    apart) x 1 block, once per block, with the weight stream prefetched (pf 2); T: w's element type */
 #define AMXK__LIN16_PREFILL(KERNEL, DT, T, TALL)                                                         \
     switch (TALL || mr <= 8 ? mr : 8) {                                                                     \
-    case 16:                                                                                             \
-        for (j = 0; j < nr; j++)                                                                         \
-            KERNEL(xp, ns, (const T *)w + (size_t)j * bs, bs, DT, 16, 1, 0, 2, AMXK__LIN_XS16,            \
-                   (size_t)AMXK__LIN_XS16 * ns, out + j);                                                \
+    case 16: {                                                                                           \
+        int jt;                                                                                          \
+        for (jt = 0; jt < nr; jt++)                                                                      \
+            KERNEL(xp, ns, (const T *)w + (size_t)jt * bs, bs, DT, 16, 1, 0, 2, AMXK__LIN_XS16,           \
+                   (size_t)AMXK__LIN_XS16 * ns, out + jt);                                               \
         break;                                                                                           \
+    }                                                                                                    \
     case 8: AMXK__LIN16_NR(KERNEL, DT, 8, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
     case 7: AMXK__LIN16_NR(KERNEL, DT, 7, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
     case 6: AMXK__LIN16_NR(KERNEL, DT, 6, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
@@ -2544,7 +2546,6 @@ AMXK__PRIV void amxk__linear_run16__avx512(const uint32_t *xp, size_t ns, const 
     if (decode && dt == AMXK_DTYPE_F32) {
         AMXK__LIN16_DECODE(amxk__linear_f32__8x64__avx512, AMXK_DTYPE_F32)
     } else if (!decode) {
-        int j;
         AMXK__LIN16_PREFILL(amxk__linear_f32__8x64__avx512, AMXK_DTYPE_F32, float, 0)
     } else {
         AMXK__LIN16_DECODE(amxk__linear_w16__4x64__avx512, AMXK_DTYPE_BF16)
@@ -2765,7 +2766,6 @@ AMXK__PRIV void amxk__linear_run16__avx512bf16(const uint32_t *xp, size_t ns, co
     if (decode) {
         AMXK__LIN16_DECODE(amxk__linear_bf16__8x64__avx512bf16, AMXK_DTYPE_BF16)
     } else {
-        int j;
         AMXK__LIN16_PREFILL(amxk__linear_bf16__8x64__avx512bf16, AMXK_DTYPE_BF16, uint16_t, 1)
     }
 }
@@ -3291,7 +3291,7 @@ AMXK__Q8V_DECODE(2, u8, 1)
         /* the call's panels (amxk_linear_q8_ws): tile i at xpan + i / 8 * 8 * nux, read in place, all of K   \
            in one step (no panel to stay in L1), AMXK__Q8V_NCW blocks per column chunk */                           \
         const int xw = AMXK__Q8V_MR == AMXK__Q8_XPAN_ROWS && a->xpan && c0 % AMXK__Q8V_MR == 0;                   \
-        const int dw = xw && a->w->nbk == 1; /* one group: the tiles store to y themselves (macc 2) */            \
+        const int dw = xw && nbk == 1; /* one group: the tiles store to y themselves (macc 2) */            \
         const size_t nux = AMXK__Q8_XPAN_UNITS(a->k);                                                              \
         const size_t kq = xw ? nq : AMXK__MAX((size_t)1, (size_t)AMXK__Q8V_KC / span);                            \
         const size_t cm = c0 + (c1 - c0) / AMXK__Q8V_MR * AMXK__Q8V_MR;                                           \
