@@ -108,10 +108,23 @@ $(patsubst %,$(BUILD)/%,$(SELF_IMPL)): $(BUILD)/%: tests/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $< -o $@ $(EXTRA_LDFLAGS) $(LDLIBS)
 
+# The runs of `make test`: every program of every build once, and the feature variants (PROG@KEY=VALUE,
+# tests/run_tests.sh; AMXK_TEST_DENY / AMXK_TEST_ONLY in tests/test.h) that give every real feature
+# combination of the levels whose tables consult a feature at run time (AMX-FP16 at amx, AVX-VNNI at
+# avx2) a run: the AMX-emulator build presents a Granite Rapids tile unit (AMX-FP16), the
+# emulated-AVX-512 build a Sapphire Rapids (AMX without AMX-FP16; AVX-VNNI through its shim); without
+# SIMDe the AMX-emulator build runs its amx level again without AMX-FP16. The native builds run again
+# with AMX-FP16 (amx level) and AVX-VNNI (avx2 level) denied: on a CPU that lacks the feature such a
+# run reports nothing to run (the plain run is that combination).
+NATIVE_BINS := $(foreach t,$(TEST_NAMES),$(BUILD)/$(t))
+TEST_RUNS := $(NATIVE_BINS) $(foreach b,$(NATIVE_BINS),$(b)@DENY=amx-fp16@ONLY=amx $(b)@DENY=avx-vnni@ONLY=avx2) \
+    $(if $(NO_EMU),,$(foreach t,$(TEST_NAMES),$(BUILD)/$(t)_emu)) \
+    $(if $(EMU512),$(foreach t,$(TEST_NAMES),$(BUILD)/$(t)_emu512@DENY=amx-fp16),$(if $(NO_EMU),,$(foreach t,$(TEST_NAMES),$(BUILD)/$(t)_emu@DENY=amx-fp16@ONLY=amx)))
+
 # The unit tests and the compile tests, summed by tests/run_tests.sh (last line: N passed, N failed).
 test: $(TEST_BINS)
 	@$(if $(EMU512),,echo "note: libsimde-dev not installed: the emulated-AVX-512 build is skipped")
-	@bash tests/run_tests.sh $(TEST_BINS) tests/compile/run.sh
+	@bash tests/run_tests.sh $(TEST_RUNS) tests/compile/run.sh
 
 # Unit tests only (used by the sanitize/clang/aarch64 targets).
 unit-tests: $(TEST_BINS)

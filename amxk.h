@@ -193,6 +193,7 @@ enum {
     AMXK_CPU_AMX_INT8 = 1u << 13,
     AMXK_CPU_AMX_FP16 = 1u << 14
 };
+#define AMXK_CPU_ALL ((1u << 15) - 1u) /* every AMXK_CPU_* bit */
 
 /* What amxk_cpu_init found. `hw`: features CPUID reports. `usable`: the subset whose register state
    the OS enables in XCR0 (YMM for AVX*, opmask/ZMM for AVX-512, XTILECFG+XTILEDATA for AMX) and, for
@@ -207,6 +208,11 @@ typedef struct amxk_cpu {
     amxk_tier best_tier;
     int amx_emulated;    /* 1 when built with AMXK_AMX_EMULATE */
     int avx512_emulated; /* 1 when built with AMXK_AVX512_EMULATE (the AVX-512 levels run through SIMDe) */
+    /* The features an emulator of this build provides on top of `usable` (AMXK_AVX512_EMULATE: the
+       AVX-512 ones and AVX-VNNI, when AVX2 is usable; AMXK_AMX_EMULATE: the AMX ones the emulated tile
+       unit presents, amxk_amx_emu_set_features, read when this struct is filled). A context may use
+       usable | emulated, less its cpu_deny. */
+    uint32_t emulated;
 } amxk_cpu;
 
 /* Detect the CPU once (idempotent, thread-compatible: concurrent first calls compute the same
@@ -227,13 +233,20 @@ typedef struct amxk_ctx {
     void *parallel_user;               /* first argument of parallel_for */
     int n_workers;                     /* upper bound on the worker index + 1; 0 means 1 */
     unsigned isa_allow;                /* AMXK_ISA_ALL or an OR of AMXK_TIER_BIT(tier) */
+    uint32_t cpu_deny;                 /* AMXK_CPU_* features the context must not use (0: none); e.g.
+                                          AMXK_CPU_AMX_FP16 runs a Granite Rapids as a Sapphire Rapids */
     /* set by amxk_ctx_init: */
-    amxk_tier tier; /* the tier ops use */
+    amxk_tier tier;    /* the tier ops use */
+    uint32_t features; /* the AMXK_CPU_* features ops may use: (usable | emulated) & ~cpu_deny */
 } amxk_ctx;
 
-/* Resolves ctx->tier from ctx->isa_allow and the CPU; normalises n_workers (0 -> 1).
-   AMXK_ERR_NULL: ctx NULL. AMXK_ERR_ARG: n_workers < 0, or isa_allow has bits outside the tiers.
-   AMXK_ERR_UNSUPPORTED: none of the allowed tiers is usable here (ctx unchanged). */
+/* Resolves ctx->features (the CPU's usable and emulated features less ctx->cpu_deny) and ctx->tier
+   (the highest level allowed by isa_allow whose features are all in ctx->features); normalises
+   n_workers (0 -> 1). Features a level's tables consult at run time beyond the level's own (AVX-VNNI
+   at the AVX2 level, AMX-FP16 at the AMX level) come from ctx->features too, so cpu_deny reproduces
+   every smaller CPU of the same family on a larger one.
+   AMXK_ERR_NULL: ctx NULL. AMXK_ERR_ARG: n_workers < 0, or isa_allow / cpu_deny has bits outside the
+   tiers / features. AMXK_ERR_UNSUPPORTED: none of the allowed tiers is usable here (ctx unchanged). */
 AMXK_DEF amxk_status amxk_ctx_init(amxk_ctx *ctx);
 
 AMXK_DEF const char *amxk_version(void);               /* AMXK_VERSION_STRING */
@@ -270,6 +283,16 @@ AMXK_DEF amxk_status amxk_convert(const amxk_ctx *ctx, void *dst, amxk_dtype dst
    stderr and aborts. The handler may longjmp out. Returns the previous handler. Process-wide. */
 typedef void (*amxk_amx_fault_fn)(const char *message);
 AMXK_DEF amxk_amx_fault_fn amxk_amx_emu_set_fault_handler(amxk_amx_fault_fn fn);
+
+/* The AMX features the emulated tile unit presents: an OR of AMXK_CPU_AMX_TILE, AMXK_CPU_AMX_BF16,
+   AMXK_CPU_AMX_INT8 and AMXK_CPU_AMX_FP16 (other bits are ignored). Default: all four (a Granite
+   Rapids core); AMXK_CPU_AMX_TILE | AMXK_CPU_AMX_BF16 | AMXK_CPU_AMX_INT8 is a Sapphire / Emerald
+   Rapids core. A TDP* of a feature not presented faults (#UD on hardware); without AMX_TILE every
+   tile instruction does. Contexts initialised afterwards see only these features (amxk_ctx.features;
+   the AMX level needs TILE, BF16 and INT8); contexts initialised before keep theirs and are refused
+   (AMXK_ERR_CONTEXT) when they claim one no longer presented. Process-wide; not thread-safe against
+   concurrent calls. Returns the previous set. */
+AMXK_DEF uint32_t amxk_amx_emu_set_features(uint32_t features);
 
 /* Direct access to the emulated tile operations, for tests and for callers who write their own AMX
    kernels against the emulator. Tiles are numbered 0..7; strides are in bytes; the configuration is
@@ -1065,15 +1088,6 @@ AMXK__TARGET_END
 #elif AMXK__HAS_AVXVNNI
 #  define AMXK__DPBUSD256(acc, u, x) _mm256_dpbusd_avx_epi32((acc), (u), (x))
 #endif
-/* 1 when the AVX2 level's kernels may use AVX-VNNI: the CPU has it usable (always in the emulated
-   build, which runs the shim above). */
-AMXK__INLINE int amxk__avxvnni_usable(void) {
-#if defined(AMXK_AVX512_EMULATE)
-    return AMXK__HAS_AVXVNNI;
-#else
-    return AMXK__HAS_AVXVNNI && (amxk_cpu_init()->usable & AMXK_CPU_AVXVNNI) != 0;
-#endif
-}
 
 // >>avx512 -----------------------------------------------------------------------------------------
 
@@ -1234,6 +1248,8 @@ typedef struct amxk__emu_state {
 } amxk__emu_state;
 
 static AMXK__THREAD_LOCAL amxk__emu_state amxk__emu;
+#define AMXK__EMU_AMX_ALL (AMXK_CPU_AMX_TILE | AMXK_CPU_AMX_BF16 | AMXK_CPU_AMX_INT8 | AMXK_CPU_AMX_FP16)
+static uint32_t amxk__emu_features = AMXK__EMU_AMX_ALL; /* amxk_amx_emu_set_features */
 
 #if defined(AMXK_AMX_EMU_COUNT)
 #ifndef AMXK_AMX_EMU_L2_BYTES
@@ -1333,7 +1349,8 @@ AMXK__PRIV int amxk__emu_fault(int cond, const char *msg) {
 /* Operand checks shared by every tile instruction; the message names the instruction. */
 AMXK__PRIV int amxk__emu_bad_tile(int t, const char *op) {
     static AMXK__THREAD_LOCAL char msg[160];
-    const char *what = t < 0 || t > 7                ? "tile index outside 0..7"
+    const char *what = !(amxk__emu_features & AMXK_CPU_AMX_TILE) ? "AMX-TILE is not presented (amxk_amx_emu_set_features)"
+                       : t < 0 || t > 7                ? "tile index outside 0..7"
                        : !amxk__emu.configured       ? "tile used before LDTILECFG (or after TILERELEASE)"
                        : amxk__emu.cfg.rows[t] == 0 ? "tile not configured (rows or colsb is 0)"
                                                      : NULL;
@@ -1353,6 +1370,7 @@ AMXK_DEF void amxk_amx_emu_loadconfig(const void *config64) {
     amxk__tilecfg c;
     int i;
     AMXK__EMU_COUNT(ldtilecfg, 1);
+    if (amxk__emu_fault(!(amxk__emu_features & AMXK_CPU_AMX_TILE), "LDTILECFG: AMX-TILE is not presented (amxk_amx_emu_set_features)")) return;
     memcpy(&c, config64, 64);
     if (c.palette == 0) { /* palette 0 = INIT state, as TILERELEASE */
         amxk_amx_emu_release();
@@ -1405,9 +1423,14 @@ AMXK_DEF void amxk_amx_emu_zero(int t) {
     memset(amxk__emu.t[t], 0, sizeof amxk__emu.t[t]);
 }
 
-/* Shape rules shared by every TDP* (SDM: #UD otherwise). K is counted in 4-byte groups. */
-AMXK__PRIV int amxk__emu_dp_check(int c, int a, int b) {
+/* Shape rules shared by every TDP* (SDM: #UD otherwise), and the instruction's feature (`feature`,
+   an AMXK_CPU_AMX_* bit) presented. K is counted in 4-byte groups. */
+AMXK__PRIV int amxk__emu_dp_check(int c, int a, int b, uint32_t feature) {
     const amxk__tilecfg *g = &amxk__emu.cfg;
+    if (amxk__emu_fault(!(amxk__emu_features & feature), feature == AMXK_CPU_AMX_FP16   ? "TDPFP16PS: AMX-FP16 is not presented (amxk_amx_emu_set_features)"
+                                                         : feature == AMXK_CPU_AMX_BF16 ? "TDPBF16PS: AMX-BF16 is not presented (amxk_amx_emu_set_features)"
+                                                                                        : "TDPB*D: AMX-INT8 is not presented (amxk_amx_emu_set_features)"))
+        return 1;
     if (amxk__emu_bad_tile(c, "TDP*") || amxk__emu_bad_tile(a, "TDP*") || amxk__emu_bad_tile(b, "TDP*")) return 1;
     if (amxk__emu_fault(c == a || c == b || a == b, "TDP*: the three tile operands must be distinct")) return 1;
     if (amxk__emu_fault(g->rows[c] != g->rows[a], "TDP*: C rows != A rows")) return 1;
@@ -1443,14 +1466,16 @@ AMXK__INLINE float amxk__emu_f16(const uint8_t *p) {
    throughout: every denormal result is flushed to a zero of its sign (flushed when the rounded fp32
    value is denormal), a denormal C is read as zero, bf16 denormal inputs are treated as zero; fp16
    denormal inputs are honoured (the TDPFP16PS text says so; every fp16 value is an fp32 normal).
-   Which order the silicon uses is not verified here (amxk has not run on an AMX machine): the
-   emulator follows the published pseudo-code. Older SDM editions (and the Intrinsics Guide) show a
-   different order, C itself accumulating each product in turn (rounded after each); the emulator
+   Silicon: on an Intel Xeon under KVM (family 6 model 0xa7, AMX-BF16/INT8, no AMX-FP16) six hand
+   cases that tell the orders apart gave these bits with TDPBF16PS (a standalone program, issue 28);
+   where the CPU has AMX, `make test` runs them and compares every tile path of the library against
+   this emulator bit for bit (tests/amx_silicon.c). Older SDM editions (and the Intrinsics Guide) show
+   a different order, C itself accumulating each product in turn (rounded after each); the emulator
    followed that one before issue 17. fmaf is C99 <math.h> (link with -lm, as amxk needs anyway). */
 AMXK__PRIV void amxk__emu_dp_float(int c, int a, int b, int fp16) {
     int m, n, k, M, N, K;
     float lane[32]; /* 2 per output column, N <= 16 */
-    if (amxk__emu_dp_check(c, a, b)) return;
+    if (amxk__emu_dp_check(c, a, b, fp16 ? AMXK_CPU_AMX_FP16 : AMXK_CPU_AMX_BF16)) return;
     AMXK__EMU_COUNT(tdp, 1);
     AMXK__EMU_COUNT(tdp_rows, amxk__emu.cfg.rows[c]);
     M = amxk__emu.cfg.rows[c], N = amxk__emu.cfg.colsb[c] / 4, K = amxk__emu.cfg.colsb[a] / 4;
@@ -1475,7 +1500,7 @@ AMXK__PRIV void amxk__emu_dp_float(int c, int a, int b, int fp16) {
 /* TDPB[SU][SU]D: C_i32[m][n] += sum over k, i<4 of ext(A[m][4k+i]) * ext(B[k][4n+i]), wrapping. */
 AMXK__PRIV void amxk__emu_dp_int8(int c, int a, int b, int a_signed, int b_signed) {
     int m, n, k, i, M, N, K;
-    if (amxk__emu_dp_check(c, a, b)) return;
+    if (amxk__emu_dp_check(c, a, b, AMXK_CPU_AMX_INT8)) return;
     AMXK__EMU_COUNT(tdp, 1);
     AMXK__EMU_COUNT(tdp_rows, amxk__emu.cfg.rows[c]);
     M = amxk__emu.cfg.rows[c], N = amxk__emu.cfg.colsb[c] / 4, K = amxk__emu.cfg.colsb[a] / 4;
@@ -1571,6 +1596,40 @@ AMXK__PRIV int amxk__level_compiled(amxk_tier t) {
 static amxk_cpu amxk__cpu_info;
 static volatile int amxk__cpu_done;
 
+/* 1 when level t runs with the features `feat` in this build: its code is compiled and its features
+   (amxk_tier_features) are all in feat; the emulated AMX level needs only the AMX-TILE/BF16/INT8 bits
+   (its tiles are portable C, on top of any vector level). */
+AMXK__PRIV int amxk__tier_ok(amxk_tier t, uint32_t feat) {
+    uint32_t need;
+    if (t == AMXK_TIER_SCALAR) return 1;
+    if (t < AMXK_TIER_SCALAR || t > AMXK_TIER_AMX || !amxk__level_compiled(t)) return 0;
+    need = amxk_tier_features(t);
+#if defined(AMXK_AMX_EMULATE)
+    if (t == AMXK_TIER_AMX) need = AMXK_CPU_AMX_TILE | AMXK_CPU_AMX_BF16 | AMXK_CPU_AMX_INT8;
+#endif
+    return (feat & need) == need;
+}
+/* Fills c->emulated (the emulators' features, AMX's as amxk_amx_emu_set_features last set them),
+   c->tiers and c->best_tier from c->usable. */
+AMXK__PRIV void amxk__cpu_tiers(amxk_cpu *c) {
+    int t;
+    c->emulated = 0;
+#if defined(AMXK_AVX512_EMULATE)
+    { /* emulated AVX-512 levels (and the AVX-VNNI shim): SIMDe code compiled for AVX2 */
+        const uint32_t need2 = amxk_tier_features(AMXK_TIER_AVX2);
+        if ((c->usable & need2) == need2)
+            c->emulated |= AMXK_CPU_AVX512F | AMXK_CPU_AVX512BW | AMXK_CPU_AVX512VL | AMXK_CPU_AVX512DQ | AMXK_CPU_AVX512VNNI |
+                           AMXK_CPU_AVX512BF16 | (AMXK__HAS_AVX512FP16 ? AMXK_CPU_AVX512FP16 : 0) | (AMXK__HAS_AVXVNNI ? AMXK_CPU_AVXVNNI : 0);
+    }
+#endif
+#if defined(AMXK_AMX_EMULATE) && AMXK__HAS_AMX
+    c->emulated |= amxk__emu_features & AMXK__EMU_AMX_ALL;
+#endif
+    c->tiers = 0;
+    for (t = AMXK_TIER_SCALAR; t <= AMXK_TIER_AMX; t++)
+        if (amxk__tier_ok((amxk_tier)t, c->usable | c->emulated)) c->tiers |= AMXK_TIER_BIT(t), c->best_tier = (amxk_tier)t;
+}
+
 AMXK__PRIV void amxk__cpu_detect(amxk_cpu *c) {
     memset(c, 0, sizeof *c);
 #if AMXK__X86
@@ -1634,55 +1693,42 @@ AMXK__PRIV void amxk__cpu_detect(amxk_cpu *c) {
         }
     }
 #endif
-    {
-        int t;
-        c->tiers = AMXK_TIER_BIT(AMXK_TIER_SCALAR);
-        c->best_tier = AMXK_TIER_SCALAR;
-        for (t = AMXK_TIER_AVX2; t < AMXK_TIER_AMX; t++) {
-            uint32_t need = amxk_tier_features((amxk_tier)t);
-            int ok = amxk__level_compiled((amxk_tier)t) && (c->usable & need) == need;
 #if defined(AMXK_AVX512_EMULATE)
-            /* emulated AVX-512 levels: SIMDe code, plus the AVX2 kernels the levels' tables share */
-            if (t >= AMXK_TIER_AVX512 && amxk__level_compiled((amxk_tier)t)) {
-                uint32_t need2 = amxk_tier_features(AMXK_TIER_AVX2);
-                ok = (c->usable & need2) == need2;
-            }
-#endif
-            if (ok) c->tiers |= AMXK_TIER_BIT(t), c->best_tier = (amxk_tier)t;
-        }
-#if defined(AMXK_AVX512_EMULATE)
-        c->avx512_emulated = 1;
+    c->avx512_emulated = 1;
 #endif
 #if defined(AMXK_AMX_EMULATE) && AMXK__HAS_AMX
-        c->amx_emulated = 1;
-        c->tiers |= AMXK_TIER_BIT(AMXK_TIER_AMX), c->best_tier = AMXK_TIER_AMX;
-#elif AMXK__HAS_AMX
-        {
-            uint32_t need = amxk_tier_features(AMXK_TIER_AMX);
-            if ((c->usable & need) == need) c->tiers |= AMXK_TIER_BIT(AMXK_TIER_AMX), c->best_tier = AMXK_TIER_AMX;
-        }
+    c->amx_emulated = 1;
 #endif
-    }
+    amxk__cpu_tiers(c);
 }
 
 /* The tier an op runs on for a (possibly NULL) context. */
 AMXK__INLINE amxk_tier amxk__tier(const amxk_ctx *ctx) {
     return ctx ? ctx->tier : amxk_cpu_init()->best_tier;
 }
-/* The best non-AMX tier usable here that does not exceed the op's tier: the tier for the vector code
-   of an op (small shapes, epilogues, conversions) when the op runs at `t`. */
-AMXK__INLINE amxk_tier amxk__vec_tier(amxk_tier t) {
-    unsigned usable = amxk_cpu_init()->tiers;
+/* The features a (possibly NULL) context's ops may use (amxk_ctx.features). */
+AMXK__INLINE uint32_t amxk__features(const amxk_ctx *ctx) {
+    const amxk_cpu *cpu = amxk_cpu_init();
+    return ctx ? ctx->features : cpu->usable | cpu->emulated;
+}
+/* The best non-AMX level the context's features allow that does not exceed its tier: the level of
+   the vector code of an op (small shapes, epilogues, conversions). */
+AMXK__INLINE amxk_tier amxk__vec_level(const amxk_ctx *ctx) {
+    const uint32_t feat = amxk__features(ctx);
     int v;
-    for (v = (int)t; v > AMXK_TIER_SCALAR; v--)
-        if (v != AMXK_TIER_AMX && (usable & AMXK_TIER_BIT(v))) break;
+    for (v = (int)amxk__tier(ctx); v > AMXK_TIER_SCALAR; v--)
+        if (v != AMXK_TIER_AMX && amxk__tier_ok((amxk_tier)v, feat)) break;
     return (amxk_tier)v;
 }
 AMXK__INLINE int amxk__workers(const amxk_ctx *ctx) { return ctx && ctx->n_workers > 0 ? ctx->n_workers : 1; }
-/* Validates a context passed to an op (NULL is valid). */
+/* Validates a context passed to an op (NULL is valid): a level and features this CPU (and its
+   emulators, as they are now) has. */
 AMXK__INLINE int amxk__ctx_ok(const amxk_ctx *ctx) {
-    return !ctx || (ctx->tier >= AMXK_TIER_SCALAR && ctx->tier < AMXK_TIER_COUNT && ctx->n_workers >= 1 &&
-                    (amxk_cpu_init()->tiers & AMXK_TIER_BIT(ctx->tier)) != 0); /* level usable on this CPU */
+    const amxk_cpu *cpu;
+    if (!ctx) return 1;
+    cpu = amxk_cpu_init();
+    return ctx->tier >= AMXK_TIER_SCALAR && ctx->tier < AMXK_TIER_COUNT && ctx->n_workers >= 1 &&
+           (ctx->features & ~(cpu->usable | cpu->emulated)) == 0 && amxk__tier_ok(ctx->tier, ctx->features);
 }
 
 /* Runs fn(task_ctx, t, w) for t in [0, n_tasks) through the context's callback, or serially. */
@@ -1710,7 +1756,7 @@ static const amxk__core_kernels amxk__core_kernels_avx2 = {amxk__convert__avx2};
 #if AMXK__HAS_AVX512
 static const amxk__core_kernels amxk__core_kernels_avx512 = {amxk__convert__avx512};
 #endif
-/* level: a vector level (amxk__vec_tier) usable here. */
+/* level: a vector level (amxk__vec_level) usable here. */
 AMXK__PRIV const amxk__core_kernels *amxk__core_kernels_for(amxk_tier level) {
     (void)level;
 #if AMXK__HAS_AVX512
@@ -1736,20 +1782,34 @@ AMXK_DEF const amxk_cpu *amxk_cpu_init(void) {
 
 AMXK_DEF amxk_status amxk_ctx_init(amxk_ctx *ctx) {
     const amxk_cpu *cpu;
+    uint32_t feat;
     unsigned allow;
     int t;
     if (!ctx) return AMXK_ERR_NULL;
     if (ctx->n_workers < 0) return AMXK_ERR_ARG;
     allow = ctx->isa_allow == AMXK_ISA_ALL ? ~0u : ctx->isa_allow;
     if (ctx->isa_allow & ~AMXK_ISA_MASK) return AMXK_ERR_ARG;
+    if (ctx->cpu_deny & ~AMXK_CPU_ALL) return AMXK_ERR_ARG;
     cpu = amxk_cpu_init();
+    feat = (cpu->usable | cpu->emulated) & ~ctx->cpu_deny;
     for (t = AMXK_TIER_AMX; t >= AMXK_TIER_SCALAR; t--)
-        if ((allow & cpu->tiers & AMXK_TIER_BIT(t)) != 0) break;
+        if ((allow & AMXK_TIER_BIT(t)) != 0 && amxk__tier_ok((amxk_tier)t, feat)) break;
     if (t < AMXK_TIER_SCALAR) return AMXK_ERR_UNSUPPORTED;
     ctx->tier = (amxk_tier)t;
+    ctx->features = feat;
     if (ctx->n_workers == 0) ctx->n_workers = 1;
     return AMXK_OK;
 }
+
+#if defined(AMXK_AMX_EMULATE)
+AMXK_DEF uint32_t amxk_amx_emu_set_features(uint32_t features) {
+    const uint32_t old = amxk__emu_features;
+    (void)amxk_cpu_init(); /* detected before the change, so that the update below is the last word */
+    amxk__emu_features = features & AMXK__EMU_AMX_ALL;
+    amxk__cpu_tiers(&amxk__cpu_info);
+    return old;
+}
+#endif
 
 AMXK_DEF const char *amxk_version(void) { return AMXK_VERSION_STRING; }
 
@@ -1826,7 +1886,7 @@ AMXK_DEF amxk_status amxk_convert(const amxk_ctx *ctx, void *dst, amxk_dtype dt,
     if (n == 0) return AMXK_OK;
     if (!dst || !src) return AMXK_ERR_NULL;
     if (amxk__overlap(dst, n * ds, src, n * ss) && !(dst == src && ds == ss)) return AMXK_ERR_ALIAS;
-    amxk__core_kernels_for(amxk__vec_tier(amxk__tier(ctx)))->convert(dst, dt, src, st, n);
+    amxk__core_kernels_for(amxk__vec_level(ctx))->convert(dst, dt, src, st, n);
     return AMXK_OK;
 }
 

@@ -2274,7 +2274,7 @@ static const amxk__gdn_kernels amxk__gdn_kernels_avx512bf16 = {
     amxk__gdn_recurrent_f32__32col__avx512, amxk__gdn_recurrent_f32__32col__avx512, 1, AMXK__GDN_CB, 9 * AMXK__GDN_CB,
 };
 #endif
-/* The table of a vector level (amxk__vec_tier) usable here: avx512_bf16 and up (avx512_fp16; AMX has
+/* The table of a vector level (amxk__vec_level) usable here: avx512_bf16 and up (avx512_fp16; AMX has
    no kernels of its own in this module) the AVX512_BF16 table, avx512 and avx512_vnni the AVX-512
    table, AVX2 its own, else scalar. The only place that looks at the level; the drivers below never do. */
 AMXK__PRIV const amxk__gdn_kernels *amxk__gdn_kernels_for(amxk_tier level) {
@@ -2294,7 +2294,7 @@ AMXK__PRIV void amxk__gdn_layout(const amxk_ctx *ctx, const amxk_gdn_params *p, 
     amxk__gdn_chunk_ws cw;
     amxk__gdn_rec_ws rw;
     size_t f = 0;
-    pl->k = amxk__gdn_kernels_for(amxk__vec_tier(amxk__tier(ctx)));
+    pl->k = amxk__gdn_kernels_for(amxk__vec_level(ctx));
     amxk__gdn_chunk_layout(p->dk, p->dv, &cw);
     amxk__gdn_rec_layout(p->dk, pl->k, &rw);
     pl->rec_floats = rw.total;
@@ -2760,7 +2760,7 @@ AMXK__PRIV amxk_status amxk__conv_run(const amxk_ctx *ctx, const void *packed, s
         a->n_tb = AMXK__MAX((size_t)1, AMXK__CEIL_DIV(maxlen, a->tb));
     }
     a->nts = ob >= AMXK__CONV_NT_BYTES && (uintptr_t)out % 32 == 0 && ldo * os % 32 == 0;
-    a->k = amxk__gdn_kernels_for(amxk__vec_tier(amxk__tier(ctx)));
+    a->k = amxk__gdn_kernels_for(amxk__vec_level(ctx));
     amxk__parallel(ctx, amxk__conv_task, a, n_seqs * a->n_tb);
     return AMXK_OK;
 }
@@ -2801,7 +2801,7 @@ AMXK_DEF amxk_status amxk_gdn_gating(const amxk_ctx *ctx, size_t n_tokens, size_
         return AMXK_ERR_ALIAS;
     ga.hv = hv, ga.a = a, ga.b = b, ga.lda = lda, ga.ldb = ldb, ga.abt = abt, ga.bt = bt, ga.A_log = A_log, ga.dt_bias = dt_bias;
     ga.alt = alt, ga.dtt = dtt, ga.bsp = bsp, ga.thr = thr, ga.g = g, ga.beta = beta, ga.ldg = ldg, ga.ldbeta = ldbeta;
-    amxk__gdn_kernels_for(amxk__vec_tier(amxk__tier(ctx)))->gating(&ga, 0, n_tokens);
+    amxk__gdn_kernels_for(amxk__vec_level(ctx))->gating(&ga, 0, n_tokens);
     return AMXK_OK;
 }
 

@@ -868,7 +868,7 @@ static const amxk__moe_kernels amxk__moe_kernels_avx2 = {amxk__moe_act__8__avx2,
 static const amxk__moe_kernels amxk__moe_kernels_avx512 = {amxk__moe_act__16__avx512, amxk__moe_combine__16__avx512};
 #endif
 
-/* The table of vector level `level` (amxk__vec_tier of a context's): the one place that maps levels
+/* The table of vector level `level` (amxk__vec_level of a context's): the one place that maps levels
    to this module's kernels. */
 AMXK__PRIV const amxk__moe_kernels *amxk__moe_kernels_for(amxk_tier level) {
 #if AMXK__HAS_AVX512
@@ -1366,7 +1366,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     cnt = (int32_t *)(W + p.off_cnt), order = (int32_t *)(W + p.off_order), pos = (int32_t *)(W + p.off_pos);
     memset(&a, 0, sizeof a);
     a.o = o, a.act = o ? o->act : AMXK_MOE_ACT_SILU, a.alpha = o ? o->alpha : 0.0f, a.limit = o ? o->limit : 0.0f;
-    a.on_input = o && o->apply_router_weight_on_input, a.ctx = ctx, a.kt = amxk__moe_kernels_for(amxk__vec_tier(amxk__tier(ctx)));
+    a.on_input = o && o->apply_router_weight_on_input, a.ctx = ctx, a.kt = amxk__moe_kernels_for(amxk__vec_level(ctx));
     a.rscale = p.rscale, a.m = m, a.topk = topk, a.K = K, a.ldx = ldx, a.ldo = ldo, a.x = x, a.xt = xt, a.ot = ot;
     a.tw = tw, a.order = order, a.pos = pos, a.xg = (uint16_t *)(W + p.off_xg), a.u = (amxk__moe_unit *)(W + p.off_units);
     a.lin = W + p.off_lin, a.lin_worker = p.lin_worker;

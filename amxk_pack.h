@@ -26,7 +26,7 @@
    PATHS
        AMX (level amx; M >= 5): 2R x 32 output tiles (2x2: 2 A, 2 B, 4 C tiles; the rows cut into
        uniform tiles of R = ceil(rows / ceil(rows / 16)) <= 16 rows), TDPBF16PS (TDPFP16PS
-       for fp16, which needs AMX-FP16 hardware or the emulator), fp32 accumulation over all of K in the
+       for fp16 where the context has AMX-FP16: Granite Rapids, or the emulator presenting it), fp32 accumulation over all of K in the
        C tiles. Each worker owns an N range and all the rows (up to 512: AMXK__LIN_AMX_MC); its x rows
        are copied once into tile-major panels (1 KiB tiles) in workspace; its blocks are taken in B
        blocks of ~1 MiB of 16-bit weights (AMXK__LIN_AMX_BBYTES; quantized packs dequantized once into
@@ -398,12 +398,17 @@ AMXK_DEF amxk_status amxk_linear_q8_ws(const amxk_ctx *ctx, size_t m, size_t n, 
 AMXK_DEF amxk_status amxk_linear_q8_workspace_size(const amxk_ctx *ctx, size_t m, const void *packed, size_t packed_bytes,
                                                    size_t *bytes);
 
-/* Workspace bytes amxk_linear needs for this context (tier, worker count) and shape, bf16/fp16 packs
-   (f32 and quantized packs: amxk_linear_workspace_size_for). May be 0.
+/* Workspace bytes amxk_linear needs for this context (tier, features, worker count) and shape, bf16/fp16
+   packs (f32 and quantized packs: amxk_linear_workspace_size_for). May be 0. Exact: amxk_linear on a
+   bf16 or fp16 pack of this shape requires exactly this many bytes (one fewer: AMXK_ERR_WORKSPACE) and
+   y must not overlap any of them; the value depends on ctx, M, N and K only (neither on the pack's
+   16-bit dtype nor on x's), on every CPU and feature set (AMX with or without AMX-FP16 included).
    AMXK_ERR_SHAPE for n or k above 2^40 (no pack is larger) or a size that does not fit a size_t (the
    worker count multiplies it; overflow-checked). */
 AMXK_DEF amxk_status amxk_linear_workspace_size(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t *bytes);
-/* The same for a given packed buffer (quantized packs need room to dequantize a block). */
+/* The same for a given packed buffer (quantized packs need room to dequantize a block), exact in the
+   same way for every pack: amxk_linear requires exactly this many bytes whatever x's dtype (for
+   bf16/fp16 packs it equals amxk_linear_workspace_size). */
 AMXK_DEF amxk_status amxk_linear_workspace_size_for(const amxk_ctx *ctx, size_t m, const void *packed, size_t packed_bytes,
                                                     size_t *bytes);
 
@@ -419,7 +424,10 @@ AMXK_DEF amxk_status amxk_linear_workspace_size_for(const amxk_ctx *ctx, size_t 
    workspace: >= amxk_linear_workspace_size(ctx, M, N, K) bytes for bf16/fp16 packs,
    amxk_linear_workspace_size_for(ctx, M, packed, packed_bytes) for any pack (f32 packs: this one; at
    the amx level they run the vector level's kernels, which need more than the AMX path); AMXK_ALIGN aligned
-   (NULL if 0).
+   (NULL if 0). The call checks exactly the query's bytes (fewer: WORKSPACE); they must not overlap y,
+   x, packed or bias (ALIAS). Plans differ by x dtype where one dtype runs the AMX tiles and the other
+   the vector level (fp16 x without AMX-FP16): the queries and the call take the larger, so the
+   contract does not depend on x's dtype.
    Any M, N, K >= 1. Levels and the parallel decomposition: see the top of this header.
    The pack is validated as amxk_packed_linear_info says (untrusted bytes: FORMAT, ALIGN); the
    context's tier must be usable here (CONTEXT). Non-finite values propagate (README: Trust).
@@ -3746,13 +3754,12 @@ AMXK__PRIV void amxk__linear_ws__amx(amxk__linear_plan *p, size_t m, size_t kp, 
     p->ws_w = quant ? amxk__sz_mul(amxk__sz_add(amxk__sz_mul(2 * p->bpairs, (size_t)AMXK__LIN_NB * 2, o), (size_t)AMXK__LIN_NB * 4, o), kp, o) : 0;
     p->ws_c = (size_t)AMXK__LIN_AMX_M * 2 * AMXK__LIN_NB * 4;
 }
-/* bf16 tiles; fp16 tiles need AMX-FP16 (or the emulator); no fp32 tiles (f32 packs: the vector level). */
-AMXK__PRIV int amxk__linear_takes__amx(amxk_dtype dt) {
-    const amxk_cpu *cpu = amxk_cpu_init();
-    return dt == AMXK_DTYPE_BF16 || (dt == AMXK_DTYPE_F16 && (cpu->amx_emulated || (cpu->usable & AMXK_CPU_AMX_FP16)));
-}
+/* bf16 tiles (AMX-BF16); fp16 tiles only with AMX-FP16 (the amx_fp16 table); no fp32 tiles (f32 packs:
+   the vector level). */
+AMXK__PRIV int amxk__linear_takes__amx(amxk_dtype dt) { return dt == AMXK_DTYPE_BF16; }
+AMXK__PRIV int amxk__linear_takes__amxfp16(amxk_dtype dt) { return dt == AMXK_DTYPE_BF16 || dt == AMXK_DTYPE_F16; }
 /* w8a8 on AMX-INT8 or on the vector level: the rule (a PREDICTED cycle model of one Sapphire Rapids
-   core, not measured: amxk has not run on an AMX machine). Assumptions: one TDPBSSD / TDPBUSD issues
+   core; not measured: the AMX Xeon runs so far checked correctness, not this rule). Assumptions: one TDPBSSD / TDPBUSD issues
    every 16 cycles whatever its row count R <= 16 and k step ks <= 64 (a 16 x 16 x 64 tile: 1024
    MACs / cycle; a tile of fewer rows or a narrower k step costs the same); TILESTORED of a 16 x 16
    int32 tile ~16 cycles; the epilogue 3 vector ops (cvt, sx * sw, fma) per row and 16 columns on 2
@@ -3770,18 +3777,16 @@ AMXK__PRIV int amxk__linear_takes__amx(amxk_dtype dt) {
    mul and fma at 3.0 cycles per row and 16 columns; vpdpbusd 1 per cycle): with it both sides slow
    down and AMX wins from fewer rows (g = 128: m >= 2; g = 32: m >= 5), so the rule errs towards
    VNNI. The AMX kernel also needs a k step (amxk__q8_kstep) and, for int4 / int2,
-   g <= AMXK__Q8A_KC (its widening buffer); and AMX-INT8 (or the emulator). */
+   g <= AMXK__Q8A_KC (its widening buffer). (AMX-INT8 is one of the AMX level's own features.) */
 AMXK__INLINE int amxk__q8_amx_wins(size_t m, size_t g, size_t ks, int bits) {
     const double amx = (double)AMXK__CEIL_DIV(m, (size_t)16) * (16.0 * (double)g / (double)ks + 16.0) + 1.5 * (double)m +
                        (bits < 8 ? 0.5 * (double)g : 0.0);
     return amx < (double)m * ((double)g / 8.0 + 1.0);
 }
 AMXK__PRIV int amxk__linear_q8_takes__amx(const amxk__qview *v, size_t m, int u8) {
-    const amxk_cpu *cpu = amxk_cpu_init();
     const size_t ks = amxk__q8_kstep(v->bk);
     (void)u8;
-    return ks != 0 && (v->bits == 8 || v->bk <= AMXK__Q8A_KC) && amxk__q8_amx_wins(m, v->bk, ks, v->bits) &&
-           (cpu->amx_emulated || (cpu->usable & AMXK_CPU_AMX_INT8));
+    return ks != 0 && (v->bits == 8 || v->bk <= AMXK__Q8A_KC) && amxk__q8_amx_wins(m, v->bk, ks, v->bits);
 }
 /* The AMX w8a8 grid: N-major, one task per worker (block pairs split evenly) over all rows, or over
    row chunks of AMXK__Q8A_MC when the k chunks are shorter than K (the accumulators' bound). */
@@ -3825,19 +3830,26 @@ static const amxk__pack_kernels amxk__pack_kernels_avx512bf16 = {
     amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni, amxk__linear_q8_xpan_takes__avx512vnni, NULL};
 #endif
 #if AMXK__HAS_AMX
+/* AMX-TILE/BF16/INT8 (Sapphire / Emerald Rapids): fp16 x runs the vector level */
 static const amxk__pack_kernels amxk__pack_kernels_amx = {
     AMXK__LIN_MC, AMXK__LIN_AMX_MIN_M, AMXK__LIN_NC, amxk__linear_takes__amx, amxk__linear_ws__amx, amxk__linear_block__32x32__amx,
     amxk__linear_q8_takes__amx, amxk__linear_q8_block__32x32__amx, NULL, NULL, NULL, amxk__linear_q8_grid__amx, NULL, NULL, 2,
     amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx, NULL, NULL, amxk__xpanel__amx};
+/* the AMX level with AMX-FP16 (Granite Rapids): fp16 x on TDPFP16PS too */
+static const amxk__pack_kernels amxk__pack_kernels_amxfp16 = {
+    AMXK__LIN_MC, AMXK__LIN_AMX_MIN_M, AMXK__LIN_NC, amxk__linear_takes__amxfp16, amxk__linear_ws__amx, amxk__linear_block__32x32__amx,
+    amxk__linear_q8_takes__amx, amxk__linear_q8_block__32x32__amx, NULL, NULL, NULL, amxk__linear_q8_grid__amx, NULL, NULL, 2,
+    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx, NULL, NULL, amxk__xpanel__amx};
 #endif
 
-/* The table of ISA level `level` (a context's tier, or a vector level): the one place that maps levels
-   to kernels. Each AVX-512 level has its table; the AVX2 level's w8a8 kernel uses AVX-VNNI where the
-   CPU has it (the AVX2 level's only CPU-feature variant); the AMX table runs its own kernels and hands
-   the rest to the vector level below it (amxk__pack_layout). */
-AMXK__PRIV const amxk__pack_kernels *amxk__pack_kernels_for(amxk_tier level) {
+/* The table of ISA level `level` (a context's tier, or a vector level) with the context's features
+   `feat` (amxk__features): the one place that maps levels to kernels. Each AVX-512 level has its
+   table; two levels have a variant for a feature beyond their own: the AVX2 level's w8a8 kernel on
+   AVX-VNNI, the AMX level's fp16 tiles on AMX-FP16. The AMX tables run their own kernels and hand
+   the rest to the vector level below them (amxk__pack_layout). */
+AMXK__PRIV const amxk__pack_kernels *amxk__pack_kernels_for(amxk_tier level, uint32_t feat) {
 #if AMXK__HAS_AMX
-    if (level == AMXK_TIER_AMX) return &amxk__pack_kernels_amx;
+    if (level == AMXK_TIER_AMX) return (feat & AMXK_CPU_AMX_FP16) ? &amxk__pack_kernels_amxfp16 : &amxk__pack_kernels_amx;
 #endif
 #if AMXK__HAS_AVX512
     if (level >= AMXK_TIER_AVX512_BF16 && level < AMXK_TIER_AMX) return &amxk__pack_kernels_avx512bf16;
@@ -3845,17 +3857,21 @@ AMXK__PRIV const amxk__pack_kernels *amxk__pack_kernels_for(amxk_tier level) {
     if (level == AMXK_TIER_AVX512) return &amxk__pack_kernels_avx512;
 #endif
 #if AMXK__HAS_AVXVNNI
-    if (level == AMXK_TIER_AVX2 && amxk__avxvnni_usable()) return &amxk__pack_kernels_avx2vnni;
+    if (level == AMXK_TIER_AVX2 && (feat & AMXK_CPU_AVXVNNI)) return &amxk__pack_kernels_avx2vnni;
 #endif
 #if AMXK__HAS_AVX2
     if (level >= AMXK_TIER_AVX2 && level < AMXK_TIER_AMX) return &amxk__pack_kernels_avx2;
 #endif
-    (void)level;
+    (void)level, (void)feat;
     return &amxk__pack_kernels_scalar;
+}
+/* The table of a context's level. */
+AMXK__INLINE const amxk__pack_kernels *amxk__pack_kernels_ctx(const amxk_ctx *ctx) {
+    return amxk__pack_kernels_for(amxk__tier(ctx), amxk__features(ctx));
 }
 /* The vector level's table of a context (its best level below AMX). */
 AMXK__INLINE const amxk__pack_kernels *amxk__pack_kernels_vec(const amxk_ctx *ctx) {
-    return amxk__pack_kernels_for(amxk__vec_tier(amxk__tier(ctx)));
+    return amxk__pack_kernels_for(amxk__vec_level(ctx), amxk__features(ctx));
 }
 
 /* 1 when the w8a8 call of plan p on pack v reads x panels (q8_xpan's, a->xpan): the vector level
@@ -3879,7 +3895,7 @@ AMXK__INLINE int amxk__q8_xpan_used(const amxk__linear_plan *p, const amxk__qvie
    whole 64-byte rows of the packed block (amxk__q_kind). */
 AMXK__PRIV void amxk__pack_layout(const amxk_ctx *ctx, int op, size_t m, size_t n, size_t k, amxk_dtype dt, const amxk__qview *q,
                                   amxk__linear_plan *p) {
-    const amxk__pack_kernels *kt = amxk__pack_kernels_for(amxk__tier(ctx));
+    const amxk__pack_kernels *kt = amxk__pack_kernels_ctx(ctx);
     const size_t kp = amxk__lin_kp(k), nblk = amxk__lin_nblk(n), workers = (size_t)amxk__workers(ctx);
     int takes = op == AMXK__OP_Q8 && kt->q8_takes ? 1 : m >= kt->min_m; /* w8a8: q8_takes's rule decides */
     memset(p, 0, sizeof *p);
@@ -3929,6 +3945,24 @@ static void amxk__linear_q8_task(void *task_ctx, size_t task, int worker) {
 /* The dtype the linear kernels multiply in for x dtype xt and a pack of header dtype pt (f32 packs widen
    every x to f32). */
 AMXK__INLINE amxk_dtype amxk__lin_mul_dt(amxk_dtype pt, amxk_dtype xt) { return pt == AMXK_DTYPE_F32 ? AMXK_DTYPE_F32 : xt; }
+
+/* The workspace bytes amxk_linear requires on ctx for m rows of an [n, k] pack of dtype pt (q: its
+   quantized view, or NULL): the largest of the plans of the x dtypes the call could be given - both
+   16-bit dtypes for bf16/fp16 and quantized packs (plans differ where one dtype runs the AMX tiles
+   and the other the vector level: fp16 without AMX-FP16), F32 for f32 packs. Both size queries
+   return it and the call requires it whatever x's dtype, so every query is exact: the call refuses
+   one byte less and y overlapping any of these bytes. *ovf is set when it does not fit a size_t. */
+AMXK__PRIV size_t amxk__linear_ws_need(const amxk_ctx *ctx, size_t m, size_t n, size_t k, amxk_dtype pt, const amxk__qview *q, int *ovf) {
+    amxk__linear_plan p;
+    size_t best = 0;
+    int t;
+    for (t = 0; t < 2; t++) {
+        amxk__pack_layout(ctx, AMXK__OP_LINEAR, m, n, k, amxk__lin_mul_dt(pt, t ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16), q, &p);
+        if (p.ws_overflow) *ovf = 1;
+        best = AMXK__MAX(best, p.ws_total);
+    }
+    return best;
+}
 
 /* A validated pack of either kind, as the drivers read it. */
 typedef struct amxk__linop {
@@ -4580,41 +4614,30 @@ AMXK_DEF amxk_status amxk_dequantize(const void *packed, size_t bytes, float *w,
 }
 
 AMXK_DEF amxk_status amxk_linear_workspace_size(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t *bytes) {
-    amxk__linear_plan p;
-    size_t best = 0;
-    int t;
+    int ovf = 0;
+    size_t need;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!bytes) return AMXK_ERR_NULL;
     if (m == 0 || n == 0 || k == 0 || n > ((size_t)1 << 40) || k > ((size_t)1 << 40)) return AMXK_ERR_SHAPE; /* no pack is larger */
-    /* the plan's workspace does not depend on the dtype except through the AMX fp16 fallback, which
-       needs less than the AMX path; take the larger of the two (f32 packs: amxk_linear_workspace_size_for) */
-    for (t = 0; t < 2; t++) {
-        amxk__pack_layout(ctx, AMXK__OP_LINEAR, m, n, k, t ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16, NULL, &p);
-        if (p.ws_overflow) return AMXK_ERR_SHAPE; /* workspace beyond SIZE_MAX (n_workers) */
-        best = AMXK__MAX(best, p.ws_total);
-    }
-    *bytes = best;
+    need = amxk__linear_ws_need(ctx, m, n, k, AMXK_DTYPE_BF16, NULL, &ovf); /* any bf16/fp16 pack */
+    if (ovf) return AMXK_ERR_SHAPE; /* workspace beyond SIZE_MAX (n_workers) */
+    *bytes = need;
     return AMXK_OK;
 }
 
 AMXK_DEF amxk_status amxk_linear_workspace_size_for(const amxk_ctx *ctx, size_t m, const void *packed, size_t packed_bytes,
                                                     size_t *bytes) {
     amxk__linop op;
-    amxk__linear_plan p;
     amxk_status s;
-    size_t best = 0;
-    int t;
+    int ovf = 0;
+    size_t need;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!bytes) return AMXK_ERR_NULL;
     if ((s = amxk__linop_init(&op, packed, packed_bytes)) != AMXK_OK) return s;
     if (m == 0) return AMXK_ERR_SHAPE;
-    for (t = 0; t < 2; t++) { /* either 16-bit x dtype */
-        amxk__pack_layout(ctx, AMXK__OP_LINEAR, m, op.n, op.k, amxk__lin_mul_dt(op.pt, t ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16),
-                          op.quant ? &op.q : NULL, &p);
-        if (p.ws_overflow) return AMXK_ERR_SHAPE;
-        best = AMXK__MAX(best, p.ws_total);
-    }
-    *bytes = best;
+    need = amxk__linear_ws_need(ctx, m, op.n, op.k, op.pt, op.quant ? &op.q : NULL, &ovf);
+    if (ovf) return AMXK_ERR_SHAPE;
+    *bytes = need;
     return AMXK_OK;
 }
 
@@ -4624,8 +4647,9 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
     amxk__linear_plan p;
     amxk__linear_args a;
     amxk__linop op;
-    size_t ysz = amxk_dtype_size(yt), ybytes;
+    size_t ysz = amxk_dtype_size(yt), ybytes, xbytes, need;
     amxk_status s;
+    int ovf = 0;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!x || !packed || !y) return AMXK_ERR_NULL;
     if (m == 0 || n == 0 || k == 0) return AMXK_ERR_SHAPE;
@@ -4638,14 +4662,20 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
     if (!op.quant && op.pt != AMXK_DTYPE_F32 && op.pt != xt) return AMXK_ERR_FORMAT;
     if (op.n != n || op.k != k) return AMXK_ERR_FORMAT;
     amxk__linear_bind(ctx, &op, m, x, xt, ldx, bias, y, yt, ldy, workspace, &a, &p);
-    if (p.ws_overflow) return AMXK_ERR_WORKSPACE; /* no workspace can be that large */
-    if (p.ws_total) {
-        if (!workspace || workspace_bytes < p.ws_total) return AMXK_ERR_WORKSPACE;
+    need = amxk__linear_ws_need(ctx, m, n, k, op.pt, op.quant ? &op.q : NULL, &ovf); /* >= p.ws_total: the queries' value */
+    if (ovf || p.ws_overflow) return AMXK_ERR_WORKSPACE; /* no workspace can be that large */
+    if (need) {
+        if (!workspace || workspace_bytes < need) return AMXK_ERR_WORKSPACE;
         if ((uintptr_t)workspace % AMXK_ALIGN) return AMXK_ERR_ALIGN;
     }
     ybytes = ((m - 1) * ldy + n) * ysz;
-    if (amxk__overlap(y, ybytes, x, ((m - 1) * ldx + k) * amxk_dtype_size(xt)) || amxk__overlap(y, ybytes, packed, packed_bytes) ||
-        (bias && amxk__overlap(y, ybytes, bias, n * 4)) || amxk__overlap(y, ybytes, workspace, p.ws_total))
+    xbytes = ((m - 1) * ldx + k) * amxk_dtype_size(xt);
+    if (amxk__overlap(y, ybytes, x, xbytes) || amxk__overlap(y, ybytes, packed, packed_bytes) ||
+        (bias && amxk__overlap(y, ybytes, bias, n * 4)) || amxk__overlap(y, ybytes, workspace, need))
+        return AMXK_ERR_ALIAS;
+    /* the workspace is written too: it must not hold an input */
+    if (need && (amxk__overlap(workspace, need, x, xbytes) || amxk__overlap(workspace, need, packed, packed_bytes) ||
+                 (bias && amxk__overlap(workspace, need, bias, n * 4))))
         return AMXK_ERR_ALIAS;
     amxk__parallel(ctx, amxk__linear_task, &a, p.m_tasks * p.n_tasks);
     return AMXK_OK;
@@ -4690,7 +4720,7 @@ AMXK__PRIV int amxk__linop_same(const void *a, size_t bytes_a, const void *b, si
    the row count and a table other than the vector level's takes only calls of min_m rows or more, so
    the plans of rows and of min(rows, min_m - 1) rows bound every row count. */
 AMXK__PRIV size_t amxk__linop_ws(const amxk_ctx *ctx, const amxk__linop *op, size_t rows, int q8) {
-    const size_t below = AMXK__MIN(rows, amxk__pack_kernels_for(amxk__tier(ctx))->min_m - 1);
+    const size_t below = AMXK__MIN(rows, amxk__pack_kernels_ctx(ctx)->min_m - 1);
     amxk__linear_plan p;
     size_t best = 0;
     int t, i;
@@ -4781,7 +4811,7 @@ AMXK__PRIV size_t amxk__linop_xpanel_bound(const amxk_ctx *ctx, const amxk__lino
         return amxk__sz_mul(amxk__sz_add(amxk__sz_mul(rows / AMXK__Q8_XPAN_ROWS, AMXK__Q8_XPAN_UNITS(op->k), ovf), calls, ovf),
                             AMXK__Q8_XPAN_ROWS * 4, ovf);
     }
-    if (!amxk__pack_kernels_for(amxk__tier(ctx))->lin_xpanel || !rows) return 0;
+    if (!amxk__pack_kernels_ctx(ctx)->lin_xpanel || !rows) return 0;
     /* each row chunk's panels at most 31 rows more than its rows; the AMX level's chunks (mc =
        min(rows, AMXK__LIN_AMX_MC), amxk__linear_ws__amx): at most calls + rows / AMXK__LIN_AMX_MC */
     rows = amxk__sz_add(rows, amxk__sz_mul(31, amxk__sz_add(calls, rows / AMXK__LIN_AMX_MC, ovf), ovf), ovf);

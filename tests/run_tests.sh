@@ -3,7 +3,10 @@
 #
 #   tests/run_tests.sh PROGRAM...
 #
-# Each PROGRAM is a test binary or a shell script (*.sh, run with bash). A program reports its result
+# Each PROGRAM is a test binary or a shell script (*.sh, run with bash), a binary optionally followed by
+# variant settings `@KEY=VALUE` (each becomes the environment variable AMXK_TEST_KEY=VALUE for that run:
+# build/test_pack_emu512@DENY=amx-fp16 runs test_pack with AMXK_TEST_DENY=amx-fp16; tests/test.h says
+# what DENY and ONLY do). A program reports its result
 # with a last line `N passed, N failed` alone on the line. Its count is taken as reported; a program
 # that exits non-zero without reporting a failure (a crash, an abort, a timeout, a missing binary or
 # a missing summary line) adds one failure. Each program's output is printed whole when it ends
@@ -33,7 +36,13 @@ trap 'rm -rf "$tmp"' EXIT
 
 # run_one I PROG: runs program I, its output in $tmp/I.log, exit status and seconds in $tmp/I.rc
 run_one() {
-    local i=$1 prog=$2 cmd start rc
+    local i=$1 prog=$2 cmd start rc kv
+    local -a envs=(env)
+    if [ "${prog#*@}" != "$prog" ]; then # variant settings
+        IFS=@ read -r -a kv <<<"${prog#*@}"
+        for s in "${kv[@]}"; do envs+=("AMXK_TEST_$s"); done
+        prog=${prog%%@*}
+    fi
     if [ "${prog%.sh}" != "$prog" ]; then
         cmd=(bash "$prog")
     elif [ -n "$prefix" ]; then
@@ -46,7 +55,7 @@ run_one() {
         cmd=(timeout "$limit" "${cmd[@]}")
     fi
     start=$(date +%s)
-    "${cmd[@]}" >"$tmp/$i.log" 2>&1 </dev/null
+    "${envs[@]}" "${cmd[@]}" >"$tmp/$i.log" 2>&1 </dev/null
     rc=$?
     echo "$rc $(($(date +%s) - start))" >"$tmp/$i.rc"
 }
@@ -54,8 +63,8 @@ run_one() {
 progs=("$@")
 order=()
 for i in "${!progs[@]}"; do case "${progs[$i]}" in *.sh) order+=("$i") ;; esac; done
-for i in "${!progs[@]}"; do case "${progs[$i]}" in *_emu512) order+=("$i") ;; esac; done
-for i in "${!progs[@]}"; do case "${progs[$i]}" in *.sh | *_emu512) ;; *) order+=("$i") ;; esac; done
+for i in "${!progs[@]}"; do case "${progs[$i]}" in *_emu512 | *_emu512@*) order+=("$i") ;; esac; done
+for i in "${!progs[@]}"; do case "${progs[$i]}" in *.sh | *_emu512 | *_emu512@*) ;; *) order+=("$i") ;; esac; done
 
 declare -A pid_of=()
 show() { # prints the output of the program whose job had pid $1
@@ -78,7 +87,8 @@ while [ "${#pid_of[@]}" -gt 0 ]; do
 done
 
 for i in "${!progs[@]}"; do
-    name=$(basename "${progs[$i]}")
+    name=$(basename "${progs[$i]%%@*}")
+    if [ "${progs[$i]#*@}" != "${progs[$i]}" ]; then name="$name@${progs[$i]#*@}"; fi
     log=$tmp/$i.log
     read -r rc secs <"$tmp/$i.rc" 2>/dev/null || { rc=127; secs=0; }
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
@@ -110,7 +120,7 @@ for i in "${!progs[@]}"; do
     [ "$rc" -eq 124 ] && note=" (timed out after ${limit}s)"
     total_pass=$((total_pass + p))
     total_fail=$((total_fail + f))
-    summary+=("$(printf '%-28s %6d passed %4d failed %5ss%s' "$name" "$p" "$f" "$secs" "$note")")
+    summary+=("$(printf '%-44s %6d passed %4d failed %5ss%s' "$name" "$p" "$f" "$secs" "$note")")
 done
 
 echo "=== summary"

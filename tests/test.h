@@ -369,7 +369,10 @@ TEST_FN size_t test_allclose(const float *got, const float *want, size_t n, doub
 TEST_VAR const int test_worker_counts[TEST_N_WORKER_COUNTS] = {1, 2, 3, 7};
 TEST_VAR amxk_pool test_pools[TEST_N_WORKER_COUNTS];
 TEST_VAR int test_pool_ready[TEST_N_WORKER_COUNTS];
-TEST_VAR int test_tier_state[AMXK_TIER_COUNT]; /* 0 not tried, 1 ran, -1 skipped */
+TEST_VAR int test_tier_state[AMXK_TIER_COUNT]; /* 0 not tried, 1 ran, -1 skipped, -2 not in this run (AMXK_TEST_ONLY) */
+TEST_VAR uint32_t test_deny;  /* AMXK_TEST_DENY: features every test context denies (amxk_ctx.cpu_deny) */
+TEST_VAR unsigned test_only; /* AMXK_TEST_ONLY: the levels this run tests (AMXK_TIER_BIT mask; 0 = all): test_tier_runs
+                              and TEST_FOR_EACH_TIER skip the others, test_ctx gives none of them but scalar */
 
 /* The cached pool with n workers (one of test_worker_counts, or any n: a new pool is not cached). */
 TEST_FN amxk_pool *test_pool(int n) {
@@ -396,7 +399,12 @@ TEST_FN int test_ctx(amxk_ctx *ctx, amxk_tier t, int n_workers) {
     test_case_open = 0; /* tier-dependent from here: data draws need a new test_case_begin */
     memset(ctx, 0, sizeof *ctx);
     ctx->isa_allow = AMXK_TIER_BIT(t);
+    ctx->cpu_deny = test_deny;
     if (n_workers > 1) amxk_pool_bind(test_pool(n_workers), ctx);
+    if (test_only && !(test_only & AMXK_TIER_BIT(t)) && t != AMXK_TIER_SCALAR) {
+        test_tier_state[t] = -2; /* not this run's level: quietly left out (scalar contexts pack and check for the others) */
+        return 0;
+    }
     if (!(amxk_cpu_init()->tiers & AMXK_TIER_BIT(t)) || (s = amxk_ctx_init(ctx)) != AMXK_OK || ctx->tier != t) {
         if (test_tier_state[t] != -1) printf("skip tier %s: not usable here\n", amxk_tier_name(t));
         test_tier_state[t] = -1;
@@ -413,15 +421,91 @@ TEST_FN void test_reverse_for(void *user, amxk_task_fn fn, void *task_ctx, size_
     (void)user;
     for (t = n_tasks; t-- > 0;) fn(task_ctx, t, (int)((n_tasks - 1 - t) % 3));
 }
+/* 1 when test_ctx gives a context of level t in this run (usable here, in AMXK_TEST_ONLY, not removed
+   by AMXK_TEST_DENY). */
+TEST_FN int test_tier_runs(amxk_tier t) {
+    amxk_ctx c;
+    memset(&c, 0, sizeof c);
+    c.isa_allow = AMXK_TIER_BIT(t), c.cpu_deny = test_deny;
+    if (test_only && !(test_only & AMXK_TIER_BIT(t))) return 0;
+    return (amxk_cpu_init()->tiers & AMXK_TIER_BIT(t)) && amxk_ctx_init(&c) == AMXK_OK && c.tier == t;
+}
+/* The vector level of a context (the best level below AMX, and not above its own, whose features it
+   has): the level an AMX context's non-tile code runs. */
+TEST_FN amxk_tier test_vec_level(const amxk_ctx *ctx) {
+    int v;
+    for (v = (int)ctx->tier; v > AMXK_TIER_SCALAR; v--)
+        if (v != AMXK_TIER_AMX && (amxk_cpu_init()->tiers & AMXK_TIER_BIT(v)) &&
+            (amxk_tier_features((amxk_tier)v) & ~ctx->features) == 0)
+            break;
+    return (amxk_tier)v;
+}
 #define TEST_FOR_EACH_TIER(t, ctx) \
-    for ((t) = AMXK_TIER_SCALAR; (t) <= AMXK_TIER_AMX; (t) = (amxk_tier)((int)(t) + 1)) if (test_ctx(&(ctx), (t), 1))
+    for ((t) = AMXK_TIER_SCALAR; (t) <= AMXK_TIER_AMX; (t) = (amxk_tier)((int)(t) + 1)) if ((!test_only || (test_only & AMXK_TIER_BIT(t))) && test_ctx(&(ctx), (t), 1))
 
 /* ---- start / finish ------------------------------------------------------------------------------- */
+
+/* Feature names of AMXK_TEST_DENY, as the README and the summary lines spell them. */
+TEST_VAR const struct { const char *name; uint32_t bit; } test_feature_names[] = {
+    {"avx2", AMXK_CPU_AVX2}, {"fma", AMXK_CPU_FMA}, {"f16c", AMXK_CPU_F16C}, {"avx512f", AMXK_CPU_AVX512F},
+    {"avx512bw", AMXK_CPU_AVX512BW}, {"avx512vl", AMXK_CPU_AVX512VL}, {"avx512dq", AMXK_CPU_AVX512DQ},
+    {"avx512vnni", AMXK_CPU_AVX512VNNI}, {"avx512bf16", AMXK_CPU_AVX512BF16}, {"avx512fp16", AMXK_CPU_AVX512FP16},
+    {"avx-vnni", AMXK_CPU_AVXVNNI}, {"amx-tile", AMXK_CPU_AMX_TILE}, {"amx-bf16", AMXK_CPU_AMX_BF16},
+    {"amx-int8", AMXK_CPU_AMX_INT8}, {"amx-fp16", AMXK_CPU_AMX_FP16}};
+/* Parses a comma-separated list of feature names (kind 0) or level names (kind 1) into a mask; exits
+   with status 2 on an unknown name. */
+TEST_FN uint32_t test_parse_list(const char *var, const char *s, int kind) {
+    uint32_t mask = 0;
+    while (s && *s) {
+        size_t n = strcspn(s, ","), i, found = 0;
+        for (i = 0; kind == 0 && i < sizeof test_feature_names / sizeof test_feature_names[0]; i++)
+            if (strlen(test_feature_names[i].name) == n && strncmp(s, test_feature_names[i].name, n) == 0) mask |= test_feature_names[i].bit, found = 1;
+        for (i = AMXK_TIER_SCALAR; kind == 1 && i <= AMXK_TIER_AMX; i++)
+            if (strlen(amxk_tier_name((amxk_tier)i)) == n && strncmp(s, amxk_tier_name((amxk_tier)i), n) == 0) mask |= AMXK_TIER_BIT(i), found = 1;
+        if (n && !found) {
+            printf("%s: unknown name '%.*s'\n", var, (int)n, s);
+            exit(2);
+        }
+        s += n + (s[n] == ',');
+    }
+    return mask;
+}
+/* The level's name in the summary lines: the AVX2 and AMX levels carry the run-time feature their
+   tables consult (AVX-VNNI, AMX-FP16), as this run's contexts have it. */
+TEST_FN const char *test_level_name(amxk_tier t) {
+    const amxk_cpu *cpu = amxk_cpu_init();
+    const uint32_t feat = (cpu->usable | cpu->emulated) & ~test_deny;
+    if (t == AMXK_TIER_AVX2) return (feat & AMXK_CPU_AVXVNNI) ? "avx2(+vnni)" : "avx2(no-vnni)";
+    if (t == AMXK_TIER_AMX) return (feat & AMXK_CPU_AMX_FP16) ? "amx(+fp16)" : "amx(no-fp16)";
+    return amxk_tier_name(t);
+}
+/* 1 when level t runs emulated in this build: SIMDe (AVX-512 levels), the tile emulator (AMX), or the
+   AVX2 level's AVX-VNNI kernels through the SIMDe build's shim on a CPU without AVX-VNNI. */
+TEST_FN int test_level_emulated(amxk_tier t) {
+    const amxk_cpu *cpu = amxk_cpu_init();
+    if (t == AMXK_TIER_AMX) return cpu->amx_emulated;
+    if (t == AMXK_TIER_AVX2) return (cpu->emulated & ~cpu->usable & ~test_deny & AMXK_CPU_AVXVNNI) != 0;
+    return t >= AMXK_TIER_AVX512 && t < AMXK_TIER_AMX && cpu->avx512_emulated;
+}
 
 TEST_FN void test_init(void) {
     const char *s = getenv("AMXK_TEST_SEED");
     const amxk_cpu *cpu = amxk_cpu_init();
     int t;
+    test_deny = test_parse_list("AMXK_TEST_DENY", getenv("AMXK_TEST_DENY"), 0);
+    test_only = test_parse_list("AMXK_TEST_ONLY", getenv("AMXK_TEST_ONLY"), 1);
+#if defined(AMXK_AMX_EMULATE)
+    /* the emulated tile unit presents what the run does not deny (a TDP of a denied feature faults) */
+    if (test_deny & (AMXK_CPU_AMX_TILE | AMXK_CPU_AMX_BF16 | AMXK_CPU_AMX_INT8 | AMXK_CPU_AMX_FP16))
+        amxk_amx_emu_set_features((AMXK_CPU_AMX_TILE | AMXK_CPU_AMX_BF16 | AMXK_CPU_AMX_INT8 | AMXK_CPU_AMX_FP16) & ~test_deny);
+#endif
+    if (test_deny && (test_deny & (cpu->usable | cpu->emulated)) == 0 &&
+        (!cpu->amx_emulated || !(test_deny & (AMXK_CPU_AMX_TILE | AMXK_CPU_AMX_BF16 | AMXK_CPU_AMX_INT8 | AMXK_CPU_AMX_FP16)))) {
+        /* a variant run that denies what this CPU and build do not have: the same as the plain run */
+        printf("AMXK_TEST_DENY=%s: none of these features is present here: nothing to run\n", getenv("AMXK_TEST_DENY"));
+        printf("levels native: none; emulated: none\n0 passed, 0 failed\n");
+        exit(0);
+    }
     if (s && *s) test_seed = strtoull(s, NULL, 0);
     test_rng_state = 0;
     test_case_open = 0;
@@ -431,6 +515,9 @@ TEST_FN void test_init(void) {
            amxk_tier_name(cpu->best_tier), cpu->amx_emulated ? " (AMX emulated)" : "");
     for (t = AMXK_TIER_SCALAR; t <= AMXK_TIER_AMX; t++)
         if (cpu->tiers & AMXK_TIER_BIT(t)) printf(" %s", amxk_tier_name((amxk_tier)t));
+    if (test_deny || test_only)
+        printf("\nthis run: contexts deny '%s' (cpu_deny 0x%x), levels '%s'", getenv("AMXK_TEST_DENY") ? getenv("AMXK_TEST_DENY") : "",
+               (unsigned)test_deny, getenv("AMXK_TEST_ONLY") ? getenv("AMXK_TEST_ONLY") : "all");
     printf("\n");
     fflush(stdout);
 }
@@ -452,14 +539,11 @@ TEST_FN int test_finish(void) {
     /* the line tests/run_tests.sh aggregates: which levels ran on the CPU's own instructions and
        which through an emulator (SIMDe for the AVX-512 levels, the tile emulator for AMX) */
     {
-        const amxk_cpu *cpu = amxk_cpu_init();
         for (i = 0; i < 2; i++) {
             int any = 0;
             printf(i == 0 ? "\nlevels native:" : "; emulated:");
-            for (t = AMXK_TIER_SCALAR; t <= AMXK_TIER_AMX; t++) {
-                int emu = (t == AMXK_TIER_AMX && cpu->amx_emulated) || (t >= AMXK_TIER_AVX512 && cpu->avx512_emulated);
-                if (test_tier_state[t] == 1 && emu == i) printf(" %s", amxk_tier_name((amxk_tier)t)), any = 1;
-            }
+            for (t = AMXK_TIER_SCALAR; t <= AMXK_TIER_AMX; t++)
+                if (test_tier_state[t] == 1 && test_level_emulated((amxk_tier)t) == i) printf(" %s", test_level_name((amxk_tier)t)), any = 1;
             if (!any) printf(" none");
         }
     }

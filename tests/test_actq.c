@@ -323,7 +323,7 @@ static void q8_raw_case(amxk_tier t, amxk_qformat fmt, int asym, size_t m, size_
     { /* the tasks in reverse order on 3 workers: the 1-worker y, bit for bit */
         amxk_ctx rc;
         memset(&rc, 0, sizeof rc);
-        rc.parallel_for = rev_parallel_for, rc.n_workers = 3, rc.isa_allow = AMXK_TIER_BIT(t);
+        rc.parallel_for = rev_parallel_for, rc.n_workers = 3, rc.isa_allow = AMXK_TIER_BIT(t), rc.cpu_deny = test_deny;
         memset(y2, 0xff, m * ldy * 4);
         diff += amxk_ctx_init(&rc) != AMXK_OK ||
                 amxk_linear_q8(&rc, m, n, k, xq, AMXK_DTYPE_I8, ldq, xs, AMXK_SCALES_ROW_MAJOR, 1, k, p, bytes, NULL, y2, AMXK_DTYPE_F32, ldy) != AMXK_OK ||
@@ -518,10 +518,7 @@ static void test_q8_ws_contract(void) {
     memset(y, 0x7b, sizeof y), memcpy(y0, y, sizeof y);
     TEST_FOR_EACH_TIER(t, ctx) {
         /* the context's vector level: the best level usable here, not AMX, not above the context's */
-        const unsigned usable = amxk_cpu_init()->tiers;
-        int v = t, vnni;
-        while (v > AMXK_TIER_SCALAR && (v == AMXK_TIER_AMX || !(usable & AMXK_TIER_BIT(v)))) v--;
-        vnni = v >= AMXK_TIER_AVX512_VNNI;
+        const int vnni = test_vec_level(&ctx) >= AMXK_TIER_AVX512_VNNI;
         for (ms = 1; ms <= 40; ms++) {
             const size_t want = vnni ? ms / 8 * 8 * (size_t)K : 0;
             bad += amxk_linear_q8_workspace_size(&ctx, ms, p, bytes, &wsb) != AMXK_OK || wsb != want;

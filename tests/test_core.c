@@ -157,6 +157,61 @@ static void test_ctx_init(void) {
     /* init twice is fine */
     memset(&c, 0, sizeof c);
     CHECK(amxk_ctx_init(&c) == AMXK_OK && amxk_ctx_init(&c) == AMXK_OK && c.n_workers == 1, "init twice");
+
+    /* cpu_deny: bits outside the features are refused; each feature denied alone leaves a context whose
+       features lack it, whose level needs none of the denied ones, and no higher level that would do */
+    {
+        const uint32_t all = cpu->usable | cpu->emulated, amx3 = AMXK_CPU_AMX_TILE | AMXK_CPU_AMX_BF16 | AMXK_CPU_AMX_INT8;
+        const uint32_t bad_deny[] = {1u << 15, 1u << 31, AMXK_CPU_AMX_FP16 | (1u << 20)};
+        uint32_t f;
+        for (i = 0; i < sizeof bad_deny / sizeof bad_deny[0]; i++) {
+            memset(&c, 0, sizeof c);
+            c.cpu_deny = bad_deny[i], c.tier = (amxk_tier)77;
+            memcpy(&saved, &c, sizeof c);
+            CHECK(amxk_ctx_init(&c) == AMXK_ERR_ARG && memcmp(&c, &saved, sizeof c) == 0, "cpu_deny 0x%x refused, ctx unchanged", (unsigned)bad_deny[i]);
+        }
+        memset(&c, 0, sizeof c);
+        CHECK(amxk_ctx_init(&c) == AMXK_OK && c.features == all, "no deny: features 0x%x == usable | emulated 0x%x", (unsigned)c.features, (unsigned)all);
+        for (f = 1; f <= AMXK_CPU_AMX_FP16; f <<= 1) {
+            int top = AMXK_TIER_SCALAR, ok_need;
+            uint32_t need;
+            memset(&c, 0, sizeof c);
+            c.cpu_deny = f;
+            CHECK(amxk_ctx_init(&c) == AMXK_OK, "deny 0x%x: init", (unsigned)f);
+            CHECK(c.features == (all & ~f), "deny 0x%x: features 0x%x", (unsigned)f, (unsigned)c.features);
+            need = amxk_tier_features(c.tier);
+            if (c.tier == AMXK_TIER_AMX && cpu->amx_emulated) need = amx3; /* the emulated tile unit sits on any vector level */
+            ok_need = (need & ~c.features) == 0;
+            CHECK(ok_need, "deny 0x%x: level %s needs 0x%x, has 0x%x", (unsigned)f, amxk_tier_name(c.tier), (unsigned)need, (unsigned)c.features);
+            for (t = AMXK_TIER_SCALAR; t <= AMXK_TIER_AMX; t++) {
+                uint32_t nt = amxk_tier_features((amxk_tier)t);
+                if (t == AMXK_TIER_AMX && cpu->amx_emulated) nt = amx3;
+                if ((cpu->tiers & AMXK_TIER_BIT(t)) && (nt & f) == 0) top = t;
+            }
+            CHECK((int)c.tier == top, "deny 0x%x: level %s, want %s", (unsigned)f, amxk_tier_name(c.tier), amxk_tier_name((amxk_tier)top));
+            /* a context asked for a denied level's bit alone: unsupported when the level needs f */
+            memset(&c, 0, sizeof c);
+            c.cpu_deny = f, c.isa_allow = AMXK_TIER_BIT(cpu->best_tier);
+            need = amxk_tier_features(cpu->best_tier);
+            if (cpu->best_tier == AMXK_TIER_AMX && cpu->amx_emulated) need = amx3;
+            CHECK(amxk_ctx_init(&c) == ((need & f) ? AMXK_ERR_UNSUPPORTED : AMXK_OK), "deny 0x%x, best level %s alone", (unsigned)f,
+                  amxk_tier_name(cpu->best_tier));
+        }
+        /* a context claiming a feature this CPU (and its emulators) lacks is refused by every op */
+        for (f = 1; f <= AMXK_CPU_AMX_FP16; f <<= 1)
+            if (!(all & f)) {
+                float dst[4];
+                const uint16_t src[4] = {0x3f80, 0x4000, 0x4040, 0x4080};
+                memset(&c, 0, sizeof c);
+                CHECK(amxk_ctx_init(&c) == AMXK_OK, "ctx");
+                c.features |= f;
+                memset(dst, 0x5a, sizeof dst);
+                CHECK(amxk_convert(&c, dst, AMXK_DTYPE_F32, src, AMXK_DTYPE_BF16, 4) == AMXK_ERR_CONTEXT && ((const unsigned char *)dst)[0] == 0x5a,
+                      "a context claiming feature 0x%x that is not here: refused", (unsigned)f);
+                c.features &= ~f;
+                CHECK(amxk_convert(&c, dst, AMXK_DTYPE_F32, src, AMXK_DTYPE_BF16, 4) == AMXK_OK && dst[1] == 2.0f, "the same context without it works");
+            }
+    }
 }
 
 /* ================================================================================================ */
@@ -178,9 +233,13 @@ static void test_cpu(void) {
     CHECK(top == (int)cpu->best_tier, "best tier is the highest");
     if (cpu->tiers & AMXK_TIER_BIT(AMXK_TIER_AVX2)) CHECK((cpu->usable & need2) == need2, "avx2 tier needs AVX2+FMA+F16C usable");
     if (cpu->tiers & AMXK_TIER_BIT(AMXK_TIER_AVX512))
-        CHECK((cpu->usable & (need2 | AMXK_CPU_AVX512F | AMXK_CPU_AVX512BW | AMXK_CPU_AVX512VL | AMXK_CPU_AVX512DQ)) ==
+        CHECK(((cpu->usable | cpu->emulated) & (need2 | AMXK_CPU_AVX512F | AMXK_CPU_AVX512BW | AMXK_CPU_AVX512VL | AMXK_CPU_AVX512DQ)) ==
                   (need2 | AMXK_CPU_AVX512F | AMXK_CPU_AVX512BW | AMXK_CPU_AVX512VL | AMXK_CPU_AVX512DQ),
-              "avx512 tier needs AVX-512 usable");
+              "avx512 tier needs AVX-512 usable (or emulated)");
+    CHECK(cpu->avx512_emulated || (cpu->emulated & ~(AMXK_CPU_AMX_TILE | AMXK_CPU_AMX_BF16 | AMXK_CPU_AMX_INT8 | AMXK_CPU_AMX_FP16)) == 0,
+          "only the SIMDe build emulates vector features (emulated 0x%x)", (unsigned)cpu->emulated);
+    CHECK(cpu->amx_emulated || (cpu->emulated & (AMXK_CPU_AMX_TILE | AMXK_CPU_AMX_BF16 | AMXK_CPU_AMX_INT8 | AMXK_CPU_AMX_FP16)) == 0,
+          "only the AMX-emulator build emulates AMX features (emulated 0x%x)", (unsigned)cpu->emulated);
 #ifdef AMXK_AMX_EMULATE
     CHECK(cpu->amx_emulated == 1, "emulated build reports amx_emulated");
     CHECK(cpu->tiers & AMXK_TIER_BIT(AMXK_TIER_AMX), "emulated build has the AMX tier");
@@ -1305,6 +1364,69 @@ static void test_amx_faults(void) {
     printf("%d faults caught\n", fault_count);
 }
 
+/* The features the emulated tile unit presents (amxk_amx_emu_set_features): a TDP of a feature it does
+   not present faults (as #UD on hardware), contexts initialised afterwards see only those, contexts
+   from before that claim a withdrawn feature are refused, and the AMX level needs TILE, BF16, INT8. */
+static void test_amx_emu_features(void) {
+    const uint32_t all = AMXK_CPU_AMX_TILE | AMXK_CPU_AMX_BF16 | AMXK_CPU_AMX_INT8 | AMXK_CPU_AMX_FP16;
+    const uint32_t spr = AMXK_CPU_AMX_TILE | AMXK_CPU_AMX_BF16 | AMXK_CPU_AMX_INT8;
+    amxk_amx_fault_fn prev;
+    amxk_ctx before, after;
+    emu_op op;
+    uint32_t was;
+    float dst[2];
+    const uint16_t src[2] = {0x3f80, 0x4000};
+    int kind;
+    TEST_SECTION("AMX emulator: presented features (Sapphire Rapids / Granite Rapids)");
+    was = amxk_amx_emu_set_features(all);
+    memset(&before, 0, sizeof before);
+    CHECK(amxk_ctx_init(&before) == AMXK_OK && before.tier == AMXK_TIER_AMX && (before.features & all) == all, "all four: AMX level with AMX-FP16");
+    prev = amxk_amx_emu_set_fault_handler(on_fault);
+    memset(&op, 0, sizeof op);
+    CHECK(amxk_amx_emu_set_features(spr) == all, "set_features returns the previous set");
+    CHECK((amxk_cpu_init()->emulated & all) == spr, "amxk_cpu.emulated follows: 0x%x", (unsigned)amxk_cpu_init()->emulated);
+    setup_tiles();
+    op.kind = OP_DP, op.t = 0, op.a = 1, op.b = 2;
+    for (kind = 0; kind < 6; kind++) {
+        int f;
+        op.dp = kind;
+        f = run_op(&op);
+        if (kind == DP_FP16) {
+            CHECK(f && contains_ci(fault_msg, "AMX-FP16"), "without AMX-FP16: TDPFP16PS faults (%s)", fault_msg);
+            CHECK(tiles_unchanged(), "the faulting TDPFP16PS changed no tile");
+        } else {
+            CHECK(!f, "without AMX-FP16: %s runs (%s)", dp_name(kind), fault_msg);
+            setup_tiles();
+        }
+    }
+    amxk_amx_emu_release();
+    memset(&after, 0, sizeof after);
+    CHECK(amxk_ctx_init(&after) == AMXK_OK && after.tier == AMXK_TIER_AMX && (after.features & all) == spr,
+          "a context initialised now: AMX level without AMX-FP16 (features 0x%x)", (unsigned)after.features);
+    CHECK(amxk_convert(&before, dst, AMXK_DTYPE_F32, src, AMXK_DTYPE_BF16, 2) == AMXK_ERR_CONTEXT,
+          "a context from before that claims AMX-FP16 is refused");
+    CHECK(amxk_convert(&after, dst, AMXK_DTYPE_F32, src, AMXK_DTYPE_BF16, 2) == AMXK_OK && dst[1] == 2.0f, "the new one works");
+    amxk_amx_emu_set_features(AMXK_CPU_AMX_TILE | AMXK_CPU_AMX_BF16);
+    memset(&after, 0, sizeof after);
+    after.isa_allow = AMXK_TIER_BIT(AMXK_TIER_AMX);
+    CHECK(amxk_ctx_init(&after) == AMXK_ERR_UNSUPPORTED && !(amxk_cpu_init()->tiers & AMXK_TIER_BIT(AMXK_TIER_AMX)),
+          "without AMX-INT8 there is no AMX level");
+    setup_tiles();
+    op.dp = DP_SS;
+    CHECK(run_op(&op) && contains_ci(fault_msg, "AMX-INT8"), "without AMX-INT8: TDPBSSD faults (%s)", fault_msg);
+    amxk_amx_emu_release();
+    amxk_amx_emu_set_features(0);
+    {
+        cfg64 c = cfg_new();
+        cfg_tile(&c, 0, 1, 4);
+        op.kind = OP_CFG, op.cfg = c.b;
+        CHECK(run_op(&op) && contains_ci(fault_msg, "AMX-TILE"), "without AMX-TILE: LDTILECFG faults (%s)", fault_msg);
+    }
+    amxk_amx_emu_set_fault_handler(prev);
+    amxk_amx_emu_set_features(was);
+    CHECK(amxk_cpu_init()->tiers & AMXK_TIER_BIT(AMXK_TIER_AMX), "restored: the AMX level is back");
+}
+
 /* Emulated dot products from several pool threads at once: tile state is per thread. */
 typedef struct mt_job {
     uint64_t seed;
@@ -1371,10 +1493,15 @@ int main(void) {
     test_convert_errors();
     test_pool_basic();
 #ifdef AMXK_AMX_EMULATE
-    test_amx_dot();
-    test_amx_load_store();
-    test_amx_faults();
-    test_amx_threads();
+    { /* the emulator's own tests use every instruction: the whole tile unit, whatever this run denies */
+        const uint32_t was = amxk_amx_emu_set_features(AMXK_CPU_AMX_TILE | AMXK_CPU_AMX_BF16 | AMXK_CPU_AMX_INT8 | AMXK_CPU_AMX_FP16);
+        test_amx_dot();
+        test_amx_load_store();
+        test_amx_faults();
+        test_amx_threads();
+        test_amx_emu_features();
+        amxk_amx_emu_set_features(was);
+    }
 #else
     printf("AMX emulator tests skipped (build with -DAMXK_AMX_EMULATE)\n");
 #endif

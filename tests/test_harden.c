@@ -159,7 +159,7 @@ static void t_header_mutations(void) {
     int asym;
     char what[96];
     TEST_SECTION("every header byte of every format mutated (item 1)");
-    test_ctx(&ctx, amxk_cpu_init()->best_tier, 1);
+    if (!test_ctx(&ctx, amxk_cpu_init()->best_tier, 1)) return; /* not this run's level (AMXK_TEST_ONLY) */
     for (f = 0; f < sizeof fmts / sizeof fmts[0]; f++)
         for (asym = 0; asym < (fmts[f] == AMXK_QFMT_INT8 || fmts[f] == AMXK_QFMT_INT4 ? 2 : 1); asym++) {
             amxk_quant q;

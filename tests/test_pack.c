@@ -315,7 +315,7 @@ static void ctx_for(amxk_ctx *ctx, amxk_tier t, int workers) {
     }
 }
 
-static int tier_usable(amxk_tier t) { return (amxk_cpu_init()->tiers & AMXK_TIER_BIT(t)) != 0; }
+static int tier_usable(amxk_tier t) { return test_tier_runs(t); }
 
 
 /* Runs one case: packs with a scalar context (checks the layout), then on every tier in tier_mask
@@ -650,7 +650,7 @@ static void test_threads(void) {
                     if (v == 0) ctx_for(&ctx, (amxk_tier)t, 1);
                     else if (v == 1) {
                         memset(&ctx, 0, sizeof ctx);
-                        ctx.isa_allow = AMXK_TIER_BIT(t);
+                        ctx.isa_allow = AMXK_TIER_BIT(t), ctx.cpu_deny = test_deny;
                         ctx.n_workers = 7;
                         CHECK(amxk_ctx_init(&ctx) == AMXK_OK && ctx.tier == (amxk_tier)t, "ctx init");
                     } else {

@@ -68,7 +68,7 @@ static int quick;
 static double now_s(void) { return (double)clock() / CLOCKS_PER_SEC; }
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 static size_t round_up(size_t a, size_t b) { return ceil_div(a, b) * b; }
-static int tier_usable(amxk_tier t) { return (amxk_cpu_init()->tiers & AMXK_TIER_BIT(t)) != 0; }
+static int tier_usable(amxk_tier t) { return test_tier_runs(t); }
 static void ctx_for(amxk_ctx *ctx, amxk_tier t, int workers) {
     if (!test_ctx(ctx, t, workers)) {
         printf("internal: tier %s vanished\n", amxk_tier_name(t));
@@ -758,13 +758,13 @@ static double randn_ish(void) { return (test_uniform(-1, 1) + test_uniform(-1, 1
    (M >= 5), and the vdpbf16ps path of the AVX512_BF16 level and above (x bf16, on the wide path: M >= 12
    or a group size that is not a multiple of 32 / bits, which the decode kernels do not take) - which the
    AMX level also reaches below 5 rows through its vector level (the best usable level below AMX). */
-static int amx_path(amxk_tier t, const qcase *c) {
-    const amxk_cpu *cpu = amxk_cpu_init();
+static int amx_path(const amxk_ctx *ctx, const qcase *c) {
+    const amxk_tier t = ctx->tier;
     const int bits = c->q.format == AMXK_QFMT_INT4 ? 4 : c->q.format == AMXK_QFMT_INT2 ? 2 : 8;
     int vec = (int)t;
-    if (t == AMXK_TIER_AMX && c->m >= 5 && (c->xt == AMXK_DTYPE_BF16 || cpu->amx_emulated || (cpu->usable & AMXK_CPU_AMX_FP16))) return 1;
-    if (t == AMXK_TIER_AMX)
-        for (vec = AMXK_TIER_AMX - 1; vec > AMXK_TIER_SCALAR && !(cpu->tiers & AMXK_TIER_BIT(vec)); vec--) {}
+    /* fp16 x on the tiles only with AMX-FP16 (ctx->features: the emulator's too, less AMXK_TEST_DENY) */
+    if (t == AMXK_TIER_AMX && c->m >= 5 && (c->xt == AMXK_DTYPE_BF16 || (ctx->features & AMXK_CPU_AMX_FP16))) return 1;
+    if (t == AMXK_TIER_AMX) vec = (int)test_vec_level(ctx);
     return vec >= AMXK_TIER_AVX512_BF16 && c->xt == AMXK_DTYPE_BF16 && (c->m >= 12 || c->q.block_k % (size_t)(32 / bits) != 0);
 }
 
@@ -899,10 +899,11 @@ static void run_qcase(const qcase *c) {
         amxk_ctx ctx;
         size_t wsb = 0;
         void *ws, *y, *y1;
-        const int amx = amx_path((amxk_tier)t, c);
+        int amx;
         double t0 = now_s();
         if (!(c->tiers & AMXK_TIER_BIT(t)) || !tier_usable((amxk_tier)t)) continue;
         ctx_for(&ctx, (amxk_tier)t, c->workers);
+        amx = amx_path(&ctx, c);
         s = amxk_linear_workspace_size_for(&ctx, c->m, p, bytes, &wsb);
         CHECK(s == AMXK_OK, "[%s] workspace_size_for status %d: %s", amxk_tier_name((amxk_tier)t), (int)s, case_str(c));
         ws = test_alloc(wsb);
@@ -1071,7 +1072,7 @@ static void test_threads(void) {
                         if (v == 0) ctx_for(&ctx, (amxk_tier)t, 1);
                         else if (v == 1) {
                             memset(&ctx, 0, sizeof ctx);
-                            ctx.isa_allow = AMXK_TIER_BIT(t), ctx.n_workers = 7;
+                            ctx.isa_allow = AMXK_TIER_BIT(t), ctx.n_workers = 7, ctx.cpu_deny = test_deny;
                             CHECK(amxk_ctx_init(&ctx) == AMXK_OK, "ctx");
                         } else {
                             int nw = test_worker_counts[v - 2];
