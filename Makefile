@@ -121,10 +121,14 @@ TEST_RUNS := $(NATIVE_BINS) $(foreach b,$(NATIVE_BINS),$(b)@DENY=amx-fp16@ONLY=a
     $(if $(NO_EMU),,$(foreach t,$(TEST_NAMES),$(BUILD)/$(t)_emu)) \
     $(if $(EMU512),$(foreach t,$(TEST_NAMES),$(BUILD)/$(t)_emu512@DENY=amx-fp16),$(if $(NO_EMU),,$(foreach t,$(TEST_NAMES),$(BUILD)/$(t)_emu@DENY=amx-fp16@ONLY=amx)))
 
-# The unit tests and the compile tests, summed by tests/run_tests.sh (last line: N passed, N failed).
-test: $(TEST_BINS)
+# AMX silicon vs the tile emulator (build/amx_silicon; it reports a skip on a CPU without AMX)
+include tests/amx_silicon.mk
+
+# The unit tests, the silicon comparison and the compile tests, summed by tests/run_tests.sh (last
+# line: N passed, N failed).
+test: $(TEST_BINS) $(BUILD)/amx_silicon
 	@$(if $(EMU512),,echo "note: libsimde-dev not installed: the emulated-AVX-512 build is skipped")
-	@bash tests/run_tests.sh $(TEST_RUNS) tests/compile/run.sh
+	@bash tests/run_tests.sh $(TEST_RUNS) $(BUILD)/amx_silicon tests/compile/run.sh
 
 # Unit tests only (used by the sanitize/clang/aarch64 targets).
 unit-tests: $(TEST_BINS)

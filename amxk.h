@@ -1537,7 +1537,13 @@ AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b) { amxk__emu_dp_int8(c, a,
 #  define AMXK__TDPBUSD(c, a, b) amxk_amx_emu_dpbusd((c), (a), (b))
 #  define AMXK__TDPBUUD(c, a, b) amxk_amx_emu_dpbuud((c), (a), (b))
 #elif AMXK__HAS_AMX /* real hardware */
-#  define AMXK__TILE_LOADCONFIG(cfg) _tile_loadconfig(cfg)
+/* LDTILECFG: the compiler barrier first, because _tile_loadconfig's asm names only 8 of the 64 bytes
+   as its input and gcc 12 then drops the stores of the rest of a local configuration (seen at -O2) */
+#  define AMXK__TILE_LOADCONFIG(cfg)                                                                   \
+      do {                                                                                           \
+          __asm__ volatile("" ::"r"(cfg) : "memory");                                                \
+          _tile_loadconfig(cfg);                                                                     \
+      } while (0)
 #  define AMXK__TILE_RELEASE() _tile_release()
 #  define AMXK__TILE_LOADD(t, p, s) _tile_loadd(t, p, s)
 #  define AMXK__TILE_STREAM_LOADD(t, p, s) _tile_stream_loadd(t, p, s)

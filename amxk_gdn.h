@@ -223,6 +223,13 @@
    ERRORS
        Every argument (slots, query_start_loc monotonicity, strides, shapes, dtypes, workspace, aliasing)
        is validated before anything is written: on error the outputs and every state slot are untouched.
+       ALIASING, one rule for every entry point (>>alias, amxk__gdn_alias): what a call writes (out / o,
+       g / beta, the conv and recurrent state pools, the workspace, a packed weight) must overlap neither
+       each other nor anything the call reads after its first write (x, q, k, v, the packed weight, the
+       gates and their parameters, query_start_loc, slot_idx, has_initial_state, num_accepted_tokens,
+       cache_seqlens), each taken by its exact byte extent (listed in each contract): AMXK_ERR_ALIAS.
+       Inputs may overlap each other. The amxk_gdn_params / amxk_gdn_inputs structs are copied at entry
+       (an output may overlap them).
 */
 #ifndef AMXK_GDN_H_INCLUDED
 #define AMXK_GDN_H_INCLUDED
@@ -260,14 +267,15 @@ AMXK_DEF amxk_status amxk_conv1d_pack_size(size_t dim, size_t width, size_t *byt
    the current token) and an optional fp32 bias[dim] (NULL: none) into dst: a 64-byte header, then the
    taps as f32 in tap-major order [W][dim rounded up to 16] and the bias (zeros when none). bf16/f16
    weights are widened exactly. dst AMXK_ALIGN aligned, dst_bytes >= amxk_conv1d_pack_size. Serial.
-   Errors: CONTEXT, NULL, SHAPE, STRIDE, DTYPE, ALIGN, WORKSPACE (dst_bytes), ALIAS. */
+   Errors: CONTEXT, NULL, SHAPE, STRIDE, DTYPE, ALIGN, WORKSPACE (dst_bytes), ALIAS (checked, see ERRORS:
+   dst's first amxk_conv1d_pack_size bytes vs w's (dim-1)*ldw + W elements and bias's dim floats). */
 AMXK_DEF amxk_status amxk_conv1d_pack(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const void *w, amxk_dtype w_dtype,
                                       size_t dim, size_t width, size_t ldw, const float *bias);
 
 /* Causal conv1d prefill over n_seqs packed sequences: sequence n owns x rows [qsl[n], qsl[n+1]) (row t,
    channel c at x[t*ldx + c], ldx >= dim; x dtype F32 or BF16). query_start_loc: n_seqs+1 int32 values,
    qsl[0] >= 0, non-decreasing (else AMXK_ERR_ARG). out: row t at out[t*ldo + c] (F32 or BF16), only rows
-   of the sequences and columns < dim are written; out must not overlap x, the state or the weights.
+   of the sequences and columns < dim are written.
    state: NULL (zero history, nothing stored) or a pool; slot_idx: NULL (sequence n uses slot n) or
    n_seqs int32 slots in [0, n_slots) or -1. Slots other than -1 must be distinct (AMXK_ERR_ARG).
    has_initial_state: NULL (all 1) or n_seqs bytes; 0 => zero history (the slot's content is ignored).
@@ -293,6 +301,12 @@ AMXK_DEF amxk_status amxk_conv1d_pack(const amxk_ctx *ctx, void *dst, size_t dst
    position state_len - (W - 1).
    Fp32 accumulation from the bias in tap order j = 0..W-1, silu in fp32, one rounding to out's dtype.
    Bitwise identical to feeding the same tokens through amxk_conv1d_update in any grouping.
+   ALIASING (see ERRORS; AMXK_ERR_ALIAS): out ((qsl[n_seqs] - 1) * ldo + dim elements) and the state pool
+   ((n_slots-1)*slot_stride + (dim-1)*dim_stride + (state_len-1)*tok_stride + 1 elements; none when
+   state is NULL or state_len is 0) may overlap neither each other nor x ((qsl[n_seqs] - 1) * ldx + dim
+   elements), the packed weight (packed_bytes), query_start_loc (n_seqs + 1 int32), slot_idx (n_seqs
+   int32), has_initial_state (n_seqs bytes) or num_accepted_tokens (n_seqs int32). (With qsl[n_seqs]
+   == 0 the call returns AMXK_OK before these checks, and writes nothing.)
    Errors (nothing written): CONTEXT, NULL, SHAPE, STRIDE, DTYPE, FORMAT, ARG (also: a num_accepted_tokens
    entry out of range, or given with cache_seqlens), ALIAS. */
 AMXK_DEF amxk_status amxk_conv1d_prefill(const amxk_ctx *ctx, const void *packed, size_t packed_bytes, int silu,
@@ -305,7 +319,11 @@ AMXK_DEF amxk_status amxk_conv1d_prefill(const amxk_ctx *ctx, const void *packed
    (NULL: shift mode) selects the circular-buffer variant: with c = cache_seqlens[n] >= 0 and
    L = state_len, the W-1 inputs before new token i are state[(c + i - (W-1) + j) mod L], j < W-1, and
    new token i is written to position (c + i) mod L after all outputs of the sequence are computed
-   (cache_seqlens itself is not advanced). state is required (AMXK_ERR_NULL). */
+   (cache_seqlens itself is not advanced). state is required (AMXK_ERR_NULL). ALIASING as in prefill,
+   with n_tokens = qsl[n_seqs] (n_seqs without query_start_loc) for the extents of out and x, and
+   cache_seqlens (n_seqs int32) among the inputs: out and the state pool vs each other, x, the packed
+   weight, query_start_loc (n_seqs + 1 int32, when given), slot_idx, cache_seqlens and
+   num_accepted_tokens (n_seqs int32 each): AMXK_ERR_ALIAS. */
 AMXK_DEF amxk_status amxk_conv1d_update(const amxk_ctx *ctx, const void *packed, size_t packed_bytes, int silu,
                                         size_t n_seqs, const int32_t *query_start_loc, const int32_t *slot_idx,
                                         const int32_t *cache_seqlens, const void *x, amxk_dtype x_dtype, size_t ldx,
@@ -324,7 +342,10 @@ AMXK_DEF amxk_status amxk_conv1d_update(const amxk_ctx *ctx, const void *packed,
    softplus or beta below 1.6e-38 comes out as about 1.6e-38); within 4e-6 relative of fp64 for g
    (+1e-30 absolute), 1e-6 absolute for f32 beta (tests/test_gdn.c; measured on a 2^21-point sweep and
    random inputs: g within 3.4e-7 relative where |g| >= 1e-30, f32 beta within 9e-8). Serial. n_tokens == 0 is a no-op. Errors:
-   CONTEXT, NULL, SHAPE (hv == 0), STRIDE, DTYPE, ARG (softplus_beta <= 0), ALIAS (g and beta overlap). */
+   CONTEXT, NULL, SHAPE (hv == 0), STRIDE, DTYPE, ARG (softplus_beta <= 0), ALIAS (see ERRORS; rows are
+   read after earlier rows are written, so no in-place use: g ((n_tokens-1)*ldg + hv floats) and beta
+   ((n_tokens-1)*ldbeta + hv elements) vs each other and vs a, b ((n_tokens-1)*lda|ldb + hv elements),
+   A_log and dt_bias (hv elements each)). */
 AMXK_DEF amxk_status amxk_gdn_gating(const amxk_ctx *ctx, size_t n_tokens, size_t hv, const void *a, size_t lda,
                                      const void *b, size_t ldb, amxk_dtype ab_dtype, const void *A_log, amxk_dtype A_log_dtype,
                                      const void *dt_bias, amxk_dtype dt_bias_dtype, float softplus_beta, float threshold, float *g,
@@ -392,8 +413,15 @@ AMXK_DEF amxk_status amxk_gdn_workspace_size(const amxk_ctx *ctx, const amxk_gdn
 
 /* The gated delta rule over n_seqs packed sequences (sequence n owns tokens [qsl[n], qsl[n+1]);
    query_start_loc: n_seqs+1 int32 values, qsl[0] >= 0, non-decreasing). Output o[t*ldo + hv*Dv + j]
-   (o_dtype F32 or BF16, ldo >= HV*Dv); o must not overlap the state pool or the inputs (q, k, v, the
-   gates and their parameters), nor the state pool an input (checked: AMXK_ERR_ALIAS).
+   (o_dtype F32 or BF16, ldo >= HV*Dv).
+   ALIASING (see ERRORS; AMXK_ERR_ALIAS): o ((T-1)*ldo + HV*Dv elements, T = qsl[n_seqs]), the state pool
+   ((n_slots-1)*slot_stride + HV*Dk*Dv floats) and the workspace (its amxk_gdn_workspace_size bytes) may
+   overlap neither each other nor q, k ((T-1)*ld + H*Dk elements), v ((T-1)*ldv + HV*Dv), the gates the
+   call reads (g, beta: (T-1)*ld + HV floats; or fused: a, b (T-1)*ld + HV elements, A_log, dt_bias HV
+   elements; the other pair is not read and not checked), query_start_loc (n_seqs + 1 int32), slot_idx
+   (n_seqs int32; SPECULATIVE: n_seqs * spec_cols), has_initial_state (n_seqs bytes) or
+   num_accepted_tokens (n_seqs int32). *params and *in are copied at entry (o may overlap them). (With
+   T == 0 the call returns AMXK_OK before these checks, and writes nothing.)
    slot_idx: NULL (sequence n uses slot n) or n_seqs int32 in [0, n_slots) or -1; slots other than -1
    must be distinct. has_initial_state: NULL (all 1) or n_seqs bytes; 0 => the sequence starts from a
    zero state (the slot's content is ignored). Per sequence with slot s:
@@ -2620,6 +2648,35 @@ AMXK__PRIV amxk_status amxk__gdn_check_spec(size_t n_seqs, const int32_t *qsl, c
     return AMXK_OK;
 }
 
+/* >>alias: the module's one aliasing rule, applied by every entry point that writes memory after its
+   other checks and before its first write. A call lists, as byte extents {pointer, bytes}, what it
+   writes (outputs: out / o, g / beta, the conv and recurrent state pools, the workspace, a packed
+   weight) and everything it reads after its first write (inputs: x, q, k, v, the packed weight, the
+   gates and their parameters, and every index / length array). A strided array's extent runs from its
+   first element to its last, ((rows - 1) * ld + cols) elements; a pool's from slot 0 to the last
+   element of slot n_slots - 1; index arrays exactly: query_start_loc n_seqs + 1 int32, slot_idx n_seqs
+   (speculative GDN: n_seqs x spec_cols) int32, has_initial_state n_seqs bytes, num_accepted_tokens and
+   cache_seqlens n_seqs int32. AMXK_ERR_ALIAS when an output overlaps another output or an input (an
+   earlier task's writes would change what a later one reads: an index read back as a float's bits
+   addresses memory outside the pool); inputs may overlap each other. An extent with a NULL pointer or
+   0 bytes is absent (an argument the call does not read). */
+typedef struct amxk__gdn_ext {
+    const void *p;
+    size_t n;
+} amxk__gdn_ext;
+
+AMXK__PRIV amxk_status amxk__gdn_alias(const amxk__gdn_ext *out, size_t n_out, const amxk__gdn_ext *in, size_t n_in) {
+    size_t i, j;
+    for (i = 0; i < n_out; i++) {
+        if (!out[i].p) continue;
+        for (j = 0; j < i; j++)
+            if (out[j].p && amxk__overlap(out[i].p, out[i].n, out[j].p, out[j].n)) return AMXK_ERR_ALIAS;
+        for (j = 0; j < n_in; j++)
+            if (in[j].p && amxk__overlap(out[i].p, out[i].n, in[j].p, in[j].n)) return AMXK_ERR_ALIAS;
+    }
+    return AMXK_OK;
+}
+
 // >>api ------------------------------------------------------------------------------------------
 
 AMXK_DEF amxk_status amxk_conv1d_pack_size(size_t dim, size_t width, size_t *bytes) {
@@ -2642,8 +2699,10 @@ AMXK_DEF amxk_status amxk_conv1d_pack(const amxk_ctx *ctx, void *dst, size_t dst
     if (ldw < width) return AMXK_ERR_STRIDE;
     if ((uintptr_t)dst % AMXK_ALIGN) return AMXK_ERR_ALIGN;
     if (dst_bytes < need) return AMXK_ERR_WORKSPACE;
-    if (amxk__overlap(dst, need, w, ((dim - 1) * ldw + width) * wsz) || (bias && amxk__overlap(dst, need, bias, dim * 4)))
-        return AMXK_ERR_ALIAS;
+    {
+        const amxk__gdn_ext wr[1] = {{dst, need}}, rd[2] = {{w, ((dim - 1) * ldw + width) * wsz}, {bias, dim * 4}};
+        if ((s = amxk__gdn_alias(wr, 1, rd, 2)) != AMXK_OK) return s;
+    }
     dimp = amxk__conv_dimp(dim);
     memset(&h, 0, sizeof h);
     memcpy(h.magic, "AMXKCONV", 8);
@@ -2746,9 +2805,18 @@ AMXK__PRIV amxk_status amxk__conv_run(const amxk_ctx *ctx, const void *packed, s
     if (t_end == 0) return AMXK_OK;
     xb = ((t_end - 1) * ldx + dim) * xs;
     ob = ((t_end - 1) * ldo + dim) * os;
-    if (amxk__overlap(out, ob, x, xb) || amxk__overlap(out, ob, packed, packed_bytes)) return AMXK_ERR_ALIAS;
-    if (a->st && amxk__overlap(out, ob, a->st, ((a->n_slots - 1) * a->s_slot + (dim - 1) * a->s_dim + (a->slen - 1) * a->s_tok + 1) * xs))
-        return AMXK_ERR_ALIAS;
+    { /* >>alias: out and the state pool vs each other, x, the weights and every index array */
+        const size_t sb = a->st ? ((a->n_slots - 1) * a->s_slot + (dim - 1) * a->s_dim + (a->slen - 1) * a->s_tok + 1) * xs : 0;
+        const amxk__gdn_ext wr[2] = {{out, ob}, {a->st, sb}};
+        const amxk__gdn_ext rd[7] = {{x, xb},
+                                     {packed, packed_bytes},
+                                     {qsl, (n_seqs + 1) * 4},
+                                     {slot, n_seqs * 4},
+                                     {has_init, n_seqs},
+                                     {cache_seqlens, n_seqs * 4},
+                                     {st ? st->num_accepted_tokens : NULL, n_seqs * 4}};
+        if ((s = amxk__gdn_alias(wr, 2, rd, 7)) != AMXK_OK) return s;
+    }
     a->w = w, a->bias = bias, a->dim = dim, a->dimp = amxk__conv_dimp(dim), a->width = width, a->silu = silu != 0;
     a->n_seqs = n_seqs, a->qsl = qsl, a->slot = slot, a->cache_seqlens = cache_seqlens, a->has_init = has_init;
     a->acc = st ? st->num_accepted_tokens : NULL;
@@ -2797,8 +2865,14 @@ AMXK_DEF amxk_status amxk_gdn_gating(const amxk_ctx *ctx, size_t n_tokens, size_
     if (n_tokens == 0) return AMXK_OK;
     if (!a || !b || !A_log || !dt_bias || !g || !beta) return AMXK_ERR_NULL;
     if (lda < hv || ldb < hv || ldg < hv || ldbeta < hv) return AMXK_ERR_STRIDE;
-    if (amxk__overlap(g, ((n_tokens - 1) * ldg + hv) * 4, beta, ((n_tokens - 1) * ldbeta + hv) * amxk_dtype_size(bt)))
-        return AMXK_ERR_ALIAS;
+    { /* >>alias: g and beta vs each other and every input (rows are read after earlier rows are written) */
+        const size_t nt = n_tokens - 1, ab = amxk_dtype_size(abt);
+        const amxk__gdn_ext wr[2] = {{g, (nt * ldg + hv) * 4}, {beta, (nt * ldbeta + hv) * amxk_dtype_size(bt)}};
+        const amxk__gdn_ext rd[4] = {
+            {a, (nt * lda + hv) * ab}, {b, (nt * ldb + hv) * ab}, {A_log, hv * amxk_dtype_size(alt)}, {dt_bias, hv * amxk_dtype_size(dtt)}};
+        amxk_status s = amxk__gdn_alias(wr, 2, rd, 4);
+        if (s != AMXK_OK) return s;
+    }
     ga.hv = hv, ga.a = a, ga.b = b, ga.lda = lda, ga.ldb = ldb, ga.abt = abt, ga.bt = bt, ga.A_log = A_log, ga.dt_bias = dt_bias;
     ga.alt = alt, ga.dtt = dtt, ga.bsp = bsp, ga.thr = thr, ga.g = g, ga.beta = beta, ga.ldg = ldg, ga.ldbeta = ldbeta;
     amxk__gdn_kernels_for(amxk__vec_level(ctx))->gating(&ga, 0, n_tokens);
@@ -2844,11 +2918,14 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *p, amx
                               const amxk_gdn_state *st, void *o, amxk_dtype ot, size_t ldo, void *ws, size_t ws_bytes) {
     amxk__gdn_args a;
     amxk__gdn_plan pl;
+    amxk_gdn_params pc;  /* the call's copies: the tasks read these, never *p or *in (o may overlap them) */
+    amxk_gdn_inputs ic;
     size_t H, HV, dk, dv, t_end, es, ob, hsz;
     amxk_status s;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!in || !st) return AMXK_ERR_NULL;
     if ((s = amxk__gdn_check_params(p)) != AMXK_OK) return s;
+    pc = *p, ic = *in, p = &pc, in = &ic;
     if (mode != AMXK_GDN_AUTO && mode != AMXK_GDN_RECURRENT && mode != AMXK_GDN_CHUNKED) return AMXK_ERR_ARG;
     H = p->n_k_heads, HV = p->n_v_heads, dk = p->dk, dv = p->dv, hsz = dk * dv;
     if (in->dtype != AMXK_DTYPE_F32 && in->dtype != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
@@ -2878,29 +2955,26 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *p, amx
     if ((uintptr_t)ws % AMXK_ALIGN) return AMXK_ERR_ALIGN;
     es = amxk_dtype_size(in->dtype);
     ob = ((t_end - 1) * ldo + HV * dv) * amxk_dtype_size(ot);
-    if (amxk__overlap(o, ob, st->data, ((st->n_slots - 1) * (st->n_slots > 1 ? st->slot_stride : 0) + HV * hsz) * 4) ||
-        amxk__overlap(o, ob, in->q, ((t_end - 1) * in->ldq + H * dk) * es) ||
-        amxk__overlap(o, ob, in->k, ((t_end - 1) * in->ldk + H * dk) * es) ||
-        amxk__overlap(o, ob, in->v, ((t_end - 1) * in->ldv + HV * dv) * es) || amxk__overlap(o, ob, ws, pl.ws_total) ||
-        amxk__overlap(st->data, ((st->n_slots - 1) * (st->n_slots > 1 ? st->slot_stride : 0) + HV * hsz) * 4, ws, pl.ws_total))
-        return AMXK_ERR_ALIAS;
-    { /* the gates (and q, k, v): neither o nor the state pool (both written) may overlap an input */
-        const size_t sb = ((st->n_slots - 1) * (st->n_slots > 1 ? st->slot_stride : 0) + HV * hsz) * 4;
-        const void *gp[7];
-        size_t gb[7], i;
-        gp[4] = in->q, gb[4] = ((t_end - 1) * in->ldq + H * dk) * es, gp[5] = in->k, gb[5] = ((t_end - 1) * in->ldk + H * dk) * es;
-        gp[6] = in->v, gb[6] = ((t_end - 1) * in->ldv + HV * dv) * es;
-        if (in->g) {
-            gp[0] = in->g, gb[0] = ((t_end - 1) * in->ldg + HV) * 4, gp[1] = in->beta, gb[1] = ((t_end - 1) * in->ldbeta + HV) * 4;
-            gp[2] = gp[3] = NULL, gb[2] = gb[3] = 0;
-        } else {
-            const size_t ab = amxk_dtype_size(in->ab_dtype);
-            gp[0] = in->a, gb[0] = ((t_end - 1) * in->lda + HV) * ab, gp[1] = in->b, gb[1] = ((t_end - 1) * in->ldb + HV) * ab;
-            gp[2] = in->A_log, gp[3] = in->dt_bias;
-            gb[2] = HV * amxk_dtype_size(amxk__gdn_pdt(in->A_log_dtype)), gb[3] = HV * amxk_dtype_size(amxk__gdn_pdt(in->dt_bias_dtype));
-        }
-        for (i = 0; i < 7; i++)
-            if (amxk__overlap(o, ob, gp[i], gb[i]) || amxk__overlap(st->data, sb, gp[i], gb[i])) return AMXK_ERR_ALIAS;
+    { /* >>alias: o, the state pool and the workspace vs each other and every input: q, k, v, the gates
+         the call reads (g and beta, or fused: a, b, A_log, dt_bias) and every index array */
+        const size_t nt = t_end - 1, ab = amxk_dtype_size(in->ab_dtype), ns = n_seqs;
+        const int fused = !in->g;
+        const amxk__gdn_ext wr[3] = {
+            {o, ob}, {st->data, ((st->n_slots - 1) * (st->n_slots > 1 ? st->slot_stride : 0) + HV * hsz) * 4}, {ws, pl.ws_total}};
+        const amxk__gdn_ext rd[13] = {{in->q, (nt * in->ldq + H * dk) * es},
+                                      {in->k, (nt * in->ldk + H * dk) * es},
+                                      {in->v, (nt * in->ldv + HV * dv) * es},
+                                      {fused ? NULL : in->g, (nt * in->ldg + HV) * 4},
+                                      {fused ? NULL : in->beta, (nt * in->ldbeta + HV) * 4},
+                                      {fused ? in->a : NULL, (nt * in->lda + HV) * ab},
+                                      {fused ? in->b : NULL, (nt * in->ldb + HV) * ab},
+                                      {fused ? in->A_log : NULL, HV * amxk_dtype_size(amxk__gdn_pdt(in->A_log_dtype))},
+                                      {fused ? in->dt_bias : NULL, HV * amxk_dtype_size(amxk__gdn_pdt(in->dt_bias_dtype))},
+                                      {qsl, (ns + 1) * 4},
+                                      {slot, ns * (in->num_accepted_tokens ? in->spec_cols : 1) * 4},
+                                      {has_init, ns},
+                                      {in->num_accepted_tokens, ns * 4}};
+        if ((s = amxk__gdn_alias(wr, 3, rd, 13)) != AMXK_OK) return s;
     }
     memset(&a, 0, sizeof a);
     a.p = p, a.in = in, a.G = HV / H, a.dk = dk, a.dv = dv, a.hv = HV;

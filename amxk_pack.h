@@ -267,7 +267,9 @@ AMXK_DEF amxk_status amxk_dequantize(const void *packed, size_t bytes, float *w,
    Each reads a checkpoint's tensors as stored (contiguous, row-major, little-endian int32 words) and
    writes an amxk quantized pack directly (no temporary buffer). When every zero point of an int
    checkpoint equals 2^(b-1), the pack is symmetric (values q - 2^(b-1), no zero grid); otherwise it is
-   asymmetric with the checkpoint's zero points. dst_bytes >= amxk_import_size (the asymmetric size,
+   asymmetric with the checkpoint's zero points. dst must not overlap any source array (qweight,
+   qzeros, scales, g_idx; weight / blocks and their scales): AMXK_ERR_ALIAS, nothing written.
+   dst_bytes >= amxk_import_size (the asymmetric size,
    an upper bound). Scales in the checkpoint's dtype, scales_dtype: AMXK_DTYPE_F16 (AutoGPTQ, AutoAWQ),
    AMXK_DTYPE_BF16 (checkpoints and MoE tests that keep bf16 scales: not every bf16 is an fp16) or
    AMXK_DTYPE_F32; they become the pack's fp32 scales exactly (any other dtype: AMXK_ERR_DTYPE).
@@ -1234,9 +1236,11 @@ static inline __attribute__((always_inline)) __m256 amxk__q_field__avx2(__m256i 
     return _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(v, sh), _mm256_set1_epi32((1 << bits) - 1)));
 }
 /* The values at bit sh of the 16 lanes of v0 | v1 as f32: int fields, or fp8 codes decoded exactly
-   (through fp16 and vcvtph2ps, which ignores MXCSR.DAZ; e4m3 NaN kept). e4m3 comes out divided by
-   256 (exactly): callers fold the 256 into the scale (amxk__q_wscale), which leaves every product
-   s * w rounded once, as in the scalar decoder. */
+   (through fp16 and vcvtph2ps, which ignores MXCSR.DAZ; e4m3 NaN kept). e4m3's fp16 image is the
+   value / 256 (fp16's exponent bias is 8 more); the f32 is multiplied back by 256 here (exact: |code|
+   <= 448), never folded into the scale, where s * 256 would overflow for s above ~2^120 (issue 31).
+   MXFP4 comes out doubled (amxk__mxfp4_x2): callers fold the 1/2 into the scale (amxk__q_wscale;
+   s / 2 is exact or a subnormal that stays exact for e8m0 scales). */
 static inline __attribute__((always_inline)) void amxk__q_w16__avx2(__m256i v0, __m256i v1, int sh, amxk_qformat fmt, int sym,
                                                                    __m256 *w0, __m256 *w1) {
     __m256i t0, t1, h;
@@ -1263,11 +1267,11 @@ static inline __attribute__((always_inline)) void amxk__q_w16__avx2(__m256i v0, 
         __m256i f = _mm256_or_si256(_mm256_slli_epi16(mag, 7), _mm256_slli_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x80)), 8));
         __m256i nan = _mm256_cmpeq_epi16(mag, _mm256_set1_epi16(0x7f));
         f = _mm256_blendv_epi8(f, _mm256_or_si256(f, _mm256_set1_epi16(0x7e00)), nan); /* f16 NaN, sign kept */
-        *w0 = _mm256_cvtph_ps(_mm256_castsi256_si128(f));
-        *w1 = _mm256_cvtph_ps(_mm256_extracti128_si256(f, 1));
+        *w0 = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(f)), _mm256_set1_ps(256.0f));
+        *w1 = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(f, 1)), _mm256_set1_ps(256.0f));
     }
 }
-#define amxk__q_wscale(fmt) ((fmt) == AMXK_QFMT_FP8_E4M3 ? 256.0f : (fmt) == AMXK_QFMT_MXFP4 ? 0.5f : 1.0f)
+#define amxk__q_wscale(fmt) ((fmt) == AMXK_QFMT_MXFP4 ? 0.5f : 1.0f)
 /* Group g's scales (or zeros) of the 16 rows of block b (0 past N): two vector loads for per-row
    grids (bn == 1: 16 adjacent entries), one broadcast when the 16 rows share a grid row,
    else one by one. The divisions by bn are done only for bn > 1. */
@@ -4367,9 +4371,13 @@ AMXK__PRIV amxk_status amxk__import_int(const amxk_ctx *ctx, void *dst, size_t d
             if (z != 1 << (c->bits - 1)) sym = 0;
         }
     if (zmin < 0 || zmax > (1 << c->bits)) return AMXK_ERR_ARG; /* a v1 zero of 2^b - 1 + 1 is kept */
-    if (amxk__overlap(dst, need, c->qweight, c->k * c->n * (size_t)c->bits / 8) ||
-        amxk__overlap(dst, need, scales, ng * c->n * amxk_dtype_size(st)))
-        return AMXK_ERR_ALIAS;
+    { /* every source array against dst (the zero points are read again after dst's grids are cleared) */
+        const size_t zwords = c->awq ? c->n / 8 : AMXK__CEIL_DIV(c->n, (size_t)(32 / c->bits));
+        if (amxk__overlap(dst, need, c->qweight, c->k * c->n * (size_t)c->bits / 8) ||
+            amxk__overlap(dst, need, c->qzeros, ng * zwords * 4) || amxk__overlap(dst, need, scales, ng * c->n * amxk_dtype_size(st)) ||
+            (g_idx && amxk__overlap(dst, need, g_idx, c->k * 4)))
+            return AMXK_ERR_ALIAS;
+    }
     if (sym) { /* re-prepare as a symmetric pack: two's-complement values, no zero grid */
         q.asym = 0;
         amxk__q_prepare(ctx, dst, dst_bytes, &q, c->n, c->k, &v, &need);

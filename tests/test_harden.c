@@ -12,6 +12,7 @@
 #include "../amxk_pack.h"
 #include "../amxk_moe.h"
 #include "../amxk_gdn.h"
+#include "harden_gdn.h" /* issue 31 class 1: conv1d / GDN outputs against their index arrays */
 
 /* The 64-byte pack header (amxk_pack.h: amxk__pack_hdr), by offset. */
 enum { HDR = 64, OFF_VERSION = 8, OFF_DTYPE = 12, OFF_N = 16, OFF_K = 24, OFF_QFMT = 32, OFF_ASYM = 36, OFF_BN = 40, OFF_BK = 48, OFF_FLAGS = 56 };
@@ -293,6 +294,155 @@ static void t_decode_range(void) {
     decode_case("e5m2 57344 s=2^96 K=1024", AMXK_QFMT_FP8_E5M2, 0, 1024, 1024, 0x7b, 0x1p96f, 0.0f, 2.0f, 57344.0 * 0x1p96 * 2.0 * 1024, 1e-6);
     /* and tiny results (the pre-scale's purpose): no flush to zero */
     decode_case("int8 sym s=2^-100 x=2^-20", AMXK_QFMT_INT8, 0, 64, 64, 3, 0x1p-100f, 0.0f, 0x1p-20f, 3.0 * 0x1p-120 * 64, 1e-6);
+}
+
+/* ---- issue 31, class 5: fp8 e4m3 block scales up to FLT_MAX / 448 ------------------------------ */
+
+/* e4m3 packs (blocks 1 x 32 and 16 x 32) whose scales reach FLT_MAX / 448, bf16 x, every level, decode
+   and prefill row counts (the AMX tiles and the vector prefill dequantize the pack; decode kernels
+   apply s per group): every output finite and within a bf16-weight bound of the fp64 sum of x times
+   the f32 dequantized weight (s * code rounded once, which amxk_dequantize must return exactly). The
+   vector levels used to fold 256 into the scale: s * 256 = inf, and a zero code gave NaN. Codes stay
+   below 448 so that every weight fits bf16 too (the scalar level and the AMX tiles multiply weights
+   rounded to x's dtype: a weight above bf16's range is inf there, as documented; fp16 x has the same
+   limit at 65504, so it is not used here). */
+static void t_fp8_huge_scales(void) {
+    const size_t N = 48, K = 96, ms[] = {1, 3, 4, 5, 12, 17};
+    const float smax = 3.40282347e38f / 448.0f;
+    int bi, xi;
+    TEST_SECTION("fp8 e4m3 scales up to FLT_MAX / 448: finite, the dequantized weights' sum (issue 31)");
+    for (bi = 0; bi < 2; bi++)
+        for (xi = 0; xi < 2; xi++) {
+            const size_t bn = bi ? 16 : 1, bk = 32, nbn = (N + bn - 1) / bn, nbk = K / bk;
+            const amxk_dtype xt = xi == 2 ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16;
+            const double xmag = xi == 0 ? 0x1p-100 : xi == 1 ? 0x1p-60 : 0x1p-14;
+            amxk_quant q;
+            amxk_ctx ctx;
+            amxk_tier t;
+            size_t bytes, i, j, mi;
+            uint8_t *codes = (uint8_t *)malloc(N * K);
+            float *sc = (float *)malloc(nbn * nbk * 4), *wd = (float *)malloc(N * K * 4);
+            uint16_t *x = (uint16_t *)malloc(17 * K * 2);
+            double *xd = (double *)malloc(17 * K * sizeof(double));
+            size_t bad_dq = 0;
+            void *p;
+            test_case_begin(test_case_id("fp8 huge scales", (uint64_t)(bi * 3 + xi)));
+            for (i = 0; i < N * K; i++) { /* finite codes: zeros, subnormals, up to 416 (s * 448 = FLT_MAX is above bf16's largest finite value) */
+                unsigned c = (unsigned)test_randint(0, 255);
+                if ((c & 0x7f) >= 0x7e) c = (c & 0x80) | 0x7d;
+                if (i % 7 == 0) c = 0;
+                codes[i] = (uint8_t)c;
+            }
+            for (i = 0; i < nbn * nbk; i++) sc[i] = i % 3 == 0 ? smax : i % 3 == 1 ? (float)ldexp(test_uniform(1.0, 2.0), 118) : 5e35f;
+            for (i = 0; i < 17 * K; i++) {
+                x[i] = (uint16_t)test_ref_encode(xt, test_uniform(-1.0, 1.0) * xmag);
+                xd[i] = test_ref_decode(xt, x[i]);
+            }
+            q.format = AMXK_QFMT_FP8_E4M3, q.asym = 0, q.block_n = bn, q.block_k = bk;
+            CHECK(amxk_pack_quant_size(&q, N, K, &bytes) == AMXK_OK, "size");
+            p = test_alloc(bytes);
+            CHECK(amxk_pack_quant(NULL, p, bytes, &q, codes, K, sc, NULL, N, K) == AMXK_OK, "pack");
+            CHECK(amxk_dequantize(p, bytes, wd, K) == AMXK_OK, "dequantize");
+            for (i = 0; i < N; i++)
+                for (j = 0; j < K; j++) {
+                    const float want = (float)((double)sc[(i / bn) * nbk + j / bk] * test_ref_decode(AMXK_DTYPE_FP8_E4M3, codes[i * K + j]));
+                    if (memcmp(&want, &wd[i * K + j], 4) != 0) bad_dq++;
+                }
+            CHECK(bad_dq == 0, "blocks %zux%zu: amxk_dequantize != s * code rounded once at %zu weights", bn, bk, bad_dq);
+            TEST_FOR_EACH_TIER(t, ctx) {
+                for (mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+                    const size_t m = ms[mi];
+                    size_t ws, bad = 0, nonfinite = 0, first = 0;
+                    float *y = (float *)test_alloc(m * N * 4);
+                    void *wsb;
+                    CHECK(amxk_linear_workspace_size_for(&ctx, m, p, bytes, &ws) == AMXK_OK, "ws");
+                    wsb = test_alloc(ws);
+                    CHECK(amxk_linear(&ctx, m, N, K, x, xt, K, p, bytes, NULL, y, AMXK_DTYPE_F32, N, ws ? wsb : NULL, ws) == AMXK_OK, "call");
+                    for (i = 0; i < m; i++)
+                        for (j = 0; j < N; j++) {
+                            double ref = 0.0, mag = 0.0;
+                            size_t kk;
+                            for (kk = 0; kk < K; kk++) ref += xd[i * K + kk] * wd[j * K + kk], mag += fabs(xd[i * K + kk] * wd[j * K + kk]);
+                            if (!isfinite(y[i * N + j])) nonfinite++;
+                            /* AMX tiles round x*w's weight to bf16/fp16 and sum in another order: a loose bound; the failure is inf / NaN */
+                            if (!(fabs(y[i * N + j] - ref) <= 0x1p-6 * mag + 1e-30)) {
+                                if (!bad) first = i * N + j;
+                                bad++;
+                            }
+                        }
+                    CHECK(nonfinite == 0 && bad == 0, "[%s] e4m3 blocks %zux%zu, x ~ %g (%s), M=%zu: %zu non-finite, %zu off (first y[%zu] = %g)",
+                          amxk_tier_name(t), bn, bk, xmag, xt == AMXK_DTYPE_F16 ? "f16" : "bf16", m, nonfinite, bad, first, (double)y[first]);
+                    test_free(y), test_free(wsb);
+                }
+            }
+            test_free(p), free(codes), free(sc), free(wd), free(x), free(xd);
+        }
+}
+
+/* ---- issue 31, class 4: importers read every source array after writing dst ----------------------- */
+
+/* A GPTQ / AWQ checkpoint (n 16, k 64, 4 bits, group 32, random asymmetric zeros) whose qweight, qzeros,
+   scales or g_idx lies inside dst (at its start, middle or last bytes): AMXK_ERR_ALIAS, dst unchanged. */
+static void t_import_alias(void) {
+    const size_t n = 16, k = 64, g = 32, ng = k / g;
+    int awq, arr, where;
+    TEST_SECTION("importers: a source array inside dst is refused, nothing written (issue 31)");
+    for (awq = 0; awq < 2; awq++)
+        for (arr = 0; arr < (awq ? 3 : 4); arr++)
+            for (where = 0; where < 3; where++) {
+                const size_t qw_words = awq ? k * (n / 8) : (k / 8) * n, qz_words = ng * (n / 8);
+                const size_t len[4] = {qw_words * 4, qz_words * 4, ng * n * 4, k * 4};
+                int32_t qweight[128], qzeros[4], gidx[64];
+                float scales[32];
+                const void *src[4];
+                void *srcs[4];
+                size_t bytes, i, off;
+                unsigned char *dst;
+                test_watch wt;
+                amxk_status st;
+                test_case_begin(test_case_id("import alias", (uint64_t)((awq * 4 + arr) * 3 + where)));
+                for (i = 0; i < qw_words; i++) qweight[i] = (int32_t)test_rand32();
+                for (i = 0; i < qz_words; i++) qzeros[i] = (int32_t)(test_rand32() & 0x77777777u); /* zeros 0..7: asymmetric, in range */
+                for (i = 0; i < ng * n; i++) scales[i] = (float)test_uniform(0.01, 0.1);
+                for (i = 0; i < k; i++) gidx[i] = (int32_t)(i / g);
+                CHECK(amxk_import_size(4, g, n, k, &bytes) == AMXK_OK, "size");
+                /* the array at dst's start, in its middle (or overlapping its start from inside when it is longer than dst), across its end */
+                off = where == 0 ? 0 : where == 1 ? (bytes > len[arr] ? (bytes - len[arr]) / 2 & ~(size_t)3 : 4) : (bytes - len[arr] / 2) & ~(size_t)3;
+                dst = (unsigned char *)test_alloc((bytes > off + len[arr] ? bytes : off + len[arr])); /* dst = its first `bytes` bytes */
+                test_noise_fill(dst, (bytes > off + len[arr] ? bytes : off + len[arr]));
+                src[0] = qweight, src[1] = qzeros, src[2] = scales, src[3] = gidx;
+                memcpy(dst + off, src[arr], len[arr]);
+                for (i = 0; i < 4; i++) srcs[i] = (void *)(uintptr_t)src[i];
+                srcs[arr] = dst + off;
+                memset(&wt, 0, sizeof wt);
+                wt.p[0] = dst;
+                test_watch_take(&wt);
+                st = awq ? amxk_import_awq(NULL, dst, bytes, g, (const int32_t *)srcs[0], (const int32_t *)srcs[1], srcs[2], AMXK_DTYPE_F32, n, k)
+                         : amxk_import_gptq(NULL, dst, bytes, 4, g, 0, (const int32_t *)srcs[0], (const int32_t *)srcs[1], srcs[2], AMXK_DTYPE_F32,
+                                            (const int32_t *)srcs[3], n, k);
+                CHECK(st == AMXK_ERR_ALIAS, "%s: %s in dst (offset %zu of %zu bytes): status %d (%s), want ALIAS", awq ? "awq" : "gptq",
+                      arr == 0 ? "qweight" : arr == 1 ? "qzeros" : arr == 2 ? "scales" : "g_idx", off, bytes, (int)st, amxk_status_string(st));
+                CHECK(test_watch_same(&wt), "%s: array %d in dst: something written", awq ? "awq" : "gptq", arr);
+                test_free(dst);
+            }
+    { /* and the same arrays beside dst are accepted (the check is by extent, not by buffer) */
+        const size_t qw = (k / 8) * n;
+        int32_t qweight[128], qzeros[4];
+        float scales[32];
+        size_t bytes, i;
+        unsigned char *dst;
+        test_case_begin(test_case_id("import alias", 99));
+        for (i = 0; i < qw; i++) qweight[i] = (int32_t)test_rand32();
+        for (i = 0; i < 4; i++) qzeros[i] = (int32_t)(test_rand32() & 0x77777777u);
+        for (i = 0; i < ng * n; i++) scales[i] = (float)test_uniform(0.01, 0.1);
+        CHECK(amxk_import_size(4, g, n, k, &bytes) == AMXK_OK, "size");
+        dst = (unsigned char *)test_alloc(bytes + 64 + sizeof qzeros);
+        memcpy(dst + bytes + 64, qzeros, sizeof qzeros); /* right after dst (and its 64-byte rounding) */
+        CHECK(amxk_import_gptq(NULL, dst, bytes, 4, g, 0, qweight, (const int32_t *)(const void *)(dst + bytes + 64), scales, AMXK_DTYPE_F32, NULL, n, k) ==
+                  AMXK_OK,
+              "gptq: qzeros just past dst: accepted");
+        test_free(dst);
+    }
 }
 
 /* ---- item 4: contexts that did not come from amxk_ctx_init --------------------------------------- */
@@ -749,5 +899,11 @@ int main(void) {
     t_alignment();
     t_gdn_alias();
     t_actq_nan();
+    t_fp8_huge_scales();
+    t_import_alias();
+    harden_gdn_alias_conv();
+    harden_gdn_alias_gdn();
+    harden_gdn_alias_repro();
+    harden_gdn_struct_copy();
     return test_finish();
 }
