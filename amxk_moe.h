@@ -202,11 +202,16 @@
        (O(M * topk)).
 
    IN PLACE: out may alias or overlap x: every read of x (gather and shared expert) finishes before
-   the first write of out. out must not overlap anything else (AMXK_ERR_ALIAS).
+   the first write of out. out must not overlap any other buffer the call reads, and the workspace
+   none at all (AMXK_ERR_ALIAS; the overlap table below amxk_moe_experts lists every buffer, by its
+   byte extent). The context and the weights / shared / opts structs are copied at entry: out and the
+   workspace may overlap those structs (not the arrays and packs they point to).
 
-   ERRORS: every argument, every expert's pack header in the shard, every id and the workspace are
-   validated before anything is written; on error out and the workspace are untouched (act_int8
-   with a pack amxk_linear_q8 does not take: AMXK_ERR_UNSUPPORTED).
+   ERRORS: every argument, every expert's pack in the shard (each element on its own: NULL first, for
+   the whole shard, then header and address), every id and the workspace are validated before
+   anything is written; on error out and the workspace are untouched (act_int8 with a pack
+   amxk_linear_q8 does not take: AMXK_ERR_UNSUPPORTED). Every entry point checks its outputs against
+   each other and against every buffer it reads once it has started writing (amxk__moe_alias).
 */
 #ifndef AMXK_MOE_H_INCLUDED
 #define AMXK_MOE_H_INCLUDED
@@ -246,8 +251,10 @@ typedef struct amxk_moe_router {
    topk_ids (int32), slot order = the ORDER of ROUTING (best first). Tasks: chunks of tokens.
    Errors (nothing written): CONTEXT, NULL, SHAPE (M, E or topk 0, topk > E), STRIDE, ARG (score kind,
    grouping: G does not divide E, topk_group 0 or > G, topk > topk_group * E/G, top2 with E/G < 2;
-   renormalize not 0/1; non-finite logit, bias or scaling factor; softcap < 0 or not finite), ALIAS
-   (outputs overlap each other or the inputs). */
+   renormalize not 0/1; non-finite logit, bias or scaling factor; softcap < 0 or not finite), STRIDE
+   also when the logits' extent ((M - 1) * ld_logits + E floats) does not fit a size_t, ALIAS (the
+   outputs, M * topk elements each, overlap each other or a byte the tasks read: the logits' extent,
+   correction_bias (E floats)). *router and *ctx are copied at entry (the outputs may overlap them). */
 AMXK_DEF amxk_status amxk_moe_topk(const amxk_ctx *ctx, const amxk_moe_router *router, size_t m, size_t n_experts,
                                    const float *logits, size_t ld_logits, size_t topk, float *topk_weights,
                                    int32_t *topk_ids);
@@ -268,7 +275,10 @@ AMXK_DEF amxk_status amxk_moe_align_size(size_t m, size_t topk, size_t n_experts
    the number of routed pairs. Only those elements are written. Empty experts get no block.
    max_blocks: the capacity of the arrays (>= the real need, else AMXK_ERR_WORKSPACE; the bound of
    amxk_moe_align_size is always enough). Serial, O(M * topk * (e_end - e_begin)), no scratch. Errors (nothing written): CONTEXT, NULL, SHAPE, ARG,
-   WORKSPACE, ALIAS. */
+   WORKSPACE, ALIAS (the elements the call writes - sorted_ids' n_blocks * block_m, block_expert's
+   n_blocks, block_row's n_blocks + 1, *n_blocks, n_blocks being the count it would return - overlap
+   each other or topk_ids' M * topk entries; bytes of the arrays' capacity that it does not write
+   may overlap anything). */
 AMXK_DEF amxk_status amxk_moe_align(const amxk_ctx *ctx, size_t m, size_t topk, const int32_t *topk_ids, size_t n_experts,
                                     size_t e_begin, size_t e_end, size_t block_m, int32_t *sorted_ids,
                                     int32_t *block_expert, int32_t *block_row, size_t max_blocks, size_t *n_blocks);
@@ -344,7 +354,9 @@ typedef struct amxk_moe_opts {
 
 /* Workspace bytes of amxk_moe_experts for this context, weights (every pack in the shard is read:
    the size covers their formats), shared expert (NULL: none), M, topk and options (NULL: defaults;
-   act_int8 changes the layout). Errors: those of amxk_moe_experts that concern these arguments. */
+   act_int8 changes the layout). Errors: those of amxk_moe_experts that concern these arguments (every
+   element of the shard checked as there: NULL first for the whole shard, then each pack's header and
+   alignment, also a pack byte-identical to the previous expert's). */
 AMXK_DEF amxk_status amxk_moe_workspace_size(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *shared,
                                              const amxk_moe_opts *opts, size_t m, size_t topk, size_t *bytes);
 
@@ -354,13 +366,33 @@ AMXK_DEF amxk_status amxk_moe_workspace_size(const amxk_ctx *ctx, const amxk_moe
    shared: NULL or the shared expert. workspace: >= amxk_moe_workspace_size bytes, AMXK_ALIGN aligned.
    Every pack of the shard (and the shared expert's) is validated as amxk_packed_linear_info says
    (untrusted bytes); workspace sizes are overflow-checked (SHAPE when they do not fit a size_t).
-   Errors (nothing written): CONTEXT, NULL, SHAPE (M or K 0; with topk > 0: E or N 0), STRIDE (ldx, ldo,
-   ld_routed), DTYPE (x, out, routed_dtype), FORMAT (a pack in the shard is not a pack, or not [2N, K] /
+   Every element of the shard is validated on its own (a pack equal in size and header to the previous
+   expert's skips only the re-parse of its header, never the NULL, alignment and size checks).
+   Errors (nothing written): CONTEXT, NULL (w, x, out, topk_weights / topk_ids with topk > 0, a size
+   array with its pointer array, a NULL expert pack inside the shard: every element of the shard is
+   checked for NULL before any pack byte is read, so this is the status whatever else is wrong with
+   the packs or the buffers), SHAPE (M or K 0; with topk > 0: E or N 0; the biases' extents do not fit
+   a size_t), STRIDE (ldx, ldo, ld_routed; also x's, out's or routed_in's extent not fitting a size_t),
+   DTYPE (x, out, routed_dtype), FORMAT (a pack in the shard is not a pack, or not [2N, K] /
    [K, N], or a 16-bit pack of another dtype than x),
-   ALIGN (a pack not 64-byte aligned, an expert stride not a multiple of 64),
+   ALIGN (any pack of the shard not 64-byte aligned - also one byte-identical to the previous
+   expert's -, an expert stride not a multiple of 64),
    ARG (ids < -1 or >= E, or >= n_global_experts with a map; map entries < -1 or >= E; n_global_experts
    0 with a map; bad shard, act, alpha, limit, flags), WORKSPACE, ALIGN, ALIAS, UNSUPPORTED
-   (act_int8 and a pack amxk_linear_q8 does not take, see ACT_INT8; an fp32 pack). */
+   (act_int8 and a pack amxk_linear_q8 does not take, see ACT_INT8; an fp32 pack).
+   ALIAS, the overlap table (byte extents; E = n_experts, with topk > 0 only where E appears):
+       outputs   out ((M - 1) * ldo + K elements of out_dtype) and the workspace (the
+                 amxk_moe_workspace_size bytes, not all of workspace_bytes): never each other
+       inputs    x ((M - 1) * ldx + K 16-bit values: may overlap out, not the workspace);
+                 routed_in ((M - 1) * ld_routed + K of routed_dtype: may be out itself, same pointer,
+                 dtype and stride, else overlaps neither); topk_weights, topk_ids (M * topk each);
+                 expert_map (n_global_experts int32, read with topk > 0); w->w13, w->w2 (E pointers each), w->w13_bytes,
+                 w->w2_bytes (E size_t each); w->b13 ([E, 2N] f32), w->b2 ([E, K] f32); every shard
+                 expert's w13 and w2 pack (its size-array entry, or the stride); the shared expert's
+                 packs (their sizes), b13 (2Ns f32), b2 (K f32), gate (K f32): none may overlap out or
+                 the workspace
+       not in it  the structs *ctx, *weights, *shared, *opts: copied at entry (out and the workspace
+                 may overlap them; the arrays they point to are in the table). */
 AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *shared,
                                       const amxk_moe_opts *opts, size_t m, const void *x, amxk_dtype x_dtype, size_t ldx,
                                       size_t topk, const float *topk_weights, const int32_t *topk_ids, void *out,
@@ -390,6 +422,52 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
 // >>util -----------------------------------------------------------------------------------------
 
 AMXK__INLINE int amxk__moe_finite(float f) { return f == f && f - f == 0.0f; }
+
+/* The overlap table of the entry points (amxk_moe_topk, amxk_moe_align, amxk_moe_experts): every
+   buffer a call writes (an output) and every buffer it reads once it has started writing (an input:
+   arrays and packs; the context and the parameter structs are copied at entry, so they are none),
+   each by its byte extent [p, p + bytes). An output may overlap an input only where the input's bit
+   in `may` (bit i: output i) says so: its last read comes before that output's first write
+   (amxk_moe_experts: x and out, an identical routed_in and out). NULL or 0 bytes: an absent buffer,
+   overlapping nothing. */
+typedef struct amxk__moe_rgn {
+    const void *p;
+    size_t bytes;
+    unsigned may;
+} amxk__moe_rgn;
+
+AMXK__INLINE amxk__moe_rgn amxk__moe_rgn_of(const void *p, size_t bytes, unsigned may) {
+    amxk__moe_rgn r;
+    r.p = p, r.bytes = p ? bytes : 0, r.may = may;
+    return r;
+}
+
+/* 1 when two regions share a byte (distances in uintptr_t: no pointer arithmetic past an object,
+   no overflow for extents that reach the top of the address space). */
+AMXK__INLINE int amxk__moe_hit(const amxk__moe_rgn *a, const amxk__moe_rgn *b) {
+    const uintptr_t ua = (uintptr_t)a->p, ub = (uintptr_t)b->p;
+    if (!a->bytes || !b->bytes) return 0;
+    return ua >= ub ? ua - ub < b->bytes : ub - ua < a->bytes;
+}
+
+/* The table's rule: AMXK_ERR_ALIAS when two outputs overlap, or an output overlaps an input that
+   may not overlap it; else AMXK_OK. n_out <= 8. */
+AMXK__PRIV amxk_status amxk__moe_alias(const amxk__moe_rgn *out, size_t n_out, const amxk__moe_rgn *in, size_t n_in) {
+    size_t i, j;
+    for (i = 0; i < n_out; i++) {
+        for (j = i + 1; j < n_out; j++)
+            if (amxk__moe_hit(&out[i], &out[j])) return AMXK_ERR_ALIAS;
+        for (j = 0; j < n_in; j++)
+            if (!(in[j].may >> i & 1u) && amxk__moe_hit(&out[i], &in[j])) return AMXK_ERR_ALIAS;
+    }
+    return AMXK_OK;
+}
+
+/* The byte extent of a strided [rows, cols] array of esz-byte elements, row stride ld elements
+   ((rows - 1) * ld + cols elements); *ovf set when it does not fit a size_t. */
+AMXK__INLINE size_t amxk__moe_extent(size_t rows, size_t ld, size_t cols, size_t esz, int *ovf) {
+    return amxk__sz_mul(amxk__sz_add(amxk__sz_mul(rows - 1, ld, ovf), cols, ovf), esz, ovf);
+}
 
 
 /* Routing: one token row. Experts are ranked by a key (v, l): v = score + bias with a correction bias,
@@ -612,20 +690,32 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
         if (o->expert_map && (o->n_global_experts == 0 || o->n_global_experts > 0x7fffffff)) return AMXK_ERR_ARG;
         p->q8 = o->act_int8;
     }
-    /* every pack of the shard. A pack whose size and 64-byte header equal the previous pack's
-       (checked) one passes the same checks and needs the same scratch: only its header is compared.
-       x panels (amxk__moe_xpanel_at): at most one call per active expert, R rows in all */
-    units = AMXK__MIN(p->e_end - p->e_begin, R);
+    /* every element of the shard, before any pack byte is read: a NULL pack is AMXK_ERR_NULL
+       whatever else is wrong (a corrupt header elsewhere, an overlap) */
     for (e = p->e_begin; e < p->e_end; e++) {
         amxk__moe_w(w, e, 0, &pw, &pb);
         if (!pw) return AMXK_ERR_NULL;
-        if (!amxk__linop_same(prev13, prevb13, pw, pb)) {
+        amxk__moe_w(w, e, 1, &pw, &pb);
+        if (!pw) return AMXK_ERR_NULL;
+    }
+    /* then every pack of the shard, each element on its own: a pack whose size and 64-byte header
+       equal the previous validated pack's (amxk__linop_same) passes the same format checks and
+       needs the same scratch, so only its header is compared - but its own address is still
+       checked (AMXK_ALIGN, what amxk__linop_open would return for it). x panels
+       (amxk__moe_xpanel_at): at most one call per active expert, R rows in all */
+    units = AMXK__MIN(p->e_end - p->e_begin, R);
+    for (e = p->e_begin; e < p->e_end; e++) {
+        amxk__moe_w(w, e, 0, &pw, &pb);
+        if (amxk__linop_same(prev13, prevb13, pw, pb)) {
+            if ((uintptr_t)pw % AMXK_ALIGN) return AMXK_ERR_ALIGN;
+        } else {
             if ((s = amxk__moe_use_pack(ctx, pw, pb, 2 * N, K, xt, p->q8, R, units, &lin, p->q8 ? &xp13 : NULL, &ovf)) != AMXK_OK) return s;
             prev13 = pw, prevb13 = pb;
         }
         amxk__moe_w(w, e, 1, &pw, &pb);
-        if (!pw) return AMXK_ERR_NULL;
-        if (!amxk__linop_same(prev2, prevb2, pw, pb)) {
+        if (amxk__linop_same(prev2, prevb2, pw, pb)) {
+            if ((uintptr_t)pw % AMXK_ALIGN) return AMXK_ERR_ALIGN;
+        } else {
             if ((s = amxk__moe_use_pack(ctx, pw, pb, K, N, xt, p->q8, R, units, &lin, &xp2, &ovf)) != AMXK_OK) return s;
             prev2 = pw, prevb2 = pb;
         }
@@ -1201,12 +1291,74 @@ AMXK__PRIV size_t amxk__moe_split(amxk__moe_unit *u, int fused, size_t want, siz
     return item0 + u->ns1 * AMXK__CEIL_DIV(u->rows, u->c1);
 }
 
+/* amxk_moe_experts' overlap table (amxk__moe_alias): outputs out (its M rows at stride ldo) and the
+   workspace (the plan's p->total bytes); inputs, every one read after the first write (the counts
+   at the workspace's start are written before the units read w's pointer arrays and packs): x (may
+   overlap out: read before out is written),
+   topk_weights and topk_ids (M * topk each), the expert map, routed_in (may be out itself: same
+   pointer, dtype and stride), w's pointer arrays w13 / w2 and size arrays w13_bytes / w2_bytes (E
+   entries each), the biases b13 [E, 2N] and b2 [E, K], the shared expert's packs, biases and gate,
+   and each shard expert's two packs by their own sizes (pointer arrays) or strides (base + stride).
+   An extent that does not fit a size_t: AMXK_ERR_STRIDE (x, out, routed_in), AMXK_ERR_SHAPE (the
+   biases). Reads only what the earlier checks validated (no pack byte). The context and the weights /
+   shared / opts structs are not in the table: amxk_moe_experts works on copies made at entry. */
+AMXK__PRIV amxk_status amxk__moe_experts_alias(const amxk_moe_weights *w, const amxk_moe_shared *sh, const amxk_moe_opts *o, const amxk__moe_plan *p, size_t m, const void *x, size_t ldx, const float *tw,
+                                               const int32_t *ids, const void *out, amxk_dtype ot, size_t ldo, const void *ws) {
+    const size_t K = w->hidden, R = p->rows, NE = R ? w->n_experts : 0, N = R ? w->inter : 0;
+    const void *rin = o ? o->routed_in : NULL;
+    amxk__moe_rgn outs[2], in[24];
+    size_t n = 0, e;
+    int ovf = 0;
+    amxk_status s;
+    outs[0] = amxk__moe_rgn_of(out, amxk__moe_extent(m, ldo, K, amxk_dtype_size(ot), &ovf), 0);
+    outs[1] = amxk__moe_rgn_of(ws, p->total, 0);
+    in[n++] = amxk__moe_rgn_of(x, amxk__moe_extent(m, ldx, K, 2, &ovf), 1u); /* in place: x is read before out is written */
+    if (rin) {
+        const amxk_dtype rt = o->routed_dtype;
+        in[n++] = amxk__moe_rgn_of(rin, amxk__moe_extent(m, o->ld_routed, K, amxk_dtype_size(rt), &ovf),
+                                   rin == out && rt == ot && o->ld_routed == ldo ? 1u : 0u);
+    }
+    if (ovf) return AMXK_ERR_STRIDE;
+    in[n++] = amxk__moe_rgn_of(tw, R * 4, 0);
+    in[n++] = amxk__moe_rgn_of(ids, R * 4, 0);
+    if (o && R) in[n++] = amxk__moe_rgn_of(o->expert_map, o->n_global_experts * 4, 0);
+    in[n++] = amxk__moe_rgn_of(w->w13, NE * sizeof(void *), 0);
+    in[n++] = amxk__moe_rgn_of(w->w13_bytes, NE * sizeof(size_t), 0);
+    in[n++] = amxk__moe_rgn_of(w->w2, NE * sizeof(void *), 0);
+    in[n++] = amxk__moe_rgn_of(w->w2_bytes, NE * sizeof(size_t), 0);
+    in[n++] = amxk__moe_rgn_of(w->b13, amxk__sz_mul(amxk__sz_mul(NE, 2 * N, &ovf), 4, &ovf), 0);
+    in[n++] = amxk__moe_rgn_of(w->b2, amxk__sz_mul(amxk__sz_mul(NE, K, &ovf), 4, &ovf), 0);
+    if (ovf) return AMXK_ERR_SHAPE;
+    if (sh) {
+        in[n++] = amxk__moe_rgn_of(sh->w13, sh->w13_bytes, 0);
+        in[n++] = amxk__moe_rgn_of(sh->w2, sh->w2_bytes, 0);
+        in[n++] = amxk__moe_rgn_of(sh->b13, 2 * sh->inter * 4, 0);
+        in[n++] = amxk__moe_rgn_of(sh->b2, K * 4, 0);
+        in[n++] = amxk__moe_rgn_of(sh->gate, K * 4, 0);
+    }
+    if ((s = amxk__moe_alias(outs, 2, in, n)) != AMXK_OK) return s;
+    for (e = p->e_begin; e < p->e_end; e++) { /* each element of the shard: its own packs */
+        const void *pw;
+        size_t pb;
+        amxk__moe_w(w, e, 0, &pw, &pb);
+        in[0] = amxk__moe_rgn_of(pw, pb, 0);
+        amxk__moe_w(w, e, 1, &pw, &pb);
+        in[1] = amxk__moe_rgn_of(pw, pb, 0);
+        if ((s = amxk__moe_alias(outs, 2, in, 2)) != AMXK_OK) return s;
+    }
+    return AMXK_OK;
+}
+
 // >>api ------------------------------------------------------------------------------------------
 
 AMXK_DEF amxk_status amxk_moe_topk(const amxk_ctx *ctx, const amxk_moe_router *r, size_t m, size_t ne, const float *logits,
                                    size_t ld, size_t topk, float *tw, int32_t *ids) {
     amxk__moe_topk_args a;
+    amxk_ctx cc;
+    amxk_moe_router rc;
     size_t t, e, G;
+    if (ctx) cc = *ctx, ctx = &cc; /* copies: the outputs may overlap the caller's structs */
+    if (r) rc = *r, r = &rc;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!r || !logits || !tw || !ids) return AMXK_ERR_NULL;
     if (m == 0 || ne == 0 || topk == 0 || topk > ne || ne > 0x7fffffff || m > ((size_t)1 << 40) / topk) return AMXK_ERR_SHAPE;
@@ -1220,11 +1372,16 @@ AMXK_DEF amxk_status amxk_moe_topk(const amxk_ctx *ctx, const amxk_moe_router *r
         if (ne % G != 0 || r->topk_group == 0 || r->topk_group > G || topk > r->topk_group * (ne / G)) return AMXK_ERR_ARG;
         if (r->group_score_top2 && ne / G < 2) return AMXK_ERR_ARG;
     }
-    if (amxk__overlap(tw, m * topk * 4, ids, m * topk * 4) || amxk__overlap(tw, m * topk * 4, logits, ((m - 1) * ld + ne) * 4) ||
-        amxk__overlap(ids, m * topk * 4, logits, ((m - 1) * ld + ne) * 4) ||
-        (r->correction_bias && (amxk__overlap(tw, m * topk * 4, r->correction_bias, ne * 4) ||
-                                amxk__overlap(ids, m * topk * 4, r->correction_bias, ne * 4))))
-        return AMXK_ERR_ALIAS;
+    { /* the overlap table: the outputs against each other and every input the tasks read */
+        amxk__moe_rgn outs[2], in[2];
+        amxk_status s;
+        int ovf = 0;
+        outs[0] = amxk__moe_rgn_of(tw, m * topk * 4, 0), outs[1] = amxk__moe_rgn_of(ids, m * topk * 4, 0);
+        in[0] = amxk__moe_rgn_of(logits, amxk__moe_extent(m, ld, ne, 4, &ovf), 0);
+        in[1] = amxk__moe_rgn_of(r->correction_bias, ne * 4, 0);
+        if (ovf) return AMXK_ERR_STRIDE;
+        if ((s = amxk__moe_alias(outs, 2, in, 2)) != AMXK_OK) return s;
+    }
     for (t = 0; t < m; t++)
         for (e = 0; e < ne; e++)
             if (!amxk__moe_finite(logits[t * ld + e])) return AMXK_ERR_ARG;
@@ -1247,7 +1404,7 @@ AMXK_DEF amxk_status amxk_moe_align_size(size_t m, size_t topk, size_t ne, size_
 AMXK_DEF amxk_status amxk_moe_align(const amxk_ctx *ctx, size_t m, size_t topk, const int32_t *ids, size_t ne, size_t e_begin,
                                     size_t e_end, size_t bm, int32_t *sorted, int32_t *bexp, int32_t *brow, size_t max_blocks,
                                     size_t *n_blocks) {
-    size_t R, p, e, b, need = 0, cap, pad, routed = 0;
+    size_t R, p, e, b, need = 0, pad, routed = 0;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!ids || !sorted || !bexp || !brow || !n_blocks) return AMXK_ERR_NULL;
     if (m == 0 || topk == 0 || ne == 0 || bm == 0 || ne > 0x7fffffff || m > ((size_t)1 << 30) / topk || bm > ((size_t)1 << 30))
@@ -1265,13 +1422,15 @@ AMXK_DEF amxk_status amxk_moe_align(const amxk_ctx *ctx, size_t m, size_t topk, 
         routed += c;
     }
     if (max_blocks < need) return AMXK_ERR_WORKSPACE;
-    cap = max_blocks * bm;
-    if (amxk__overlap(sorted, cap * 4, ids, R * 4) || amxk__overlap(bexp, max_blocks * 4, ids, R * 4) ||
-        amxk__overlap(brow, (max_blocks + 1) * 4, ids, R * 4) || amxk__overlap(sorted, cap * 4, bexp, max_blocks * 4) ||
-        amxk__overlap(sorted, cap * 4, brow, (max_blocks + 1) * 4) || amxk__overlap(bexp, max_blocks * 4, brow, (max_blocks + 1) * 4) ||
-        amxk__overlap(n_blocks, sizeof *n_blocks, sorted, cap * 4) || amxk__overlap(n_blocks, sizeof *n_blocks, bexp, max_blocks * 4) ||
-        amxk__overlap(n_blocks, sizeof *n_blocks, brow, (max_blocks + 1) * 4) || amxk__overlap(n_blocks, sizeof *n_blocks, ids, R * 4))
-        return AMXK_ERR_ALIAS;
+    { /* the overlap table: the elements this call writes (need blocks; need <= R <= 2^30 and
+         bm <= 2^30: the extents fit) against each other and the ids, read while they are written */
+        amxk__moe_rgn outs[4], in[1];
+        amxk_status s;
+        outs[0] = amxk__moe_rgn_of(sorted, need * bm * 4, 0), outs[1] = amxk__moe_rgn_of(bexp, need * 4, 0);
+        outs[2] = amxk__moe_rgn_of(brow, (need + 1) * 4, 0), outs[3] = amxk__moe_rgn_of(n_blocks, sizeof *n_blocks, 0);
+        in[0] = amxk__moe_rgn_of(ids, R * 4, 0);
+        if ((s = amxk__moe_alias(outs, 4, in, 1)) != AMXK_OK) return s;
+    }
     (void)routed;
     b = 0, pad = 0;
     for (e = e_begin; e < e_end; e++) {
@@ -1310,12 +1469,22 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     amxk__moe_plan p;
     amxk__moe_args a;
     amxk_status s;
-    size_t K, N, R, NE, e, t, i, obytes, gathered, xp = 0;
+    size_t K, N, R, NE, e, t, i, gathered, xp = 0;
     char *W = (char *)ws;
     int32_t *cnt, *order, *pos;
     const int32_t *map = o ? o->expert_map : NULL;
     const void *rin = o ? o->routed_in : NULL;
     amxk_dtype rt = o ? o->routed_dtype : AMXK_DTYPE_INVALID;
+    amxk_ctx cc;
+    amxk_moe_weights wc;
+    amxk_moe_shared shc;
+    amxk_moe_opts oc;
+    /* the structs are copied at entry: out and the workspace may overlap the caller's (not what they
+       point to) */
+    if (ctx) cc = *ctx, ctx = &cc;
+    if (w) wc = *w, w = &wc;
+    if (sh) shc = *sh, sh = &shc;
+    if (o) oc = *o, o = &oc;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!w || !x || !out || (topk && (!tw || !ids))) return AMXK_ERR_NULL;
     if (xt != AMXK_DTYPE_BF16 && xt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
@@ -1331,36 +1500,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
         if (ids[t] < -1 || ids[t] >= (int32_t)(map ? o->n_global_experts : w->n_experts)) return AMXK_ERR_ARG;
     if (!ws || ws_bytes < p.total) return AMXK_ERR_WORKSPACE;
     if ((uintptr_t)ws % AMXK_ALIGN) return AMXK_ERR_ALIGN;
-    obytes = ((m - 1) * ldo + K) * amxk_dtype_size(ot);
-    if (amxk__overlap(out, obytes, ws, p.total) || amxk__overlap(x, ((m - 1) * ldx + K) * 2, ws, p.total) ||
-        amxk__overlap(out, obytes, tw, R * 4) || amxk__overlap(out, obytes, ids, R * 4) || amxk__overlap(ws, p.total, tw, R * 4) ||
-        amxk__overlap(ws, p.total, ids, R * 4) ||
-        (w->b13 && amxk__overlap(out, obytes, w->b13, NE * 2 * N * 4)) || (w->b2 && amxk__overlap(out, obytes, w->b2, NE * K * 4)) ||
-        (w->w13 && amxk__overlap(out, obytes, w->w13, NE * sizeof(void *))) ||
-        (w->w2 && amxk__overlap(out, obytes, w->w2, NE * sizeof(void *))) ||
-        (w->w13_bytes && amxk__overlap(out, obytes, w->w13_bytes, NE * sizeof(size_t))) ||
-        (w->w2_bytes && amxk__overlap(out, obytes, w->w2_bytes, NE * sizeof(size_t))) ||
-        (map && topk && (amxk__overlap(out, obytes, map, o->n_global_experts * 4) || amxk__overlap(ws, p.total, map, o->n_global_experts * 4))))
-        return AMXK_ERR_ALIAS;
-    if (rin) {
-        size_t rb = ((m - 1) * o->ld_routed + K) * amxk_dtype_size(rt);
-        if ((amxk__overlap(out, obytes, rin, rb) && !(rin == out && rt == ot && o->ld_routed == ldo)) || amxk__overlap(ws, p.total, rin, rb))
-            return AMXK_ERR_ALIAS;
-    }
-    for (e = p.e_begin; e < p.e_end; e++) {
-        const void *pw;
-        size_t pb;
-        amxk__moe_w(w, e, 0, &pw, &pb);
-        if (amxk__overlap(out, obytes, pw, pb) || amxk__overlap(ws, p.total, pw, pb)) return AMXK_ERR_ALIAS;
-        amxk__moe_w(w, e, 1, &pw, &pb);
-        if (amxk__overlap(out, obytes, pw, pb) || amxk__overlap(ws, p.total, pw, pb)) return AMXK_ERR_ALIAS;
-    }
-    if (sh && (amxk__overlap(out, obytes, sh->w13, sh->w13_bytes) || amxk__overlap(out, obytes, sh->w2, sh->w2_bytes) ||
-               amxk__overlap(ws, p.total, sh->w13, sh->w13_bytes) || amxk__overlap(ws, p.total, sh->w2, sh->w2_bytes) ||
-               (sh->b13 && amxk__overlap(out, obytes, sh->b13, 2 * sh->inter * 4)) ||
-               (sh->b2 && amxk__overlap(out, obytes, sh->b2, K * 4)) ||
-               (sh->gate && (amxk__overlap(out, obytes, sh->gate, K * 4) || amxk__overlap(ws, p.total, sh->gate, K * 4)))))
-        return AMXK_ERR_ALIAS;
+    if ((s = amxk__moe_experts_alias(w, sh, o, &p, m, x, ldx, tw, ids, out, ot, ldo, ws)) != AMXK_OK) return s;
 
     /* everything is valid: from here on nothing fails */
     cnt = (int32_t *)(W + p.off_cnt), order = (int32_t *)(W + p.off_order), pos = (int32_t *)(W + p.off_pos);

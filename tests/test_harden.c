@@ -13,6 +13,7 @@
 #include "../amxk_moe.h"
 #include "../amxk_gdn.h"
 #include "harden_gdn.h" /* issue 31 class 1: conv1d / GDN outputs against their index arrays */
+#include "harden_moe.h" /* issue 31 classes 2, 3: MoE outputs against the expert arrays, per-expert checks */
 
 /* The 64-byte pack header (amxk_pack.h: amxk__pack_hdr), by offset. */
 enum { HDR = 64, OFF_VERSION = 8, OFF_DTYPE = 12, OFF_N = 16, OFF_K = 24, OFF_QFMT = 32, OFF_ASYM = 36, OFF_BN = 40, OFF_BK = 48, OFF_FLAGS = 56 };
@@ -905,5 +906,9 @@ int main(void) {
     harden_gdn_alias_gdn();
     harden_gdn_alias_repro();
     harden_gdn_struct_copy();
+    harden_moe_ws_arrays();
+    harden_moe_same_pack_align();
+    harden_moe_null_expert();
+    harden_moe_alias_routing();
     return test_finish();
 }
