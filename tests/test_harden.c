@@ -311,10 +311,12 @@ static void t_fp8_huge_scales(void) {
     const size_t N = 48, K = 96, ms[] = {1, 3, 4, 5, 12, 17};
     const float smax = 3.40282347e38f / 448.0f;
     int bi, xi;
-    TEST_SECTION("fp8 e4m3 scales up to FLT_MAX / 448: finite, the dequantized weights' sum (issue 31)");
-    for (bi = 0; bi < 2; bi++)
+    TEST_SECTION("fp8 e4m3 scales up to FLT_MAX: finite, the dequantized weights' sum (issue 31)");
+    for (bi = 0; bi < 4; bi++)
         for (xi = 0; xi < 2; xi++) {
-            const size_t bn = bi ? 16 : 1, bk = 32, nbn = (N + bn - 1) / bn, nbk = K / bk;
+            /* bi 0, 1: scales up to FLT_MAX / 448 (blocks 1 x 32, 16 x 32); bi 2, 3: scales from 2e36 (the issue's
+               reproducer: s * 256 overflows) up to FLT_MAX, codes cut so that every |s * code| fits bf16 */
+            const size_t bn = bi & 1 ? 16 : 1, bk = 32, nbn = (N + bn - 1) / bn, nbk = K / bk;
             const amxk_dtype xt = xi == 2 ? AMXK_DTYPE_F16 : AMXK_DTYPE_BF16;
             const double xmag = xi == 0 ? 0x1p-100 : xi == 1 ? 0x1p-60 : 0x1p-14;
             amxk_quant q;
@@ -334,7 +336,13 @@ static void t_fp8_huge_scales(void) {
                 if (i % 7 == 0) c = 0;
                 codes[i] = (uint8_t)c;
             }
-            for (i = 0; i < nbn * nbk; i++) sc[i] = i % 3 == 0 ? smax : i % 3 == 1 ? (float)ldexp(test_uniform(1.0, 2.0), 118) : 5e35f;
+            for (i = 0; i < nbn * nbk; i++)
+                sc[i] = bi < 2 ? (i % 3 == 0 ? smax : i % 3 == 1 ? (float)ldexp(test_uniform(1.0, 2.0), 118) : 5e35f)
+                               : (i % 4 == 0 ? 2e36f : i % 4 == 1 ? 3.40282347e38f : i % 4 == 2 ? (float)ldexp(test_uniform(1.0, 2.0), 121) : 1e38f);
+            for (i = 0; bi >= 2 && i < N * K; i++) { /* the largest code magnitude not above 3.3e38 / s, same sign */
+                const double lim = 3.3e38 / (double)sc[(i / K / bn) * nbk + (i % K) / bk];
+                while ((codes[i] & 0x7f) != 0 && fabs(test_ref_decode(AMXK_DTYPE_FP8_E4M3, codes[i])) > lim) codes[i]--;
+            }
             for (i = 0; i < 17 * K; i++) {
                 x[i] = (uint16_t)test_ref_encode(xt, test_uniform(-1.0, 1.0) * xmag);
                 xd[i] = test_ref_decode(xt, x[i]);
