@@ -366,9 +366,11 @@ AMXK_DEF void amxk_amx_emu_touch(const void *p, size_t bytes);
 #if defined(__GNUC__) || defined(__clang__)
 #  define AMXK__PRIV __attribute__((unused)) static
 #  define AMXK__INLINE __attribute__((unused)) static inline
+#  define AMXK__FORCE_INLINE __attribute__((unused, always_inline)) static inline
 #else
 #  define AMXK__PRIV static
 #  define AMXK__INLINE static
+#  define AMXK__FORCE_INLINE static
 #endif
 #if defined(__cplusplus)
 #  define AMXK__RESTRICT __restrict

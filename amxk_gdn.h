@@ -875,7 +875,7 @@ AMXK__PRIV void amxk__gdn_recurrent_f32__1col__scalar(const amxk__gdn_args *a, f
    = 1 / (1 + exp(-b)). exp: amxk__vexp__<isa> (argument clamped to [-87, 87]: softplus and beta of
    arguments below -87 come out near 1.6e-38 instead of smaller). */
 #define AMXK__GDN_GATING_DEFINE(NAME, isa, V, L, LD, ST)                                                      \
-    static inline __attribute__((always_inline)) V##_T amxk__gdn_log1p01__##isa(V##_T u) {                  \
+    AMXK__FORCE_INLINE V##_T amxk__gdn_log1p01__##isa(V##_T u) {                  \
         const V##_T v = V##_DIV(u, V##_ADD(u, V##_SET1(2.0f))), v2 = V##_MUL(v, v);                         \
         V##_T p = V##_SET1(1.0f / 13.0f);                                                                   \
         p = V##_FMADD(p, v2, V##_SET1(1.0f / 11.0f));                                                       \
@@ -910,7 +910,7 @@ AMXK__PRIV void amxk__gdn_recurrent_f32__1col__scalar(const amxk__gdn_args *a, f
 AMXK__TARGET_AVX2_BEGIN
 
 /* 8 values (f32 or bf16) at p as f32; cnt < 8 reads only cnt values (rest 0). */
-static inline __attribute__((always_inline)) __m256 amxk__gdn_ld8__avx2(const void *p, amxk_dtype t, size_t i, size_t cnt) {
+AMXK__FORCE_INLINE __m256 amxk__gdn_ld8__avx2(const void *p, amxk_dtype t, size_t i, size_t cnt) {
     if (cnt >= 8) {
         return amxk__vload__avx2((const char *)p + i * (t == AMXK_DTYPE_F32 ? 4 : 2), t);
     } else {
@@ -920,7 +920,7 @@ static inline __attribute__((always_inline)) __m256 amxk__gdn_ld8__avx2(const vo
         return _mm256_loadu_ps(tmp);
     }
 }
-static inline __attribute__((always_inline)) void amxk__gdn_st8__avx2(void *p, amxk_dtype t, size_t i, size_t cnt, __m256 v) {
+AMXK__FORCE_INLINE void amxk__gdn_st8__avx2(void *p, amxk_dtype t, size_t i, size_t cnt, __m256 v) {
     if (cnt >= 8) {
         amxk__vstore__avx2((char *)p + i * (t == AMXK_DTYPE_F32 ? 4 : 2), t, v);
     } else {
@@ -935,7 +935,7 @@ static inline __attribute__((always_inline)) void amxk__gdn_st8__avx2(void *p, a
    the other lanes 0. The gating kernel's tails (fused gating calls it with one head: every row is a
    tail) stay off the stack copy, whose 8-lane reload of narrow stores is not store-forwarded and
    stalls (measured: 1-head rows at 97 ns each, 3x the scalar kernel). */
-static inline __attribute__((always_inline)) __m256 amxk__gdn_ldr8__avx2(const void *p, amxk_dtype t, size_t i, size_t cnt) {
+AMXK__FORCE_INLINE __m256 amxk__gdn_ldr8__avx2(const void *p, amxk_dtype t, size_t i, size_t cnt) {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     __m256 v = _mm256_setzero_ps();
     size_t k;
@@ -958,7 +958,7 @@ AMXK__GDN_GATING_DEFINE(amxk__gdn_gating_f32__1x8__avx2, avx2, AMXK__V8, 8, amxk
    1 + e in one FMA, then one IEEE division. Measured against fp64: silu within 2.4e-7 relative for |y| <=
    8, 4.2e-7 for |y| <= 20. FMA-pipe work is what bounds the conv here, so the reduction uses one multiply
    and three adds instead of FMAs. y is clamped to [-87, 87] inside exp only (NaN in, NaN out). */
-static inline __attribute__((always_inline)) __m256 amxk__conv_silu__avx2(__m256 y) {
+AMXK__FORCE_INLINE __m256 amxk__conv_silu__avx2(__m256 y) {
     const __m256 magic = _mm256_set1_ps(12582912.0f);
     const __m256 tab = _mm256_setr_ps(1.0f, 1.0905077327f, 1.1892071150f, 1.2968395547f, 1.4142135624f, 1.5422108254f, 1.6817928305f,
                                       1.8340080864f);
@@ -978,7 +978,7 @@ static inline __attribute__((always_inline)) __m256 amxk__conv_silu__avx2(__m256
 /* 8 fp32 lanes -> bf16 (round to nearest even) in the high 16 bits of each 32-bit lane. v comes out of
    an FMA or the silu, so a NaN is already quiet and is kept as it is (what the library's converters
    give: they set the quiet bit). */
-static inline __attribute__((always_inline)) __m256i amxk__conv_rne__avx2(__m256 v) {
+AMXK__FORCE_INLINE __m256i amxk__conv_rne__avx2(__m256 v) {
     __m256i u = _mm256_castps_si256(v);
     __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1)), _mm256_set1_epi32(0x7fff)));
     return _mm256_blendv_epi8(r, u, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
@@ -986,7 +986,7 @@ static inline __attribute__((always_inline)) __m256i amxk__conv_rne__avx2(__m256
 
 /* 16 channels of x as two fp32 vectors: f32 x in channel order (0-7, 8-15); bf16 x split into the even
    and the odd channels (one shift, one mask: no shuffles). */
-static inline __attribute__((always_inline)) void amxk__conv_ld16__avx2(const char *p, amxk_dtype xt, __m256 *v0, __m256 *v1) {
+AMXK__FORCE_INLINE void amxk__conv_ld16__avx2(const char *p, amxk_dtype xt, __m256 *v0, __m256 *v1) {
     if (xt == AMXK_DTYPE_F32) {
         *v0 = _mm256_loadu_ps((const float *)p), *v1 = _mm256_loadu_ps((const float *)p + 8);
     } else {
@@ -996,14 +996,14 @@ static inline __attribute__((always_inline)) void amxk__conv_ld16__avx2(const ch
     }
 }
 /* 16 fp32 values in channel order -> dst[0..7] the even, dst[8..15] the odd ones (the bf16 lane order). */
-static inline __attribute__((always_inline)) void amxk__conv_split16__avx2(const float *p, float *dst) {
+AMXK__FORCE_INLINE void amxk__conv_split16__avx2(const float *p, float *dst) {
     __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
     _mm256_storeu_ps(dst, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0x88)), 0xD8)));
     _mm256_storeu_ps(dst + 8, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xDD)), 0xD8)));
 }
 /* 16 channels in the lane order of amxk__conv_ld16__avx2 for xt to p as ot. bf16 from split lanes: one
    blend puts the channels back in order. */
-static inline __attribute__((always_inline)) void amxk__conv_st16__avx2(char *p, amxk_dtype xt, amxk_dtype ot, __m256 v0, __m256 v1) {
+AMXK__FORCE_INLINE void amxk__conv_st16__avx2(char *p, amxk_dtype xt, amxk_dtype ot, __m256 v0, __m256 v1) {
     __m256i r0, r1;
     if (ot == AMXK_DTYPE_F32) {
         if (xt == AMXK_DTYPE_BF16) { /* even/odd -> 0-3 8-11 and 4-7 12-15 -> 0-7 and 8-15 */
@@ -1025,7 +1025,7 @@ static inline __attribute__((always_inline)) void amxk__conv_st16__avx2(char *p,
    x rows the next token pair reads first (prefetched). xt/ot/W/NT compile-time constants at the call
    sites (W = 0: runtime width). Each loaded x row feeds both tokens; per token: bias, FMA in tap order,
    silu, one rounding - the same arithmetic as the generic path. */
-static inline __attribute__((always_inline)) void amxk__conv_rows__avx2(const amxk__conv_args *a, const char *const *xr, char *const *orow,
+AMXK__FORCE_INLINE void amxk__conv_rows__avx2(const amxk__conv_args *a, const char *const *xr, char *const *orow,
                                                                        const char *const *pf, size_t ngrp, const float *wt, size_t ldw,
                                                                        const float *bs, amxk_dtype xt, amxk_dtype ot, size_t W,
                                                                        int NT) {
@@ -1188,7 +1188,7 @@ AMXK__PRIV void amxk__gdn_qk_f32__8col__avx2(const amxk__gdn_args *a, size_t t, 
 
 /* One token's sweep over a column block of NV vectors (8*NV columns), rows lds apart:
    s = al*s + k_i u; o += s q_i; skn += s kn_i (when next). NV is a compile-time constant. */
-static inline __attribute__((always_inline)) void amxk__gdn_sweep__avx2(float *S, size_t lds, size_t dk, const float *kh,
+AMXK__FORCE_INLINE void amxk__gdn_sweep__avx2(float *S, size_t lds, size_t dk, const float *kh,
                                                                        const float *qh, const float *kn, float al,
                                                                        const float *u, float *o, float *skn, int next, int NV) {
     __m256 uu[4], oo[4], nn[4], va = _mm256_set1_ps(al);
@@ -1228,7 +1228,7 @@ static inline __attribute__((always_inline)) void amxk__gdn_sweep__avx2(float *S
    per row, with the old s:  oa += s q1_i;  s' = aa s + k1_i w1 + k2_i u2 (stored; MUL = 0: aa = 1, no
    multiply);  ob += s' q2_i;  n1 += s' k3_i (NX >= 1);  n2 += s' k4_i (NX == 2). NV, NX, MUL
    compile-time constants. */
-static inline __attribute__((always_inline)) void amxk__gdn_sweep2__avx2(float *S, size_t lds, size_t dk, const float *k1, const float *q1,
+AMXK__FORCE_INLINE void amxk__gdn_sweep2__avx2(float *S, size_t lds, size_t dk, const float *k1, const float *q1,
                                                                         const float *k2, const float *q2, const float *k3, const float *k4,
                                                                         float aa, const float *w1, const float *u2, float *oa, float *ob,
                                                                         float *n1, float *n2, int NX, int NV, int MUL) {
@@ -1433,7 +1433,7 @@ AMXK__PRIV void amxk__gdn_recurrent_f32__32col__avx2(const amxk__gdn_args *a, fl
 }
 
 /* mr x 16 (or x 8) block of C (+)= A B, k loop; mr <= 4, W16 compile-time constants. */
-static inline __attribute__((always_inline)) void amxk__gdn_mk__avx2(int acc, size_t k, const float *A, size_t lda, const float *B,
+AMXK__FORCE_INLINE void amxk__gdn_mk__avx2(int acc, size_t k, const float *A, size_t lda, const float *B,
                                                                     size_t ldb, float *C, size_t ldc, int mr, int W16) {
     __m256 c0[4], c1[4];
     size_t kk;
@@ -1496,11 +1496,11 @@ AMXK__TARGET_END
 AMXK__TARGET_AVX512_BEGIN
 
 /* The lane mask of the first min(cnt, 16) lanes. */
-static inline __attribute__((always_inline)) __mmask16 amxk__gdn_mask16(size_t cnt) {
+AMXK__FORCE_INLINE __mmask16 amxk__gdn_mask16(size_t cnt) {
     return (__mmask16)(cnt >= 16 ? 0xffffu : (1u << cnt) - 1u);
 }
 /* The sum of 16 lanes in a fixed order. */
-static inline __attribute__((always_inline)) float amxk__gdn_hsum16(__m512 v) {
+AMXK__FORCE_INLINE float amxk__gdn_hsum16(__m512 v) {
     float t[16];
     _mm512_storeu_ps(t, v);
     return (((t[0] + t[8]) + (t[4] + t[12])) + ((t[2] + t[10]) + (t[6] + t[14]))) +
@@ -1524,7 +1524,7 @@ static inline __attribute__((always_inline)) float amxk__gdn_hsum16(__m512 v) {
    beyond it 1 + exp(-y) is 1 (y > 0) or silu(y) comes out as about y e^-79.5 (y < 0: absolute
    error below 3e-35 |y|, not relative accurate; the clamp at 87 before: e^-87). The AVX2 silu (8-entry table, cubic, 2.4e-7) differs from this one in the last
    bits. */
-static inline __attribute__((always_inline)) __m512 amxk__conv_silu__avx512(__m512 y) {
+AMXK__FORCE_INLINE __m512 amxk__conv_silu__avx512(__m512 y) {
     const __m512 magic = _mm512_set1_ps(12582912.0f), lg = _mm512_set1_ps(-23.083120654223414f);
     const __m512i tab = _mm512_setr_epi32(0x3a76e634, 0x3a78ea4a, 0x3a769f6d, 0x3a749540, 0x3a72cea2, 0x3a714e8f, 0x3a701827, 0x3a6f2ead,
                                           0x3a6e9589, 0x3a6e5049, 0x3a6e62a5, 0x3a6ed07d, 0x3a6f9dde, 0x3a70cf04, 0x3a726858, 0x3a746e77);
@@ -1539,7 +1539,7 @@ static inline __attribute__((always_inline)) __m512 amxk__conv_silu__avx512(__m5
 
 /* 16 fp32 lanes -> bf16 (round to nearest even) in the high 16 bits of each 32-bit lane; a NaN (already
    quiet: it comes out of an FMA or the silu) is kept (see amxk__conv_rne__avx2). */
-static inline __attribute__((always_inline)) __m512i amxk__conv_rne__avx512(__m512 v) {
+AMXK__FORCE_INLINE __m512i amxk__conv_rne__avx512(__m512 v) {
     __m512i u = _mm512_castps_si512(v);
     __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7fff)));
     return _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), u);
@@ -1547,7 +1547,7 @@ static inline __attribute__((always_inline)) __m512i amxk__conv_rne__avx512(__m5
 
 /* 32 channels of x as two fp32 vectors: f32 x in channel order (0-15, 16-31); bf16 x (one 64-byte
    load) split into the even and the odd channels with one shift and one mask. */
-static inline __attribute__((always_inline)) void amxk__conv_ld32__avx512(const char *p, amxk_dtype xt, __m512 *v0, __m512 *v1) {
+AMXK__FORCE_INLINE void amxk__conv_ld32__avx512(const char *p, amxk_dtype xt, __m512 *v0, __m512 *v1) {
     if (xt == AMXK_DTYPE_F32) {
         *v0 = _mm512_loadu_ps((const float *)p), *v1 = _mm512_loadu_ps((const float *)p + 16);
     } else {
@@ -1558,7 +1558,7 @@ static inline __attribute__((always_inline)) void amxk__conv_ld32__avx512(const 
 }
 /* 32 channels of x as two fp32 vectors in channel order (0-15, 16-31); bf16 widened by two vpmovzxwd
    and two shifts. */
-static inline __attribute__((always_inline)) void amxk__conv_ld32c__avx512(const char *p, amxk_dtype xt, __m512 *v0, __m512 *v1) {
+AMXK__FORCE_INLINE void amxk__conv_ld32c__avx512(const char *p, amxk_dtype xt, __m512 *v0, __m512 *v1) {
     if (xt == AMXK_DTYPE_F32) {
         *v0 = _mm512_loadu_ps((const float *)p), *v1 = _mm512_loadu_ps((const float *)p + 16);
     } else {
@@ -1567,7 +1567,7 @@ static inline __attribute__((always_inline)) void amxk__conv_ld32c__avx512(const
     }
 }
 /* 32 fp32 values in channel order -> dst[0..15] the even, dst[16..31] the odd ones (bf16 lane order). */
-static inline __attribute__((always_inline)) void amxk__conv_split32__avx512(const float *p, float *dst) {
+AMXK__FORCE_INLINE void amxk__conv_split32__avx512(const float *p, float *dst) {
     const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     __m512 lo = _mm512_loadu_ps(p), hi = _mm512_loadu_ps(p + 16);
@@ -1579,7 +1579,7 @@ static inline __attribute__((always_inline)) void amxk__conv_split32__avx512(con
    amxk__f32_to_bf16). For the AVX512_BF16 table only (see amxk__gdn_kernels_for). Inline asm: the
    AVX-512 region's target has no avx512bf16 and the kernels instantiate one body for both tables; the
    emulated build runs the same rule in C (checked equal to the instruction on 64M patterns, Zen 4). */
-static inline __attribute__((always_inline)) __m512i amxk__gdn_cvtne2__avx512(__m512 hi, __m512 lo) {
+AMXK__FORCE_INLINE __m512i amxk__gdn_cvtne2__avx512(__m512 hi, __m512 lo) {
     __m512i r;
 #if defined(AMXK_AVX512_EMULATE)
     float f[32];
@@ -1600,7 +1600,7 @@ static inline __attribute__((always_inline)) __m512i amxk__gdn_cvtne2__avx512(__
 
 /* 64 bytes to p: a streaming store when NTS (p 64-byte aligned; the emulated build, whose SIMDe has no
    512-bit streaming store, stores plainly), else an unaligned store. */
-static inline __attribute__((always_inline)) void amxk__conv_st64__avx512(char *p, __m512i v, int NTS) {
+AMXK__FORCE_INLINE void amxk__conv_st64__avx512(char *p, __m512i v, int NTS) {
 #if !defined(AMXK_AVX512_EMULATE)
     if (NTS) {
         _mm512_stream_si512((__m512i *)p, v);
@@ -1615,7 +1615,7 @@ static inline __attribute__((always_inline)) void amxk__conv_st64__avx512(char *
    channel order with one two-source permute per vector (f32) or one word blend (bf16). BF (AVX512_BF16
    table): bf16 outputs by one vcvtne2ps2bf16 (+ one word permute for split lanes) instead of the
    integer rounding (the same values except subnormal outputs, which become zeros). */
-static inline __attribute__((always_inline)) void amxk__conv_st32__avx512(char *p, amxk_dtype xt, amxk_dtype ot, __m512 v0, __m512 v1, int BF,
+AMXK__FORCE_INLINE void amxk__conv_st32__avx512(char *p, amxk_dtype xt, amxk_dtype ot, __m512 v0, __m512 v1, int BF,
                                                                         int NTS) {
     __m512i r0, r1;
     if (ot == AMXK_DTYPE_BF16 && BF) {
@@ -1651,7 +1651,7 @@ static inline __attribute__((always_inline)) void amxk__conv_st32__avx512(char *
 
 /* The steady-state conv rows at 32 channels per group (see amxk__conv_rows__avx2: the same structure,
    operands and FMA order, twice the lanes). */
-static inline __attribute__((always_inline)) void amxk__conv_rows__avx512(const amxk__conv_args *a, const char *const *xr, char *const *orow,
+AMXK__FORCE_INLINE void amxk__conv_rows__avx512(const amxk__conv_args *a, const char *const *xr, char *const *orow,
                                                                          const char *const *pf, size_t ngrp, const float *wt, size_t ldw,
                                                                          const float *bs, amxk_dtype xt, amxk_dtype ot, size_t W, int NT,
                                                                          int BF) {
@@ -1709,7 +1709,7 @@ AMXK__PRIV void amxk__conv_rowsel__avx512(const amxk__conv_args *a, const char *
    blocking of amxk__conv_rows_f32__2x16__avx2 (channel blocks in L1, two tokens at a time, the block's
    taps copied contiguous, split for bf16 x; streaming stores for large outputs) with 32-channel
    groups. */
-static inline __attribute__((always_inline)) void amxk__conv_rows__2x32__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t td,
+AMXK__FORCE_INLINE void amxk__conv_rows__2x32__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t td,
                                                                                size_t tb1, size_t nch, int bf) {
     const size_t t0 = q.t0, len = q.len, W = a->width, xs = a->esz, os = amxk_dtype_size(a->ot);
     float wsc[32 * (AMXK__CONV_MAXW + 1)], stage[2 * AMXK__CONV_WSC];
@@ -1768,7 +1768,7 @@ AMXK__PRIV void amxk__conv_rows_f32__2x32__avx512bf16(const amxk__conv_args *a, 
    FMA in tap order j = 0..3, silu, one rounding (the 2x32 rows' arithmetic, the same bits). nts:
    streaming stores (every output row 64-byte aligned: each store is whole lines). pf (0 or bytes): x
    rows that far below are prefetched into L2. xt/ot/BF compile-time constants. */
-static inline __attribute__((always_inline)) void amxk__conv_col4__avx512(const amxk__conv_args *a, const char *x0, size_t ldxb, char *o0,
+AMXK__FORCE_INLINE void amxk__conv_col4__avx512(const amxk__conv_args *a, const char *x0, size_t ldxb, char *o0,
                                                                          size_t ldob, size_t n, const float *wt, size_t ldw,
                                                                          const float *bs, size_t pf, int nts, amxk_dtype xt,
                                                                          amxk_dtype ot, int BF) {
@@ -1811,7 +1811,7 @@ static inline __attribute__((always_inline)) void amxk__conv_col4__avx512(const 
    streamed out row by row (bf16 with silu from memory, T 4096 x dim 8192 called directly, best of 3
    calls, 3 interleaved rounds, Zen 4: 12.5-13.1 vs 10.9-11.1 GB/s; f32 outputs, two lines per row and
    column, gained nothing from it and stay direct). */
-static inline __attribute__((always_inline)) void amxk__conv_rows__Tx32__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t td,
+AMXK__FORCE_INLINE void amxk__conv_rows__Tx32__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t td,
                                                                                size_t tb1, size_t nch, int bf) {
     const size_t xs = a->esz, os = amxk_dtype_size(a->ot), ldxb = a->ldx * xs, ldob = a->ldo * os;
     const int nts = a->nts && (uintptr_t)a->out % 64 == 0 && ldob % 64 == 0, bx = a->xt == AMXK_DTYPE_BF16, bo = a->ot == AMXK_DTYPE_BF16;
@@ -1862,7 +1862,7 @@ AMXK__PRIV void amxk__conv_rows_f32__Tx32__avx512bf16(const amxk__conv_args *a, 
 /* Conv outputs of token t of a sequence, channels [c0, c1), any history, 16 lanes at a time (masked
    tail): the same fp32 values in the same FMA order as the 2x32 rows, and the same bf16 rounding as the
    rows of its table (BF), so prefill and update agree bit for bit. */
-static inline __attribute__((always_inline)) void amxk__conv_edge__1x16__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t t,
+AMXK__FORCE_INLINE void amxk__conv_edge__1x16__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t t,
                                                                                size_t c0, size_t c1, int BF) {
     const size_t W = a->width, xs = a->esz;
     size_t c, j, k;
@@ -1939,10 +1939,10 @@ AMXK__PRIV void amxk__gdn_qk_f32__16col__avx512(const amxk__gdn_args *a, size_t 
 
 /* 16 values (f32 or bf16) from element i of p as f32 (lanes past cnt read as 0), and the store of the
    first min(cnt, 16): amxk__gdn_ld8__avx2's interface at 16 lanes (lane masks, no scalar tail). */
-static inline __attribute__((always_inline)) __m512 amxk__gdn_ld16__avx512(const void *p, amxk_dtype t, size_t i, size_t cnt) {
+AMXK__FORCE_INLINE __m512 amxk__gdn_ld16__avx512(const void *p, amxk_dtype t, size_t i, size_t cnt) {
     return amxk__vload__avx512((const char *)p + i * (t == AMXK_DTYPE_F32 ? 4 : 2), t, amxk__gdn_mask16(cnt));
 }
-static inline __attribute__((always_inline)) void amxk__gdn_st16__avx512(void *p, amxk_dtype t, size_t i, size_t cnt, __m512 v) {
+AMXK__FORCE_INLINE void amxk__gdn_st16__avx512(void *p, amxk_dtype t, size_t i, size_t cnt, __m512 v) {
     amxk__vstore__avx512((char *)p + i * (t == AMXK_DTYPE_F32 ? 4 : 2), t, v, amxk__gdn_mask16(cnt));
 }
 
@@ -1977,7 +1977,7 @@ AMXK__PRIV void amxk__gdn_recurrent_prep_f32__16col__avx512(const float *kh, con
 
 /* One token's sweep over a column block of NV (<= 2) vectors (16*NV columns, the last one masked with km
    when TL), rows lds apart: s = al*s + k_i u; o += s q_i. NV, TL compile-time constants. */
-static inline __attribute__((always_inline)) void amxk__gdn_sweep__avx512(float *S, size_t lds, size_t dk, const float *kh, const float *qh,
+AMXK__FORCE_INLINE void amxk__gdn_sweep__avx512(float *S, size_t lds, size_t dk, const float *kh, const float *qh,
                                                                          float al, const float *u, float *o, int NV, int TL, __mmask16 km) {
     __m512 uu[2], oo[2], va = _mm512_set1_ps(al);
     size_t i;
@@ -2002,7 +2002,7 @@ static inline __attribute__((always_inline)) void amxk__gdn_sweep__avx512(float 
    (see amxk__gdn_sweep2__avx2 for the arithmetic): per row, with the old s: oa += s q1_i; s' = aa s +
    k1_i w1 + k2_i u2 (MUL = 0: aa = 1, no multiply); ob += s' q2_i; n1 += s' k3_i (NX >= 1); n2 += s' k4_i
    (NX == 2). NV, NX, MUL, TL compile-time constants. */
-static inline __attribute__((always_inline)) void amxk__gdn_sweep2__avx512(float *S, size_t lds, size_t dk, const float *k1, const float *q1,
+AMXK__FORCE_INLINE void amxk__gdn_sweep2__avx512(float *S, size_t lds, size_t dk, const float *k1, const float *q1,
                                                                           const float *k2, const float *q2, const float *k3, const float *k4,
                                                                           float aa, const float *w1, const float *u2, float *oa, float *ob,
                                                                           float *n1, float *n2, int NX, int NV, int MUL, int TL, __mmask16 km) {
@@ -2192,7 +2192,7 @@ AMXK__PRIV void amxk__gdn_recurrent_f32__32col__avx512(const amxk__gdn_args *a, 
 
 /* mr x 16*NV block of C (+)= A B over k (the last vector's columns masked with km); MR <= 8, NV
    compile-time constants. */
-static inline __attribute__((always_inline)) void amxk__gdn_mk__avx512(int acc, size_t k, const float *A, size_t lda, const float *B,
+AMXK__FORCE_INLINE void amxk__gdn_mk__avx512(int acc, size_t k, const float *A, size_t lda, const float *B,
                                                                       size_t ldb, float *C, size_t ldc, int MR, int NV, __mmask16 km) {
     const __mmask16 k0 = NV == 1 ? km : (__mmask16)0xffffu;
     __m512 c0[8], c1[8];

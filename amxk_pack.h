@@ -1106,7 +1106,7 @@ AMXK__TARGET_AVX2_BEGIN
 /* Weights of pair row p, lanes 8*half .. 8*half+7, parity odd (k = 2p + odd), as 8 f32. dt BF16 or
    F16: wb is a packed block (pair rows of 16 lanes, each lane (k even, k odd) of one n); dt F32: wb
    is a widened block (wb[k * 16 + lane]). */
-static inline __attribute__((always_inline)) __m256 amxk__lin_w__avx2(const void *wb, amxk_dtype dt, size_t p, int half, int odd) {
+AMXK__FORCE_INLINE __m256 amxk__lin_w__avx2(const void *wb, amxk_dtype dt, size_t p, int half, int odd) {
     __m256i v;
     if (dt == AMXK_DTYPE_F32) return _mm256_loadu_ps((const float *)wb + p * 32 + odd * 16 + half * 8);
     v = _mm256_loadu_si256((const __m256i *)((const uint16_t *)wb + p * 32 + half * 16));
@@ -1126,7 +1126,7 @@ static inline __attribute__((always_inline)) __m256 amxk__lin_w__avx2(const void
    latency) even and odd k go to separate accumulators that are added at the end. mr and dt must be
    compile-time constants at the call site (always_inline) so the accumulators stay in registers.
    pf: NULL, or pf_bytes to prefetch into L2 during the sweep (64 per k pair: the next weight block). */
-static inline __attribute__((always_inline)) void amxk__linear__6x16__avx2(const float *xf, size_t kp, const void *wb,
+AMXK__FORCE_INLINE void amxk__linear__6x16__avx2(const float *xf, size_t kp, const void *wb,
                                                                           amxk_dtype dt, int mr, float *out, const char *pf,
                                                                           size_t pf_bytes) {
     __m256 acc[AMXK__LIN_MR][2], aco[2][2];
@@ -1231,7 +1231,7 @@ AMXK__PRIV void amxk__linear_tile__avx2(const amxk__linear_args *a, const float 
 /* ---- quantized int packs (groups of whole 64-byte rows: amxk__q_kind == 2) ---- */
 
 /* The b-bit fields at bit sh of 8 lanes as f32 (two's complement when sym). */
-static inline __attribute__((always_inline)) __m256 amxk__q_field__avx2(__m256i v, int sh, int bits, int sym) {
+AMXK__FORCE_INLINE __m256 amxk__q_field__avx2(__m256i v, int sh, int bits, int sym) {
     if (sym) return _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(v, 32 - sh - bits), 32 - bits));
     return _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(v, sh), _mm256_set1_epi32((1 << bits) - 1)));
 }
@@ -1241,7 +1241,7 @@ static inline __attribute__((always_inline)) __m256 amxk__q_field__avx2(__m256i 
    <= 448), never folded into the scale, where s * 256 would overflow for s above ~2^120 (issue 31).
    MXFP4 comes out doubled (amxk__mxfp4_x2): callers fold the 1/2 into the scale (amxk__q_wscale;
    s / 2 is exact or a subnormal that stays exact for e8m0 scales). */
-static inline __attribute__((always_inline)) void amxk__q_w16__avx2(__m256i v0, __m256i v1, int sh, amxk_qformat fmt, int sym,
+AMXK__FORCE_INLINE void amxk__q_w16__avx2(__m256i v0, __m256i v1, int sh, amxk_qformat fmt, int sym,
                                                                    __m256 *w0, __m256 *w1) {
     __m256i t0, t1, h;
     if (fmt == AMXK_QFMT_MXFP4) { /* the code through the table (lut[0] = 0 for the lane's upper bytes), sign-extended */
@@ -1317,7 +1317,7 @@ AMXK__INLINE void amxk__q_sgrid16(const amxk__qview *v, size_t b, size_t g, __m2
 }
 
 /* Dequantizes block b to wf[k * 16 + r] like amxk__q_block_f32 (same values: s * (q - z) in f32). */
-static inline __attribute__((always_inline)) void amxk__q_block_f32_int__avx2(const amxk__qview *v, size_t b, float *wf, amxk_qformat fmt,
+AMXK__FORCE_INLINE void amxk__q_block_f32_int__avx2(const amxk__qview *v, size_t b, float *wf, amxk_qformat fmt,
                                                                               int sym) {
     const int bits = amxk__q_bits(fmt), span = 32 / bits; /* columns per 64-byte row */
     const uint8_t *blk = v->data + b * v->blk_bytes;
@@ -1392,7 +1392,7 @@ AMXK__PRIV void amxk__q_block_16__avx2(const amxk__qview *v, size_t b, amxk_dtyp
    |x| >= 2^100): rows r0 .. r0+mr (mr <= 2) of the x panel against block b, codes decoded through
    fp16 (amxk__q_w16__avx2). Per group: t = sum_k x * w (f32, k increasing; for one row split by k
    parity to hide the FMA latency), then acc += s * t. */
-static inline __attribute__((always_inline)) void amxk__linear_q__2x16__avx2(const amxk__qview *v, const float *xf, size_t b, int r0, int mr,
+AMXK__FORCE_INLINE void amxk__linear_q__2x16__avx2(const amxk__qview *v, const float *xf, size_t b, int r0, int mr,
                                                                             amxk_qformat fmt, float *out) {
     const int bits = amxk__q_bits(fmt), span = 32 / bits;
     const uint8_t *blk = v->data + b * v->blk_bytes;
@@ -1460,7 +1460,7 @@ AMXK__PRIV void amxk__linear_q_exact__avx2(const amxk__qview *v, const float *xf
    and mantissa land in the f32 fields: the result is the code's value * 2^-120 (e4m3) or * 2^-112
    (e5m2), exactly; subnormal codes give f32 subnormals and NaN / infinite codes garbage (callers
    exclude both: see amxk__linear_q_panel__avx2). */
-static inline __attribute__((always_inline)) __m256 amxk__fp8_k__avx2(__m256i v, int j, amxk_qformat fmt) {
+AMXK__FORCE_INLINE __m256 amxk__fp8_k__avx2(__m256i v, int j, amxk_qformat fmt) {
     __m256i t = j < 3 ? _mm256_slli_epi32(v, 24 - 8 * j) : v;
     if (fmt == AMXK_QFMT_FP8_E4M3) return _mm256_castsi256_ps(_mm256_and_si256(_mm256_srai_epi32(t, 4), _mm256_set1_epi32((int)0x87f00000u)));
     return _mm256_castsi256_ps(_mm256_and_si256(_mm256_srai_epi32(t, 3), _mm256_set1_epi32((int)0x8fe00000u)));
@@ -1474,7 +1474,7 @@ static inline __attribute__((always_inline)) __m256 amxk__fp8_k__avx2(__m256i v,
    infinite one (whatever the pack's header says): out is then garbage and the caller runs the exact
    kernel on the block. */
 #define AMXK__FP8_SPECIAL(fmt) ((fmt) == AMXK_QFMT_FP8_E4M3 ? 0x7f : 0x7c) /* code & this == this: NaN / inf */
-static inline __attribute__((always_inline)) int amxk__linear_fp8__2x16__avx2(const amxk__qview *v, const float *xr, size_t ldr, size_t b,
+AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__avx2(const amxk__qview *v, const float *xr, size_t ldr, size_t b,
                                                                               int mr, amxk_qformat fmt, const float *post, float *out) {
     const uint8_t *blk = v->data + b * v->blk_bytes;
     const __m256i special = _mm256_set1_epi8((char)AMXK__FP8_SPECIAL(fmt));
@@ -1536,23 +1536,23 @@ static inline __attribute__((always_inline)) int amxk__linear_fp8__2x16__avx2(co
    its two's complement but a 16-entry table (lutv: amxk__mxfp4_x2 in every 128-bit lane): the tops
    step becomes one shift (f = 1), AND and vpshufb leaving the table's int8 in every byte (q * 2^24
    in the lane after the same byte move; x pre-scaled by amxk__q_topsh). */
-static inline __attribute__((always_inline)) __m256i amxk__qi_tops__avx2(__m256i c, int f, int bits, int lut, __m256i lutv) {
+AMXK__FORCE_INLINE __m256i amxk__qi_tops__avx2(__m256i c, int f, int bits, int lut, __m256i lutv) {
     const int up = 8 - bits - bits * f; /* moves field f to the top of its byte */
     if (lut) return _mm256_shuffle_epi8(lutv, _mm256_and_si256(f ? _mm256_srli_epi16(c, 4) : c, _mm256_set1_epi8(0x0f)));
     if (bits == 8) return c;
     return _mm256_and_si256(up ? _mm256_slli_epi32(c, up) : c, _mm256_set1_epi8((char)(0xff << (8 - bits))));
 }
-static inline __attribute__((always_inline)) __m256 amxk__qi_sfield__avx2(__m256i tops, int i) {
+AMXK__FORCE_INLINE __m256 amxk__qi_sfield__avx2(__m256i tops, int i) {
     const int lo = (int)0x808080u; /* vpshufb indices with the top bit set: zero bytes */
     if (i == 3) return _mm256_cvtepi32_ps(_mm256_and_si256(tops, _mm256_set1_epi32((int)0xff000000u)));
     return _mm256_cvtepi32_ps(_mm256_shuffle_epi8(tops, _mm256_setr_epi32(lo | i << 24, lo | (4 + i) << 24, lo | (8 + i) << 24, lo | (12 + i) << 24,
                                                                          lo | i << 24, lo | (4 + i) << 24, lo | (8 + i) << 24, lo | (12 + i) << 24)));
 }
-static inline __attribute__((always_inline)) __m256 amxk__qi_ufield__avx2(__m256i v, int sh, int bits) {
+AMXK__FORCE_INLINE __m256 amxk__qi_ufield__avx2(__m256i v, int sh, int bits) {
     if (sh + bits == 32) return _mm256_cvtepi32_ps(_mm256_srli_epi32(v, sh));
     return _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(((1 << bits) - 1) << sh)));
 }
-static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx2(const amxk__qview *v, const float *xr, size_t ldr, const float *xsum,
+AMXK__FORCE_INLINE void amxk__linear_qi__2x16__avx2(const amxk__qview *v, const float *xr, size_t ldr, const float *xsum,
                                                                              size_t b, int mr, int bits, int sym, int lut, const float *post, float *out) {
     const int span = 32 / bits;
     const __m256i lutv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)amxk__mxfp4_x2));
@@ -1635,7 +1635,7 @@ AMXK__PRIV void amxk__linear_q_panel__avx2(const amxk__linear_args *a, const flo
    (even and odd k in separate accumulators, k increasing, added at the end). Two blocks are two
    memory streams and twice the independent FMA chains: measured (Zen 3, 1 thread, 4096 x 4096 bf16
    from DRAM) 15.5 -> 21 GB/s, above a one-stream `stream` read. */
-static inline __attribute__((always_inline)) void amxk__linear__1x32__avx2(const float *xf, size_t kp, const void *wb, size_t bstride,
+AMXK__FORCE_INLINE void amxk__linear__1x32__avx2(const float *xf, size_t kp, const void *wb, size_t bstride,
                                                                           amxk_dtype dt, int nb, float *out) {
     const size_t prow = dt == AMXK_DTYPE_F32 ? 128 : 64; /* bytes per pair row */
     __m256 ev[2][2], od[2][2];
@@ -1662,7 +1662,7 @@ static inline __attribute__((always_inline)) void amxk__linear__1x32__avx2(const
 /* mr (2..4) rows against one block with the prefetch of the kernel above: the same sums as
    amxk__linear__6x16__avx2 (mr = 2: even and odd k in separate accumulators added at the end; mr >=
    3: one accumulator, even then odd k of each pair, k increasing). */
-static inline __attribute__((always_inline)) void amxk__linear__4x16__avx2(const float *xf, size_t kp, const void *wb, amxk_dtype dt,
+AMXK__FORCE_INLINE void amxk__linear__4x16__avx2(const float *xf, size_t kp, const void *wb, amxk_dtype dt,
                                                                           int mr, float *out) {
     const size_t prow = dt == AMXK_DTYPE_F32 ? 128 : 64;
     __m256 ev[4][2], od[2][2];
@@ -1822,7 +1822,7 @@ AMXK__TARGET_AVX2_BEGIN
     }
 
 #define AMXK__Q8_AVX2_KERNEL(KNAME, DOT8, DOTU, FLUSH) \
-static inline __attribute__((always_inline)) void KNAME(const amxk__q8_args *a, size_t row, int mr, size_t b,                                             \
+AMXK__FORCE_INLINE void KNAME(const amxk__q8_args *a, size_t row, int mr, size_t b,                                             \
                                                                              int bits, int pre, const int32_t *xsum_tab, const float *sx_tab,             \
                                                                              size_t m0, int xu) {                                                         \
     const amxk__qview *v = a->w;                                                                                                                          \
@@ -1912,7 +1912,7 @@ _Pragma("GCC unroll 4")                                                         
     }                                                                                                                                                     \
 }
 #define AMXK__Q8_AVX2_BLOCK(BNAME, KNAME) \
-static inline __attribute__((always_inline)) void BNAME##_x(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1, \
+AMXK__FORCE_INLINE void BNAME##_x(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1, \
                                                             int xu) {                                     \
     /* the x scale and (int4/int2) the x sum per (row, weight group) once per task when they fit a        \
        small table (decode), instead of once per block inside the kernel */                               \
@@ -2177,7 +2177,7 @@ AMXK__TARGET_END
    starts both early (may read past a stream's end: a prefetch does not fault). pf 2 (the tall tile):
    every step, each weight stream's row AMXK__LIN_TPF_ROWS steps ahead (AMXK__LIN_TPF_HINT). */
 #define AMXK__LIN16_KERNEL(NAME, W_T, X_T, LOADW, BCAST, OP, ADDRW)                                      \
-    static inline __attribute__((always_inline)) void NAME(const uint32_t *xp, size_t ns, const void *w, size_t bstride,  \
+    AMXK__FORCE_INLINE void NAME(const uint32_t *xp, size_t ns, const void *w, size_t bstride,  \
                                                           amxk_dtype dt, int mr, int nr, int split, int pf, size_t xs,    \
                                                           size_t pst, __m512 *out) {                               \
         __m512 acc[2][16][4];                                                                            \
@@ -2399,25 +2399,25 @@ AMXK__INLINE __m512 amxk__q_sgrid16__avx512(const amxk__qview *v, size_t b, size
 }
 /* Int fields of a whole 64-byte row (16 lanes: every row of the block), as amxk__qi_tops__avx2,
    amxk__qi_sfield__avx2 and amxk__qi_ufield__avx2 do for 8. */
-static inline __attribute__((always_inline)) __m512i amxk__qi_tops__avx512(__m512i c, int f, int bits, int lut, __m512i lutv) {
+AMXK__FORCE_INLINE __m512i amxk__qi_tops__avx512(__m512i c, int f, int bits, int lut, __m512i lutv) {
     const int up = 8 - bits - bits * f;
     if (lut) return _mm512_shuffle_epi8(lutv, _mm512_and_si512(f ? _mm512_srli_epi16(c, 4) : c, _mm512_set1_epi8(0x0f)));
     if (bits == 8) return c;
     return _mm512_and_si512(up ? _mm512_slli_epi32(c, up) : c, _mm512_set1_epi8((char)(0xff << (8 - bits))));
 }
-static inline __attribute__((always_inline)) __m512 amxk__qi_sfield__avx512(__m512i tops, int i) {
+AMXK__FORCE_INLINE __m512 amxk__qi_sfield__avx512(__m512i tops, int i) {
     const int lo = (int)0x808080u;
     if (i == 3) return _mm512_cvtepi32_ps(_mm512_and_si512(tops, _mm512_set1_epi32((int)0xff000000u)));
     return _mm512_cvtepi32_ps(_mm512_shuffle_epi8(tops, _mm512_broadcast_i32x4(_mm_setr_epi32(lo | i << 24, lo | (4 + i) << 24, lo | (8 + i) << 24,
                                                                                                lo | (12 + i) << 24))));
 }
-static inline __attribute__((always_inline)) __m512 amxk__qi_ufield__avx512(__m512i v, int sh, int bits) {
+AMXK__FORCE_INLINE __m512 amxk__qi_ufield__avx512(__m512i v, int sh, int bits) {
     if (sh + bits == 32) return _mm512_cvtepi32_ps(_mm512_srli_epi32(v, (unsigned)sh));
     return _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(((1 << bits) - 1) << sh)));
 }
 /* Int decode kernel: amxk__linear_qi__2x16__avx2 (same x rows, same sums per output, lane for lane)
    with the 16 rows of the block in one vector. res[r] = the outputs of row r. */
-static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx512(const amxk__qview *v, const float *xr, size_t ldr,
+AMXK__FORCE_INLINE void amxk__linear_qi__2x16__avx512(const amxk__qview *v, const float *xr, size_t ldr,
                                                                                const float *xsum, size_t b, int mr, int bits, int sym,
                                                                                int lut, const float *post, __m512 *res) {
     const int span = 32 / bits;
@@ -2459,12 +2459,12 @@ static inline __attribute__((always_inline)) void amxk__linear_qi__2x16__avx512(
 }
 /* fp8 codes -> f32 by integer operations alone (amxk__fp8_k__avx2 at 16 lanes) and the fp8 decode
    kernel (amxk__linear_fp8__2x16__avx2, the same sums lane for lane). */
-static inline __attribute__((always_inline)) __m512 amxk__fp8_k__avx512(__m512i v, int j, amxk_qformat fmt) {
+AMXK__FORCE_INLINE __m512 amxk__fp8_k__avx512(__m512i v, int j, amxk_qformat fmt) {
     const __m512i t = j < 3 ? _mm512_slli_epi32(v, (unsigned)(24 - 8 * j)) : v;
     if (fmt == AMXK_QFMT_FP8_E4M3) return _mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(t, 4), _mm512_set1_epi32((int)0x87f00000u)));
     return _mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(t, 3), _mm512_set1_epi32((int)0x8fe00000u)));
 }
-static inline __attribute__((always_inline)) int amxk__linear_fp8__2x16__avx512(const amxk__qview *v, const float *xr, size_t ldr, size_t b,
+AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__avx512(const amxk__qview *v, const float *xr, size_t ldr, size_t b,
                                                                                int mr, amxk_qformat fmt, const float *post, __m512 *res) {
     const uint8_t *blk = v->data + b * v->blk_bytes;
     const __m512i special = _mm512_set1_epi8((char)AMXK__FP8_SPECIAL(fmt));
@@ -2536,7 +2536,7 @@ AMXK__PRIV void amxk__linear_q_panel__avx512(const amxk__linear_args *a, const f
 
 /* Weight k of the 16 columns of packed bf16 block wb as f32: one load of pair row k / 2, then a shift
    (even k) or an AND (odd k). */
-static inline __attribute__((always_inline)) __m512 amxk__lin_w16__avx512(const uint16_t *wb, size_t k) {
+AMXK__FORCE_INLINE __m512 amxk__lin_w16__avx512(const uint16_t *wb, size_t k) {
     const __m512i v = _mm512_loadu_si512((const void *)(wb + (k / 2) * 32));
     return _mm512_castsi512_ps((k & 1) ? _mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)) : _mm512_slli_epi32(v, 16));
 }
@@ -2570,7 +2570,7 @@ AMXK__PRIV void amxk__linear_run16__avx512(const uint32_t *xp, size_t ns, const 
    accumulator lane sums one column's even or odd k (two chains per output, added at the end: even
    chain + odd chain, each k increasing). mr rows x nb blocks, 2 * mr * nb <= 16 accumulators;
    compile-time shapes at the call site. */
-static inline __attribute__((always_inline)) void amxk__linear_f16__4x64__avx512(const uint32_t *xp, size_t ns, const uint16_t *w,
+AMXK__FORCE_INLINE void amxk__linear_f16__4x64__avx512(const uint32_t *xp, size_t ns, const uint16_t *w,
                                                                                size_t bs, int mr, int nb, __m512 *out) {
     const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i od = _mm512_add_epi32(ev, _mm512_set1_epi32(1));
@@ -2763,7 +2763,7 @@ AMXK__TARGET_AVX512BF16_BEGIN
 #if defined(AMXK_AVX512_EMULATE) || !defined(__GNUC__)
 #  define AMXK__LIN16_DPBF16B(acc, w, p) AMXK__DPBF16((acc), (w), _mm512_set1_epi32((int)*(p)))
 #else
-static inline __attribute__((always_inline)) __m512 amxk__dpbf16b(__m512 acc, __m512i w, const uint32_t *p) {
+AMXK__FORCE_INLINE __m512 amxk__dpbf16b(__m512 acc, __m512i w, const uint32_t *p) {
     __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*p));
     return acc;
 }
@@ -2810,7 +2810,7 @@ AMXK__PRIV void amxk__linear_run16__avx512bf16(const uint32_t *xp, size_t ns, co
    acc += s * t. Lanes are columns: no reduction or reordering. No pre-scaling of x (no overflow or
    underflow beyond fp32's own); vdpbf16ps reads bf16 subnormal x as zero and flushes subnormal
    partial sums. res[j * 2 + r]: the 16 outputs of row r against block b + j. */
-static inline __attribute__((always_inline)) void amxk__linear_q4__2x16__avx512bf16(const amxk__qview *v, const uint16_t *xr, size_t ldr,
+AMXK__FORCE_INLINE void amxk__linear_q4__2x16__avx512bf16(const amxk__qview *v, const uint16_t *xr, size_t ldr,
                                                                                    const float *xsum, size_t b, int mr, int nb, int sym,
                                                                                    __m512i tw, __m512 *res) {
     const uint8_t *blk = v->data + b * v->blk_bytes;
@@ -3009,7 +3009,7 @@ AMXK__TARGET_AVX512VNNI_BEGIN
 #endif
 
 /* Group g's 16 grid entries (scales or zeros) of block b, 0 past N (int packs: bn == 1). */
-static inline __attribute__((always_inline)) __m512 amxk__q_grid16__avx512vnni(const amxk__qview *v, const float *grid, size_t b, size_t g) {
+AMXK__FORCE_INLINE __m512 amxk__q_grid16__avx512vnni(const amxk__qview *v, const float *grid, size_t b, size_t g) {
     const size_t n0 = b * AMXK__LIN_NB;
     const float *p = grid + amxk__q_gidx(v, n0, g);
     if (n0 + AMXK__LIN_NB <= v->n) return _mm512_loadu_ps(p);
@@ -3038,7 +3038,7 @@ static inline __attribute__((always_inline)) __m512 amxk__q_grid16__avx512vnni(c
    holds int8 already. mr, nb, bits, macc, xu: compile-time constants at the call site (always_inline).
    pf: each weight stream is prefetched pf bytes ahead (0: none). */
 #define AMXK__Q8V_LDA (AMXK__Q8V_NC * AMXK__LIN_NB)
-static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
+AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
                                                                                    int nb, int bits, const int32_t *xsum,
                                                                                    const float *sxt, size_t q0, size_t q1, int macc,
                                                                                    float *accm, int32_t *accs, const uint32_t *xp,
@@ -3163,7 +3163,7 @@ static inline __attribute__((always_inline)) void amxk__linear_q8__8x64__avx512v
    per group t = the chains' wrapped int32 sum (exact: see amxk__linear_q8__8x64__avx512vnni, whose
    sums and epilogue this repeats: the same t and the same f32 operations, so the same bits). xu: as
    there (a compile-time constant too). */
-static inline __attribute__((always_inline)) void amxk__linear_q8__4x16__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
+AMXK__FORCE_INLINE void amxk__linear_q8__4x16__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
                                                                                    int bits, const int32_t *xsum, const float *sxt, int xu) {
     const amxk__qview *v = a->w;
     const size_t nbk = v->nbk, per = (size_t)(8 / bits), span = 4 * per, gq = v->bk / span;
@@ -3243,7 +3243,7 @@ AMXK__PRIV void amxk__q8_xtab__avx512vnni(const amxk__q8_args *a, size_t r0, siz
 /* Rows [cm, c1) (decode, or the last rows of a prefill task; the table's rows from c0) x blocks [b0, b1):
    1-4 row tiles, four blocks at once (blocks of more than AMXK__Q8V_D1B bytes) or one at a time. bits,
    xu (1: U8 codes): compile-time constants at the call site, so that I8 rows get no XOR. */
-static inline __attribute__((always_inline)) void amxk__q8v_decode__avx512vnni(const amxk__q8_args *a, size_t cm, size_t c0, size_t c1,
+AMXK__FORCE_INLINE void amxk__q8v_decode__avx512vnni(const amxk__q8_args *a, size_t cm, size_t c0, size_t c1,
                                                                               size_t b0, size_t b1, int bits, const int32_t *xsum,
                                                                               const float *sxt, int xu) {
     const size_t nbk = a->w->nbk, nq = a->w->k / (size_t)(32 / bits);

@@ -55,7 +55,12 @@
                              cannot run are skipped with one "skip tier X: not usable here" line.
      test_ctx(ctx, tier, n_workers)   a context on a (cached) amxk_pool of n_workers workers.
      test_worker_counts[]    1, 2, 3, 7 (TEST_N_WORKER_COUNTS entries).
-     test_allclose(...)      float array comparison with atol/rtol; prints the first mismatch. */
+     test_allclose(...)      float array comparison with atol/rtol; prints the first mismatch.
+     test_dump(what, t, p, n) with AMXK_TEST_DUMP=DIR set: appends one line "what case tier workers ord bytes
+                             hash" (t < 0: the last test_ctx's level; FNV-1a 64 of the n bytes at p) to DIR/<program>[.variant].txt; the
+                             checkers call it on every output they compare, so two runs (before / after a
+                             change, same machine and build) can be compared bit for bit: sort both files
+                             and diff them (tests/bitwise.sh). Nothing happens without the variable. */
 #ifndef AMXK_TEST_H_INCLUDED
 #define AMXK_TEST_H_INCLUDED
 
@@ -125,6 +130,7 @@ TEST_VAR uint64_t test_seed = 0x243f6a8885a308d3ull, test_rng_state, test_noise_
 TEST_VAR int test_case_open;   /* a test_case_begin since test_init and since the last test_ctx */
 TEST_VAR uint64_t test_case_cur; /* the id of the last test_case_begin (for messages) */
 TEST_VAR long test_n_stray;    /* data draws outside a case */
+TEST_VAR int test_dump_ord_reset_; /* a case began: test_dump's ordinal restarts */
 
 TEST_FN uint64_t test_rng_next(uint64_t *s) {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -147,6 +153,7 @@ TEST_FN uint64_t test_case_id(const char *section, uint64_t k) {
 TEST_FN void test_case_begin(uint64_t id) {
     test_rng_state = test_case_mix(test_seed ^ 0x6a09e667f3bcc909ull, id);
     test_case_cur = id;
+    test_dump_ord_reset_ = 1;
     test_case_open = 1;
 }
 TEST_FN uint64_t test_rand(void) {
@@ -363,6 +370,43 @@ TEST_FN size_t test_allclose(const float *got, const float *want, size_t n, doub
     return bad;
 }
 
+/* ---- bitwise dumps of checked outputs (AMXK_TEST_DUMP) ------------------------------------------ */
+
+TEST_VAR FILE *test_dump_file;
+TEST_VAR int test_dump_tier = -1, test_dump_workers; /* the level and workers of the last test_ctx */
+TEST_VAR unsigned long test_dump_ord;                /* outputs dumped since the last case / context */
+TEST_FN void test_dump(const char *what, int tier, const void *p, size_t bytes) {
+    const unsigned char *q = (const unsigned char *)p;
+    uint64_t h = 0xcbf29ce484222325ull;
+    size_t i;
+    if (!test_dump_file || !p) return;
+    if (test_dump_ord_reset_) test_dump_ord = 0, test_dump_ord_reset_ = 0;
+    for (i = 0; i < bytes; i++) h = (h ^ q[i]) * 0x100000001b3ull;
+    fprintf(test_dump_file, "%s %016llx %d %d %lu %lu %016llx\n", what, (unsigned long long)test_case_cur, tier >= 0 ? tier : test_dump_tier,
+            test_dump_workers, test_dump_ord++, (unsigned long)bytes, (unsigned long long)h);
+}
+/* Opens DIR/<program>[.DENY][.ONLY].txt when AMXK_TEST_DUMP=DIR (Linux: the program's name from
+   /proc/self/exe). */
+TEST_FN void test_dump_open(void) {
+    const char *dir = getenv("AMXK_TEST_DUMP"), *deny = getenv("AMXK_TEST_DENY"), *only = getenv("AMXK_TEST_ONLY");
+    char exe[512], path[1200];
+    const char *base;
+    FILE *f;
+    size_t n = 0;
+    if (!dir || !*dir) return;
+    exe[0] = 0;
+    if ((f = fopen("/proc/self/cmdline", "rb")) != NULL) {
+        n = fread(exe, 1, sizeof exe - 1, f);
+        fclose(f);
+    }
+    exe[n] = 0;
+    base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+    snprintf(path, sizeof path, "%s/%s%s%s%s%s.txt", dir, base, deny && *deny ? ".deny-" : "", deny && *deny ? deny : "",
+             only && *only ? ".only-" : "", only && *only ? only : "");
+    test_dump_file = fopen(path, "w");
+    if (!test_dump_file) printf("AMXK_TEST_DUMP: cannot write %s\n", path);
+}
+
 /* ---- tiers and pools ------------------------------------------------------------------------------- */
 
 #define TEST_N_WORKER_COUNTS 4
@@ -397,6 +441,7 @@ TEST_FN amxk_pool *test_pool(int n) {
 TEST_FN int test_ctx(amxk_ctx *ctx, amxk_tier t, int n_workers) {
     amxk_status s;
     test_case_open = 0; /* tier-dependent from here: data draws need a new test_case_begin */
+    test_dump_tier = (int)t, test_dump_workers = n_workers, test_dump_ord = 0, test_dump_ord_reset_ = 0;
     memset(ctx, 0, sizeof *ctx);
     ctx->isa_allow = AMXK_TIER_BIT(t);
     ctx->cpu_deny = test_deny;
@@ -507,6 +552,7 @@ TEST_FN void test_init(void) {
         exit(0);
     }
     if (s && *s) test_seed = strtoull(s, NULL, 0);
+    test_dump_open();
     test_rng_state = 0;
     test_case_open = 0;
     test_noise_state = test_case_mix(test_seed, 0x6e6f697365ull /* "noise" */);
@@ -547,6 +593,7 @@ TEST_FN int test_finish(void) {
             if (!any) printf(" none");
         }
     }
+    if (test_dump_file) fclose(test_dump_file), test_dump_file = NULL;
     printf("\n%ld passed, %ld failed\n", test_n_pass, test_n_fail);
     fflush(stdout);
     return test_n_fail ? 1 : 0;

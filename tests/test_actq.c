@@ -49,6 +49,8 @@ static void check_case(const amxk_ctx *ctx, size_t m, size_t k, size_t group, am
     CHECK(st == AMXK_OK, "[%s] quantize (row-major scales): %s", tier, amxk_status_string(st));
     st = amxk_quantize_act(ctx, m, k, x, xt, ldx, group, ot, q2, ldq, sg, AMXK_SCALES_GROUP_MAJOR, m);
     CHECK(st == AMXK_OK, "[%s] quantize (group-major scales): %s", tier, amxk_status_string(st));
+    test_dump("actq.q", (int)ctx->tier, q, m * ldq), test_dump("actq.q2", (int)ctx->tier, q2, m * ldq);
+    test_dump("actq.sr", (int)ctx->tier, sr, m * ng * 4), test_dump("actq.sg", (int)ctx->tier, sg, m * ng * 4);
     for (i = 0; i < m; i++)
         for (g = 0; g < ng; g++) {
             double amax = 0, s;

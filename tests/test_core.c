@@ -256,6 +256,7 @@ static void test_cpu(void) {
 /* ================================================================================================ */
 /* Decode: every code, every tier, bits equal to the reference. */
 static void check_decoded(amxk_dtype dt, const float *got, size_t n, const char *who) {
+    test_dump("core.decoded", -1, got, n * 4);
     size_t i, bad = 0, first = 0;
     for (i = 0; i < n; i++) {
         uint32_t g = test_f32_bits(got[i]), w = test_ref_decode_bits(dt, (unsigned)i);

@@ -345,6 +345,7 @@ static void conv_one(const conv_case *c) {
         st = amxk_conv1d_prefill(&ctx, d.packed, d.packed_bytes, c->silu, c->n_seqs, d.qsl, c->slots, c->init, d.xb, c->xt, d.ldx, out,
                                  c->ot, d.ldo, &cs);
         CHECK(st == AMXK_OK, "%s: status %d", what, (int)st);
+        test_dump("conv.prefill", (int)tier, out, (T + 1) * d.ldo * osz), test_dump("conv.pool", (int)tier, pool, d.pool_elems * d.esz);
         bad = conv_cmp(c, &d, out, d.ldo, d.qsl, c->n_seqs, ref, S, what);
         CHECK(bad == 0, "%s tier %s: %lu outputs off", what, amxk_tier_name(tier), (unsigned long)bad);
         CHECK(memcmp(pool, pref, d.pool_elems * d.esz) == 0, "%s tier %s: state pool differs from the reference (bitwise)", what,
@@ -486,6 +487,7 @@ static void test_conv_update(void) {
                 st = amxk_conv1d_update(&ctx, d.packed, d.packed_bytes, 1, 7, q, slots, circ ? cache : NULL, d.xb, c.xt, d.ldx, out, c.ot,
                                         d.ldo, &cs);
                 CHECK(st == AMXK_OK, "update status %d", (int)st);
+                test_dump("conv.update", (int)tier, out, d.T * d.ldo * osz), test_dump("conv.upool", (int)tier, pool, d.pool_elems * d.esz);
                 bad = conv_cmp(&c, &d, out, d.ldo, q, 7, ref, S, circ ? "circular" : "shift");
                 CHECK(bad == 0 && memcmp(pool, pref, d.pool_elems * d.esz) == 0, "tier %s %s %s: %lu off / state", amxk_tier_name(tier),
                       ds ? "DS" : "SD", circ ? "circular" : "shift", (unsigned long)bad);
@@ -588,6 +590,7 @@ static void test_conv_spec(void) {
             cs.data = pool, cs.num_accepted_tokens = acc;
             st = amxk_conv1d_update(&ctx, d.packed, d.packed_bytes, 1, 5, d.qsl, slots, NULL, d.xb, c.xt, d.ldx, out, c.ot, d.ldo, &cs);
             CHECK(st == AMXK_OK, "spec update status %d", (int)st);
+            test_dump("conv.spec", (int)tier, out, d.T * d.ldo * osz), test_dump("conv.spool", (int)tier, pool, d.pool_elems * d.esz);
             bad = conv_cmp(&c, &d, out, d.ldo, d.qsl, 5, ref, S, "spec");
             CHECK(bad == 0 && memcmp(pool, pref, d.pool_elems * d.esz) == 0, "tier %s %s: %lu outputs off / state differs (bitwise)",
                   amxk_tier_name(tier), v ? "DS" : "SD", (unsigned long)bad);
@@ -851,6 +854,7 @@ static void gdn_case(const gcase *c, int modes, int threads) {
             st.data = pool, st.n_slots = c->n_slots, st.slot_stride = d.slot_stride;
             s = amxk_gdn(&ctx, &d.p, mode, &d.in, c->n_seqs, d.qsl, c->slots, c->use_init ? c->init : NULL, &st, o, c->ot, d.ldo, ws, wsb);
             CHECK(s == AMXK_OK, "%s: status %d", what, (int)s);
+            test_dump("gdn.o", (int)tier, o, obytes), test_dump("gdn.pool", (int)tier, pool, d.pool_floats * 4);
             gdn_compare(c, &d, pool, rpool, o, ro, c->n_seqs, d.qsl, &gs);
             CHECK(gs.nonfinite == 0, "%s tier %s mode %d: %lu non-finite", what, amxk_tier_name(tier), m, (unsigned long)gs.nonfinite);
             CHECK(gs.st_err <= 1e-4 * gs.st_max + 1e-6, "%s tier %s mode %d: state err %.3g (max %.3g)", what, amxk_tier_name(tier), m, gs.st_err,
@@ -1133,6 +1137,7 @@ static void test_gdn_spec(void) {
                 st.data = pool, st.n_slots = c.n_slots, st.slot_stride = d.slot_stride;
                 s = amxk_gdn(&ctx, &d.p, (amxk_gdn_mode)m, &d.in, 4, d.qsl, slots, init, &st, o, c.ot, d.ldo, ws, wsb);
                 CHECK(s == AMXK_OK, "spec status %d", (int)s);
+                test_dump("gdn.spec", (int)tier, o, (d.T + 1) * d.ldo * 4), test_dump("gdn.spool", (int)tier, pool, d.pool_floats * 4);
                 gdn_compare(&c, &d, pool, rpool, o, ro, 4, d.qsl, &gs);
                 CHECK(gs.nonfinite == 0 && gs.st_err <= 1e-4 * gs.st_max + 1e-6 && gs.out_bad == 0,
                       "spec v=%d tier %s mode %d: state err %.3g (max %.3g), %lu outputs off", v, amxk_tier_name(tier), m, gs.st_err, gs.st_max,

@@ -103,6 +103,7 @@ static void check_linear(const void *packed, size_t bytes, size_t n, size_t k, d
         if (ws) w = test_alloc(ws);
         if (st == AMXK_OK) st = amxk_linear(&ctx, m, n, k, x, AMXK_DTYPE_BF16, k, packed, bytes, NULL, y, AMXK_DTYPE_F32, n, w, ws);
         CHECK(st == AMXK_OK, "[%s] %s: amxk_linear: %s", amxk_tier_name(ctx.tier), what, amxk_status_string(st));
+        test_dump("import.y", t, y, m * n * 4);
         for (i = 0; i < m * n && st == AMXK_OK; i++) {
             /* fp32 accumulation; the AMX tier also rounds each dequantized weight to bf16 */
             double tol = (t == AMXK_TIER_AMX ? 1.0 / 256 : 0) * mag[i] + (double)(k + 1) * ldexp(1, -23) * mag[i] + 1e-30;

@@ -780,6 +780,7 @@ static void moe_case(const amxk_ctx *ctx, const mset *ms, const mcase *c, const 
     o.routed_in = rin, o.routed_dtype = rin ? rt : AMXK_DTYPE_INVALID, o.ld_routed = rin ? ldr : 0;
     s = amxk_moe_experts(ctx, &w, c->shared ? &sh : NULL, &o, M, x, ms->xt, c->ldx, topk, tw, ids, out, ot, ldo, ws, ws_bytes);
     CHECK(s == AMXK_OK, "moe %s tier %s: %s", fname, amxk_tier_name(ctx ? ctx->tier : AMXK_TIER_NONE), amxk_status_string(s));
+    if (!c->inplace) test_dump(fname, ctx ? (int)ctx->tier : -2, out, obytes);
     for (t = 0; t < M && s == AMXK_OK; t++) {
         for (k = 0; k < K; k++)
             xd[k] = test_ref_decode(ms->xt, ((const uint16_t *)xcopy)[t * c->ldx + k]), y[k] = B[k] = S[k] = yabs[k] = ylast[k] = 0;

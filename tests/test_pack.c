@@ -271,6 +271,7 @@ static size_t check_y(const ldata *d, const void *y, unsigned char gap_byte, amx
     const size_t roundings = lc_pt(c) == AMXK_DTYPE_F32 ? 2 * c->k + 2 : c->k + 1; /* see TOLERANCE */
     tier_stats *st = &stats[t];
     size_t i, j, b, bad = 0;
+    test_dump("pack.y", (int)t, y, d->ybytes);
     msg[0] = 0;
     for (i = 0; i < c->m; i++) {
         for (j = 0; j < c->n; j++) {

@@ -910,6 +910,7 @@ static void run_qcase(const qcase *c) {
         y = test_alloc(ybytes);
         s = amxk_linear(&ctx, c->m, c->n, c->k, x, c->xt, c->ldx, p, bytes, bias, y, c->yt, c->ldy, wsb ? ws : NULL, wsb);
         CHECK(s == AMXK_OK, "[%s] linear status %d (%s): %s", amxk_tier_name((amxk_tier)t), (int)s, amxk_status_string(s), case_str(c));
+        test_dump("quant.y", t, y, ybytes);
         nb = check_y(c, y, amx ? ref16 : ref32, amx ? mag16 : mag32, T, 0xff, (amxk_tier)t, 1, msg, sizeof msg);
         CHECK(nb == 0, "[%s%s] %zu bad outputs; first: %s: %s", amxk_tier_name((amxk_tier)t), amx ? " tiles" : "", nb, msg, case_str(c));
         if (amx) { /* how many outputs the f32-weight reference would reject: the rounding is real */
