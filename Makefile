@@ -65,7 +65,7 @@ DEMO_MAIN := build/demo
 HAVE_DNNL := $(wildcard /usr/include/dnnl.h /usr/local/include/dnnl.h)
 BENCH_BINS := build/amxk_bench $(if $(HAVE_DNNL),build/onednn_peer)
 
-.PHONY: all test tests unit-tests compile-tests demo examples bench bench-bin sanitize clang aarch64 clean valgrind fuzz amx-model
+.PHONY: all test tests unit-tests test-matrix compile-tests demo examples bench bench-bin sanitize clang aarch64 clean valgrind fuzz amx-model
 .DELETE_ON_ERROR:
 
 all: tests examples bench-bin
@@ -133,6 +133,11 @@ test: $(TEST_BINS) $(BUILD)/amx_silicon
 # Unit tests only (used by the sanitize/clang/aarch64 targets).
 unit-tests: $(TEST_BINS)
 	@bash tests/run_tests.sh $(TEST_BINS)
+
+# The matrix of `make test` without the compile tests and the silicon comparison (every run of every
+# build and feature variant): with AMXK_TEST_DUMP=DIR, the checked outputs for tests/bitwise.sh.
+test-matrix: $(TEST_BINS)
+	@bash tests/run_tests.sh $(TEST_RUNS)
 
 compile-tests:
 	@bash tests/run_tests.sh tests/compile/run.sh
