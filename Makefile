@@ -10,7 +10,8 @@
 #   make bench-bin    build build/amxk_bench (and build/onednn_peer when oneDNN is installed)
 #   make bench        run the benchmark suite, write bench/results.md
 #   make sanitize     unit tests under ASan + UBSan (clang; the emulated-AVX-512 build with gcc; native
-#                     and emulated-AVX-512 + AMX builds only, when SIMDe is installed); first a valgrind
+#                     and emulated-AVX-512 + AMX builds only, when SIMDe is installed; the emulated build
+#                     tests only the levels it emulates, the native build the rest); first a valgrind
 #                     memcheck run of build/test_harden (make valgrind; skipped without valgrind)
 #   make fuzz         libFuzzer targets (tests/fuzz/fuzz.c, clang: FUZZ_CC) for FUZZ_TIME seconds each
 #                     (default 60) from generated seeds (tests/fuzz/gen_corpus.c); FUZZ_TARGETS picks
@@ -131,8 +132,10 @@ test: $(TEST_BINS) $(BUILD)/amx_silicon
 	@bash tests/run_tests.sh $(TEST_RUNS) $(BUILD)/amx_silicon tests/compile/run.sh
 
 # Unit tests only (used by the sanitize/clang/aarch64 targets).
+# EMU512_RUN: settings for the emulated-AVX-512 programs (make sanitize: @EMULATED_ONLY=1, see tests/test.h).
+EMU512_RUN ?=
 unit-tests: $(TEST_BINS)
-	@bash tests/run_tests.sh $(TEST_BINS)
+	@bash tests/run_tests.sh $(foreach b,$(TEST_BINS),$(b)$(if $(findstring _emu512,$(b)),$(EMU512_RUN)))
 
 # The matrix of `make test` without the compile tests and the silicon comparison (every run of every
 # build and feature variant): with AMXK_TEST_DUMP=DIR, the checked outputs for tests/bitwise.sh.
@@ -144,7 +147,7 @@ compile-tests:
 
 sanitize:
 	$(MAKE) --no-print-directory valgrind
-	$(MAKE) --no-print-directory unit-tests BUILD=build/sanitize CC=$(if $(shell command -v clang),clang,gcc) NO_EMU=$(EMU512) \
+	$(MAKE) --no-print-directory unit-tests BUILD=build/sanitize CC=$(if $(shell command -v clang),clang,gcc) NO_EMU=$(EMU512) EMU512_RUN=@EMULATED_ONLY=1 \
 	    CFLAGS="-O1 -g -fno-omit-frame-pointer -Wall -Wextra -Wpedantic -Werror" \
 	    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all"
 

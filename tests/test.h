@@ -56,6 +56,10 @@
      test_ctx(ctx, tier, n_workers)   a context on a (cached) amxk_pool of n_workers workers.
      test_worker_counts[]    1, 2, 3, 7 (TEST_N_WORKER_COUNTS entries).
      test_allclose(...)      float array comparison with atol/rtol; prints the first mismatch.
+     AMXK_TEST_EMULATED_ONLY=1   this run tests only the levels the CPU cannot run natively (features it
+                             lacks; the AVX2 level when AVX-VNNI comes from the shim), as if AMXK_TEST_ONLY
+                             named them: make sanitize's emulated-AVX-512 build leaves the levels its native
+                             build runs to that build.
      test_dump(what, t, p, n) with AMXK_TEST_DUMP=DIR set: appends one line "what case tier workers ord bytes
                              hash" (t < 0: the last test_ctx's level; FNV-1a 64 of the n bytes at p) to DIR/<program>[.variant].txt; the
                              checkers call it on every output they compare, so two runs (before / after a
@@ -550,6 +554,22 @@ TEST_FN void test_init(void) {
         printf("AMXK_TEST_DENY=%s: none of these features is present here: nothing to run\n", getenv("AMXK_TEST_DENY"));
         printf("levels native: none; emulated: none\n0 passed, 0 failed\n");
         exit(0);
+    }
+    if (getenv("AMXK_TEST_EMULATED_ONLY") && *getenv("AMXK_TEST_EMULATED_ONLY")) {
+        /* only the levels the CPU cannot run natively (a native build runs the others): a level needing a
+           feature the CPU lacks, and the AVX2 level when its AVX-VNNI comes from the shim */
+        unsigned m = 0;
+        for (t = AMXK_TIER_SCALAR + 1; t <= AMXK_TIER_AMX; t++)
+            if ((cpu->tiers & AMXK_TIER_BIT(t)) && (t == AMXK_TIER_AVX2 ? test_level_emulated((amxk_tier)t)
+                                                                         : (amxk_tier_features((amxk_tier)t) & ~cpu->usable) != 0))
+                m |= AMXK_TIER_BIT(t);
+        if (test_only) m &= test_only;
+        if (!m) {
+            printf("AMXK_TEST_EMULATED_ONLY: no level of this run is emulated here: nothing to run\n");
+            printf("levels native: none; emulated: none\n0 passed, 0 failed\n");
+            exit(0);
+        }
+        test_only = m;
     }
     if (s && *s) test_seed = strtoull(s, NULL, 0);
     test_dump_open();
