@@ -47,164 +47,31 @@
        p*tok_stride], p = 0 the oldest of state_len positions. "SD" (vLLM default): dim_stride 1,
        tok_stride dim. "DS": dim_stride state_len, tok_stride 1. Any other non-overlapping strides work.
 
-   PATHS AND TIERS (honest status)
+   DESIGN AND LEVELS
        Each op has one driver (>>dispatch: tiling, task split, workspace layout) that reaches its
-       microkernels through the kernel table of the context's vector level (amxk__gdn_kernels_for, the only
-       place that looks at the level): amxk__gdn_kernels_scalar; amxk__gdn_kernels_avx2 (avx2);
-       amxk__gdn_kernels_avx512 (avx512, avx512_vnni); amxk__gdn_kernels_avx512bf16 (avx512_bf16,
-       avx512_fp16, and amx: no AMX kernels in this module). Kernel names say op, dtype, tile and ISA.
-       Scalar: portable C for everything. AVX2: conv over blocks of 256
-       channels (their taps and x rows stay in L1) x two tokens at a time x 16 channels (each x row loaded
-       once per token pair); bf16 x is split into even and odd channel lanes with a shift and a mask (the
-       block's taps are copied into that order once), and bf16 outputs are rounded with integer ops and
-       merged back with one blend; outputs >= 8 MiB with 32-byte aligned rows go out with streaming stores
-       through a small L1 buffer (no read for ownership). NUMERICS of its silu: exp(-y) = 2^(-8 y log2 e / 8)
-       with the exponent formed by one multiply (its rounding: 6e-8 |8 y log2 e| ulps), an 8-entry 2^(j/8)
-       table and a cubic minimax 2^(f/8) (1.9e-8), then an IEEE division y / (1 + exp(-y)): measured
-       against fp64, within 2.4e-7 relative for |y| <= 8, 4.2e-7 for |y| <= 20, 1.3e-6 up to |y| = 87 (silu
-       is then tiny next to |y|); within the tests' fp64-oracle bounds. The recurrent delta rule
-       normalises q/k once per chunk of 64 tokens for all value heads of its task (prefill tasks take
-       several value heads of one key head: GVA heads share the normalised rows), computes the gates per
-       head, then keeps one 32-column block of the state in L1 and streams the chunk's tokens through it
-       (for chunks of >= 4 tokens a K-first block is first copied to a contiguous [Dk][32] scratch: read
-       in place, its rows Dv floats apart fall into a quarter of the L1 sets at Dv = 128 and it does not
-       stay in L1). AVX2 takes two tokens per read-modify-write sweep of the block (16 columns per pass
-       in registers): the second token's S^T k comes from the first's as a1 S^T k2 + (k1.k2) u1, the
-       first output as a1 S^T q1 + (k1.q1) u1 (both dots once per chunk), so a pair costs 7 vector
-       FMA/multiplies per 8 state elements instead of 8; within a chunk the decay is deferred (the block
-       holds S / gamma, gamma the running product of the decays, restarted by one multiply pass when it
-       would fall below 2^-60), which removes the multiply: 6 per pair. An odd last token of a chunk and
-       decode use the one-token sweep. Memory latency is hidden by software
-       prefetch: each block's v values 4 tokens ahead, and the next chunk's raw q/k rows a few lines per
-       token sweep (rows of consecutive tokens are far apart; the hardware prefetchers miss them). A
-       decode token reads and writes its state once from memory, while the next task's state is
-       prefetched into L2); the chunked form uses an AVX2 4x16 fp32 GEMM for its
-       chunk products.
-       AVX-512 (>>avx512; 16 lanes, every tail by lane masks, no scalar tails): the same algorithms at
-       twice the width, except the conv. conv, W = 4: amxk__conv_rows_f32__Tx32__avx512 sweeps slabs of 8
-       tokens left to right in 32-channel columns; a column keeps its 8 tap vectors and the bias in
-       registers and slides a window of the last 3 x rows down the slab (each x row loaded once, no tap
-       reloaded; x and out move as 11 + 8 row streams advancing 64 bytes per column; bf16 x widened in
-       channel order; whole-line 64-byte streaming stores for large outputs; streamed bf16 outputs go
-       through an 8 KiB L1 stage, 512 channels x the slab's rows, then out row by row: 16 whole lines
-       per row at a time instead of 8 row streams of single lines). Other widths:
-       amxk__conv_rows__2x32__avx512 (the AVX2 blocking at 32-channel groups, even/odd split lanes).
-       Tails: amxk__conv_edge_f32__1x16__avx512. silu amxk__conv_silu__avx512: a 16-entry 2^(j/16) table
-       and a quadratic (the AVX2 silu's 8 entries and cubic need one FMA more; 512-bit FMAs, multiplies and
-       the divider's issue share two pipes on Zen 4 and bound this kernel), the rounding of -16 y log2 e
-       and its fraction by two FMAs with the rounding constant (no separate multiply), 2^k joined to the
-       table value by one shift and one integer add, the quadratic written A((f + 23)^2 + B) so that the
-       table carries A and the fraction's FMA yields f + 23: one FMA for the polynomial, one for 1 + e,
-       four in all plus the divide; NUMERICS, measured against long double: silu within 1.0e-6 relative
-       for |y| <= 8, 1.2e-6 for |y| <= 20, 1.9e-6 up to |y| = 79 (the free quadratic before, five FMAs:
-       7.0e-7, 8.7e-7, 1.8e-6 up to 87; the multiply-then-round form before that: 1.0e-6, 1.5e-6, 4.3e-6;
-       not the AVX2 tier's bits). The
-       avx512_bf16 table rounds bf16 conv outputs with vcvtne2ps2bf16 (..__avx512bf16 rows and edge alike,
-       so prefill and update still agree bit for bit): the same values as the integer rounding except
-       subnormal outputs (|out| < 1.2e-38), which become zeros. Recurrent:
-       amxk__gdn_recurrent_f32__32col__avx512 sweeps the whole 32-column block in one pass (two zmm per
-       state row: per row and token pair 12 zmm FMAs, 6 broadcast loads, 2 loads, 2 stores) with the AVX2
-       kernel's token pairs, deferred decay and prefetches; it takes any block width (masked last vector),
-       so it is its own tail. Chunked: amxk__gdn_gemm_f32__8x32__avx512 (16 zmm accumulators; masked
-       column tails, smaller row tiles); q/k normalisation, pair dots and block copies at 16 lanes.
-       MEASURED (AMD Zen 4 EPYC, 2 vCPUs shared with other jobs, 1 thread, H=16 HV=32 Dk=Dv=128, medians of
-       5-7 runs interleaved with --isa avx2; fp32 FMA peak 116-117 GFLOP/s for zmm and ymm alike, from a
-       register-only 12-accumulator FMA loop): recurrent prefill T=4096 (`amxk_bench gdn-prefill --t
-       4096`) 82.1 GFLOP/s (70% of peak) vs AVX2 75.3 in a quiet window (52 vs 55 under load from other
-       jobs); chunked (`--mode chunk`) 19.1 vs 9.4; decode batch 128 (`gdn-decode --batch 128`) moves the
-       state at 33.7 GB/s vs 35.0 for AVX2 (4% slower, not understood; 125% of stream --mb 1024, 27 GB/s:
-       memory-bound).
-       conv1d prefill T=4096 dim 8192 W=4 (`conv1d --dtype bf16|f32`), before the Tx32 columns: bf16 10.7
-       GB/s (avx512_bf16), 9.1 (avx512) vs AVX2 7.1, 38% of stream (28.0 GB/s); f32 16.6 vs 14.3, 64% (26
-       GB/s). Both BELOW the 70% target, compute-bound, and still so: on Zen 4 a 512-bit vdivps takes the
-       divider 6 cycles and two FMA-pipe slots, an FMA or multiply one slot (register-only loops: 8 FMAs
-       8.4 cycles, + 1 divide 9.9, 16 FMAs + 1 divide 17.8; vrcp14ps and vscalefps also take FMA slots,
-       adds, shifts, vrangeps, vrndscaleps do not), so an output vector costs >= 10 FMA-pipe cycles (4 conv
-       FMAs, the silu's multiply, 2 polynomial FMAs, 1 + e, the divide; rcp14 + Newton needs 4 instead of
-       the divide's 2: slower, as measured before) and the 2x32 rows also paid one 512-bit load per cycle
-       for taps reloaded per token pair. Tx32 columns with the 16-entry silu, 3 interleaved rounds
-       against the 2x32 build, medians, 1 thread, lighter load (stream --mb 1024 26.0 GB/s in the same
-       rounds): f32 18.2 vs 15.3 GB/s (+19%) = 70% of stream (the target, just), bf16 10.3 vs 9.8 (+5%) =
-       40%: still BELOW it; 2 threads (the 2 vCPUs share one core's pipes, stream 25.4): f32 19.0 vs
-       16.1, bf16 10.4 vs 10.2. Under heavy load (stream 9.3): f32 +34%, bf16 -3% (noise). WHY bf16 stays
-       near 40% (Zen 4, 1 thread, the Tx32 bf16 -> bf16 rows called directly, T 4099 x dim 8192 from memory
-       with streaming stores vs T 67 x dim 256 in L1, min/median of interleaved runs in a quiet window):
-       from memory 5.9 ns per 16 outputs (22 cycles), in L1 3.9 ns (14 cycles); without the silu 3.5 ns
-       from memory (18 GB/s of x + out: 65% of stream, the traversal's own limit; the f32 rows move twice
-       the bytes in about the same time per output, which is why f32 reaches 70%) and 1.4 ns in L1. So
-       bf16 cannot reach 70% with this traversal even with a free silu; the silu (in L1 ~9 cycles per
-       vector for ~6 FMA-pipe cycles of work: one dependent chain of ~37 cycles, the divide 11 of them)
-       overlaps the memory time only in part. Tried, not kept (no gain measured from memory):
-       vrcp14ps + multiply for bf16 outputs (2% faster in L1, from memory 6.0 vs 5.9 ns: noise; relative
-       error 5.4e-5 moves 0.3% of bf16 outputs by one ulp), x prefetched into L1 4 lines ahead (5.86-5.95
-       vs 5.93 ns; without the silu 3.43 vs 3.52), slabs of 4 tokens (without the silu 3.74 vs 3.53, one
-       quiet run); 2, 6, 8 lines ahead and slabs of 6/12/16 only under load (no gain seen); vreduceps for
-       the fraction (it takes an FMA-pipe slot on Zen 4: 4 vreduceps + 4 FMAs 8 cycles). Zen 4 register-only loops
-       (cycles): 4 vdivps zmm 24; 1 vdivps + 8 FMAs 9.9; 8 FMAs + 4 of vpermd, vpmovzxwd, vpslld, vaddps,
-       vpaddd, vrangeps, vrndscaleps or vcvtps2dq 8.0 (no FMA-pipe slot); + 4 vcvtne2ps2bf16 8.5; + 4
-       vrcp14ps 8.4 alone with 4 FMAs (FMA pipes). THE STAGED VERSION (bf16 outputs staged in L1, silu
-       rounding inside an FMA), 1 thread, 5 interleaved rounds against the previous build, medians, under
-       heavy load from other jobs (load average 6-8 on the 2 vCPUs): `amxk_bench conv1d --t 4096 --dim
-       8192 --width 4 --form prefill --dtype bf16` 12.9 vs 10.4 GB/s (+24%) = 49% of stream (`stream --mb
-       1024 --threads 1` 26.5 GB/s in the same rounds): still BELOW the 70% target; f32 17.5 vs 18.4 (its
-       rows changed only by the silu's one op; rounds ranged 12-19: noise). Where the bf16 time goes (best
-       of 9 calls, same load): the W = 4 rows in L1/L2 (T 67 x dim 1024, 200 calls) 4.35 ns per 16 outputs
-       with the silu (4.5 before), 1.96 without; from memory (T 4096 x dim 8192) 4.9-5.1 ns in the
-       quieter rounds (5.8 before), 3.0-3.4 without the silu. 70% of a 27 GB/s stream is 3.4 ns per 16
-       bf16 outputs (64 bytes of x and out), so the rows' compute alone (4.35 ns in cache, ~15 cycles per
-       output vector) is over budget: compute-bound. With the sibling vCPU busy every 512-bit op costs
-       (register-only loops: 8 FMAs 2.2 ns; + 4 of vaddps, vpaddd, vpslld, vpermd, vpermw, vrangeps,
-       vminps, vpandd or vpmovzxwd 3.2 ns; + 1 vdivps 4.2; the "no FMA-pipe slot" loops above were a quiet
-       window), so the op count, not the FMA count, is what to cut next. Tried, not kept: a 3-table silu
-       (c1 2^(j/16), c2 2^(j/16) tables: one FMA fewer, 2 permutes + 2 adds + 1 clamp more; 5.5 vs 4.5 ns
-       in L1), the two vectors' silu steps interleaved in program order (4.54 vs 4.50), bf16 x widened by
-       one masked vpermw (2.1 vs 2.0 ns without silu), plain stores (bf16 5.2-5.4 ns from memory; f32 much
-       slower), the next slab's rows prefetched into L2 row by row, slabs of 12/16 with the stage (no gain
-       beyond noise). PREDICTED (llvm-mca-19 -mcpu=znver4, inner loop of amxk__conv_col4__avx512 bf16 ->
-       bf16 with vcvtne2ps2bf16): 28.6 cycles per token (32 outputs) vs 26.8 with the multiply-then-round
-       silu (the model gives each 512-bit op two cycles on one of two pipes); measured the other way round.
-       THIS VERSION (silu quadratic as A((f + 23)^2 + B), four FMAs + divide instead of five; Zen 4, 1
-       thread, against the staged version): in cache (`conv1d --t 128 --dim 1024 --dtype bf16 --reps
-       400`, 3 interleaved rounds, medians) 31.0 vs 33.3 us = 3.79 vs 4.07 ns per 16 bf16 outputs (-7%);
-       from memory (T 4096 x dim 8192) with BENCH_CLOCK=cpu, 5 interleaved rounds, load average 6-7 from
-       other jobs: bf16 14.0 vs 13.2 GB/s (+6%), f32 20.5 vs 19.0 (+8%), `stream --mb 1024` 30.2 GB/s in
-       the same rounds (so 46% and 68% of it); wall clock, 3 rounds at load average 5.7-6.5: bf16 14.0
-       vs 13.2 (+6%), f32 20.3 vs 18.7 (+9%), stream 25.6 (55% and 80%); 2 threads in the same rounds
-       (stream --threads 2 24.6): bf16 13.2 vs 13.0, f32 19.7 vs 18.7 (the other jobs held the second
-       vCPU: neither build reached the earlier 2-thread figures); 3 more rounds in a quieter window (load
-       average ~1): stream 28.3, bf16 13.5 vs 13.2 (+2%, 48%), f32 19.8 vs 18.9 (+5%, 70%); 2 threads
-       (stream 28.1) bf16 13.9 vs 13.3, f32 20.2 vs 18.6 (one vCPU still busy with another job). bf16 is
-       still BELOW the 70% target with 1 thread (48-55% of stream). llvm-mca-19 on the new inner loop: 27.0 cycles per token on FP0/FP1 (FP2 12, FP3 8).
-       Tried, not kept (same in-cache measurement): the column loop unrolled by 4 with the x window in
-       four named registers (no vmovaps rotation; gcc then reloads the silu constants per token) 34.4-34.7
-       vs 33.3 us: zmm moves are not what binds; bf16 x widened by two zero-masked vpermw from one 64-byte
-       load 30.8-31.3 vs 31.0; the fraction as x = y lg (multiply), t = x + 1.5*2^23, g = x - (t - (1.5*2^23
-       + 23)) (exact subtractions; one FMA-pipe op fewer, three adds more, x rounded) 32.1-32.2 vs 31.0:
-       the op count binds, not the FMA pipes alone; 2^k by vscalefps instead of the shift and integer
-       add, with no clamp (one op fewer, two FMA-pipe ops more: vscalefps and the FMA for k; NaN for
-       y > ~1e25) 31.4-31.8 vs 30.9-31.6 us; slabs of 16 tokens (30.2 vs 31.0 us in cache, but
-       from memory f32 13-15 vs 19-20 GB/s, bf16 within noise).
-       Gating (amxk_gdn_gating, T 4096, HV 32, bf16 a/b, f32 g,
-       bf16 beta, min of 15 interleaved calls in one process): the 16-lane kernel 152 us (1.16 ns per
-       element) vs the scalar kernel the AVX-512 levels ran before 4.9-5.3 ms (32-35x; HV 33: 23x). The AVX2
-       level's 8-lane kernel (the same body; `amxk_bench gdn-gating --t 4096 --hv 32 --isa avx2 --reps
-       15`, medians of 3 rounds interleaved with the build before it and with --isa avx512): 267 us vs
-       4.13 ms for the scalar kernel it ran before (15.5x); the 16-lane kernel 152 us in the same rounds.
-       One head (fused gating's calls; --t 131072 --hv 1): 2.25 ms vs 4.25 ms scalar (AVX-512 2.44 ms).
-       PREDICTED for Sapphire Rapids (llvm-mca-19 -mcpu=sapphirerapids on the compiled inner loops, gcc 12 -O2; not measured): the pair sweep 12.1
-       cycles per 32-column state row and token pair = 32 flop/cycle (the model issues 512-bit FMAs on
-       port 0 only; with the second 512-bit FMA port of Xeon SKUs the FMA bound halves to 6 cycles, 64
-       flop/cycle); the 8x32 GEMM 16 cycles per k step (32 flop/cycle, same caveat); conv rows bf16 -> bf16
-       (vcvtne2ps2bf16 table) 70 cycles and f32 -> f32 57 cycles per 64 outputs (Zen 4 model: 69 and 64;
-       the Zen 4 measurement in L1, ~79 cycles for bf16, agrees). AMXK_GDN_AUTO picks the recurrent form on every
-       tier (it is the faster one without AMX tile matmuls; see bench/cmd_gdn.h); the chunked form is
-       always available explicitly and agrees with it (tests/test_gdn.c). Gating: scalar (libm expf /
-       log1pf) on the scalar tier; AVX2 amxk__gdn_gating_f32__1x8__avx2 and AVX-512
-       amxk__gdn_gating_f32__1x16__avx512, 8 / 16 heads per vector, one body (AMXK__GDN_GATING_DEFINE:
-       amxk__vexp__<isa> and amxk__vsigmoid__<isa> from amxk.h, log1p as 2 atanh(u / (2 + u)) by its
-       series), so the two give the same bits; fused gating (amxk_gdn with a / b) runs the level's kernel
-       one head at a time, so it gives amxk_gdn_gating's values on every level (tests/test_gdn.c checks
-       state and outputs bitwise).
+       microkernels through the kernel table of the context's level (amxk__gdn_kernels_for, the only place
+       that looks at the level): amxk__gdn_kernels_scalar; _avx2 (avx2); _avx512 (avx512, avx512_vnni);
+       _avx512bf16 (avx512_bf16, avx512_fp16 and amx: no AMX kernels here). Kernel names say op, dtype,
+       tile and ISA. Kernels with one algorithm at 8 and 16 lanes are written once over amxk.h's V8 / V16
+       vocabulary (AMXK__GDN_*_DEFINE, AMXK__CONV_ROWS_DEFINE); 16-lane tails go through lane masks.
+       conv: channel blocks whose taps and x rows stay in L1, two tokens per pass, bias then FMAs in tap
+       order, silu, one rounding; bf16 x split into even / odd channel lanes (taps copied in that order).
+       AVX-512, W = 4: slabs of 8 tokens swept in 32-channel columns (taps in registers, each x row loaded
+       once). Outputs >= 8 MiB with aligned rows: streaming stores. silu = y / (1 + exp(-y)) by a 2^(j/8)
+       table and a cubic (8 lanes) or a 2^(j/16) table and a quadratic (16 lanes), then one division: the
+       widths differ in the last bits; within a level prefill, update and edges agree bit for bit. The
+       avx512_bf16 table rounds bf16 conv outputs with vcvtne2ps2bf16 (subnormal outputs become zeros).
+       recurrent: q/k normalised once per chunk of 64 tokens for all value heads of a task, one 32-column
+       state block kept in L1, tokens through it two per read-modify-write sweep (the second token's S^T k
+       and the first output from the first's products and the chunk's k.k / k.q dots), the decay deferred
+       within a chunk (the block holds S / gamma, restarted below 2^-60); an odd last token and decode one
+       per sweep; software prefetch of v rows, the next chunk's q/k rows and (decode) the next task's state.
+       chunked: the WY form over the level's fp32 GEMM. AMXK_GDN_AUTO picks the recurrent form on every
+       level (faster without AMX tile matmuls; bench/cmd_gdn.h); the chunked form agrees with it.
+       gating: libm on the scalar level; 8 / 16 heads per vector by one body (amxk.h's amxk__vexp /
+       amxk__vsigmoid), the same bits at both widths; fused gating runs the level's kernel one head at a
+       time, so it gives amxk_gdn_gating's values (tests/test_gdn.c checks it bitwise).
+       Measurements, predictions and what was tried: docs/notes/gdn.md.
 
    THREADING
        conv: tasks = sequences x time blocks (>= max(64, W) tokens, at most 64 blocks per sequence; every
@@ -392,7 +259,7 @@ typedef struct amxk_gdn_inputs {
     amxk_dtype ab_dtype;
     const void *a, *b;
     size_t lda, ldb;
-    const void *A_log, *dt_bias;          /* (const float * before: assignments of float pointers still compile) */
+    const void *A_log, *dt_bias;          /* of A_log_dtype / dt_bias_dtype */
     amxk_dtype A_log_dtype, dt_bias_dtype; /* 0 or F32, or BF16 */
     const int32_t *num_accepted_tokens;   /* NULL, or n_seqs values in [1, spec_cols] */
     size_t spec_cols;                     /* with num_accepted_tokens: slot_idx is [n_seqs][spec_cols] */
@@ -526,7 +393,7 @@ typedef struct amxk__conv_args {
    pool), whether it has an initial state, the circular-buffer start (-1: shift mode) and, in shift mode,
    the history end he (state_len, or a - 1 + W - 1 with num_accepted_tokens a: SPECULATIVE). Kernels take
    it by value: a local copy stays in registers (through a pointer, every output store could alias it
-   and force reloads: conv decode ran 4% slower that way). */
+   and force reloads). */
 typedef struct amxk__conv_sq {
     size_t t0, len;
     char *sb;
@@ -732,7 +599,7 @@ AMXK__PRIV void amxk__gdn_rec_layout(size_t dk, const amxk__gdn_kernels *k, amxk
 }
 #undef AMXK__GDN_TAKE
 
-/* The mode a sequence of `len` tokens runs (AUTO: recurrent; see PATHS AND TIERS). */
+/* The mode a sequence of `len` tokens runs (AUTO: recurrent; see DESIGN AND LEVELS). */
 AMXK__INLINE amxk_gdn_mode amxk__gdn_seq_mode(const amxk__gdn_args *a, size_t len) {
     (void)len;
     return a->mode == AMXK_GDN_CHUNKED ? AMXK_GDN_CHUNKED : AMXK_GDN_RECURRENT;
@@ -903,6 +770,493 @@ AMXK__PRIV void amxk__gdn_recurrent_f32__1col__scalar(const amxk__gdn_args *a, f
         }                                                                                                   \
     }
 
+/* The recurrent column block at one vector width: AMXK__GDN_RECURRENT_DEFINE(isa, V, L, TAILS) defines
+   the sweeps and the block kernel amxk__gdn_recurrent_f32__32col__<isa> (contract: the scalar version)
+   over V: V_T, V_SET1, V_MUL, V_FMADD, V_FNMADD, f32 rows V_LDU / V_STU, lane masks V_MASK_T,
+   V_MASK(cnt), V_LDM / V_STM, element access V_LDE / V_STE (F32 / BF16 as f32, the first min(cnt, L)
+   lanes). TAILS = 0: nb is a multiple of L (rec_cols; the rest goes to rec_tail); 1: any nb <= 32, the
+   last vector masked (its own tail). Both widths run the same operations per lane in the same order.
+   Tokens go through the block two at a time (one read and one write of the block per pair), an odd
+   last token alone. With S the block before token r (= 1) and pk = S^T k: u1 = b1 (v1 - a1 pk1);
+   S1^T k2 = a1 pk2 + (k1.k2) u1, u2 = b2 (v2 - a2 S1^T k2); S2 = a1 a2 S + k1 (a2 u1)^T + k2 u2^T;
+   o1 = S1^T q1 = a1 S^T q1 + (k1.q1) u1; o2 = S2^T q2; and the next pair's pk from S2 (kk, kq: the
+   chunk's dot products from rec_prep). Deferred decay (defer, for chunks of >= 4 tokens): the block
+   holds S / gam; a pair multiplies gam by a1 a2 and adds k1 (a2 u1 / gam)^T + k2 (u2 / gam)^T (no
+   multiply of the block), products from the block are scaled by gam; when gam would fall below 2^-60
+   (or is 0) the pair multiplies the block by the whole gam a1 a2 instead and gam restarts at 1; the
+   block is multiplied by gam once at the end. |S / gam| <= 2^60 |S|: no overflow for any state a float
+   can hold usefully. sm: 9 x 32 floats of scratch. */
+typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk__gdn_sweep2__<isa>) */
+    const float *k1, *q1, *k2, *q2, *k3, *k4, *w1, *u2;
+    float *oa, *ob, *n1, *n2;
+    float aa;
+} amxk__gdn_pair;
+#define AMXK__GDN_LDS(V, p, last, km) ((last) ? V##_LDM((p), (km)) : V##_LDU(p))
+#define AMXK__GDN_RECURRENT_DEFINE(isa, V, L, TAILS)                                                           \
+    /* One token's sweep over NV (<= 4) vectors, the last masked with km when TL: s = al s + k_i u;         \
+       o += s q_i. NV, TL compile-time constants. */                                                         \
+    AMXK__FORCE_INLINE void amxk__gdn_sweep__##isa(float *S, size_t lds, size_t dk, const float *kh, const float *qh, float al, \
+                                                   const float *u, float *o, int NV, int TL, V##_MASK_T km) { \
+        V##_T uu[4], oo[4], va = V##_SET1(al);                                                               \
+        size_t i;                                                                                            \
+        int v;                                                                                               \
+        _Pragma("GCC unroll 4") for (v = 0; v < NV; v++) uu[v] = V##_LDU(u + L * v), oo[v] = V##_SET1(0.0f); \
+        for (i = 0; i < dk; i++) {                                                                           \
+            float *row = S + i * lds;                                                                        \
+            const V##_T bk = V##_SET1(kh[i]), bq = V##_SET1(qh[i]);                                          \
+            _Pragma("GCC unroll 4") for (v = 0; v < NV; v++) {                                               \
+                const V##_T sv = V##_FMADD(bk, uu[v], V##_MUL(va, AMXK__GDN_LDS(V, row + L * v, TL && v == NV - 1, km))); \
+                if (TL && v == NV - 1) V##_STM(row + L * v, km, sv);                                         \
+                else V##_STU(row + L * v, sv);                                                               \
+                oo[v] = V##_FMADD(sv, bq, oo[v]);                                                            \
+            }                                                                                                \
+        }                                                                                                    \
+        _Pragma("GCC unroll 4") for (v = 0; v < NV; v++) V##_STU(o + L * v, oo[v]);                          \
+    }                                                                                                        \
+    /* Two tokens per sweep over NV (<= 2) vectors: per row, with the old s: oa += s q1_i; s' = aa s +       \
+       k1_i w1 + k2_i u2 (stored; MUL = 0: aa = 1, no multiply); ob += s' q2_i; n1 += s' k3_i (NX >= 1);    \
+       n2 += s' k4_i (NX == 2). NV, NX, MUL, TL compile-time constants. */                                   \
+    AMXK__FORCE_INLINE void amxk__gdn_sweep2__##isa(float *S, size_t lds, size_t dk, const amxk__gdn_pair *p, int NX, int NV, \
+                                                    int MUL, int TL, V##_MASK_T km) {                        \
+        const float *k1 = p->k1, *q1 = p->q1, *k2 = p->k2, *q2 = p->q2, *k3 = p->k3, *k4 = p->k4;            \
+        V##_T A[2], B[2], N1[2], N2[2], Wv[2], U[2], va = V##_SET1(p->aa);                                   \
+        size_t i;                                                                                            \
+        int v;                                                                                               \
+        _Pragma("GCC unroll 2") for (v = 0; v < NV; v++) {                                                   \
+            Wv[v] = V##_LDU(p->w1 + L * v), U[v] = V##_LDU(p->u2 + L * v);                                         \
+            A[v] = B[v] = N1[v] = N2[v] = V##_SET1(0.0f);                                                    \
+        }                                                                                                    \
+        for (i = 0; i < dk; i++) {                                                                           \
+            float *row = S + i * lds;                                                                        \
+            const V##_T bq1 = V##_SET1(q1[i]), bk1 = V##_SET1(k1[i]), bk2 = V##_SET1(k2[i]), bq2 = V##_SET1(q2[i]); \
+            const V##_T bk3 = NX >= 1 ? V##_SET1(k3[i]) : va, bk4 = NX >= 2 ? V##_SET1(k4[i]) : va;          \
+            _Pragma("GCC unroll 2") for (v = 0; v < NV; v++) {                                               \
+                const V##_T s0 = AMXK__GDN_LDS(V, row + L * v, TL && v == NV - 1, km);                       \
+                V##_T s1;                                                                                    \
+                A[v] = V##_FMADD(s0, bq1, A[v]);                                                             \
+                s1 = V##_FMADD(bk2, U[v], V##_FMADD(bk1, Wv[v], MUL ? V##_MUL(va, s0) : s0));                \
+                if (TL && v == NV - 1) V##_STM(row + L * v, km, s1);                                         \
+                else V##_STU(row + L * v, s1);                                                               \
+                B[v] = V##_FMADD(s1, bq2, B[v]);                                                             \
+                if (NX >= 1) N1[v] = V##_FMADD(s1, bk3, N1[v]);                                              \
+                if (NX >= 2) N2[v] = V##_FMADD(s1, bk4, N2[v]);                                              \
+            }                                                                                                \
+        }                                                                                                    \
+        _Pragma("GCC unroll 2") for (v = 0; v < NV; v++) {                                                   \
+            V##_STU(p->oa + L * v, A[v]), V##_STU(p->ob + L * v, B[v]);                                      \
+            V##_STU(p->n1 + L * v, N1[v]), V##_STU(p->n2 + L * v, N2[v]);                                    \
+        }                                                                                                    \
+    }                                                                                                        \
+    /* The sweep instantiations: NV (1, 2) x tail (0, 1) x NX (0..2) x MUL (0, 1); sweep: NV 1..4. */       \
+    AMXK__FORCE_INLINE void amxk__gdn_sweep2m__##isa(float *S, size_t lds, size_t dk, const amxk__gdn_pair *p, int NX, int NV, \
+                                                     int TL, int mul, V##_MASK_T km) {                       \
+        if (mul) amxk__gdn_sweep2__##isa(S, lds, dk, p, NX, NV, 1, TL, km);                                  \
+        else amxk__gdn_sweep2__##isa(S, lds, dk, p, NX, NV, 0, TL, km);                                      \
+    }                                                                                                        \
+    AMXK__FORCE_INLINE void amxk__gdn_sweep2x__##isa(float *S, size_t lds, size_t dk, const amxk__gdn_pair *p, int nx, int NV, \
+                                                     int TL, int mul, V##_MASK_T km) {                       \
+        if (nx == 2) amxk__gdn_sweep2m__##isa(S, lds, dk, p, 2, NV, TL, mul, km);                            \
+        else if (nx == 1) amxk__gdn_sweep2m__##isa(S, lds, dk, p, 1, NV, TL, mul, km);                       \
+        else amxk__gdn_sweep2m__##isa(S, lds, dk, p, 0, NV, TL, mul, km);                                    \
+    }                                                                                                        \
+    AMXK__PRIV void amxk__gdn_sweep2sel__##isa(float *S, size_t lds, size_t dk, const amxk__gdn_pair *p, int nx, int nv, int mul, \
+                                               int tl, V##_MASK_T km) {                                      \
+        if (nv == 2 && !tl) amxk__gdn_sweep2x__##isa(S, lds, dk, p, nx, 2, 0, mul, km);                      \
+        else if (nv == 2) amxk__gdn_sweep2x__##isa(S, lds, dk, p, nx, 2, 1, mul, km);                        \
+        else if (!tl) amxk__gdn_sweep2x__##isa(S, lds, dk, p, nx, 1, 0, mul, km);                            \
+        else amxk__gdn_sweep2x__##isa(S, lds, dk, p, nx, 1, 1, mul, km);                                     \
+    }                                                                                                        \
+    AMXK__PRIV void amxk__gdn_sweepsel__##isa(float *S, size_t lds, size_t dk, const float *kh, const float *qh, float al, \
+                                              const float *u, float *o, int nv, int tl, V##_MASK_T km) {     \
+        if (nv == 4) amxk__gdn_sweep__##isa(S, lds, dk, kh, qh, al, u, o, 4, 0, km);                         \
+        else if (nv == 3) amxk__gdn_sweep__##isa(S, lds, dk, kh, qh, al, u, o, 3, 0, km);                    \
+        else if (nv == 2 && !tl) amxk__gdn_sweep__##isa(S, lds, dk, kh, qh, al, u, o, 2, 0, km);             \
+        else if (nv == 2) amxk__gdn_sweep__##isa(S, lds, dk, kh, qh, al, u, o, 2, 1, km);                    \
+        else if (!tl) amxk__gdn_sweep__##isa(S, lds, dk, kh, qh, al, u, o, 1, 0, km);                        \
+        else amxk__gdn_sweep__##isa(S, lds, dk, kh, qh, al, u, o, 1, 1, km);                                 \
+    }                                                                                                        \
+    AMXK__PRIV void amxk__gdn_recurrent_f32__32col__##isa(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t n, \
+                                                          size_t hv, size_t j0, size_t nb, const float *kh, const float *qh, \
+                                                          const float *al, const float *be, const float *kk, const float *kq, \
+                                                          float *sm, const char *pf, size_t pfb, const amxk__gdn_qkpf *qp, \
+                                                          int defer) {                                       \
+        const size_t dk = a->dk, dkp = AMXK__ROUND_UP(dk, (size_t)16), CB = AMXK__GDN_CB;                   \
+        const int nv = (int)AMXK__CEIL_DIV(nb, (size_t)(L)), tl = (TAILS) && nb % (L) != 0;                  \
+        const V##_MASK_T km = V##_MASK(nb - (L) * (size_t)(nv - 1));                                         \
+        const size_t esz = amxk_dtype_size(a->in->dtype);                                                    \
+        const amxk_dtype vt = a->in->dtype, ot = a->ot;                                                      \
+        float *p1 = sm, *p2 = sm + CB, *u1 = p2 + CB, *u2 = u1 + CB, *w1 = u2 + CB, *oa = w1 + CB, *ob = oa + CB; \
+        float *n1 = ob + CB, *n2 = n1 + CB;                                                                  \
+        float gam = 1.0f; /* the block holds S / gam */                                                      \
+        size_t r, i, l, step, qx = qp ? qp->start : 0, qrow = qp ? qx / qp->nl : 0, ql = qp ? qx % qp->nl : 0; \
+        int v, c;                                                                                            \
+        V##_T acc[4], acc2[4];                                                                               \
+        for (v = 0; v < nv; v++) acc[v] = acc2[v] = V##_SET1(0.0f);                                          \
+        if (n > 1) { /* S^T k1 and S^T k2 */                                                                 \
+            for (i = 0; i < dk; i++) {                                                                       \
+                const V##_T bk = V##_SET1(kh[i]), bk2 = V##_SET1(kh[dkp + i]);                               \
+                if (pf)                                                                                      \
+                    for (l = 0; l < pfb; l += 64) _mm_prefetch(pf + i * pfb + l, _MM_HINT_T1);               \
+                for (v = 0; v < nv; v++) {                                                                   \
+                    const V##_T sv = AMXK__GDN_LDS(V, S + i * lds + L * v, tl && v == nv - 1, km);           \
+                    acc[v] = V##_FMADD(sv, bk, acc[v]);                                                      \
+                    acc2[v] = V##_FMADD(sv, bk2, acc2[v]);                                                   \
+                }                                                                                            \
+            }                                                                                                \
+        } else { /* one token (decode): S^T k1, while the next task's state is prefetched */                 \
+            for (i = 0; i < dk; i++) {                                                                       \
+                const V##_T bk = V##_SET1(kh[i]);                                                            \
+                if (pf) /* pfb bytes of the next task's state per row (into L2; see amxk__gdn_recurrent) */  \
+                    for (l = 0; l < pfb; l += 64) _mm_prefetch(pf + i * pfb + l, _MM_HINT_T1);               \
+                for (v = 0; v < nv; v++)                                                                     \
+                    acc[v] = V##_FMADD(AMXK__GDN_LDS(V, S + i * lds + L * v, tl && v == nv - 1, km), bk, acc[v]); \
+            }                                                                                                \
+        }                                                                                                    \
+        for (v = 0; v < nv; v++) V##_STU(p1 + L * v, acc[v]), V##_STU(p2 + L * v, acc2[v]);                  \
+        for (r = 0; r < n; r += step) {                                                                      \
+            const size_t t = t0 + r, vb = t * a->in->ldv + hv * a->dv + j0, obase = t * a->ldo + hv * a->dv + j0; \
+            step = r + 1 < n ? 2 : 1;                                                                        \
+            if (n > 1) { /* this block's v values AMXK__GDN_VPF tokens ahead (v rows are far apart: each     \
+                            token's first v load would miss to memory and stall the token's sweep) */        \
+                const size_t rp = r == 0 ? 0 : r + AMXK__GDN_VPF - 1, re = AMXK__MIN(n, r + step + AMXK__GDN_VPF - 1); \
+                size_t rr;                                                                                   \
+                for (rr = rp; rr < re; rr++) {                                                               \
+                    const char *vp = (const char *)a->in->v + ((t0 + rr) * a->in->ldv + hv * a->dv + j0) * esz; \
+                    _mm_prefetch(vp, _MM_HINT_T0);                                                           \
+                    _mm_prefetch(vp + nb * esz - 1, _MM_HINT_T0);                                            \
+                }                                                                                            \
+            }                                                                                                \
+            if (qp) { /* the next chunk's q/k rows: items [qx, xe), row qrow, line ql */                     \
+                const size_t xe = AMXK__MIN(qp->items, qp->start + (r + step) * qp->per);                    \
+                for (; qx < xe; qx++) {                                                                      \
+                    _mm_prefetch(qp->base[qrow & 1] + (qrow >> 1) * qp->ld[qrow & 1] + AMXK__MIN(ql * 64, qp->rowb - 1), _MM_HINT_T0); \
+                    if (++ql == qp->nl) ql = 0, qrow++;                                                      \
+                }                                                                                            \
+            }                                                                                                \
+            if (step == 1) { /* the last token alone: s = (gam a) s + k u, gam = 1 */                        \
+                const V##_T ag = V##_SET1(al[r] * gam);                                                      \
+                for (v = 0; v < nv; v++) {                                                                   \
+                    const V##_T vv = V##_LDE(a->in->v, vt, vb + L * (size_t)v, nb - L * (size_t)v);          \
+                    V##_STU(u1 + L * v, V##_MUL(V##_SET1(be[r]), V##_FNMADD(ag, V##_LDU(p1 + L * v), vv)));  \
+                }                                                                                            \
+                amxk__gdn_sweepsel__##isa(S, lds, dk, kh + r * dkp, qh + r * dkp, al[r] * gam, u1, oa, nv, tl, km); \
+                gam = 1.0f;                                                                                  \
+                for (v = 0; v < nv; v++) V##_STE(a->o, ot, obase + L * (size_t)v, nb - L * (size_t)v, V##_LDU(oa + L * v)); \
+                continue;                                                                                    \
+            }                                                                                                \
+            {                                                                                                \
+                const size_t nx = AMXK__MIN((size_t)2, n - r - 2), vb2 = vb + a->in->ldv, ob2 = obase + a->ldo; \
+                const float *k1 = kh + r * dkp, *q1 = qh + r * dkp, *k2 = k1 + dkp, *q2 = q1 + dkp;          \
+                const float *k3 = nx >= 1 ? k2 + dkp : kh, *k4 = nx >= 2 ? k2 + 2 * dkp : kh;                \
+                const float g0 = gam, g1 = gam * al[r] * al[r + 1]; /* the block's scale before and after */ \
+                const int mul = !defer || !(g1 >= 8.67361737988403547206e-19f /* 2^-60 */);                  \
+                const V##_T a1 = V##_SET1(al[r] * g0), a2 = V##_SET1(al[r + 1]), b1 = V##_SET1(be[r]);      \
+                const V##_T b2 = V##_SET1(be[r + 1]), c12 = V##_SET1(kk[r]);                                 \
+                V##_T sw, sg, cq, gs;                                                                        \
+                float *tp;                                                                                   \
+                if (mul) gam = 1.0f;                                                                         \
+                else gam = g1;                                                                               \
+                sw = V##_SET1(mul ? al[r + 1] : al[r + 1] / g1), sg = V##_SET1(mul ? 1.0f : 1.0f / g1);     \
+                for (v = 0; v < nv; v++) { /* p1, p2 are products of the block at scale g0 */                \
+                    const size_t cnt = nb - L * (size_t)v;                                                   \
+                    const V##_T v1 = V##_LDE(a->in->v, vt, vb + L * (size_t)v, cnt);                        \
+                    const V##_T v2 = V##_LDE(a->in->v, vt, vb2 + L * (size_t)v, cnt);                       \
+                    const V##_T uu1 = V##_MUL(b1, V##_FNMADD(a1, V##_LDU(p1 + L * v), v1));                  \
+                    const V##_T s1k2 = V##_FMADD(c12, uu1, V##_MUL(a1, V##_LDU(p2 + L * v)));                \
+                    V##_STU(u1 + L * v, uu1);                                                                \
+                    V##_STU(u2 + L * v, V##_MUL(sg, V##_MUL(b2, V##_FNMADD(a2, s1k2, v2))));                 \
+                    V##_STU(w1 + L * v, V##_MUL(sw, uu1));                                                   \
+                }                                                                                            \
+                for (c = 0; c < nv; c += 2) { /* two vectors of columns per sweep */                        \
+                    const amxk__gdn_pair pr = {k1, q1, k2, q2, k3, k4, w1 + L * c, u2 + L * c, oa + L * c, ob + L * c, \
+                                               n1 + L * c, n2 + L * c, g1};                                  \
+                    amxk__gdn_sweep2sel__##isa(S + L * c, lds, dk, &pr, (int)nx, AMXK__MIN(nv - c, 2), mul, tl && c + 2 >= nv, km); \
+                }                                                                                            \
+                cq = V##_SET1(kq[r]), gs = V##_SET1(gam);                                                    \
+                for (v = 0; v < nv; v++) { /* oa is at scale g0, ob at scale gam */                          \
+                    const size_t cnt = nb - L * (size_t)v;                                                   \
+                    const V##_T o1 = V##_FMADD(cq, V##_LDU(u1 + L * v), V##_MUL(a1, V##_LDU(oa + L * v)));   \
+                    V##_STE(a->o, ot, obase + L * (size_t)v, cnt, o1);                                       \
+                    V##_STE(a->o, ot, ob2 + L * (size_t)v, cnt, V##_MUL(gs, V##_LDU(ob + L * v)));           \
+                }                                                                                            \
+                tp = p1, p1 = n1, n1 = tp; /* the next products (scale gam) */                               \
+                tp = p2, p2 = n2, n2 = tp;                                                                   \
+            }                                                                                                \
+        }                                                                                                    \
+        if (gam != 1.0f) {                                                                                   \
+            const V##_T gs = V##_SET1(gam);                                                                  \
+            for (i = 0; i < dk; i++)                                                                         \
+                for (v = 0; v < nv; v++) {                                                                   \
+                    const V##_T sv = V##_MUL(gs, AMXK__GDN_LDS(V, S + i * lds + L * v, tl && v == nv - 1, km)); \
+                    if (tl && v == nv - 1) V##_STM(S + i * lds + L * v, km, sv);                             \
+                    else V##_STU(S + i * lds + L * v, sv);                                                   \
+                }                                                                                            \
+        }                                                                                                    \
+    }
+
+/* The conv at one vector width: AMXK__CONV_ROWS_DEFINE(isa, V, L, TAILS) defines, over V (V_T, V_LDU,
+   V_FMADD, V_LDE / V_STE) and the width's helpers amxk__conv_<x>__<isa> (ldg / stg: 2L channels as two
+   vectors, split even / odd for bf16 x; splitg: taps into that order; pfg: a group's prefetches; stream:
+   a staged row out by streaming stores; silu; ste: the edge's store; BF: the AVX512_BF16 rounding):
+     amxk__conv_rows__<isa>   NT (1 or 2) tokens whose W taps all lie in x: xr[0 .. W+NT-2] point at x
+                              rows t-(W-1) .. t+NT-1, orow[0 .. NT-1] at the output rows, at the first
+                              channel of ngrp groups; taps j at wt + j*ldw, bias at bs (group lane order);
+                              pf: the two x rows the next pair reads first. xt/ot/W/NT/BF compile-time (W
+                              = 0: runtime). Per token: bias, FMA in tap order, silu, one rounding.
+     amxk__conv_rows2__<isa>  tokens [td, tb1) whose taps all lie in x, channels [0, nch) (a multiple of
+                              2L): channel blocks whose taps and x rows stay in L1 (taps copied
+                              contiguous: rows dimp apart share L1 sets when dim is a large power of
+                              two), two tokens at a time, groups inner; large outputs (a->nts) through
+                              an L1 buffer, then out in whole lines by streaming stores.
+     amxk__conv_edge__<isa>   token t, channels [c0, c1), any history (the first W-1 tokens, the channel
+                              tail), L lanes at a time (tail masked with TAILS, else a scalar copy): the
+                              rows' fp32 values and FMA order, so prefill and update agree bit for bit. */
+#define AMXK__CONV_ROWS_DEFINE(isa, V, L, TAILS)                                                               \
+    AMXK__FORCE_INLINE void amxk__conv_rows__##isa(const amxk__conv_args *a, const char *const *xr, char *const *orow, \
+                                                   const char *const *pf, size_t ngrp, const float *wt, size_t ldw, \
+                                                   const float *bs, amxk_dtype xt, amxk_dtype ot, size_t W, int NT, int BF) { \
+        size_t v, j, w = W ? W : a->width;                                                                   \
+        const size_t xs = xt == AMXK_DTYPE_F32 ? 4 : 2, os = ot == AMXK_DTYPE_F32 ? 4 : 2;                   \
+        const int silu = a->silu;                                                                            \
+        for (v = 0; v < ngrp; v++) {                                                                         \
+            const size_t c = 2 * (L) * v;                                                                    \
+            V##_T a0 = V##_LDU(bs + c), a1 = V##_LDU(bs + c + (L)), b0 = a0, b1 = a1;                        \
+            amxk__conv_pfg__##isa(pf, c * xs, xs, v);                                                        \
+            _Pragma("GCC unroll 8") for (j = 0; j < w + (size_t)NT - 1; j++) {                               \
+                V##_T x0, x1;                                                                                \
+                amxk__conv_ldg__##isa(xr[j] + c * xs, xt, &x0, &x1);                                         \
+                if (j < w) {                                                                                 \
+                    a0 = V##_FMADD(V##_LDU(wt + j * ldw + c), x0, a0);                                       \
+                    a1 = V##_FMADD(V##_LDU(wt + j * ldw + c + (L)), x1, a1);                                 \
+                }                                                                                            \
+                if (NT == 2 && j >= 1) {                                                                     \
+                    b0 = V##_FMADD(V##_LDU(wt + (j - 1) * ldw + c), x0, b0);                                 \
+                    b1 = V##_FMADD(V##_LDU(wt + (j - 1) * ldw + c + (L)), x1, b1);                           \
+                }                                                                                            \
+            }                                                                                                \
+            if (silu) {                                                                                      \
+                a0 = amxk__conv_silu__##isa(a0), a1 = amxk__conv_silu__##isa(a1);                            \
+                if (NT == 2) b0 = amxk__conv_silu__##isa(b0), b1 = amxk__conv_silu__##isa(b1);               \
+            }                                                                                                \
+            amxk__conv_stg__##isa(orow[0] + c * os, xt, ot, a0, a1, BF, 0);                                  \
+            if (NT == 2) amxk__conv_stg__##isa(orow[1] + c * os, xt, ot, b0, b1, BF, 0);                     \
+        }                                                                                                    \
+    }                                                                                                        \
+    AMXK__FORCE_INLINE void amxk__conv_rowsw__##isa(const amxk__conv_args *a, const char *const *xr, char *const *orow, \
+                                                    const char *const *pf, size_t ngrp, const float *wt, size_t ldw, \
+                                                    const float *bs, int nt, amxk_dtype XT, amxk_dtype OT, int BF) { \
+        if (a->width == 4 && nt == 2) amxk__conv_rows__##isa(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 4, 2, BF); \
+        else if (a->width == 4) amxk__conv_rows__##isa(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 4, 1, BF); \
+        else if (nt == 2) amxk__conv_rows__##isa(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 0, 2, BF);      \
+        else amxk__conv_rows__##isa(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 0, 1, BF);                   \
+    }                                                                                                        \
+    AMXK__PRIV void amxk__conv_rowsel__##isa(const amxk__conv_args *a, const char *const *xr, char *const *orow, \
+                                             const char *const *pf, size_t ngrp, const float *wt, size_t ldw, \
+                                             const float *bs, int nt, int bf) {                              \
+        const int bx = a->xt == AMXK_DTYPE_BF16, bo = a->ot == AMXK_DTYPE_BF16;                             \
+        const amxk_dtype B = AMXK_DTYPE_BF16, F = AMXK_DTYPE_F32;                                            \
+        if (bx && bo && bf) amxk__conv_rowsw__##isa(a, xr, orow, pf, ngrp, wt, ldw, bs, nt, B, B, 1);        \
+        else if (bo && bf) amxk__conv_rowsw__##isa(a, xr, orow, pf, ngrp, wt, ldw, bs, nt, F, B, 1);         \
+        else if (bx && bo) amxk__conv_rowsw__##isa(a, xr, orow, pf, ngrp, wt, ldw, bs, nt, B, B, 0);         \
+        else if (bx) amxk__conv_rowsw__##isa(a, xr, orow, pf, ngrp, wt, ldw, bs, nt, B, F, 0);               \
+        else if (bo) amxk__conv_rowsw__##isa(a, xr, orow, pf, ngrp, wt, ldw, bs, nt, F, B, 0);               \
+        else amxk__conv_rowsw__##isa(a, xr, orow, pf, ngrp, wt, ldw, bs, nt, F, F, 0);                       \
+    }                                                                                                        \
+    AMXK__FORCE_INLINE void amxk__conv_rows2__##isa(const amxk__conv_args *a, amxk__conv_sq q, size_t td, size_t tb1, \
+                                                    size_t nch, int bf) {                                    \
+        const size_t t0 = q.t0, len = q.len, W = a->width, xs = a->esz, os = amxk_dtype_size(a->ot), G = 2 * (L); \
+        float wsc[AMXK__MAX(AMXK__CONV_WSC, 2 * (L) * (AMXK__CONV_MAXW + 1))], stage[2 * AMXK__CONV_WSC];    \
+        const size_t cb = AMXK__MAX((size_t)1, AMXK__CONV_WSC / G / (W + 1)) * G;                            \
+        size_t c, t, j, k, nt;                                                                               \
+        for (c = 0; c < nch; c += cb) {                                                                      \
+            const size_t nc = AMXK__MIN(cb, nch - c);                                                        \
+            const float *wt = wsc, *bs = wsc + W * nc;                                                       \
+            const size_t ldw = nc;                                                                           \
+            for (j = 0; j <= W; j++) {                                                                       \
+                if (a->xt == AMXK_DTYPE_BF16)                                                                \
+                    for (k = 0; k < nc; k += G) amxk__conv_splitg__##isa(a->w + j * a->dimp + c + k, wsc + j * nc + k); \
+                else memcpy(wsc + j * nc, a->w + j * a->dimp + c, nc * sizeof(float));                       \
+            }                                                                                                \
+            for (t = td; t < tb1; t += nt) {                                                                 \
+                const char *xr[AMXK__CONV_MAXW + 1], *pf[2];                                                 \
+                char *orow[2], *stg[2];                                                                      \
+                nt = t + 1 < tb1 ? 2 : 1;                                                                    \
+                for (j = 0; j < W + nt - 1; j++) xr[j] = (const char *)a->x + ((t0 + t - (W - 1) + j) * a->ldx + c) * xs; \
+                for (j = 0; j < nt; j++) orow[j] = (char *)a->out + ((t0 + t + j) * a->ldo + c) * os;        \
+                for (j = 0; j < 2; j++) pf[j] = (const char *)a->x + ((t0 + AMXK__MIN(t + nt + j, len - 1)) * a->ldx + c) * xs; \
+                if (!a->nts) {                                                                               \
+                    amxk__conv_rowsel__##isa(a, xr, orow, pf, nc / G, wt, ldw, bs, (int)nt, bf);             \
+                    continue;                                                                                \
+                }                                                                                            \
+                stg[0] = (char *)stage, stg[1] = (char *)stage + nc * os;                                    \
+                amxk__conv_rowsel__##isa(a, xr, stg, pf, nc / G, wt, ldw, bs, (int)nt, bf);                  \
+                for (j = 0; j < nt; j++) amxk__conv_stream__##isa(orow[j], stg[j], nc * os);                 \
+            }                                                                                                \
+        }                                                                                                    \
+        if (a->nts) _mm_sfence();                                                                            \
+    }                                                                                                        \
+    AMXK__FORCE_INLINE void amxk__conv_edge__##isa(const amxk__conv_args *a, amxk__conv_sq q, size_t t, size_t c0, size_t c1, \
+                                                   int BF) {                                                 \
+        const size_t W = a->width;                                                                           \
+        size_t c, j, k;                                                                                      \
+        for (c = c0; c < c1; c += (L)) {                                                                     \
+            const size_t cnt = c1 - c;                                                                       \
+            V##_T acc = V##_LDE(a->bias, AMXK_DTYPE_F32, c, cnt);                                            \
+            for (j = 0; j < W; j++) {                                                                        \
+                long p = (long)t - (long)(W - 1) + (long)j;                                                  \
+                V##_T v;                                                                                     \
+                if (p >= 0) {                                                                                \
+                    v = V##_LDE(a->x, a->xt, (q.t0 + (size_t)p) * a->ldx + c, cnt);                          \
+                } else if (!q.sb || !q.init) {                                                               \
+                    v = V##_SET1(0.0f);                                                                      \
+                } else if (a->s_dim == 1 && ((TAILS) || cnt >= (L))) { /* SD layout: channels contiguous */  \
+                    v = V##_LDE(q.sb, a->xt, amxk__conv_hpos(a, q, p) * a->s_tok + c, cnt);                  \
+                } else {                                                                                     \
+                    float tmp[L] = {0};                                                                      \
+                    for (k = 0; k < cnt && k < (L); k++) tmp[k] = amxk__conv_hist(a, q, p, c + k);           \
+                    v = V##_LDU(tmp);                                                                        \
+                }                                                                                            \
+                acc = V##_FMADD(V##_LDE(a->w, AMXK_DTYPE_F32, j * a->dimp + c, cnt), v, acc);                \
+            }                                                                                                \
+            if (a->silu) acc = amxk__conv_silu__##isa(acc);                                                  \
+            amxk__conv_ste__##isa(a->out, a->ot, (q.t0 + t) * a->ldo + c, cnt, acc, BF);                     \
+        }                                                                                                    \
+    }
+
+/* Row kernels at one vector width: AMXK__GDN_QK_DEFINE(isa, V, L, TAILS) defines
+   amxk__gdn_qk_f32__<L>col__<isa>, the normalised (and for q scaled) head vector of token t (see the
+   scalar version; the sum of squares in two accumulators, even and odd vectors, then V_HSUM), and
+   amxk__gdn_copy_f32__32col__<isa>: dst[r*ldd + c] = src[r*lds + c] for r < rows, c < nb (<= 32),
+   32-float rows by vector moves (memcpy of 128 bytes per row went through rep movs and its start-up
+   cost), other widths by lane masks (TAILS) or memcpy; and amxk__gdn_recurrent_prep_f32__<L>col__<isa>:
+   k_r.k_{r+1} (kk[r], r + 1 < n) and k_r.q_r (kq[r]) of a chunk's normalised rows (dkp apart), in
+   vectors (TAILS: the last one masked; else a scalar tail added after V_HSUM). */
+#define AMXK__GDN_QK_DEFINE(isa, V, L, TAILS)                                                                  \
+    AMXK__PRIV void amxk__gdn_qk_f32__##L##col__##isa(const amxk__gdn_args *a, size_t t, size_t h, int which, float *dst) { \
+        const amxk_gdn_inputs *in = a->in;                                                                   \
+        const void *src = which ? in->q : in->k;                                                             \
+        const size_t base = t * (which ? in->ldq : in->ldk) + h * a->dk, dk = a->dk;                         \
+        size_t i;                                                                                            \
+        V##_T s0 = V##_SET1(0.0f), s1 = V##_SET1(0.0f), f;                                                   \
+        float fs = which ? a->p->scale : 1.0f, raw[AMXK__GDN_MAXD];                                          \
+        for (i = 0; i < dk; i += (L)) {                                                                      \
+            const V##_T v = V##_LDE(src, in->dtype, base + i, dk - i);                                       \
+            V##_STU(raw + i, v); /* dk <= 256: i + L <= 256 */                                               \
+            if ((i / (L)) & 1) s1 = V##_FMADD(v, v, s1);                                                     \
+            else s0 = V##_FMADD(v, v, s0);                                                                   \
+        }                                                                                                    \
+        if (a->p->l2norm) fs /= sqrtf(V##_HSUM(V##_ADD(s0, s1)) + a->p->l2norm_eps);                         \
+        f = V##_SET1(fs);                                                                                    \
+        for (i = 0; i < dk; i += (L)) V##_STE(dst, AMXK_DTYPE_F32, i, dk - i, V##_MUL(V##_LDU(raw + i), f));  \
+    }                                                                                                        \
+    AMXK__PRIV void amxk__gdn_copy_f32__32col__##isa(float *dst, size_t ldd, const float *src, size_t lds, size_t rows, size_t nb) { \
+        size_t r, c;                                                                                         \
+        if (nb != 32 && !(TAILS)) {                                                                          \
+            amxk__gdn_copy_f32__1col__scalar(dst, ldd, src, lds, rows, nb);                                  \
+            return;                                                                                          \
+        }                                                                                                    \
+        for (r = 0; r < rows; r++) {                                                                         \
+            if (nb == 32) {                                                                                  \
+                _Pragma("GCC unroll 4") for (c = 0; c < 32; c += (L)) V##_STU(dst + r * ldd + c, V##_LDU(src + r * lds + c)); \
+                continue;                                                                                    \
+            }                                                                                                \
+            for (c = 0; c < nb; c += (L)) {                                                                  \
+                const V##_MASK_T m = V##_MASK(nb - c);                                                       \
+                V##_STM(dst + r * ldd + c, m, V##_LDM(src + r * lds + c, m));                                \
+            }                                                                                                \
+        }                                                                                                    \
+    }                                                                                                        \
+    AMXK__PRIV void amxk__gdn_recurrent_prep_f32__##L##col__##isa(const float *kh, const float *qh, size_t n, size_t dk, \
+                                                                  size_t dkp, float *kk, float *kq) {        \
+        size_t r, i;                                                                                         \
+        for (r = 0; r < n; r++) {                                                                            \
+            const float *k = kh + r * dkp, *q = qh + r * dkp, *k2 = kh + (r + 1) * dkp;                      \
+            const int two = r + 1 < n;                                                                       \
+            V##_T x = V##_SET1(0.0f), y = V##_SET1(0.0f);                                                    \
+            float sx, sy;                                                                                    \
+            for (i = 0; (TAILS) ? i < dk : i + (L) <= dk; i += (L)) {                                        \
+                const int tl = (TAILS) && dk - i < (L);                                                      \
+                const V##_MASK_T m = V##_MASK(dk - i);                                                       \
+                const V##_T kv = AMXK__GDN_LDS(V, k + i, tl, m);                                             \
+                y = V##_FMADD(kv, AMXK__GDN_LDS(V, q + i, tl, m), y);                                        \
+                if (two) x = V##_FMADD(kv, AMXK__GDN_LDS(V, k2 + i, tl, m), x);                              \
+            }                                                                                                \
+            sx = V##_HSUM(x), sy = V##_HSUM(y);                                                              \
+            for (; i < dk; i++) { /* (no tail when TAILS) */                                                 \
+                sy += k[i] * q[i];                                                                           \
+                if (two) sx += k[i] * k2[i];                                                                 \
+            }                                                                                                \
+            kk[r] = two ? sx : 0.0f, kq[r] = sy;                                                             \
+        }                                                                                                    \
+    }
+
+/* The chunked form's fp32 GEMM at one vector width: AMXK__GDN_GEMM_DEFINE(NAME, isa, V, L, MR, TAILS)
+   defines NAME, C (+)= A B (see the scalar version) in MR x 2L register tiles: amxk__gdn_mk__<isa>, an
+   R x L*NV block over k (R <= MR <= 8, NV compile-time constants), the last vector's columns masked with
+   km when TAILS; without TAILS the columns past the last multiple of 2L go as one x L tiles, then to
+   the scalar kernel. Every element is one FMA chain over k in order. */
+#define AMXK__GDN_GEMM_DEFINE(NAME, isa, V, L, MR, TAILS)                                                      \
+    AMXK__FORCE_INLINE void amxk__gdn_mk__##isa(int acc, size_t k, const float *A, size_t lda, const float *B, size_t ldb, \
+                                                float *C, size_t ldc, int R, int NV, V##_MASK_T km) {        \
+        const int t0 = (TAILS) && NV == 1, t1 = (TAILS) && NV == 2; /* the masked vector */                  \
+        V##_T c0[8], c1[8];                                                                                  \
+        size_t kk;                                                                                           \
+        int r;                                                                                               \
+        _Pragma("GCC unroll 8") for (r = 0; r < R; r++) {                                                    \
+            c0[r] = acc ? AMXK__GDN_LDS(V, C + r * ldc, t0, km) : V##_SET1(0.0f);                            \
+            c1[r] = NV == 2 && acc ? AMXK__GDN_LDS(V, C + r * ldc + (L), t1, km) : V##_SET1(0.0f);           \
+        }                                                                                                    \
+        for (kk = 0; kk < k; kk++) {                                                                         \
+            const V##_T b0 = AMXK__GDN_LDS(V, B + kk * ldb, t0, km);                                         \
+            const V##_T b1 = NV == 2 ? AMXK__GDN_LDS(V, B + kk * ldb + (L), t1, km) : b0;                    \
+            _Pragma("GCC unroll 8") for (r = 0; r < R; r++) {                                                \
+                const V##_T av = V##_SET1(A[r * lda + kk]);                                                  \
+                c0[r] = V##_FMADD(av, b0, c0[r]);                                                            \
+                if (NV == 2) c1[r] = V##_FMADD(av, b1, c1[r]);                                               \
+            }                                                                                                \
+        }                                                                                                    \
+        _Pragma("GCC unroll 8") for (r = 0; r < R; r++) {                                                    \
+            if (t0) V##_STM(C + r * ldc, km, c0[r]);                                                         \
+            else V##_STU(C + r * ldc, c0[r]);                                                                \
+            if (t1) V##_STM(C + r * ldc + (L), km, c1[r]);                                                   \
+            else if (NV == 2) V##_STU(C + r * ldc + (L), c1[r]);                                             \
+        }                                                                                                    \
+    }                                                                                                        \
+    AMXK__FORCE_INLINE void amxk__gdn_mkr__##isa(int acc, size_t k, const float *A, size_t lda, const float *B, size_t ldb, \
+                                                 float *C, size_t ldc, int R, int nv, V##_MASK_T km) {       \
+        if (nv == 2) amxk__gdn_mk__##isa(acc, k, A, lda, B, ldb, C, ldc, R, 2, km);                          \
+        else amxk__gdn_mk__##isa(acc, k, A, lda, B, ldb, C, ldc, R, 1, km);                                  \
+    }                                                                                                        \
+    AMXK__PRIV void amxk__gdn_mksel__##isa(int acc, size_t k, const float *A, size_t lda, const float *B, size_t ldb, float *C, \
+                                           size_t ldc, int mr, int nv, V##_MASK_T km) {                      \
+        switch (mr) {                                                                                        \
+        case 8: amxk__gdn_mkr__##isa(acc, k, A, lda, B, ldb, C, ldc, 8, nv, km); break;                      \
+        case 7: amxk__gdn_mkr__##isa(acc, k, A, lda, B, ldb, C, ldc, 7, nv, km); break;                      \
+        case 6: amxk__gdn_mkr__##isa(acc, k, A, lda, B, ldb, C, ldc, 6, nv, km); break;                      \
+        case 5: amxk__gdn_mkr__##isa(acc, k, A, lda, B, ldb, C, ldc, 5, nv, km); break;                      \
+        case 4: amxk__gdn_mkr__##isa(acc, k, A, lda, B, ldb, C, ldc, 4, nv, km); break;                      \
+        case 3: amxk__gdn_mkr__##isa(acc, k, A, lda, B, ldb, C, ldc, 3, nv, km); break;                      \
+        case 2: amxk__gdn_mkr__##isa(acc, k, A, lda, B, ldb, C, ldc, 2, nv, km); break;                      \
+        default: amxk__gdn_mkr__##isa(acc, k, A, lda, B, ldb, C, ldc, 1, nv, km); break;                     \
+        }                                                                                                    \
+    }                                                                                                        \
+    AMXK__PRIV void NAME(int acc, size_t m, size_t n, size_t k, const float *A, size_t lda, const float *B, size_t ldb, float *C, \
+                         size_t ldc) {                                                                       \
+        size_t i, j;                                                                                         \
+        for (i = 0; i < m; i += (MR)) {                                                                      \
+            const int mr = (int)AMXK__MIN((size_t)(MR), m - i);                                              \
+            const float *Ai = A + i * lda;                                                                   \
+            float *Ci = C + i * ldc;                                                                         \
+            for (j = 0; (TAILS) ? j < n : j + 2 * (L) <= n; j += 2 * (L)) {                                  \
+                const size_t nr = AMXK__MIN((size_t)(2 * (L)), n - j);                                       \
+                amxk__gdn_mksel__##isa(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, mr, nr > (L) ? 2 : 1, V##_MASK(nr > (L) ? nr - (L) : nr)); \
+            }                                                                                                \
+            if (TAILS) continue;                                                                             \
+            for (; j + (L) <= n; j += (L)) amxk__gdn_mksel__##isa(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, mr, 1, V##_MASK(L)); \
+            if (j < n) amxk__gdn_gemm_f32__1x1__scalar(acc, (size_t)mr, n - j, k, Ai, lda, B + j, ldb, Ci + j, ldc); \
+        }                                                                                                    \
+    }
+
 // >>avx2 -----------------------------------------------------------------------------------------
 /* AVX2 kernels (the AVX2 level's table; the AVX-512 and AMX levels have their own, >>avx512). */
 
@@ -931,10 +1285,21 @@ AMXK__FORCE_INLINE void amxk__gdn_st8__avx2(void *p, amxk_dtype t, size_t i, siz
     }
 }
 
+/* gdn's 8-lane vocabulary beside AMXK__V8 (amxk.h): f32 rows, lane masks (the first min(cnt, 8) lanes),
+   F32 / BF16 element access. */
+#define AMXK__V8_LDU(p) _mm256_loadu_ps(p)
+#define AMXK__V8_STU(p, x) _mm256_storeu_ps((p), (x))
+#define AMXK__V8_MASK_T __m256i
+#define AMXK__V8_MASK(cnt) _mm256_cmpgt_epi32(_mm256_set1_epi32((int)AMXK__MIN((size_t)(cnt), (size_t)8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+#define AMXK__V8_LDM(p, m) _mm256_maskload_ps((p), (m))
+#define AMXK__V8_STM(p, m, x) _mm256_maskstore_ps((p), (m), (x))
+#define AMXK__V8_LDE amxk__gdn_ld8__avx2
+#define AMXK__V8_STE amxk__gdn_st8__avx2
+
 /* amxk__gdn_ld8__avx2 with a tail (cnt < 8) built in registers: one broadcast and blend per element,
    the other lanes 0. The gating kernel's tails (fused gating calls it with one head: every row is a
    tail) stay off the stack copy, whose 8-lane reload of narrow stores is not store-forwarded and
-   stalls (measured: 1-head rows at 97 ns each, 3x the scalar kernel). */
+   stalls. */
 AMXK__FORCE_INLINE __m256 amxk__gdn_ldr8__avx2(const void *p, amxk_dtype t, size_t i, size_t cnt) {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     __m256 v = _mm256_setzero_ps();
@@ -955,9 +1320,10 @@ AMXK__GDN_GATING_DEFINE(amxk__gdn_gating_f32__1x8__avx2, avx2, AMXK__V8, 8, amxk
    + j) from an 8-entry table (vpermps on the low index bits) and the exponent bits; 2^(f/8) by a cubic
    minimax polynomial (1.9e-8 relative). The rounding of x adds 6e-8 |x| ulps of the exponent: exp(-y)
    within 2.4e-7 relative for |y| <= 8, 1.3e-6 for |y| <= 87 (where silu(y) for y << 0 is tiny next to |y|).
-   1 + e in one FMA, then one IEEE division. Measured against fp64: silu within 2.4e-7 relative for |y| <=
-   8, 4.2e-7 for |y| <= 20. FMA-pipe work is what bounds the conv here, so the reduction uses one multiply
-   and three adds instead of FMAs. y is clamped to [-87, 87] inside exp only (NaN in, NaN out). */
+   1 + e in one FMA, then one IEEE division: silu within 2.4e-7 relative of fp64 for |y| <= 8, 4.2e-7
+   for |y| <= 20. The reduction uses one multiply and three adds instead of FMAs (FMA-pipe work bounds
+   the conv). y is clamped to [-87, 87] inside exp only (NaN in, NaN out). Not amxk__vsilu__avx2 (amxk.h:
+   Cody-Waite exp and a degree-6 polynomial): different bits, and the conv's bits are fixed. */
 AMXK__FORCE_INLINE __m256 amxk__conv_silu__avx2(__m256 y) {
     const __m256 magic = _mm256_set1_ps(12582912.0f);
     const __m256 tab = _mm256_setr_ps(1.0f, 1.0905077327f, 1.1892071150f, 1.2968395547f, 1.4142135624f, 1.5422108254f, 1.6817928305f,
@@ -977,7 +1343,8 @@ AMXK__FORCE_INLINE __m256 amxk__conv_silu__avx2(__m256 y) {
 
 /* 8 fp32 lanes -> bf16 (round to nearest even) in the high 16 bits of each 32-bit lane. v comes out of
    an FMA or the silu, so a NaN is already quiet and is kept as it is (what the library's converters
-   give: they set the quiet bit). */
+   give: they set the quiet bit). Kept beside amxk__cvt_f32_bf16__avx2 (the same values for such v): that
+   one packs words, the conv's split-lane stores need the rounded word in place in its 32-bit lane. */
 AMXK__FORCE_INLINE __m256i amxk__conv_rne__avx2(__m256 v) {
     __m256i u = _mm256_castps_si256(v);
     __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1)), _mm256_set1_epi32(0x7fff)));
@@ -986,7 +1353,7 @@ AMXK__FORCE_INLINE __m256i amxk__conv_rne__avx2(__m256 v) {
 
 /* 16 channels of x as two fp32 vectors: f32 x in channel order (0-7, 8-15); bf16 x split into the even
    and the odd channels (one shift, one mask: no shuffles). */
-AMXK__FORCE_INLINE void amxk__conv_ld16__avx2(const char *p, amxk_dtype xt, __m256 *v0, __m256 *v1) {
+AMXK__FORCE_INLINE void amxk__conv_ldg__avx2(const char *p, amxk_dtype xt, __m256 *v0, __m256 *v1) {
     if (xt == AMXK_DTYPE_F32) {
         *v0 = _mm256_loadu_ps((const float *)p), *v1 = _mm256_loadu_ps((const float *)p + 8);
     } else {
@@ -996,15 +1363,16 @@ AMXK__FORCE_INLINE void amxk__conv_ld16__avx2(const char *p, amxk_dtype xt, __m2
     }
 }
 /* 16 fp32 values in channel order -> dst[0..7] the even, dst[8..15] the odd ones (the bf16 lane order). */
-AMXK__FORCE_INLINE void amxk__conv_split16__avx2(const float *p, float *dst) {
+AMXK__FORCE_INLINE void amxk__conv_splitg__avx2(const float *p, float *dst) {
     __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
     _mm256_storeu_ps(dst, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0x88)), 0xD8)));
     _mm256_storeu_ps(dst + 8, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xDD)), 0xD8)));
 }
-/* 16 channels in the lane order of amxk__conv_ld16__avx2 for xt to p as ot. bf16 from split lanes: one
+/* 16 channels in the lane order of amxk__conv_ldg__avx2 for xt to p as ot. bf16 from split lanes: one
    blend puts the channels back in order. */
-AMXK__FORCE_INLINE void amxk__conv_st16__avx2(char *p, amxk_dtype xt, amxk_dtype ot, __m256 v0, __m256 v1) {
+AMXK__FORCE_INLINE void amxk__conv_stg__avx2(char *p, amxk_dtype xt, amxk_dtype ot, __m256 v0, __m256 v1, int BF, int NTS) {
     __m256i r0, r1;
+    (void)BF, (void)NTS; /* (16 lanes only) */
     if (ot == AMXK_DTYPE_F32) {
         if (xt == AMXK_DTYPE_BF16) { /* even/odd -> 0-3 8-11 and 4-7 12-15 -> 0-7 and 8-15 */
             __m256 lo = _mm256_unpacklo_ps(v0, v1), hi = _mm256_unpackhi_ps(v0, v1);
@@ -1019,470 +1387,44 @@ AMXK__FORCE_INLINE void amxk__conv_st16__avx2(char *p, amxk_dtype xt, amxk_dtype
     _mm256_storeu_si256((__m256i *)p, r0);
 }
 
-/* The steady-state conv rows: NT (1 or 2) consecutive tokens whose W taps all lie in x; xr[0 .. W+NT-2]
-   point at x rows t-(W-1) .. t+NT-1, orow[0 .. NT-1] at the output rows, both at the first channel of a
-   block of 16*ngrp channels; taps j at wt + j*ldw and the bias at bs in the ld16 lane order. pf: the two
-   x rows the next token pair reads first (prefetched). xt/ot/W/NT compile-time constants at the call
-   sites (W = 0: runtime width). Each loaded x row feeds both tokens; per token: bias, FMA in tap order,
-   silu, one rounding - the same arithmetic as the generic path. */
-AMXK__FORCE_INLINE void amxk__conv_rows__avx2(const amxk__conv_args *a, const char *const *xr, char *const *orow,
-                                                                       const char *const *pf, size_t ngrp, const float *wt, size_t ldw,
-                                                                       const float *bs, amxk_dtype xt, amxk_dtype ot, size_t W,
-                                                                       int NT) {
-    size_t v, j, w = W ? W : a->width;
-    const size_t xs = xt == AMXK_DTYPE_F32 ? 4 : 2, os = ot == AMXK_DTYPE_F32 ? 4 : 2;
-    const int silu = a->silu;
-    for (v = 0; v < ngrp; v++) {
-        const size_t c = 16 * v;
-        __m256 a0 = _mm256_loadu_ps(bs + c), a1 = _mm256_loadu_ps(bs + c + 8), b0 = a0, b1 = a1;
-        if (xs == 4 || !(v & 1)) _mm_prefetch(pf[0] + c * xs, _MM_HINT_T0), _mm_prefetch(pf[1] + c * xs, _MM_HINT_T0);
-#pragma GCC unroll 8
-        for (j = 0; j < w + (size_t)NT - 1; j++) {
-            __m256 x0, x1;
-            amxk__conv_ld16__avx2(xr[j] + c * xs, xt, &x0, &x1);
-            if (j < w) {
-                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(wt + j * ldw + c), x0, a0);
-                a1 = _mm256_fmadd_ps(_mm256_loadu_ps(wt + j * ldw + c + 8), x1, a1);
-            }
-            if (NT == 2 && j >= 1) {
-                b0 = _mm256_fmadd_ps(_mm256_loadu_ps(wt + (j - 1) * ldw + c), x0, b0);
-                b1 = _mm256_fmadd_ps(_mm256_loadu_ps(wt + (j - 1) * ldw + c + 8), x1, b1);
-            }
-        }
-        if (silu) {
-            a0 = amxk__conv_silu__avx2(a0), a1 = amxk__conv_silu__avx2(a1);
-            if (NT == 2) b0 = amxk__conv_silu__avx2(b0), b1 = amxk__conv_silu__avx2(b1);
-        }
-        amxk__conv_st16__avx2(orow[0] + c * os, xt, ot, a0, a1);
-        if (NT == 2) amxk__conv_st16__avx2(orow[1] + c * os, xt, ot, b0, b1);
-    }
+/* The group's prefetches (AMXK__CONV_ROWS_DEFINE): the next x rows' lines at byte offset off (bf16:
+   every other group, a 64-byte line holds two). */
+AMXK__FORCE_INLINE void amxk__conv_pfg__avx2(const char *const *pf, size_t off, size_t xs, size_t v) {
+    if (xs == 4 || !(v & 1)) _mm_prefetch(pf[0] + off, _MM_HINT_T0), _mm_prefetch(pf[1] + off, _MM_HINT_T0);
 }
-
-AMXK__PRIV void amxk__conv_rowsel__avx2(const amxk__conv_args *a, const char *const *xr, char *const *orow, const char *const *pf,
-                                        size_t ngrp, const float *wt, size_t ldw, const float *bs, int nt) {
-    const int bx = a->xt == AMXK_DTYPE_BF16, bo = a->ot == AMXK_DTYPE_BF16;
-#define AMXK__CONV_ROW(XT, OT)                                                                                   \
-    do {                                                                                                         \
-        if (a->width == 4 && nt == 2) amxk__conv_rows__avx2(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 4, 2); \
-        else if (a->width == 4) amxk__conv_rows__avx2(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 4, 1);       \
-        else if (nt == 2) amxk__conv_rows__avx2(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 0, 2);             \
-        else amxk__conv_rows__avx2(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 0, 1);                          \
-    } while (0)
-    if (bx && bo) AMXK__CONV_ROW(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16);
-    else if (bx) AMXK__CONV_ROW(AMXK_DTYPE_BF16, AMXK_DTYPE_F32);
-    else if (bo) AMXK__CONV_ROW(AMXK_DTYPE_F32, AMXK_DTYPE_BF16);
-    else AMXK__CONV_ROW(AMXK_DTYPE_F32, AMXK_DTYPE_F32);
-#undef AMXK__CONV_ROW
+/* bytes (a multiple of 32) from the L1 stage src to dst by streaming stores. */
+AMXK__FORCE_INLINE void amxk__conv_stream__avx2(char *dst, const char *src, size_t bytes) {
+    size_t k;
+    for (k = 0; k < bytes; k += 32) _mm256_stream_si256((__m256i *)(dst + k), _mm256_loadu_si256((const __m256i *)(src + k)));
 }
-
-/* Conv tokens [td, tb1) of a sequence whose taps all lie in x, channels [0, nch) (a multiple of 16):
-   blocks of channels whose taps and x rows stay in L1 (256 channels at W = 4), time outer (two tokens at
-   a time), 16-channel groups inner; bf16 x uses a copy of the block's taps in the split lane order.
-   Large outputs (>= AMXK__CONV_NT_BYTES, 32-byte aligned rows) are written with streaming stores (no
-   read for ownership). */
-AMXK__PRIV void amxk__conv_rows_f32__2x16__avx2(const amxk__conv_args *a, amxk__conv_sq q, size_t td, size_t tb1,
-                                                size_t nch) {
-    const size_t t0 = q.t0, len = q.len, W = a->width, xs = a->esz, os = amxk_dtype_size(a->ot);
-    float wsc[AMXK__CONV_WSC], stage[2 * AMXK__CONV_WSC];
-    const size_t cb = AMXK__MAX((size_t)1, AMXK__CONV_WSC / 16 / (W + 1)) * 16;
-    size_t c, t, j, k, nt;
-    for (c = 0; c < nch; c += cb) {
-        const size_t nc = AMXK__MIN(cb, nch - c);
-        const float *wt = wsc, *bs = wsc + W * nc;
-        const size_t ldw = nc;
-        /* the block's taps and bias, contiguous (rows dimp apart would share L1 sets with each other and
-           with the x rows when dim is a large power of two); bf16 x: in the split lane order */
-        for (j = 0; j <= W; j++) {
-            if (a->xt == AMXK_DTYPE_BF16)
-                for (k = 0; k < nc; k += 16) amxk__conv_split16__avx2(a->w + j * a->dimp + c + k, wsc + j * nc + k);
-            else memcpy(wsc + j * nc, a->w + j * a->dimp + c, nc * sizeof(float));
-        }
-        for (t = td; t < tb1; t += nt) {
-            const char *xr[AMXK__CONV_MAXW + 1], *pf[2];
-            char *orow[2], *stg[2];
-            nt = t + 1 < tb1 ? 2 : 1;
-            for (j = 0; j < W + nt - 1; j++) xr[j] = (const char *)a->x + ((t0 + t - (W - 1) + j) * a->ldx + c) * xs;
-            for (j = 0; j < nt; j++) orow[j] = (char *)a->out + ((t0 + t + j) * a->ldo + c) * os;
-            for (j = 0; j < 2; j++) pf[j] = (const char *)a->x + ((t0 + AMXK__MIN(t + nt + j, len - 1)) * a->ldx + c) * xs;
-            if (!a->nts) {
-                amxk__conv_rowsel__avx2(a, xr, orow, pf, nc / 16, wt, ldw, bs, (int)nt);
-                continue;
-            }
-            /* streaming: the rows go to an L1 buffer first, then out in whole lines (streaming stores of
-               half lines spread over the compute ran slower than plain stores) */
-            stg[0] = (char *)stage, stg[1] = (char *)stage + nc * os;
-            amxk__conv_rowsel__avx2(a, xr, stg, pf, nc / 16, wt, ldw, bs, (int)nt);
-            for (j = 0; j < nt; j++)
-                for (k = 0; k < nc * os; k += 32)
-                    _mm256_stream_si256((__m256i *)(orow[j] + k), _mm256_loadu_si256((const __m256i *)(stg[j] + k)));
-        }
-    }
-    if (a->nts) _mm_sfence();
+/* The edge's output store (BF: 16 lanes only). */
+AMXK__FORCE_INLINE void amxk__conv_ste__avx2(void *p, amxk_dtype t, size_t i, size_t cnt, __m256 v, int BF) {
+    (void)BF;
+    amxk__gdn_st8__avx2(p, t, i, cnt, v);
 }
-
-/* Conv outputs of token t of a sequence, channels [c0, c1), any history (the first W-1 tokens, and the
-   channel tail), 8 lanes at a time: the same fp32 values in the same FMA order as the 2x16 rows, so
-   prefill and update agree bit for bit. */
+AMXK__CONV_ROWS_DEFINE(avx2, AMXK__V8, 8, 0)
+AMXK__PRIV void amxk__conv_rows_f32__2x16__avx2(const amxk__conv_args *a, amxk__conv_sq q, size_t td, size_t tb1, size_t nch) {
+    amxk__conv_rows2__avx2(a, q, td, tb1, nch, 0);
+}
 AMXK__PRIV void amxk__conv_edge_f32__1x8__avx2(const amxk__conv_args *a, amxk__conv_sq q, size_t t, size_t c0, size_t c1) {
-    const size_t W = a->width;
-    size_t c, j, k;
-    for (c = c0; c < c1; c += 8) {
-        size_t cnt = c1 - c;
-        __m256 acc = _mm256_loadu_ps(a->bias + c); /* packed arrays are padded to 16 */
-        for (j = 0; j < W; j++) {
-            long p = (long)t - (long)(W - 1) + (long)j;
-            __m256 v;
-            if (p >= 0) {
-                v = amxk__gdn_ld8__avx2(a->x, a->xt, (q.t0 + (size_t)p) * a->ldx + c, cnt);
-            } else if (!q.sb || !q.init) {
-                v = _mm256_setzero_ps();
-            } else if (a->s_dim == 1 && cnt >= 8) { /* SD layout: 8 channels of one position are contiguous */
-                v = amxk__gdn_ld8__avx2(q.sb, a->xt, amxk__conv_hpos(a, q, p) * a->s_tok + c, 8);
-            } else {
-                float tmp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-                for (k = 0; k < cnt && k < 8; k++) tmp[k] = amxk__conv_hist(a, q, p, c + k);
-                v = _mm256_loadu_ps(tmp);
-            }
-            acc = _mm256_fmadd_ps(_mm256_loadu_ps(a->w + j * a->dimp + c), v, acc);
-        }
-        if (a->silu) acc = amxk__conv_silu__avx2(acc);
-        amxk__gdn_st8__avx2(a->out, a->ot, (q.t0 + t) * a->ldo + c, cnt, acc);
-    }
+    amxk__conv_edge__avx2(a, q, t, c0, c1, 0);
 }
 
-/* dst[r*ldd + c] = src[r*lds + c] for r < rows, c < nb: 32-float rows with AVX2 moves (memcpy of 128
-   bytes per row went through rep movs and its start-up cost), other widths by memcpy. */
-AMXK__PRIV void amxk__gdn_copy_f32__32col__avx2(float *dst, size_t ldd, const float *src, size_t lds, size_t rows, size_t nb) {
-    size_t r;
-    if (nb != 32) {
-        amxk__gdn_copy_f32__1col__scalar(dst, ldd, src, lds, rows, nb);
-        return;
-    }
-    for (r = 0; r < rows; r++) {
-        const float *s = src + r * lds;
-        float *d = dst + r * ldd;
-        __m256 x0 = _mm256_loadu_ps(s), x1 = _mm256_loadu_ps(s + 8), x2 = _mm256_loadu_ps(s + 16), x3 = _mm256_loadu_ps(s + 24);
-        _mm256_storeu_ps(d, x0), _mm256_storeu_ps(d + 8, x1), _mm256_storeu_ps(d + 16, x2), _mm256_storeu_ps(d + 24, x3);
-    }
+/* The sum of 8 lanes in a fixed order. */
+AMXK__FORCE_INLINE float amxk__gdn_hsum8(__m256 v) {
+    float t[8];
+    _mm256_storeu_ps(t, v);
+    return ((t[0] + t[4]) + (t[1] + t[5])) + ((t[2] + t[6]) + (t[3] + t[7]));
 }
+#define AMXK__V8_HSUM amxk__gdn_hsum8
+AMXK__GDN_QK_DEFINE(avx2, AMXK__V8, 8, 0)
 
-/* Normalised q/k head vector (see the scalar version), 8 lanes at a time. */
-AMXK__PRIV void amxk__gdn_qk_f32__8col__avx2(const amxk__gdn_args *a, size_t t, size_t h, int which, float *dst) {
-    const amxk_gdn_inputs *in = a->in;
-    const void *src = which ? in->q : in->k;
-    size_t base = t * (which ? in->ldq : in->ldk) + h * a->dk, i, dk = a->dk;
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), f;
-    float ss, fs = which ? a->p->scale : 1.0f, tmp[8], raw[AMXK__GDN_MAXD + 8];
-    for (i = 0; i < dk; i += 8) {
-        __m256 v = amxk__gdn_ld8__avx2(src, in->dtype, base + i, dk - i);
-        _mm256_storeu_ps(raw + i, v);
-        if ((i / 8) & 1) s1 = _mm256_fmadd_ps(v, v, s1);
-        else s0 = _mm256_fmadd_ps(v, v, s0);
-    }
-    _mm256_storeu_ps(tmp, _mm256_add_ps(s0, s1));
-    ss = ((tmp[0] + tmp[4]) + (tmp[1] + tmp[5])) + ((tmp[2] + tmp[6]) + (tmp[3] + tmp[7]));
-    if (a->p->l2norm) fs /= sqrtf(ss + a->p->l2norm_eps);
-    f = _mm256_set1_ps(fs);
-    for (i = 0; i < dk; i += 8) amxk__gdn_st8__avx2(dst, AMXK_DTYPE_F32, i, dk - i, _mm256_mul_ps(_mm256_loadu_ps(raw + i), f));
-}
+/* The recurrent column block, nb a multiple of 8 (<= 32; the rest goes to the scalar tail): up to four
+   vectors per one-token sweep, two per pair sweep (AMXK__GDN_RECURRENT_DEFINE). */
+AMXK__GDN_RECURRENT_DEFINE(avx2, AMXK__V8, 8, 0)
 
-/* One token's sweep over a column block of NV vectors (8*NV columns), rows lds apart:
-   s = al*s + k_i u; o += s q_i; skn += s kn_i (when next). NV is a compile-time constant. */
-AMXK__FORCE_INLINE void amxk__gdn_sweep__avx2(float *S, size_t lds, size_t dk, const float *kh,
-                                                                       const float *qh, const float *kn, float al,
-                                                                       const float *u, float *o, float *skn, int next, int NV) {
-    __m256 uu[4], oo[4], nn[4], va = _mm256_set1_ps(al);
-    size_t i;
-    int v;
-#pragma GCC unroll 4
-    for (v = 0; v < NV; v++) uu[v] = _mm256_loadu_ps(u + 8 * v), oo[v] = nn[v] = _mm256_setzero_ps();
-    if (next) {
-        for (i = 0; i < dk; i++) {
-            float *row = S + i * lds;
-            __m256 bk = _mm256_broadcast_ss(kh + i), bq = _mm256_broadcast_ss(qh + i), bn = _mm256_broadcast_ss(kn + i);
-#pragma GCC unroll 4
-            for (v = 0; v < NV; v++) {
-                __m256 sv = _mm256_fmadd_ps(bk, uu[v], _mm256_mul_ps(va, _mm256_loadu_ps(row + 8 * v)));
-                _mm256_storeu_ps(row + 8 * v, sv);
-                oo[v] = _mm256_fmadd_ps(sv, bq, oo[v]);
-                nn[v] = _mm256_fmadd_ps(sv, bn, nn[v]);
-            }
-        }
-    } else {
-        for (i = 0; i < dk; i++) {
-            float *row = S + i * lds;
-            __m256 bk = _mm256_broadcast_ss(kh + i), bq = _mm256_broadcast_ss(qh + i);
-#pragma GCC unroll 4
-            for (v = 0; v < NV; v++) {
-                __m256 sv = _mm256_fmadd_ps(bk, uu[v], _mm256_mul_ps(va, _mm256_loadu_ps(row + 8 * v)));
-                _mm256_storeu_ps(row + 8 * v, sv);
-                oo[v] = _mm256_fmadd_ps(sv, bq, oo[v]);
-            }
-        }
-    }
-#pragma GCC unroll 4
-    for (v = 0; v < NV; v++) _mm256_storeu_ps(o + 8 * v, oo[v]), _mm256_storeu_ps(skn + 8 * v, nn[v]);
-}
-
-/* Two tokens per sweep over NV (<= 2) vectors of state columns (token 1 = r, 2 = r+1 of the block loop):
-   per row, with the old s:  oa += s q1_i;  s' = aa s + k1_i w1 + k2_i u2 (stored; MUL = 0: aa = 1, no
-   multiply);  ob += s' q2_i;  n1 += s' k3_i (NX >= 1);  n2 += s' k4_i (NX == 2). NV, NX, MUL
-   compile-time constants. */
-AMXK__FORCE_INLINE void amxk__gdn_sweep2__avx2(float *S, size_t lds, size_t dk, const float *k1, const float *q1,
-                                                                        const float *k2, const float *q2, const float *k3, const float *k4,
-                                                                        float aa, const float *w1, const float *u2, float *oa, float *ob,
-                                                                        float *n1, float *n2, int NX, int NV, int MUL) {
-    __m256 A[2], B[2], N1[2], N2[2], W[2], U[2], va = _mm256_set1_ps(aa);
-    size_t i;
-    int v;
-#pragma GCC unroll 2
-    for (v = 0; v < NV; v++) {
-        W[v] = _mm256_loadu_ps(w1 + 8 * v), U[v] = _mm256_loadu_ps(u2 + 8 * v);
-        A[v] = B[v] = N1[v] = N2[v] = _mm256_setzero_ps();
-    }
-    for (i = 0; i < dk; i++) {
-        float *row = S + i * lds;
-        const __m256 bq1 = _mm256_broadcast_ss(q1 + i), bk1 = _mm256_broadcast_ss(k1 + i), bk2 = _mm256_broadcast_ss(k2 + i);
-        const __m256 bq2 = _mm256_broadcast_ss(q2 + i);
-        const __m256 bk3 = NX >= 1 ? _mm256_broadcast_ss(k3 + i) : va, bk4 = NX >= 2 ? _mm256_broadcast_ss(k4 + i) : va;
-#pragma GCC unroll 2
-        for (v = 0; v < NV; v++) {
-            const __m256 s0 = _mm256_loadu_ps(row + 8 * v);
-            __m256 s1;
-            A[v] = _mm256_fmadd_ps(s0, bq1, A[v]);
-            s1 = _mm256_fmadd_ps(bk2, U[v], _mm256_fmadd_ps(bk1, W[v], MUL ? _mm256_mul_ps(va, s0) : s0));
-            _mm256_storeu_ps(row + 8 * v, s1);
-            B[v] = _mm256_fmadd_ps(s1, bq2, B[v]);
-            if (NX >= 1) N1[v] = _mm256_fmadd_ps(s1, bk3, N1[v]);
-            if (NX >= 2) N2[v] = _mm256_fmadd_ps(s1, bk4, N2[v]);
-        }
-    }
-#pragma GCC unroll 2
-    for (v = 0; v < NV; v++) {
-        _mm256_storeu_ps(oa + 8 * v, A[v]), _mm256_storeu_ps(ob + 8 * v, B[v]);
-        _mm256_storeu_ps(n1 + 8 * v, N1[v]), _mm256_storeu_ps(n2 + 8 * v, N2[v]);
-    }
-}
-
-/* k_r.k_{r+1} (kk[r], r + 1 < n) and k_r.q_r (kq[r]) of a chunk's normalised rows (dkp apart). */
-AMXK__PRIV void amxk__gdn_recurrent_prep_f32__8col__avx2(const float *kh, const float *qh, size_t n, size_t dk, size_t dkp, float *kk,
-                                                         float *kq) {
-    size_t r, i;
-    for (r = 0; r < n; r++) {
-        const float *k = kh + r * dkp, *q = qh + r * dkp, *k2 = kh + (r + 1) * dkp;
-        const int two = r + 1 < n;
-        __m256 x = _mm256_setzero_ps(), y = _mm256_setzero_ps();
-        float tx[8], ty[8], sx, sy;
-        for (i = 0; i + 8 <= dk; i += 8) {
-            const __m256 kv = _mm256_loadu_ps(k + i);
-            y = _mm256_fmadd_ps(kv, _mm256_loadu_ps(q + i), y);
-            if (two) x = _mm256_fmadd_ps(kv, _mm256_loadu_ps(k2 + i), x);
-        }
-        _mm256_storeu_ps(tx, x), _mm256_storeu_ps(ty, y);
-        sx = ((tx[0] + tx[4]) + (tx[1] + tx[5])) + ((tx[2] + tx[6]) + (tx[3] + tx[7]));
-        sy = ((ty[0] + ty[4]) + (ty[1] + ty[5])) + ((ty[2] + ty[6]) + (ty[3] + ty[7]));
-        for (; i < dk; i++) {
-            sy += k[i] * q[i];
-            if (two) sx += k[i] * k2[i];
-        }
-        kk[r] = two ? sx : 0.0f, kq[r] = sy;
-    }
-}
-
-/* Recurrent column block (see the scalar version), nb a multiple of 8, <= 32. Tokens go through the
-   block two at a time (one read and one write of the block per pair; see amxk__gdn_sweep2__avx2), an odd
-   last token alone. With S the block before token r (= 1) and pk = S^T k: u1 = b1 (v1 - a1 pk1);
-   S1^T k2 = a1 pk2 + (k1.k2) u1, u2 = b2 (v2 - a2 S1^T k2); S2 = a1 a2 S + k1 (a2 u1)^T + k2 u2^T;
-   o1 = S1^T q1 = a1 S^T q1 + (k1.q1) u1; o2 = S2^T q2; and the next pair's pk from S2. kk, kq: the
-   chunk's dot products (amxk__gdn_recurrent_prep_f32__8col__avx2). Deferred decay (defer, for chunks
-   of >= 4 tokens): the block holds S / gam; a pair multiplies gam by a1 a2 and adds k1 (a2 u1 / gam)^T
-   + k2 (u2 / gam)^T (no multiply of the block), products from the block are scaled by gam; when gam
-   would fall below 2^-60 (or is 0) the pair multiplies the block by the whole gam a1 a2 instead and gam
-   restarts at 1; the block is multiplied by gam once at the end. |S / gam| <= 2^60 |S|: no overflow for any state a
-   float can hold usefully. sm: 9 x 32 floats of scratch. */
-AMXK__PRIV void amxk__gdn_recurrent_f32__32col__avx2(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t n,
-                                                     size_t hv, size_t j0, size_t nb, const float *kh, const float *qh,
-                                                     const float *al, const float *be, const float *kk, const float *kq, float *sm,
-                                                     const char *pf, size_t pfb, const amxk__gdn_qkpf *qp, int defer) {
-    const size_t dk = a->dk, dkp = AMXK__ROUND_UP(dk, (size_t)16), CB = AMXK__GDN_CB;
-    const int nv = (int)(nb / 8);
-    const size_t esz = amxk_dtype_size(a->in->dtype);
-    float *p1 = sm, *p2 = sm + CB, *u1 = p2 + CB, *u2 = u1 + CB, *w1 = u2 + CB, *oa = w1 + CB, *ob = oa + CB, *n1 = ob + CB, *n2 = n1 + CB;
-    float gam = 1.0f; /* the block holds S / gam */
-    size_t r, i, step, qx = qp ? qp->start : 0, qrow = qp ? qx / qp->nl : 0, ql = qp ? qx % qp->nl : 0;
-    int v, c;
-    __m256 acc[4], acc2[4];
-    for (v = 0; v < nv; v++) acc[v] = acc2[v] = _mm256_setzero_ps();
-    if (n > 1) {
-        for (i = 0; i < dk; i++) {
-            const __m256 bk = _mm256_broadcast_ss(kh + i), bk2 = _mm256_broadcast_ss(kh + dkp + i);
-            if (pf) {
-                size_t l;
-                for (l = 0; l < pfb; l += 64) _mm_prefetch(pf + i * pfb + l, _MM_HINT_T1);
-            }
-            for (v = 0; v < nv; v++) {
-                const __m256 sv = _mm256_loadu_ps(S + i * lds + 8 * v);
-                acc[v] = _mm256_fmadd_ps(sv, bk, acc[v]);
-                acc2[v] = _mm256_fmadd_ps(sv, bk2, acc2[v]);
-            }
-        }
-    } else {
-        for (i = 0; i < dk; i++) {
-            const __m256 bk = _mm256_broadcast_ss(kh + i);
-            if (pf) { /* pfb bytes of the next task's state per row (into L2; see amxk__gdn_recurrent) */
-                size_t l;
-                for (l = 0; l < pfb; l += 64) _mm_prefetch(pf + i * pfb + l, _MM_HINT_T1);
-            }
-            for (v = 0; v < nv; v++) acc[v] = _mm256_fmadd_ps(_mm256_loadu_ps(S + i * lds + 8 * v), bk, acc[v]);
-        }
-    }
-    for (v = 0; v < nv; v++) _mm256_storeu_ps(p1 + 8 * v, acc[v]), _mm256_storeu_ps(p2 + 8 * v, acc2[v]);
-    for (r = 0; r < n; r += step) {
-        const size_t t = t0 + r, vb = t * a->in->ldv + hv * a->dv + j0, obase = t * a->ldo + hv * a->dv + j0;
-        step = r + 1 < n ? 2 : 1;
-        if (n > 1) { /* this block's v values AMXK__GDN_VPF tokens ahead (v rows are far apart: each
-                        token's first v load would miss to memory and stall the token's sweep) */
-            const size_t rp = r == 0 ? 0 : r + AMXK__GDN_VPF - 1, re = AMXK__MIN(n, r + step + AMXK__GDN_VPF - 1);
-            size_t rr;
-            for (rr = rp; rr < re; rr++) {
-                const char *vp = (const char *)a->in->v + ((t0 + rr) * a->in->ldv + hv * a->dv + j0) * esz;
-                _mm_prefetch(vp, _MM_HINT_T0);
-                _mm_prefetch(vp + nb * esz - 1, _MM_HINT_T0);
-            }
-        }
-        if (qp) { /* items [qx, xe): row qrow, line ql (no divisions per item) */
-            const size_t xe = AMXK__MIN(qp->items, qp->start + (r + step) * qp->per);
-            for (; qx < xe; qx++) {
-                _mm_prefetch(qp->base[qrow & 1] + (qrow >> 1) * qp->ld[qrow & 1] + AMXK__MIN(ql * 64, qp->rowb - 1), _MM_HINT_T0);
-                if (++ql == qp->nl) ql = 0, qrow++;
-            }
-        }
-        if (step == 1) { /* the last token alone (no next product needed): s = (gam a) s + k u, gam = 1 */
-            const __m256 ag = _mm256_set1_ps(al[r] * gam);
-            for (v = 0; v < nv; v++) {
-                __m256 vv = amxk__gdn_ld8__avx2(a->in->v, a->in->dtype, vb + 8 * (size_t)v, 8);
-                __m256 uu = _mm256_mul_ps(_mm256_set1_ps(be[r]), _mm256_fnmadd_ps(ag, _mm256_loadu_ps(p1 + 8 * v), vv));
-                _mm256_storeu_ps(u1 + 8 * v, uu);
-            }
-            switch (nv) {
-            case 4: amxk__gdn_sweep__avx2(S, lds, dk, kh + r * dkp, qh + r * dkp, kh, al[r] * gam, u1, oa, n1, 0, 4); break;
-            case 3: amxk__gdn_sweep__avx2(S, lds, dk, kh + r * dkp, qh + r * dkp, kh, al[r] * gam, u1, oa, n1, 0, 3); break;
-            case 2: amxk__gdn_sweep__avx2(S, lds, dk, kh + r * dkp, qh + r * dkp, kh, al[r] * gam, u1, oa, n1, 0, 2); break;
-            default: amxk__gdn_sweep__avx2(S, lds, dk, kh + r * dkp, qh + r * dkp, kh, al[r] * gam, u1, oa, n1, 0, 1); break;
-            }
-            gam = 1.0f;
-            for (v = 0; v < nv; v++) amxk__gdn_st8__avx2(a->o, a->ot, obase + 8 * (size_t)v, 8, _mm256_loadu_ps(oa + 8 * v));
-            continue;
-        }
-        {
-            const size_t nx = AMXK__MIN((size_t)2, n - r - 2), vb2 = vb + a->in->ldv, ob2 = obase + a->ldo;
-            const float *k1 = kh + r * dkp, *q1 = qh + r * dkp, *k2 = k1 + dkp, *q2 = q1 + dkp;
-            const float *k3 = nx >= 1 ? k2 + dkp : kh, *k4 = nx >= 2 ? k2 + 2 * dkp : kh;
-            const float g0 = gam, g1 = gam * al[r] * al[r + 1]; /* the block's scale before and after */
-            const int mul = !defer || !(g1 >= 8.67361737988403547206e-19f /* 2^-60 */);
-            const __m256 a1 = _mm256_set1_ps(al[r] * g0), a2 = _mm256_set1_ps(al[r + 1]), b1 = _mm256_set1_ps(be[r]);
-            const __m256 b2 = _mm256_set1_ps(be[r + 1]), c12 = _mm256_set1_ps(kk[r]);
-            __m256 sw, sg;
-            float *tp;
-            if (mul) gam = 1.0f;
-            else gam = g1;
-            sw = _mm256_set1_ps(mul ? al[r + 1] : al[r + 1] / g1), sg = _mm256_set1_ps(mul ? 1.0f : 1.0f / g1);
-            for (v = 0; v < nv; v++) { /* p1, p2 are products of the block at scale g0 */
-                const __m256 v1 = amxk__gdn_ld8__avx2(a->in->v, a->in->dtype, vb + 8 * (size_t)v, 8);
-                const __m256 v2 = amxk__gdn_ld8__avx2(a->in->v, a->in->dtype, vb2 + 8 * (size_t)v, 8);
-                const __m256 uu1 = _mm256_mul_ps(b1, _mm256_fnmadd_ps(a1, _mm256_loadu_ps(p1 + 8 * v), v1));
-                const __m256 s1k2 = _mm256_fmadd_ps(c12, uu1, _mm256_mul_ps(a1, _mm256_loadu_ps(p2 + 8 * v)));
-                _mm256_storeu_ps(u1 + 8 * v, uu1);
-                _mm256_storeu_ps(u2 + 8 * v, _mm256_mul_ps(sg, _mm256_mul_ps(b2, _mm256_fnmadd_ps(a2, s1k2, v2))));
-                _mm256_storeu_ps(w1 + 8 * v, _mm256_mul_ps(sw, uu1));
-            }
-            for (c = 0; c < nv; c += 2) {
-                float *Sc = S + 8 * c;
-                const int o = 8 * c;
-                const float aa = g1;
-#define AMXK__GDN_SW2(NX, NV) (mul ? amxk__gdn_sweep2__avx2(Sc, lds, dk, k1, q1, k2, q2, k3, k4, aa, w1 + o, u2 + o, oa + o, ob + o, n1 + o, n2 + o, NX, NV, 1) \
-                                   : amxk__gdn_sweep2__avx2(Sc, lds, dk, k1, q1, k2, q2, k3, k4, aa, w1 + o, u2 + o, oa + o, ob + o, n1 + o, n2 + o, NX, NV, 0))
-                if (nv - c >= 2) {
-                    if (nx == 2) AMXK__GDN_SW2(2, 2);
-                    else if (nx == 1) AMXK__GDN_SW2(1, 2);
-                    else AMXK__GDN_SW2(0, 2);
-                } else {
-                    if (nx == 2) AMXK__GDN_SW2(2, 1);
-                    else if (nx == 1) AMXK__GDN_SW2(1, 1);
-                    else AMXK__GDN_SW2(0, 1);
-                }
-#undef AMXK__GDN_SW2
-            }
-            {
-                const __m256 cq = _mm256_set1_ps(kq[r]), gs = _mm256_set1_ps(gam);
-                for (v = 0; v < nv; v++) { /* oa is at scale g0, ob at scale gam */
-                    const __m256 o1 = _mm256_fmadd_ps(cq, _mm256_loadu_ps(u1 + 8 * v), _mm256_mul_ps(a1, _mm256_loadu_ps(oa + 8 * v)));
-                    amxk__gdn_st8__avx2(a->o, a->ot, obase + 8 * (size_t)v, 8, o1);
-                    amxk__gdn_st8__avx2(a->o, a->ot, ob2 + 8 * (size_t)v, 8, _mm256_mul_ps(gs, _mm256_loadu_ps(ob + 8 * v)));
-                }
-            }
-            tp = p1, p1 = n1, n1 = tp; /* the next products (scale gam) */
-            tp = p2, p2 = n2, n2 = tp;
-        }
-    }
-    if (gam != 1.0f) {
-        const __m256 gs = _mm256_set1_ps(gam);
-        for (i = 0; i < dk; i++)
-            for (v = 0; v < nv; v++) _mm256_storeu_ps(S + i * lds + 8 * v, _mm256_mul_ps(gs, _mm256_loadu_ps(S + i * lds + 8 * v)));
-    }
-}
-
-/* mr x 16 (or x 8) block of C (+)= A B, k loop; mr <= 4, W16 compile-time constants. */
-AMXK__FORCE_INLINE void amxk__gdn_mk__avx2(int acc, size_t k, const float *A, size_t lda, const float *B,
-                                                                    size_t ldb, float *C, size_t ldc, int mr, int W16) {
-    __m256 c0[4], c1[4];
-    size_t kk;
-    int r;
-    for (r = 0; r < mr; r++) {
-        c0[r] = acc ? _mm256_loadu_ps(C + r * ldc) : _mm256_setzero_ps();
-        c1[r] = W16 ? (acc ? _mm256_loadu_ps(C + r * ldc + 8) : _mm256_setzero_ps()) : _mm256_setzero_ps();
-    }
-    for (kk = 0; kk < k; kk++) {
-        __m256 b0 = _mm256_loadu_ps(B + kk * ldb), b1 = W16 ? _mm256_loadu_ps(B + kk * ldb + 8) : b0;
-        for (r = 0; r < mr; r++) {
-            __m256 av = _mm256_broadcast_ss(A + r * lda + kk);
-            c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
-            if (W16) c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
-        }
-    }
-    for (r = 0; r < mr; r++) {
-        _mm256_storeu_ps(C + r * ldc, c0[r]);
-        if (W16) _mm256_storeu_ps(C + r * ldc + 8, c1[r]);
-    }
-}
-
-/* C (+)= A B (see the scalar version) in 4x16 register tiles, then 4x8, the rest scalar. */
-AMXK__PRIV void amxk__gdn_gemm_f32__4x16__avx2(int acc, size_t m, size_t n, size_t k, const float *A, size_t lda, const float *B,
-                                               size_t ldb, float *C, size_t ldc) {
-    size_t i, j;
-    for (i = 0; i < m; i += 4) {
-        int mr = (int)AMXK__MIN((size_t)4, m - i);
-        const float *Ai = A + i * lda;
-        float *Ci = C + i * ldc;
-        for (j = 0; j + 16 <= n; j += 16) {
-            switch (mr) {
-            case 4: amxk__gdn_mk__avx2(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 4, 1); break;
-            case 3: amxk__gdn_mk__avx2(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 3, 1); break;
-            case 2: amxk__gdn_mk__avx2(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 2, 1); break;
-            default: amxk__gdn_mk__avx2(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 1, 1); break;
-            }
-        }
-        for (; j + 8 <= n; j += 8) {
-            switch (mr) {
-            case 4: amxk__gdn_mk__avx2(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 4, 0); break;
-            case 3: amxk__gdn_mk__avx2(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 3, 0); break;
-            case 2: amxk__gdn_mk__avx2(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 2, 0); break;
-            default: amxk__gdn_mk__avx2(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 1, 0); break;
-            }
-        }
-        if (j < n) amxk__gdn_gemm_f32__1x1__scalar(acc, (size_t)mr, n - j, k, Ai, lda, B + j, ldb, Ci + j, ldc);
-    }
-}
+/* C (+)= A B in 4x16 register tiles, then 4x8, the rest scalar. */
+AMXK__GDN_GEMM_DEFINE(amxk__gdn_gemm_f32__4x16__avx2, avx2, AMXK__V8, 8, 4, 0)
 
 AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX2 */
@@ -1507,6 +1449,26 @@ AMXK__FORCE_INLINE float amxk__gdn_hsum16(__m512 v) {
            (((t[1] + t[9]) + (t[5] + t[13])) + ((t[3] + t[11]) + (t[7] + t[15])));
 }
 
+/* 16 values (f32 or bf16) from element i of p as f32 (lanes past cnt read as 0), and the store of the
+   first min(cnt, 16): amxk__gdn_ld8__avx2's interface at 16 lanes (lane masks, no scalar tail). */
+AMXK__FORCE_INLINE __m512 amxk__gdn_ld16__avx512(const void *p, amxk_dtype t, size_t i, size_t cnt) {
+    return amxk__vload__avx512((const char *)p + i * (t == AMXK_DTYPE_F32 ? 4 : 2), t, amxk__gdn_mask16(cnt));
+}
+AMXK__FORCE_INLINE void amxk__gdn_st16__avx512(void *p, amxk_dtype t, size_t i, size_t cnt, __m512 v) {
+    amxk__vstore__avx512((char *)p + i * (t == AMXK_DTYPE_F32 ? 4 : 2), t, v, amxk__gdn_mask16(cnt));
+}
+
+/* gdn's 16-lane vocabulary beside AMXK__V16 (amxk.h): f32 rows, lane masks (the first min(cnt, 16)
+   lanes), F32 / BF16 element access. */
+#define AMXK__V16_LDU(p) _mm512_loadu_ps(p)
+#define AMXK__V16_STU(p, x) _mm512_storeu_ps((p), (x))
+#define AMXK__V16_MASK_T __mmask16
+#define AMXK__V16_MASK(cnt) amxk__gdn_mask16(cnt)
+#define AMXK__V16_LDM(p, m) _mm512_maskz_loadu_ps((m), (p))
+#define AMXK__V16_STM(p, m, x) _mm512_mask_storeu_ps((p), (m), (x))
+#define AMXK__V16_LDE amxk__gdn_ld16__avx512
+#define AMXK__V16_STE amxk__gdn_st16__avx512
+
 /* silu(y) = y / (1 + exp(-y)) at 16 lanes, for the conv (prefill rows, update and tails all use this
    one, so they agree bit for bit). exp(-y) = 2^(n/16) 2^(f/16) with x = -16 y log2 e: t = fma(y, -16
    log2 e, 1.5*2^23) is 1.5*2^23 + n, n = round(x) (the rounding trick inside the FMA); 2^(n/16) = 2^k
@@ -1516,14 +1478,12 @@ AMXK__FORCE_INLINE float amxk__gdn_hsum16(__m512 v) {
    written as A ((f + 23)^2 + B): the table carries A, and g = f + 23 comes out of the fraction's FMA
    itself, fma(y, -16 log2 e, (1.5*2^23 + 23) - t) (x - n + 23 with one rounding; 23 is an integer, so
    the constant is exact), so the polynomial is one FMA, fma(g, g, B), and 1 + exp(-y) one more:
-   four FMAs and the divide (the free quadratic, 4.2e-7 relative, took five; this one, its vertex held
-   at the integer -23, 6.8e-7). NUMERICS, measured against long double (sweeps and 6.7e7 random operands
-   per range): silu within 1.0e-6 relative for |y| <= 8, 1.2e-6 for |y| <= 20, 1.9e-6 up to |y| = 79
-   (the free quadratic before: 7.0e-7, 8.7e-7, 1.8e-6). y is clamped to [-79.5, 79.5] inside exp only
-   by one vrangeps (A 2^(n/16) stays a normal float there; NaN in, NaN out through the final y / ...):
-   beyond it 1 + exp(-y) is 1 (y > 0) or silu(y) comes out as about y e^-79.5 (y < 0: absolute
-   error below 3e-35 |y|, not relative accurate; the clamp at 87 before: e^-87). The AVX2 silu (8-entry table, cubic, 2.4e-7) differs from this one in the last
-   bits. */
+   four FMAs and the divide (2^(f/16) within 6.8e-7 relative). Against long double (sweeps and 6.7e7
+   random operands per range): silu within 1.0e-6 relative for |y| <= 8, 1.2e-6 for |y| <= 20, 1.9e-6
+   up to |y| = 79. y is clamped to [-79.5, 79.5] inside exp only by one vrangeps (A 2^(n/16) stays a
+   normal float there; NaN in, NaN out through the final y / ...): beyond it 1 + exp(-y) is 1 (y > 0) or
+   silu(y) comes out as about y e^-79.5 (y < 0: absolute error below 3e-35 |y|). Differs from the AVX2
+   silu and from amxk__vsilu__avx512 in the last bits. */
 AMXK__FORCE_INLINE __m512 amxk__conv_silu__avx512(__m512 y) {
     const __m512 magic = _mm512_set1_ps(12582912.0f), lg = _mm512_set1_ps(-23.083120654223414f);
     const __m512i tab = _mm512_setr_epi32(0x3a76e634, 0x3a78ea4a, 0x3a769f6d, 0x3a749540, 0x3a72cea2, 0x3a714e8f, 0x3a701827, 0x3a6f2ead,
@@ -1538,7 +1498,8 @@ AMXK__FORCE_INLINE __m512 amxk__conv_silu__avx512(__m512 y) {
 }
 
 /* 16 fp32 lanes -> bf16 (round to nearest even) in the high 16 bits of each 32-bit lane; a NaN (already
-   quiet: it comes out of an FMA or the silu) is kept (see amxk__conv_rne__avx2). */
+   quiet: it comes out of an FMA or the silu) is kept (see amxk__conv_rne__avx2, also for why it is
+   not amxk__cvt_f32_bf16__avx512). */
 AMXK__FORCE_INLINE __m512i amxk__conv_rne__avx512(__m512 v) {
     __m512i u = _mm512_castps_si512(v);
     __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7fff)));
@@ -1547,7 +1508,7 @@ AMXK__FORCE_INLINE __m512i amxk__conv_rne__avx512(__m512 v) {
 
 /* 32 channels of x as two fp32 vectors: f32 x in channel order (0-15, 16-31); bf16 x (one 64-byte
    load) split into the even and the odd channels with one shift and one mask. */
-AMXK__FORCE_INLINE void amxk__conv_ld32__avx512(const char *p, amxk_dtype xt, __m512 *v0, __m512 *v1) {
+AMXK__FORCE_INLINE void amxk__conv_ldg__avx512(const char *p, amxk_dtype xt, __m512 *v0, __m512 *v1) {
     if (xt == AMXK_DTYPE_F32) {
         *v0 = _mm512_loadu_ps((const float *)p), *v1 = _mm512_loadu_ps((const float *)p + 16);
     } else {
@@ -1567,7 +1528,7 @@ AMXK__FORCE_INLINE void amxk__conv_ld32c__avx512(const char *p, amxk_dtype xt, _
     }
 }
 /* 32 fp32 values in channel order -> dst[0..15] the even, dst[16..31] the odd ones (bf16 lane order). */
-AMXK__FORCE_INLINE void amxk__conv_split32__avx512(const float *p, float *dst) {
+AMXK__FORCE_INLINE void amxk__conv_splitg__avx512(const float *p, float *dst) {
     const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     __m512 lo = _mm512_loadu_ps(p), hi = _mm512_loadu_ps(p + 16);
@@ -1578,7 +1539,7 @@ AMXK__FORCE_INLINE void amxk__conv_split32__avx512(const float *p, float *dst) {
    subnormal inputs read as zero (DAZ; MXCSR not consulted), a NaN made quiet ((u >> 16) | 0x40, as
    amxk__f32_to_bf16). For the AVX512_BF16 table only (see amxk__gdn_kernels_for). Inline asm: the
    AVX-512 region's target has no avx512bf16 and the kernels instantiate one body for both tables; the
-   emulated build runs the same rule in C (checked equal to the instruction on 64M patterns, Zen 4). */
+   emulated build runs the same rule in C (checked equal to the instruction on 64M patterns). */
 AMXK__FORCE_INLINE __m512i amxk__gdn_cvtne2__avx512(__m512 hi, __m512 lo) {
     __m512i r;
 #if defined(AMXK_AVX512_EMULATE)
@@ -1611,11 +1572,11 @@ AMXK__FORCE_INLINE void amxk__conv_st64__avx512(char *p, __m512i v, int NTS) {
     _mm512_storeu_si512((void *)p, v);
 }
 
-/* 32 channels in the lane order of amxk__conv_ld32__avx512 for xt to p as ot: split lanes go back in
+/* 32 channels in the lane order of amxk__conv_ldg__avx512 for xt to p as ot: split lanes go back in
    channel order with one two-source permute per vector (f32) or one word blend (bf16). BF (AVX512_BF16
    table): bf16 outputs by one vcvtne2ps2bf16 (+ one word permute for split lanes) instead of the
    integer rounding (the same values except subnormal outputs, which become zeros). */
-AMXK__FORCE_INLINE void amxk__conv_st32__avx512(char *p, amxk_dtype xt, amxk_dtype ot, __m512 v0, __m512 v1, int BF,
+AMXK__FORCE_INLINE void amxk__conv_stg__avx512(char *p, amxk_dtype xt, amxk_dtype ot, __m512 v0, __m512 v1, int BF,
                                                                         int NTS) {
     __m512i r0, r1;
     if (ot == AMXK_DTYPE_BF16 && BF) {
@@ -1649,121 +1610,37 @@ AMXK__FORCE_INLINE void amxk__conv_st32__avx512(char *p, amxk_dtype xt, amxk_dty
     amxk__conv_st64__avx512(p, r0, NTS);
 }
 
-/* The steady-state conv rows at 32 channels per group (see amxk__conv_rows__avx2: the same structure,
-   operands and FMA order, twice the lanes). */
-AMXK__FORCE_INLINE void amxk__conv_rows__avx512(const amxk__conv_args *a, const char *const *xr, char *const *orow,
-                                                                         const char *const *pf, size_t ngrp, const float *wt, size_t ldw,
-                                                                         const float *bs, amxk_dtype xt, amxk_dtype ot, size_t W, int NT,
-                                                                         int BF) {
-    size_t v, j, w = W ? W : a->width;
-    const size_t xs = xt == AMXK_DTYPE_F32 ? 4 : 2, os = ot == AMXK_DTYPE_F32 ? 4 : 2;
-    const int silu = a->silu;
-    for (v = 0; v < ngrp; v++) {
-        const size_t c = 32 * v;
-        __m512 a0 = _mm512_loadu_ps(bs + c), a1 = _mm512_loadu_ps(bs + c + 16), b0 = a0, b1 = a1;
-        _mm_prefetch(pf[0] + c * xs, _MM_HINT_T0), _mm_prefetch(pf[1] + c * xs, _MM_HINT_T0);
-        if (xs == 4) _mm_prefetch(pf[0] + c * xs + 64, _MM_HINT_T0), _mm_prefetch(pf[1] + c * xs + 64, _MM_HINT_T0);
-#pragma GCC unroll 8
-        for (j = 0; j < w + (size_t)NT - 1; j++) {
-            __m512 x0, x1;
-            amxk__conv_ld32__avx512(xr[j] + c * xs, xt, &x0, &x1);
-            if (j < w) {
-                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(wt + j * ldw + c), x0, a0);
-                a1 = _mm512_fmadd_ps(_mm512_loadu_ps(wt + j * ldw + c + 16), x1, a1);
-            }
-            if (NT == 2 && j >= 1) {
-                b0 = _mm512_fmadd_ps(_mm512_loadu_ps(wt + (j - 1) * ldw + c), x0, b0);
-                b1 = _mm512_fmadd_ps(_mm512_loadu_ps(wt + (j - 1) * ldw + c + 16), x1, b1);
-            }
-        }
-        if (silu) {
-            a0 = amxk__conv_silu__avx512(a0), a1 = amxk__conv_silu__avx512(a1);
-            if (NT == 2) b0 = amxk__conv_silu__avx512(b0), b1 = amxk__conv_silu__avx512(b1);
-        }
-        amxk__conv_st32__avx512(orow[0] + c * os, xt, ot, a0, a1, BF, 0);
-        if (NT == 2) amxk__conv_st32__avx512(orow[1] + c * os, xt, ot, b0, b1, BF, 0);
+/* The group's prefetches (AMXK__CONV_ROWS_DEFINE): the next x rows' lines at byte offset off. */
+AMXK__FORCE_INLINE void amxk__conv_pfg__avx512(const char *const *pf, size_t off, size_t xs, size_t v) {
+    (void)v;
+    _mm_prefetch(pf[0] + off, _MM_HINT_T0), _mm_prefetch(pf[1] + off, _MM_HINT_T0);
+    if (xs == 4) _mm_prefetch(pf[0] + off + 64, _MM_HINT_T0), _mm_prefetch(pf[1] + off + 64, _MM_HINT_T0);
+}
+/* bytes (a multiple of 64) from the L1 stage src to dst by streaming stores: whole lines when dst is
+   64-byte aligned (SIMDe 0.7.4, the emulated build, has no _mm512_stream_si512). */
+AMXK__FORCE_INLINE void amxk__conv_stream__avx512(char *dst, const char *src, size_t bytes) {
+    size_t k;
+#if !defined(AMXK_AVX512_EMULATE)
+    if ((uintptr_t)dst % 64 == 0) {
+        for (k = 0; k < bytes; k += 64) _mm512_stream_si512((__m512i *)(dst + k), _mm512_loadu_si512((const void *)(src + k)));
+        return;
     }
-}
-
-/* bf: the AVX512_BF16 table's bf16 output rounding (amxk__conv_st32__avx512). */
-AMXK__PRIV void amxk__conv_rowsel__avx512(const amxk__conv_args *a, const char *const *xr, char *const *orow, const char *const *pf,
-                                          size_t ngrp, const float *wt, size_t ldw, const float *bs, int nt, int bf) {
-    const int bx = a->xt == AMXK_DTYPE_BF16, bo = a->ot == AMXK_DTYPE_BF16;
-#define AMXK__CONV_ROW(XT, OT, BF)                                                                                     \
-    do {                                                                                                               \
-        if (a->width == 4 && nt == 2) amxk__conv_rows__avx512(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 4, 2, BF); \
-        else if (a->width == 4) amxk__conv_rows__avx512(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 4, 1, BF);       \
-        else if (nt == 2) amxk__conv_rows__avx512(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 0, 2, BF);             \
-        else amxk__conv_rows__avx512(a, xr, orow, pf, ngrp, wt, ldw, bs, XT, OT, 0, 1, BF);                          \
-    } while (0)
-    if (bx && bo && bf) AMXK__CONV_ROW(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16, 1);
-    else if (bo && bf) AMXK__CONV_ROW(AMXK_DTYPE_F32, AMXK_DTYPE_BF16, 1);
-    else if (bx && bo) AMXK__CONV_ROW(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16, 0);
-    else if (bx) AMXK__CONV_ROW(AMXK_DTYPE_BF16, AMXK_DTYPE_F32, 0);
-    else if (bo) AMXK__CONV_ROW(AMXK_DTYPE_F32, AMXK_DTYPE_BF16, 0);
-    else AMXK__CONV_ROW(AMXK_DTYPE_F32, AMXK_DTYPE_F32, 0);
-#undef AMXK__CONV_ROW
-}
-
-/* Conv tokens [td, tb1) of a sequence whose taps all lie in x, channels [0, nch) (a multiple of 32): the
-   blocking of amxk__conv_rows_f32__2x16__avx2 (channel blocks in L1, two tokens at a time, the block's
-   taps copied contiguous, split for bf16 x; streaming stores for large outputs) with 32-channel
-   groups. */
-AMXK__FORCE_INLINE void amxk__conv_rows__2x32__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t td,
-                                                                               size_t tb1, size_t nch, int bf) {
-    const size_t t0 = q.t0, len = q.len, W = a->width, xs = a->esz, os = amxk_dtype_size(a->ot);
-    float wsc[32 * (AMXK__CONV_MAXW + 1)], stage[2 * AMXK__CONV_WSC];
-    const size_t cb = AMXK__MAX((size_t)1, AMXK__CONV_WSC / 32 / (W + 1)) * 32; /* 256 channels at W = 4 */
-    size_t c, t, j, k, nt;
-    for (c = 0; c < nch; c += cb) {
-        const size_t nc = AMXK__MIN(cb, nch - c);
-        const float *wt = wsc, *bs = wsc + W * nc;
-        const size_t ldw = nc;
-        for (j = 0; j <= W; j++) {
-            if (a->xt == AMXK_DTYPE_BF16)
-                for (k = 0; k < nc; k += 32) amxk__conv_split32__avx512(a->w + j * a->dimp + c + k, wsc + j * nc + k);
-            else memcpy(wsc + j * nc, a->w + j * a->dimp + c, nc * sizeof(float));
-        }
-        for (t = td; t < tb1; t += nt) {
-            const char *xr[AMXK__CONV_MAXW + 1], *pf[2];
-            char *orow[2], *stg[2];
-            nt = t + 1 < tb1 ? 2 : 1;
-            for (j = 0; j < W + nt - 1; j++) xr[j] = (const char *)a->x + ((t0 + t - (W - 1) + j) * a->ldx + c) * xs;
-            for (j = 0; j < nt; j++) orow[j] = (char *)a->out + ((t0 + t + j) * a->ldo + c) * os;
-            for (j = 0; j < 2; j++) pf[j] = (const char *)a->x + ((t0 + AMXK__MIN(t + nt + j, len - 1)) * a->ldx + c) * xs;
-            if (!a->nts) {
-                amxk__conv_rowsel__avx512(a, xr, orow, pf, nc / 32, wt, ldw, bs, (int)nt, bf);
-                continue;
-            }
-            stg[0] = (char *)stage, stg[1] = (char *)stage + nc * os;
-            amxk__conv_rowsel__avx512(a, xr, stg, pf, nc / 32, wt, ldw, bs, (int)nt, bf);
-            for (j = 0; j < nt; j++) { /* nc * os is a multiple of 64: whole lines when the row is 64-byte aligned */
-#if !defined(AMXK_AVX512_EMULATE) /* (SIMDe 0.7.4 has no _mm512_stream_si512) */
-                if ((uintptr_t)orow[j] % 64 == 0) {
-                    for (k = 0; k < nc * os; k += 64) _mm512_stream_si512((__m512i *)(orow[j] + k), _mm512_loadu_si512((const void *)(stg[j] + k)));
-                    continue;
-                }
 #endif
-                for (k = 0; k < nc * os; k += 32)
-                    _mm256_stream_si256((__m256i *)(orow[j] + k), _mm256_loadu_si256((const __m256i *)(stg[j] + k)));
-            }
-        }
-    }
-    if (a->nts) _mm_sfence();
+    for (k = 0; k < bytes; k += 32) _mm256_stream_si256((__m256i *)(dst + k), _mm256_loadu_si256((const __m256i *)(src + k)));
 }
-AMXK__PRIV void amxk__conv_rows_f32__2x32__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t td, size_t tb1, size_t nch) {
-    amxk__conv_rows__2x32__avx512(a, q, td, tb1, nch, 0);
+/* The edge's output store: BF (the AVX512_BF16 table) rounds bf16 outputs as its rows do. */
+AMXK__FORCE_INLINE void amxk__conv_ste__avx512(void *p, amxk_dtype t, size_t i, size_t cnt, __m512 v, int BF) {
+    if (BF && t == AMXK_DTYPE_BF16)
+        _mm256_mask_storeu_epi16((char *)p + i * 2, amxk__gdn_mask16(cnt), _mm512_castsi512_si256(amxk__gdn_cvtne2__avx512(_mm512_setzero_ps(), v)));
+    else amxk__gdn_st16__avx512(p, t, i, cnt, v);
 }
-/* The AVX512_BF16 table's rows: bf16 outputs rounded by vcvtne2ps2bf16 (amxk__conv_st32__avx512). */
-AMXK__PRIV void amxk__conv_rows_f32__2x32__avx512bf16(const amxk__conv_args *a, amxk__conv_sq q, size_t td, size_t tb1, size_t nch) {
-    amxk__conv_rows__2x32__avx512(a, q, td, tb1, nch, 1);
-}
+AMXK__CONV_ROWS_DEFINE(avx512, AMXK__V16, 16, 1)
 
 /* One 32-channel column of the W = 4 conv over n tokens: x0 points at x row td - 3, o0 at out row td,
    both at the column's first channel (rows ldxb / ldob bytes apart); taps at wt + j*ldw and the bias at
    bs, in channel order. The 8 tap vectors and the bias stay in registers and a window of the last 3 x
    rows slides down the column, so each x row is loaded once and no tap is reloaded (the 2x32 rows
-   reload all taps per token pair: 512-bit loads, one per cycle on Zen 4, bound them). bf16 x is widened
+   reload all taps per token pair). bf16 x is widened
    in channel order (two vpmovzxwd and shifts; bf16 outputs then need no lane permute). Per token: bias,
    FMA in tap order j = 0..3, silu, one rounding (the 2x32 rows' arithmetic, the same bits). nts:
    streaming stores (every output row 64-byte aligned: each store is whole lines). pf (0 or bytes): x
@@ -1796,7 +1673,7 @@ AMXK__FORCE_INLINE void amxk__conv_col4__avx512(const amxk__conv_args *a, const 
         ya = _mm512_fmadd_ps(w3a, ca, ya), yb = _mm512_fmadd_ps(w3b, cb, yb);
         p3a = p2a, p3b = p2b, p2a = p1a, p2b = p1b, p1a = ca, p1b = cb;
         if (silu) ya = amxk__conv_silu__avx512(ya), yb = amxk__conv_silu__avx512(yb);
-        amxk__conv_st32__avx512(o0, AMXK_DTYPE_F32, ot, ya, yb, BF, nts);
+        amxk__conv_stg__avx512(o0, AMXK_DTYPE_F32, ot, ya, yb, BF, nts);
     }
 }
 
@@ -1804,20 +1681,18 @@ AMXK__FORCE_INLINE void amxk__conv_col4__avx512(const amxk__conv_args *a, const 
    4: slabs of AMXK__CONV_SLAB tokens, each swept left to right in 32-channel columns
    (amxk__conv_col4__avx512), so x and out are read and written as a few row streams that each advance
    64 bytes per column (what the hardware prefetchers follow; 32-channel columns down a whole time
-   block, or 256-channel blocks, touch 60+ rows at once and ran at half the bandwidth); taps straight
-   from the packed weight (channel order). Other widths go to the 2x32 rows. Large outputs (a->nts) with
+   block, or 256-channel blocks, touch 60+ rows at once); taps straight from the packed weight (channel
+   order). Other widths go to the 2x32 rows (amxk__conv_rows2__avx512). Large outputs (a->nts) with
    64-byte aligned rows are written with streaming stores, whole lines at a time; bf16 ones first go to
    an L1 stage of AMXK__CONV_STAGE bytes (the slab's rows x 512 channels, plain stores) that is then
-   streamed out row by row (bf16 with silu from memory, T 4096 x dim 8192 called directly, best of 3
-   calls, 3 interleaved rounds, Zen 4: 12.5-13.1 vs 10.9-11.1 GB/s; f32 outputs, two lines per row and
-   column, gained nothing from it and stay direct). */
+   streamed out row by row (f32 outputs, two lines per row and column, stay direct). */
 AMXK__FORCE_INLINE void amxk__conv_rows__Tx32__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t td,
                                                                                size_t tb1, size_t nch, int bf) {
     const size_t xs = a->esz, os = amxk_dtype_size(a->ot), ldxb = a->ldx * xs, ldob = a->ldo * os;
     const int nts = a->nts && (uintptr_t)a->out % 64 == 0 && ldob % 64 == 0, bx = a->xt == AMXK_DTYPE_BF16, bo = a->ot == AMXK_DTYPE_BF16;
     size_t c, ts;
     if (a->width != 4) {
-        amxk__conv_rows__2x32__avx512(a, q, td, tb1, nch, bf);
+        amxk__conv_rows2__avx512(a, q, td, tb1, nch, bf);
         return;
     }
     const int stg = nts && bo; /* bf16 outputs: columns into an L1 stage, then whole rows out */
@@ -1854,409 +1729,38 @@ AMXK__FORCE_INLINE void amxk__conv_rows__Tx32__avx512(const amxk__conv_args *a, 
 AMXK__PRIV void amxk__conv_rows_f32__Tx32__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t td, size_t tb1, size_t nch) {
     amxk__conv_rows__Tx32__avx512(a, q, td, tb1, nch, 0);
 }
-/* The AVX512_BF16 table's rows: bf16 outputs rounded by vcvtne2ps2bf16 (amxk__conv_st32__avx512). */
+/* The AVX512_BF16 table's rows: bf16 outputs rounded by vcvtne2ps2bf16 (amxk__conv_stg__avx512). */
 AMXK__PRIV void amxk__conv_rows_f32__Tx32__avx512bf16(const amxk__conv_args *a, amxk__conv_sq q, size_t td, size_t tb1, size_t nch) {
     amxk__conv_rows__Tx32__avx512(a, q, td, tb1, nch, 1);
 }
 
-/* Conv outputs of token t of a sequence, channels [c0, c1), any history, 16 lanes at a time (masked
-   tail): the same fp32 values in the same FMA order as the 2x32 rows, and the same bf16 rounding as the
-   rows of its table (BF), so prefill and update agree bit for bit. */
-AMXK__FORCE_INLINE void amxk__conv_edge__1x16__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t t,
-                                                                               size_t c0, size_t c1, int BF) {
-    const size_t W = a->width, xs = a->esz;
-    size_t c, j, k;
-    for (c = c0; c < c1; c += 16) {
-        const size_t cnt = c1 - c;
-        const __mmask16 m = amxk__gdn_mask16(cnt);
-        __m512 acc = _mm512_maskz_loadu_ps(m, a->bias + c);
-        for (j = 0; j < W; j++) {
-            long p = (long)t - (long)(W - 1) + (long)j;
-            __m512 v;
-            if (p >= 0) {
-                v = amxk__vload__avx512((const char *)a->x + ((q.t0 + (size_t)p) * a->ldx + c) * xs, a->xt, m);
-            } else if (!q.sb || !q.init) {
-                v = _mm512_setzero_ps();
-            } else if (a->s_dim == 1) { /* SD layout: the channels of one position are contiguous */
-                v = amxk__vload__avx512(q.sb + (amxk__conv_hpos(a, q, p) * a->s_tok + c) * xs, a->xt, m);
-            } else {
-                float tmp[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-                for (k = 0; k < cnt && k < 16; k++) tmp[k] = amxk__conv_hist(a, q, p, c + k);
-                v = _mm512_loadu_ps(tmp);
-            }
-            acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a->w + j * a->dimp + c), v, acc);
-        }
-        if (a->silu) acc = amxk__conv_silu__avx512(acc);
-        if (BF && a->ot == AMXK_DTYPE_BF16)
-            _mm256_mask_storeu_epi16((char *)a->out + ((q.t0 + t) * a->ldo + c) * 2, m,
-                                     _mm512_castsi512_si256(amxk__gdn_cvtne2__avx512(_mm512_setzero_ps(), acc)));
-        else amxk__vstore__avx512((char *)a->out + ((q.t0 + t) * a->ldo + c) * amxk_dtype_size(a->ot), a->ot, acc, m);
-    }
-}
+/* Conv outputs of token t of a sequence, channels [c0, c1), any history (AMXK__CONV_ROWS_DEFINE). */
 AMXK__PRIV void amxk__conv_edge_f32__1x16__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t t, size_t c0, size_t c1) {
-    amxk__conv_edge__1x16__avx512(a, q, t, c0, c1, 0);
+    amxk__conv_edge__avx512(a, q, t, c0, c1, 0);
 }
 AMXK__PRIV void amxk__conv_edge_f32__1x16__avx512bf16(const amxk__conv_args *a, amxk__conv_sq q, size_t t, size_t c0, size_t c1) {
-    amxk__conv_edge__1x16__avx512(a, q, t, c0, c1, 1);
+    amxk__conv_edge__avx512(a, q, t, c0, c1, 1);
 }
 
-/* dst[r*ldd + c] = src[r*lds + c] for r < rows, c < nb (<= 32): two zmm moves per row (masked when
-   nb < 32). */
-AMXK__PRIV void amxk__gdn_copy_f32__32col__avx512(float *dst, size_t ldd, const float *src, size_t lds, size_t rows, size_t nb) {
-    size_t r, c;
-    if (nb == 32) {
-        for (r = 0; r < rows; r++) {
-            const __m512 x0 = _mm512_loadu_ps(src + r * lds), x1 = _mm512_loadu_ps(src + r * lds + 16);
-            _mm512_storeu_ps(dst + r * ldd, x0), _mm512_storeu_ps(dst + r * ldd + 16, x1);
-        }
-        return;
-    }
-    for (r = 0; r < rows; r++)
-        for (c = 0; c < nb; c += 16) {
-            const __mmask16 m = amxk__gdn_mask16(nb - c);
-            _mm512_mask_storeu_ps(dst + r * ldd + c, m, _mm512_maskz_loadu_ps(m, src + r * lds + c));
-        }
-}
-
-/* Normalised q/k head vector (see the scalar version), 16 lanes at a time (masked tail). */
-AMXK__PRIV void amxk__gdn_qk_f32__16col__avx512(const amxk__gdn_args *a, size_t t, size_t h, int which, float *dst) {
-    const amxk_gdn_inputs *in = a->in;
-    const void *src = which ? in->q : in->k;
-    const size_t base = t * (which ? in->ldq : in->ldk) + h * a->dk, dk = a->dk, es = amxk_dtype_size(in->dtype);
-    size_t i;
-    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), f;
-    float fs = which ? a->p->scale : 1.0f, raw[AMXK__GDN_MAXD];
-    for (i = 0; i < dk; i += 16) {
-        __m512 v = amxk__vload__avx512((const char *)src + (base + i) * es, in->dtype, amxk__gdn_mask16(dk - i));
-        _mm512_storeu_ps(raw + i, v); /* dk <= 256: i + 16 <= 256 */
-        if ((i / 16) & 1) s1 = _mm512_fmadd_ps(v, v, s1);
-        else s0 = _mm512_fmadd_ps(v, v, s0);
-    }
-    if (a->p->l2norm) fs /= sqrtf(amxk__gdn_hsum16(_mm512_add_ps(s0, s1)) + a->p->l2norm_eps);
-    f = _mm512_set1_ps(fs);
-    for (i = 0; i < dk; i += 16) _mm512_mask_storeu_ps(dst + i, amxk__gdn_mask16(dk - i), _mm512_mul_ps(_mm512_loadu_ps(raw + i), f));
-}
-
-/* 16 values (f32 or bf16) from element i of p as f32 (lanes past cnt read as 0), and the store of the
-   first min(cnt, 16): amxk__gdn_ld8__avx2's interface at 16 lanes (lane masks, no scalar tail). */
-AMXK__FORCE_INLINE __m512 amxk__gdn_ld16__avx512(const void *p, amxk_dtype t, size_t i, size_t cnt) {
-    return amxk__vload__avx512((const char *)p + i * (t == AMXK_DTYPE_F32 ? 4 : 2), t, amxk__gdn_mask16(cnt));
-}
-AMXK__FORCE_INLINE void amxk__gdn_st16__avx512(void *p, amxk_dtype t, size_t i, size_t cnt, __m512 v) {
-    amxk__vstore__avx512((char *)p + i * (t == AMXK_DTYPE_F32 ? 4 : 2), t, v, amxk__gdn_mask16(cnt));
-}
+#define AMXK__V16_HSUM amxk__gdn_hsum16
+AMXK__GDN_QK_DEFINE(avx512, AMXK__V16, 16, 1)
 
 /* amxk_gdn_gating rows [t0, t1), 16 heads per vector (masked tail): AMXK__GDN_GATING_DEFINE. */
 AMXK__GDN_GATING_DEFINE(amxk__gdn_gating_f32__1x16__avx512, avx512, AMXK__V16, 16, amxk__gdn_ld16__avx512, amxk__gdn_st16__avx512)
 
-/* k_r.k_{r+1} (kk[r], r + 1 < n) and k_r.q_r (kq[r]) of a chunk's normalised rows (dkp apart). */
-AMXK__PRIV void amxk__gdn_recurrent_prep_f32__16col__avx512(const float *kh, const float *qh, size_t n, size_t dk, size_t dkp, float *kk,
-                                                            float *kq) {
-    size_t r, i;
-    for (r = 0; r < n; r++) {
-        const float *k = kh + r * dkp, *q = qh + r * dkp, *k2 = kh + (r + 1) * dkp;
-        const int two = r + 1 < n;
-        __m512 x = _mm512_setzero_ps(), y = _mm512_setzero_ps();
-        for (i = 0; i < dk; i += 16) {
-            const __mmask16 m = amxk__gdn_mask16(dk - i);
-            const __m512 kv = _mm512_maskz_loadu_ps(m, k + i);
-            y = _mm512_fmadd_ps(kv, _mm512_maskz_loadu_ps(m, q + i), y);
-            if (two) x = _mm512_fmadd_ps(kv, _mm512_maskz_loadu_ps(m, k2 + i), x);
-        }
-        kk[r] = two ? amxk__gdn_hsum16(x) : 0.0f, kq[r] = amxk__gdn_hsum16(y);
-    }
-}
+/* The recurrent column block, any nb <= 32 as one or two vectors (the last one masked): the whole block
+   per sweep, so the kernel is its own tail (AMXK__GDN_RECURRENT_DEFINE). */
+AMXK__GDN_RECURRENT_DEFINE(avx512, AMXK__V16, 16, 1)
 
-/* State row loads / stores of vector v of NV (the last one masked with km when TL). */
-#define AMXK__GDN_LDS(p, v, NV, TL, km) ((TL) && (v) == (NV) - 1 ? _mm512_maskz_loadu_ps((km), (p)) : _mm512_loadu_ps(p))
-#define AMXK__GDN_STS(p, v, NV, TL, km, x)                                   \
-    do {                                                                     \
-        if ((TL) && (v) == (NV) - 1) _mm512_mask_storeu_ps((p), (km), (x));  \
-        else _mm512_storeu_ps((p), (x));                                     \
-    } while (0)
-
-/* One token's sweep over a column block of NV (<= 2) vectors (16*NV columns, the last one masked with km
-   when TL), rows lds apart: s = al*s + k_i u; o += s q_i. NV, TL compile-time constants. */
-AMXK__FORCE_INLINE void amxk__gdn_sweep__avx512(float *S, size_t lds, size_t dk, const float *kh, const float *qh,
-                                                                         float al, const float *u, float *o, int NV, int TL, __mmask16 km) {
-    __m512 uu[2], oo[2], va = _mm512_set1_ps(al);
-    size_t i;
-    int v;
-#pragma GCC unroll 2
-    for (v = 0; v < NV; v++) uu[v] = _mm512_loadu_ps(u + 16 * v), oo[v] = _mm512_setzero_ps();
-    for (i = 0; i < dk; i++) {
-        float *row = S + i * lds;
-        const __m512 bk = _mm512_set1_ps(kh[i]), bq = _mm512_set1_ps(qh[i]);
-#pragma GCC unroll 2
-        for (v = 0; v < NV; v++) {
-            const __m512 sv = _mm512_fmadd_ps(bk, uu[v], _mm512_mul_ps(va, AMXK__GDN_LDS(row + 16 * v, v, NV, TL, km)));
-            AMXK__GDN_STS(row + 16 * v, v, NV, TL, km, sv);
-            oo[v] = _mm512_fmadd_ps(sv, bq, oo[v]);
-        }
-    }
-#pragma GCC unroll 2
-    for (v = 0; v < NV; v++) _mm512_storeu_ps(o + 16 * v, oo[v]);
-}
-
-/* Two tokens per sweep over NV (<= 2) vectors of state columns, the whole 32-column block in one pass
-   (see amxk__gdn_sweep2__avx2 for the arithmetic): per row, with the old s: oa += s q1_i; s' = aa s +
-   k1_i w1 + k2_i u2 (MUL = 0: aa = 1, no multiply); ob += s' q2_i; n1 += s' k3_i (NX >= 1); n2 += s' k4_i
-   (NX == 2). NV, NX, MUL, TL compile-time constants. */
-AMXK__FORCE_INLINE void amxk__gdn_sweep2__avx512(float *S, size_t lds, size_t dk, const float *k1, const float *q1,
-                                                                          const float *k2, const float *q2, const float *k3, const float *k4,
-                                                                          float aa, const float *w1, const float *u2, float *oa, float *ob,
-                                                                          float *n1, float *n2, int NX, int NV, int MUL, int TL, __mmask16 km) {
-    __m512 A[2], B[2], N1[2], N2[2], Wv[2], U[2], va = _mm512_set1_ps(aa);
-    size_t i;
-    int v;
-#pragma GCC unroll 2
-    for (v = 0; v < NV; v++) {
-        Wv[v] = _mm512_loadu_ps(w1 + 16 * v), U[v] = _mm512_loadu_ps(u2 + 16 * v);
-        A[v] = B[v] = N1[v] = N2[v] = _mm512_setzero_ps();
-    }
-    for (i = 0; i < dk; i++) {
-        float *row = S + i * lds;
-        const __m512 bq1 = _mm512_set1_ps(q1[i]), bk1 = _mm512_set1_ps(k1[i]), bk2 = _mm512_set1_ps(k2[i]), bq2 = _mm512_set1_ps(q2[i]);
-        const __m512 bk3 = NX >= 1 ? _mm512_set1_ps(k3[i]) : va, bk4 = NX >= 2 ? _mm512_set1_ps(k4[i]) : va;
-#pragma GCC unroll 2
-        for (v = 0; v < NV; v++) {
-            const __m512 s0 = AMXK__GDN_LDS(row + 16 * v, v, NV, TL, km);
-            __m512 s1;
-            A[v] = _mm512_fmadd_ps(s0, bq1, A[v]);
-            s1 = _mm512_fmadd_ps(bk2, U[v], _mm512_fmadd_ps(bk1, Wv[v], MUL ? _mm512_mul_ps(va, s0) : s0));
-            AMXK__GDN_STS(row + 16 * v, v, NV, TL, km, s1);
-            B[v] = _mm512_fmadd_ps(s1, bq2, B[v]);
-            if (NX >= 1) N1[v] = _mm512_fmadd_ps(s1, bk3, N1[v]);
-            if (NX >= 2) N2[v] = _mm512_fmadd_ps(s1, bk4, N2[v]);
-        }
-    }
-#pragma GCC unroll 2
-    for (v = 0; v < NV; v++) {
-        _mm512_storeu_ps(oa + 16 * v, A[v]), _mm512_storeu_ps(ob + 16 * v, B[v]);
-        _mm512_storeu_ps(n1 + 16 * v, N1[v]), _mm512_storeu_ps(n2 + 16 * v, N2[v]);
-    }
-}
-
-/* The sweep2 instantiations: NV (1, 2) x tail (0, 1) x NX (0..2) x MUL (0, 1). */
-AMXK__PRIV void amxk__gdn_sweep2sel__avx512(float *S, size_t lds, size_t dk, const float *k1, const float *q1, const float *k2,
-                                            const float *q2, const float *k3, const float *k4, float aa, const float *w1, const float *u2,
-                                            float *oa, float *ob, float *n1, float *n2, int nx, int nv, int mul, int tl, __mmask16 km) {
-#define AMXK__GDN_S2(NX, NV, MUL, TL) amxk__gdn_sweep2__avx512(S, lds, dk, k1, q1, k2, q2, k3, k4, aa, w1, u2, oa, ob, n1, n2, NX, NV, MUL, TL, km)
-#define AMXK__GDN_S2M(NX, NV, TL) \
-    do {                          \
-        if (mul) AMXK__GDN_S2(NX, NV, 1, TL); \
-        else AMXK__GDN_S2(NX, NV, 0, TL);     \
-    } while (0)
-#define AMXK__GDN_S2X(NV, TL)                \
-    do {                                     \
-        if (nx == 2) AMXK__GDN_S2M(2, NV, TL); \
-        else if (nx == 1) AMXK__GDN_S2M(1, NV, TL); \
-        else AMXK__GDN_S2M(0, NV, TL);       \
-    } while (0)
-    if (nv == 2 && !tl) AMXK__GDN_S2X(2, 0);
-    else if (nv == 2) AMXK__GDN_S2X(2, 1);
-    else if (!tl) AMXK__GDN_S2X(1, 0);
-    else AMXK__GDN_S2X(1, 1);
-#undef AMXK__GDN_S2X
-#undef AMXK__GDN_S2M
-#undef AMXK__GDN_S2
-}
-
-/* Recurrent column block (see the scalar version): any nb <= 32 as one or two zmm columns vectors (the
-   last one masked when nb is not a multiple of 16), the whole block per sweep. The algorithm of
-   amxk__gdn_recurrent_f32__32col__avx2 (token pairs: one read and one write of the block per pair, 6
-   vector FMAs per 16 state elements and pair with the deferred decay; an odd last token alone; the same
-   prefetches): see there. sm: 9 x 32 floats of scratch. */
-AMXK__PRIV void amxk__gdn_recurrent_f32__32col__avx512(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t n, size_t hv,
-                                                       size_t j0, size_t nb, const float *kh, const float *qh, const float *al,
-                                                       const float *be, const float *kk, const float *kq, float *sm, const char *pf,
-                                                       size_t pfb, const amxk__gdn_qkpf *qp, int defer) {
-    const size_t dk = a->dk, dkp = AMXK__ROUND_UP(dk, (size_t)16), CB = AMXK__GDN_CB;
-    const int nv = (int)AMXK__CEIL_DIV(nb, (size_t)16), tl = nb % 16 != 0;
-    const __mmask16 km = amxk__gdn_mask16(nb - 16 * (size_t)(nv - 1));
-    const size_t esz = amxk_dtype_size(a->in->dtype);
-    const amxk_dtype vt = a->in->dtype, ot = a->ot;
-    const size_t osz = amxk_dtype_size(a->ot);
-    float *p1 = sm, *p2 = sm + CB, *u1 = p2 + CB, *u2 = u1 + CB, *w1 = u2 + CB, *oa = w1 + CB, *ob = oa + CB, *n1 = ob + CB, *n2 = n1 + CB;
-    float gam = 1.0f; /* the block holds S / gam */
-    size_t r, i, step, qx = qp ? qp->start : 0, qrow = qp ? qx / qp->nl : 0, ql = qp ? qx % qp->nl : 0;
-    int v;
-    __m512 acc[2], acc2[2];
-#define AMXK__GDN_VM(v) ((v) == nv - 1 ? km : (__mmask16)0xffffu)
-    for (v = 0; v < 2; v++) acc[v] = acc2[v] = _mm512_setzero_ps();
-    if (n > 1) { /* S^T k1 and S^T k2 */
-        for (i = 0; i < dk; i++) {
-            const __m512 bk = _mm512_set1_ps(kh[i]), bk2 = _mm512_set1_ps(kh[dkp + i]);
-            if (pf) { /* (short calls: see below) */
-                size_t l;
-                for (l = 0; l < pfb; l += 64) _mm_prefetch(pf + i * pfb + l, _MM_HINT_T1);
-            }
-            for (v = 0; v < nv; v++) {
-                const __m512 sv = _mm512_maskz_loadu_ps(AMXK__GDN_VM(v), S + i * lds + 16 * v);
-                acc[v] = _mm512_fmadd_ps(sv, bk, acc[v]);
-                acc2[v] = _mm512_fmadd_ps(sv, bk2, acc2[v]);
-            }
-        }
-    } else { /* one token (decode): S^T k1, while the next task's state is prefetched */
-        for (i = 0; i < dk; i++) {
-            const __m512 bk = _mm512_set1_ps(kh[i]);
-            if (pf) { /* pfb bytes of the next task's state per row (into L2; see amxk__gdn_recurrent) */
-                size_t l;
-                for (l = 0; l < pfb; l += 64) _mm_prefetch(pf + i * pfb + l, _MM_HINT_T1);
-            }
-            for (v = 0; v < nv; v++) acc[v] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(AMXK__GDN_VM(v), S + i * lds + 16 * v), bk, acc[v]);
-        }
-    }
-    for (v = 0; v < 2; v++) _mm512_storeu_ps(p1 + 16 * v, acc[v]), _mm512_storeu_ps(p2 + 16 * v, acc2[v]);
-    for (r = 0; r < n; r += step) {
-        const size_t t = t0 + r, vb = t * a->in->ldv + hv * a->dv + j0, obase = t * a->ldo + hv * a->dv + j0;
-        step = r + 1 < n ? 2 : 1;
-        if (n > 1) { /* this block's v values AMXK__GDN_VPF tokens ahead */
-            const size_t rp = r == 0 ? 0 : r + AMXK__GDN_VPF - 1, re = AMXK__MIN(n, r + step + AMXK__GDN_VPF - 1);
-            size_t rr;
-            for (rr = rp; rr < re; rr++) {
-                const char *vp = (const char *)a->in->v + ((t0 + rr) * a->in->ldv + hv * a->dv + j0) * esz;
-                _mm_prefetch(vp, _MM_HINT_T0);
-                _mm_prefetch(vp + nb * esz - 1, _MM_HINT_T0);
-            }
-        }
-        if (qp) { /* the next chunk's q/k rows: items [qx, xe) */
-            const size_t xe = AMXK__MIN(qp->items, qp->start + (r + step) * qp->per);
-            for (; qx < xe; qx++) {
-                _mm_prefetch(qp->base[qrow & 1] + (qrow >> 1) * qp->ld[qrow & 1] + AMXK__MIN(ql * 64, qp->rowb - 1), _MM_HINT_T0);
-                if (++ql == qp->nl) ql = 0, qrow++;
-            }
-        }
-        if (step == 1) { /* the last token alone: s = (gam a) s + k u, gam = 1 */
-            const __m512 ag = _mm512_set1_ps(al[r] * gam);
-            for (v = 0; v < nv; v++) {
-                const __m512 vv = amxk__vload__avx512((const char *)a->in->v + (vb + 16 * (size_t)v) * esz, vt, AMXK__GDN_VM(v));
-                _mm512_storeu_ps(u1 + 16 * v, _mm512_mul_ps(_mm512_set1_ps(be[r]), _mm512_fnmadd_ps(ag, _mm512_loadu_ps(p1 + 16 * v), vv)));
-            }
-            if (nv == 2 && !tl) amxk__gdn_sweep__avx512(S, lds, dk, kh + r * dkp, qh + r * dkp, al[r] * gam, u1, oa, 2, 0, km);
-            else if (nv == 2) amxk__gdn_sweep__avx512(S, lds, dk, kh + r * dkp, qh + r * dkp, al[r] * gam, u1, oa, 2, 1, km);
-            else if (!tl) amxk__gdn_sweep__avx512(S, lds, dk, kh + r * dkp, qh + r * dkp, al[r] * gam, u1, oa, 1, 0, km);
-            else amxk__gdn_sweep__avx512(S, lds, dk, kh + r * dkp, qh + r * dkp, al[r] * gam, u1, oa, 1, 1, km);
-            gam = 1.0f;
-            for (v = 0; v < nv; v++)
-                amxk__vstore__avx512((char *)a->o + (obase + 16 * (size_t)v) * osz, ot, _mm512_loadu_ps(oa + 16 * v), AMXK__GDN_VM(v));
-            continue;
-        }
-        {
-            const size_t nx = AMXK__MIN((size_t)2, n - r - 2), vb2 = vb + a->in->ldv, ob2 = obase + a->ldo;
-            const float *k1 = kh + r * dkp, *q1 = qh + r * dkp, *k2 = k1 + dkp, *q2 = q1 + dkp;
-            const float *k3 = nx >= 1 ? k2 + dkp : kh, *k4 = nx >= 2 ? k2 + 2 * dkp : kh;
-            const float g0 = gam, g1 = gam * al[r] * al[r + 1]; /* the block's scale before and after */
-            const int mul = !defer || !(g1 >= 8.67361737988403547206e-19f /* 2^-60 */);
-            const __m512 a1 = _mm512_set1_ps(al[r] * g0), a2 = _mm512_set1_ps(al[r + 1]), b1 = _mm512_set1_ps(be[r]);
-            const __m512 b2 = _mm512_set1_ps(be[r + 1]), c12 = _mm512_set1_ps(kk[r]);
-            __m512 sw, sg;
-            float *tp;
-            if (mul) gam = 1.0f;
-            else gam = g1;
-            sw = _mm512_set1_ps(mul ? al[r + 1] : al[r + 1] / g1), sg = _mm512_set1_ps(mul ? 1.0f : 1.0f / g1);
-            for (v = 0; v < nv; v++) { /* p1, p2 are products of the block at scale g0 */
-                const __m512 v1 = amxk__vload__avx512((const char *)a->in->v + (vb + 16 * (size_t)v) * esz, vt, AMXK__GDN_VM(v));
-                const __m512 v2 = amxk__vload__avx512((const char *)a->in->v + (vb2 + 16 * (size_t)v) * esz, vt, AMXK__GDN_VM(v));
-                const __m512 uu1 = _mm512_mul_ps(b1, _mm512_fnmadd_ps(a1, _mm512_loadu_ps(p1 + 16 * v), v1));
-                const __m512 s1k2 = _mm512_fmadd_ps(c12, uu1, _mm512_mul_ps(a1, _mm512_loadu_ps(p2 + 16 * v)));
-                _mm512_storeu_ps(u1 + 16 * v, uu1);
-                _mm512_storeu_ps(u2 + 16 * v, _mm512_mul_ps(sg, _mm512_mul_ps(b2, _mm512_fnmadd_ps(a2, s1k2, v2))));
-                _mm512_storeu_ps(w1 + 16 * v, _mm512_mul_ps(sw, uu1));
-            }
-            amxk__gdn_sweep2sel__avx512(S, lds, dk, k1, q1, k2, q2, k3, k4, g1, w1, u2, oa, ob, n1, n2, (int)nx, nv, mul, tl, km);
-            {
-                const __m512 cq = _mm512_set1_ps(kq[r]), gs = _mm512_set1_ps(gam);
-                for (v = 0; v < nv; v++) { /* oa is at scale g0, ob at scale gam */
-                    const __m512 o1 = _mm512_fmadd_ps(cq, _mm512_loadu_ps(u1 + 16 * v), _mm512_mul_ps(a1, _mm512_loadu_ps(oa + 16 * v)));
-                    amxk__vstore__avx512((char *)a->o + (obase + 16 * (size_t)v) * osz, ot, o1, AMXK__GDN_VM(v));
-                    amxk__vstore__avx512((char *)a->o + (ob2 + 16 * (size_t)v) * osz, ot, _mm512_mul_ps(gs, _mm512_loadu_ps(ob + 16 * v)),
-                                         AMXK__GDN_VM(v));
-                }
-            }
-            tp = p1, p1 = n1, n1 = tp; /* the next products (scale gam) */
-            tp = p2, p2 = n2, n2 = tp;
-        }
-    }
-    if (gam != 1.0f) {
-        const __m512 gs = _mm512_set1_ps(gam);
-        for (i = 0; i < dk; i++)
-            for (v = 0; v < nv; v++)
-                _mm512_mask_storeu_ps(S + i * lds + 16 * v, AMXK__GDN_VM(v),
-                                      _mm512_mul_ps(gs, _mm512_maskz_loadu_ps(AMXK__GDN_VM(v), S + i * lds + 16 * v)));
-    }
-#undef AMXK__GDN_VM
-}
-#undef AMXK__GDN_LDS
-#undef AMXK__GDN_STS
-
-/* mr x 16*NV block of C (+)= A B over k (the last vector's columns masked with km); MR <= 8, NV
-   compile-time constants. */
-AMXK__FORCE_INLINE void amxk__gdn_mk__avx512(int acc, size_t k, const float *A, size_t lda, const float *B,
-                                                                      size_t ldb, float *C, size_t ldc, int MR, int NV, __mmask16 km) {
-    const __mmask16 k0 = NV == 1 ? km : (__mmask16)0xffffu;
-    __m512 c0[8], c1[8];
-    size_t kk;
-    int r;
-#pragma GCC unroll 8
-    for (r = 0; r < MR; r++) {
-        c0[r] = acc ? _mm512_maskz_loadu_ps(k0, C + r * ldc) : _mm512_setzero_ps();
-        c1[r] = NV == 2 && acc ? _mm512_maskz_loadu_ps(km, C + r * ldc + 16) : _mm512_setzero_ps();
-    }
-    for (kk = 0; kk < k; kk++) {
-        const __m512 b0 = _mm512_maskz_loadu_ps(k0, B + kk * ldb), b1 = NV == 2 ? _mm512_maskz_loadu_ps(km, B + kk * ldb + 16) : b0;
-#pragma GCC unroll 8
-        for (r = 0; r < MR; r++) {
-            const __m512 av = _mm512_set1_ps(A[r * lda + kk]);
-            c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
-            if (NV == 2) c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
-        }
-    }
-#pragma GCC unroll 8
-    for (r = 0; r < MR; r++) {
-        _mm512_mask_storeu_ps(C + r * ldc, k0, c0[r]);
-        if (NV == 2) _mm512_mask_storeu_ps(C + r * ldc + 16, km, c1[r]);
-    }
-}
-
-/* C (+)= A B (see the scalar version) in 8x32 register tiles (16 accumulators); row and column tails by
-   smaller tiles and lane masks. */
-AMXK__PRIV void amxk__gdn_gemm_f32__8x32__avx512(int acc, size_t m, size_t n, size_t k, const float *A, size_t lda, const float *B,
-                                                 size_t ldb, float *C, size_t ldc) {
-    size_t i, j;
-    for (i = 0; i < m; i += 8) {
-        const int mr = (int)AMXK__MIN((size_t)8, m - i);
-        const float *Ai = A + i * lda;
-        float *Ci = C + i * ldc;
-        for (j = 0; j < n; j += 32) {
-            const size_t nr = AMXK__MIN((size_t)32, n - j);
-            const __mmask16 km = amxk__gdn_mask16(nr > 16 ? nr - 16 : nr);
-#define AMXK__GDN_MK(NV)                                                                           \
-    switch (mr) {                                                                                  \
-    case 8: amxk__gdn_mk__avx512(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 8, NV, km); break;     \
-    case 7: amxk__gdn_mk__avx512(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 7, NV, km); break;     \
-    case 6: amxk__gdn_mk__avx512(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 6, NV, km); break;     \
-    case 5: amxk__gdn_mk__avx512(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 5, NV, km); break;     \
-    case 4: amxk__gdn_mk__avx512(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 4, NV, km); break;     \
-    case 3: amxk__gdn_mk__avx512(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 3, NV, km); break;     \
-    case 2: amxk__gdn_mk__avx512(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 2, NV, km); break;     \
-    default: amxk__gdn_mk__avx512(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, 1, NV, km); break;    \
-    }
-            if (nr > 16) {
-                AMXK__GDN_MK(2)
-            } else {
-                AMXK__GDN_MK(1)
-            }
-#undef AMXK__GDN_MK
-        }
-    }
-}
+/* C (+)= A B in 8x32 register tiles (16 accumulators); row and column tails by smaller tiles and lane
+   masks. */
+AMXK__GDN_GEMM_DEFINE(amxk__gdn_gemm_f32__8x32__avx512, avx512, AMXK__V16, 16, 8, 1)
 
 AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX512 */
 
 // >>amx ------------------------------------------------------------------------------------------
-/* No AMX kernels in this module: the AMX level uses the AVX512_BF16 table (see PATHS AND TIERS). */
+/* No AMX kernels in this module: the AMX level uses the AVX512_BF16 table (see DESIGN AND LEVELS). */
 
 // >>dispatch -------------------------------------------------------------------------------------
 
@@ -2281,26 +1785,17 @@ static const amxk__gdn_kernels amxk__gdn_kernels_avx2 = {
 };
 #endif
 #if AMXK__HAS_AVX512
-static const amxk__gdn_kernels amxk__gdn_kernels_avx512 = {
-    amxk__conv_rows_f32__Tx32__avx512, amxk__conv_edge_f32__1x16__avx512, 32,
-    amxk__gdn_gating_f32__1x16__avx512,
-    amxk__gdn_qk_f32__16col__avx512,
-    amxk__gdn_gemm_f32__8x32__avx512,
-    amxk__gdn_copy_f32__32col__avx512,
-    amxk__gdn_recurrent_prep_f32__16col__avx512,
-    /* any nb (masked tails): the block kernel is its own tail */
-    amxk__gdn_recurrent_f32__32col__avx512, amxk__gdn_recurrent_f32__32col__avx512, 1, AMXK__GDN_CB, 9 * AMXK__GDN_CB,
-};
-/* AVX512_BF16 and up: the AVX-512 table with the conv's bf16 outputs rounded by vcvtne2ps2bf16. */
-static const amxk__gdn_kernels amxk__gdn_kernels_avx512bf16 = {
-    amxk__conv_rows_f32__Tx32__avx512bf16, amxk__conv_edge_f32__1x16__avx512bf16, 32,
-    amxk__gdn_gating_f32__1x16__avx512,
-    amxk__gdn_qk_f32__16col__avx512,
-    amxk__gdn_gemm_f32__8x32__avx512,
-    amxk__gdn_copy_f32__32col__avx512,
-    amxk__gdn_recurrent_prep_f32__16col__avx512,
-    amxk__gdn_recurrent_f32__32col__avx512, amxk__gdn_recurrent_f32__32col__avx512, 1, AMXK__GDN_CB, 9 * AMXK__GDN_CB,
-};
+/* The AVX-512 tables, the same but for the conv (rows, edge): any nb (masked tails), so the recurrent
+   block kernel is its own tail. */
+#define AMXK__GDN_KERNELS_AVX512(rows, edge)                                                                   \
+    {rows, edge, 32, amxk__gdn_gating_f32__1x16__avx512, amxk__gdn_qk_f32__16col__avx512, amxk__gdn_gemm_f32__8x32__avx512, \
+     amxk__gdn_copy_f32__32col__avx512, amxk__gdn_recurrent_prep_f32__16col__avx512, amxk__gdn_recurrent_f32__32col__avx512, \
+     amxk__gdn_recurrent_f32__32col__avx512, 1, AMXK__GDN_CB, 9 * AMXK__GDN_CB}
+static const amxk__gdn_kernels amxk__gdn_kernels_avx512 =
+    AMXK__GDN_KERNELS_AVX512(amxk__conv_rows_f32__Tx32__avx512, amxk__conv_edge_f32__1x16__avx512);
+/* AVX512_BF16 and up: the conv's bf16 outputs rounded by vcvtne2ps2bf16. */
+static const amxk__gdn_kernels amxk__gdn_kernels_avx512bf16 =
+    AMXK__GDN_KERNELS_AVX512(amxk__conv_rows_f32__Tx32__avx512bf16, amxk__conv_edge_f32__1x16__avx512bf16);
 #endif
 /* The table of a vector level (amxk__vec_level) usable here: avx512_bf16 and up (avx512_fp16; AMX has
    no kernels of its own in this module) the AVX512_BF16 table, avx512 and avx512_vnni the AVX-512
