@@ -545,9 +545,11 @@ AMXK__INLINE float amxk__e8m0_to_f32(unsigned e) {
    Scale kinds: an f32 grid, or an e8m0 byte grid (2^(e - 127): amxk__e8m0_to_f32). Block rules:
    any_blocks (any block_n, block_k >= 1, partial edge blocks: the kernels read the zero padding
    columns), else block_n 1 and block_k dividing K (bk_fixed: the one block_k allowed).
-   What a new format touches: its public enum value and doc, its row below, and, if its value map is
-   new, one AMXK__QV_* value with its case in AMXK__Q_DECODERS and in the decoders of that map (the
-   reference dec / enc, amxk__q_w16__avx2, the decode kernels' field decoders). */
+   What a new format touches: its public enum value and doc, and its row below. Only a new value map
+   adds more: an AMXK__QV_* value, its case in AMXK__Q_DECODERS, its dec / enc, and its branch in the
+   vector decoders (amxk__q_w16__avx2; AMXK__QD_FIELDS_DEFINE, once for both widths); a new scale
+   kind, its branch in the grid loaders (amxk__q_sgrid16, amxk__q_sgrid16__avx512). The w8a8 path
+   takes INT rows only (amxk__linop_q8_check), the bf16 table kernel any 4-bit row (through dec). */
 enum { AMXK__QV_INT, AMXK__QV_LUT, AMXK__QV_E4M3, AMXK__QV_E5M2 };
 #define AMXK__QV_FP8(m) ((m) >= AMXK__QV_E4M3)
 #define AMXK__FP8_SPECIAL(m) ((m) == AMXK__QV_E4M3 ? 0x7f : 0x7c) /* code & this == this: NaN / inf */
@@ -952,20 +954,20 @@ AMXK__PRIV int amxk__q_decode_prep(const amxk__linear_args *a, const float *xf, 
     return fast;
 }
 
-/* The decoder cases: K(bits, value map, sym), one per value map and field width of the rows (a new row
-   that repeats a case adds none); the one switch of the vector dequantizers and decode panels. */
+/* The decoder cases: F(..., bits, value map, sym) for every value map and field width of the rows (a
+   new row that repeats a case adds none); the one switch of the vector dequantizer and decode panels. */
 #define AMXK__Q_KEY(map, asym, bits) (((map) * 2 + (asym)) * 16 + (bits))
-#define AMXK__Q_DECODERS(v, K)                                                                       \
+#define AMXK__Q_DECODERS(v, F, ...)                                                                  \
     switch (AMXK__Q_KEY((v)->tr->vmap, (v)->asym, (v)->bits)) {                                      \
-    case AMXK__Q_KEY(AMXK__QV_INT, 0, 8): K(8, AMXK__QV_INT, 1); break;                              \
-    case AMXK__Q_KEY(AMXK__QV_INT, 1, 8): K(8, AMXK__QV_INT, 0); break;                              \
-    case AMXK__Q_KEY(AMXK__QV_INT, 0, 4): K(4, AMXK__QV_INT, 1); break;                              \
-    case AMXK__Q_KEY(AMXK__QV_INT, 1, 4): K(4, AMXK__QV_INT, 0); break;                              \
-    case AMXK__Q_KEY(AMXK__QV_INT, 0, 2): K(2, AMXK__QV_INT, 1); break;                              \
-    case AMXK__Q_KEY(AMXK__QV_INT, 1, 2): K(2, AMXK__QV_INT, 0); break;                              \
-    case AMXK__Q_KEY(AMXK__QV_LUT, 0, 4): K(4, AMXK__QV_LUT, 1); break;                              \
-    case AMXK__Q_KEY(AMXK__QV_E4M3, 0, 8): K(8, AMXK__QV_E4M3, 1); break;                            \
-    default: K(8, AMXK__QV_E5M2, 1); break;                                                          \
+    case AMXK__Q_KEY(AMXK__QV_INT, 0, 8): F(__VA_ARGS__, 8, AMXK__QV_INT, 1); break;                 \
+    case AMXK__Q_KEY(AMXK__QV_INT, 1, 8): F(__VA_ARGS__, 8, AMXK__QV_INT, 0); break;                 \
+    case AMXK__Q_KEY(AMXK__QV_INT, 0, 4): F(__VA_ARGS__, 4, AMXK__QV_INT, 1); break;                 \
+    case AMXK__Q_KEY(AMXK__QV_INT, 1, 4): F(__VA_ARGS__, 4, AMXK__QV_INT, 0); break;                 \
+    case AMXK__Q_KEY(AMXK__QV_INT, 0, 2): F(__VA_ARGS__, 2, AMXK__QV_INT, 1); break;                 \
+    case AMXK__Q_KEY(AMXK__QV_INT, 1, 2): F(__VA_ARGS__, 2, AMXK__QV_INT, 0); break;                 \
+    case AMXK__Q_KEY(AMXK__QV_LUT, 0, 4): F(__VA_ARGS__, 4, AMXK__QV_LUT, 1); break;                 \
+    case AMXK__Q_KEY(AMXK__QV_E4M3, 0, 8): F(__VA_ARGS__, 8, AMXK__QV_E4M3, 1); break;               \
+    default: F(__VA_ARGS__, 8, AMXK__QV_E5M2, 1); break;                                             \
     }
 
 /* ---- w8a8 (amxk_linear_q8): shared by its kernels ---- */
@@ -1380,9 +1382,7 @@ AMXK__PRIV void amxk__q_block_f32__avx2(const amxk__qview *v, size_t b, float *w
         amxk__q_block_f32(v, b, wf);
         return;
     }
-#define AMXK__Q_DEQ(BITS, MAP, SYM) amxk__q_block_f32_int__avx2(v, b, wf, BITS, MAP, SYM)
-    AMXK__Q_DECODERS(v, AMXK__Q_DEQ)
-#undef AMXK__Q_DEQ
+    AMXK__Q_DECODERS(v, amxk__q_block_f32_int__avx2, v, b, wf)
 }
 
 /* amxk__q_block_16 through the f32 dequantizer (the same values: s * (q - z) rounded once, then RNE
@@ -1473,176 +1473,216 @@ AMXK__PRIV void amxk__linear_q_exact__avx2(const amxk__qview *v, const float *xf
     }
 }
 
-/* fp8 codes -> f32 by integer operations alone: byte j of each 32-bit lane of v (one weight row, k =
-   4 * quad + j), moved to the top byte, shifted right arithmetically and masked so that sign, exponent
-   and mantissa land in the f32 fields: the result is the code's value * 2^-120 (e4m3) or * 2^-112
-   (e5m2), exactly; subnormal codes give f32 subnormals and NaN / infinite codes garbage (callers
-   exclude both: see amxk__linear_q_panel__avx2). */
-AMXK__FORCE_INLINE __m256 amxk__fp8_k__avx2(__m256i v, int j, int map) {
-    __m256i t = j < 3 ? _mm256_slli_epi32(v, 24 - 8 * j) : v;
-    if (map == AMXK__QV_E4M3) return _mm256_castsi256_ps(_mm256_and_si256(_mm256_srai_epi32(t, 4), _mm256_set1_epi32((int)0x87f00000u)));
-    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_srai_epi32(t, 3), _mm256_set1_epi32((int)0x8fe00000u)));
+/* ---- the decode kernels (M < AMXK__LIN_WIDE_M, whole-row groups), written once per width over the
+   V8 / V16 vocabulary (P: AMXK__V8 or AMXK__V16; P##_QGRID / P##_QSGRID load a group's scales or
+   zeros of the 16 rows of a block into NH = 16 / P##_LANES vectors; lane for lane the same sums at
+   both widths: a level's choice of width changes no output) ---- */
+
+/* Field decoders of a width. fp8_k: fp8 codes -> f32 by integer operations alone: byte j of each
+   32-bit lane of v (one weight row, k = 4 * quad + j), moved to the top byte, shifted right
+   arithmetically and masked so that sign, exponent and mantissa land in the f32 fields: the code's
+   value * 2^-120 (e4m3) or * 2^-112 (e5m2), exactly; subnormal codes give f32 subnormals and NaN /
+   infinite codes garbage (the fp8 kernel reports those, amxk__q_decode_prep excludes the rest).
+   qi_tops / qi_sfield / qi_ufield: the int fields (see the int kernel below). */
+#define AMXK__QD_FIELDS_DEFINE(isa, P)                                                                                 \
+AMXK__FORCE_INLINE P##_T amxk__fp8_k__##isa(P##_I v, int j, int map) {                                                 \
+    const P##_I t = j < 3 ? P##_SLLI32(v, 24 - 8 * j) : v;                                                             \
+    if (map == AMXK__QV_E4M3) return P##_CASTIF(P##_ANDI(P##_SRAI32(t, 4), P##_SET1I32((int)0x87f00000u)));           \
+    return P##_CASTIF(P##_ANDI(P##_SRAI32(t, 3), P##_SET1I32((int)0x8fe00000u)));                                      \
+}                                                                                                                      \
+AMXK__FORCE_INLINE P##_I amxk__qi_tops__##isa(P##_I c, int f, int bits, int lut, P##_I lutv) {                         \
+    const int up = 8 - bits - bits * f; /* moves field f to the top of its byte */                                     \
+    if (lut) return P##_SHUFB(lutv, P##_ANDI(f ? P##_SRLI16(c, 4) : c, P##_SET1I8(0x0f)));                             \
+    if (bits == 8) return c;                                                                                           \
+    return P##_ANDI(up ? P##_SLLI32(c, up) : c, P##_SET1I8((char)(0xff << (8 - bits))));                               \
+}                                                                                                                      \
+AMXK__FORCE_INLINE P##_T amxk__qi_sfield__##isa(P##_I tops, int i) {                                                   \
+    const int lo = (int)0x808080u; /* vpshufb indices with the top bit set: zero bytes */                              \
+    if (i == 3) return P##_CVTI(P##_ANDI(tops, P##_SET1I32((int)0xff000000u)));                                        \
+    return P##_CVTI(P##_SHUFB(tops, P##_BCAST128I(_mm_setr_epi32(lo | i << 24, lo | (4 + i) << 24, lo | (8 + i) << 24,  \
+                                                                 lo | (12 + i) << 24))));                              \
+}                                                                                                                      \
+AMXK__FORCE_INLINE P##_T amxk__qi_ufield__##isa(P##_I v, int sh, int bits) {                                           \
+    if (sh + bits == 32) return P##_CVTI(P##_SRLI32(v, sh));                                                           \
+    return P##_CVTI(P##_ANDI(v, P##_SET1I32(((1 << bits) - 1) << sh)));                                                \
 }
+
 /* fp8 decode kernel: rows 0 .. mr-1 (mr <= 2) of xr (f32 rows ldr floats apart, zero past K, each
    pre-multiplied by 2^s_r so that its largest |x| lies in [2^124, 2^125): the products with the
    2^-120 / 2^-112-scaled codes stay far from the subnormal range) against block b. Per group and
    column, t = sum_k x' * c (k in 2 or 4 interleaved partial sums), then acc += scale * (t * post_r)
    with post_r = 2^(120 - s_r) (e4m3) or 2^(112 - s_r) (e5m2): exact powers of two, undone per group so
-   that no partial sum exceeds the result's own range. Returns 1 when a code of the block is a NaN or
-   infinite one (whatever the pack's header says): out is then garbage and the caller runs the exact
-   kernel on the block. */
-AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__avx2(const amxk__qview *v, const float *xr, size_t ldr, size_t b,
-                                                                              int mr, int map, const float *post, float *out) {
-    const uint8_t *blk = v->data + b * v->blk_bytes;
-    const __m256i special = _mm256_set1_epi8((char)AMXK__FP8_SPECIAL(map));
-    __m256i bad = _mm256_setzero_si256();
-    __m256 res[2][2];
-    size_t g, rg;
-    int r, h, j;
-    for (r = 0; r < 2; r++) res[r][0] = res[r][1] = _mm256_setzero_ps();
-    for (g = 0; g < v->nbk; g++) {
-        size_t q0 = g * v->bk / 4, q1 = AMXK__MIN((g + 1) * v->bk, v->kp) / 4;
-        __m256 acc[2][2][2], sc[2]; /* [row or k parity][half][k parity or 0] */
-        for (r = 0; r < 2; r++)
-            for (h = 0; h < 2; h++) acc[r][h][0] = acc[r][h][1] = _mm256_setzero_ps();
-        for (rg = q0; rg < q1; rg++) {
-            __m256i c0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), c1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));
-            _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
-            bad = _mm256_or_si256(bad, _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_or_si256(c0, c1), special), special));
-#pragma GCC unroll 4
-            for (j = 0; j < 4; j++) {
-                __m256 w0 = amxk__fp8_k__avx2(c0, j, map), w1 = amxk__fp8_k__avx2(c1, j, map);
-#pragma GCC unroll 2
-                for (r = 0; r < mr; r++) { /* mr == 1: four chains (half x k parity); mr == 2: (row x half) */
-                    __m256 xb = _mm256_broadcast_ss(xr + (size_t)r * ldr + rg * 4 + (size_t)j);
-                    int a = mr == 1 ? (j >> 1) : r, pq = j & 1;
-                    acc[a][0][pq] = _mm256_fmadd_ps(xb, w0, acc[a][0][pq]);
-                    acc[a][1][pq] = _mm256_fmadd_ps(xb, w1, acc[a][1][pq]);
-                }
-            }
-        }
-        amxk__q_grid16(v, v->scales, b, g, &sc[0], &sc[1]);
-        for (h = 0; h < 2; h++) {
-            if (mr == 1) res[0][h] = _mm256_fmadd_ps(sc[h], _mm256_mul_ps(_mm256_add_ps(_mm256_add_ps(acc[0][h][0], acc[0][h][1]),
-                                                                                        _mm256_add_ps(acc[1][h][0], acc[1][h][1])),
-                                                                          _mm256_set1_ps(post[0])), res[0][h]);
-            else
-                for (r = 0; r < 2; r++)
-                    res[r][h] = _mm256_fmadd_ps(sc[h], _mm256_mul_ps(_mm256_add_ps(acc[r][h][0], acc[r][h][1]), _mm256_set1_ps(post[r])), res[r][h]);
-        }
-    }
-    for (r = 0; r < mr; r++) {
-        _mm256_storeu_ps(out + r * 16, res[r][0]);
-        _mm256_storeu_ps(out + r * 16 + 8, res[r][1]);
-    }
-    return _mm256_movemask_epi8(bad) != 0; /* (not vptest: SIMDe 0.7.4 gets _mm256_testz_si256 wrong in the emulated test build) */
+   that no partial sum exceeds the result's own range. res[r * NH + h]: row r's outputs. Returns 1
+   when a code of the block may be a NaN or infinite one (P##_FP8_BAD; whatever the pack's header
+   says): res is then garbage and the caller runs the exact kernel on the block.
+
+   Int decode kernel (w*a16): the same for int packs. Symmetric packs: per load and field position f
+   in a byte, one shift and one AND leave field f of every byte in that byte's top bits, zeros below
+   (qi_tops); then one vpshufb (an AND for byte 3) moves byte i to the top of its 32-bit lane with
+   zeros below: q * 2^(32-b), sign included, converted exactly (qi_sfield). Asymmetric packs: fields
+   read unsigned by one AND that leaves u * 2^sh in place (the top field: one shift down, u). xr holds
+   x[k] * 2^s_r divided by the field's power of two (2^(32-b) for symmetric packs, 2^sh for
+   asymmetric ones), so each product is 2^s_r * x * q (or u). Per group: t = sum x' q (k in 4
+   interleaved partial sums for one row, 2 for two), asymmetric: t -= z * xsum_r (z the zero point,
+   xsum the group's x sums times 2^s_r); then acc += scale * (t * post_r), post_r = 2^-s_r (undone per
+   group: no partial sum exceeds the result's own range; amxk__q_decode_prep bounds t). A symmetric
+   group of zero fields gives t = 0 exactly (there is no offset to cancel). lut (LUT map; bits 4,
+   sym): the field's value is not its two's complement but the row's 16-entry table (lutv, in every
+   128-bit lane): the tops step becomes one shift (f = 1), AND and vpshufb leaving the table's int8
+   in every byte (q * 2^24 in the lane after the same byte move; x pre-scaled by the row's topsh). */
+#define AMXK__QD_KERNELS_DEFINE(isa, P)                                                                                \
+AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__##isa(const amxk__qview *v, const float *xr, size_t ldr, size_t b, int mr,   \
+                                                     int map, const float *post, P##_T *res) {                         \
+    const uint8_t *blk = v->data + b * v->blk_bytes;                                                                   \
+    const P##_I special = P##_SET1I8((char)AMXK__FP8_SPECIAL(map));                                                    \
+    P##_FP8_BAD_T bad = P##_FP8_BAD_0;                                                                                 \
+    size_t g, rg;                                                                                                      \
+    int r, h, j;                                                                                                       \
+    for (r = 0; r < 2 * P##_NH; r++) res[r] = P##_SET1(0.0f);                                                          \
+    for (g = 0; g < v->nbk; g++) {                                                                                     \
+        const size_t q0 = g * v->bk / 4, q1 = AMXK__MIN((g + 1) * v->bk, v->kp) / 4;                                   \
+        P##_T acc[2][P##_NH][2], sc[P##_NH]; /* [row or k parity][half][k parity] */                                   \
+        for (r = 0; r < 2; r++)                                                                                        \
+            for (h = 0; h < P##_NH; h++) acc[r][h][0] = acc[r][h][1] = P##_SET1(0.0f);                                 \
+        for (rg = q0; rg < q1; rg++) {                                                                                 \
+            P##_I c[P##_NH];                                                                                           \
+            for (h = 0; h < P##_NH; h++) c[h] = P##_LOADI(blk + rg * 64 + (size_t)h * 32);                             \
+            _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);                               \
+            bad = P##_FP8_BAD(bad, c, special);                                                                        \
+            _Pragma("GCC unroll 4") for (j = 0; j < 4; j++) {                                                          \
+                P##_T w[P##_NH];                                                                                       \
+                for (h = 0; h < P##_NH; h++) w[h] = amxk__fp8_k__##isa(c[h], j, map);                                  \
+                _Pragma("GCC unroll 2") for (r = 0; r < mr; r++) { /* mr == 1: four chains (half x k parity) */        \
+                    const P##_T xb = P##_SET1(xr[(size_t)r * ldr + rg * 4 + (size_t)j]);                               \
+                    const int a = mr == 1 ? (j >> 1) : r;                                                              \
+                    for (h = 0; h < P##_NH; h++) acc[a][h][j & 1] = P##_FMADD(xb, w[h], acc[a][h][j & 1]);             \
+                }                                                                                                      \
+            }                                                                                                          \
+        }                                                                                                              \
+        P##_QGRID(v, v->scales, b, g, sc);                                                                             \
+        for (h = 0; h < P##_NH; h++) {                                                                                 \
+            if (mr == 1) res[h] = P##_FMADD(sc[h], P##_MUL(P##_ADD(P##_ADD(acc[0][h][0], acc[0][h][1]),                \
+                                                                   P##_ADD(acc[1][h][0], acc[1][h][1])),               \
+                                                           P##_SET1(post[0])), res[h]);                                \
+            else                                                                                                       \
+                for (r = 0; r < 2; r++)                                                                                \
+                    res[r * P##_NH + h] = P##_FMADD(sc[h], P##_MUL(P##_ADD(acc[r][h][0], acc[r][h][1]), P##_SET1(post[r])), \
+                                                    res[r * P##_NH + h]);                                              \
+        }                                                                                                              \
+    }                                                                                                                  \
+    return P##_FP8_BAD_ANY(bad);                                                                                       \
+}                                                                                                                      \
+AMXK__FORCE_INLINE void amxk__linear_qi__2x16__##isa(const amxk__qview *v, const float *xr, size_t ldr, const float *xsum,   \
+                                                     size_t b, int mr, int bits, int sym, int lut, const float *post,  \
+                                                     P##_T *res) {                                                     \
+    const int span = 32 / bits;                                                                                        \
+    const P##_I lutv = lut ? P##_BCAST128I(_mm_loadu_si128((const __m128i *)(const void *)v->tr->lut)) : P##_ZEROI;    \
+    const uint8_t *blk = v->data + b * v->blk_bytes;                                                                   \
+    size_t g, rg;                                                                                                      \
+    int r, h, j;                                                                                                       \
+    for (r = 0; r < 2 * P##_NH; r++) res[r] = P##_SET1(0.0f);                                                          \
+    for (g = 0; g < v->nbk; g++) {                                                                                     \
+        P##_T sc[P##_NH], zp[P##_NH];                                                                                  \
+        P##_QSGRID(v, b, g, sc);                                                                                       \
+        for (h = 0; h < P##_NH; h++) zp[h] = P##_SET1(0.0f);                                                           \
+        if (!sym) P##_QGRID(v, v->zeros, b, g, zp);                                                                    \
+        for (h = 0; h < P##_NH; h++) { /* lanes 16h / NH ..: 4 accumulators, few registers */                          \
+            P##_T acc[2][2]; /* [row, or k pair parity for one row][k parity] */                                       \
+            acc[0][0] = acc[0][1] = acc[1][0] = acc[1][1] = P##_SET1(0.0f);                                            \
+            for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {                           \
+                const P##_I c = P##_LOADI(blk + rg * 64 + (size_t)h * 32);                                             \
+                P##_I tops = c;                                                                                        \
+                if (h == 0) _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);               \
+                _Pragma("GCC unroll 16") for (j = 0; j < span; j++) {                                                  \
+                    P##_T w;                                                                                           \
+                    if (sym && j % 4 == 0) tops = amxk__qi_tops__##isa(c, j / 4, bits, lut, lutv);                     \
+                    w = sym ? amxk__qi_sfield__##isa(tops, j % 4) : amxk__qi_ufield__##isa(c, 8 * (j % 4) + bits * (j / 4), bits); \
+                    _Pragma("GCC unroll 2") for (r = 0; r < mr; r++) {                                                 \
+                        const P##_T xb = P##_SET1(xr[(size_t)r * ldr + rg * (size_t)span + (size_t)j]);                \
+                        const int a = mr == 1 ? ((j >> 1) & 1) : r;                                                    \
+                        acc[a][j & 1] = P##_FMADD(xb, w, acc[a][j & 1]);                                               \
+                    }                                                                                                  \
+                }                                                                                                      \
+            }                                                                                                          \
+            if (mr == 1) acc[0][0] = P##_ADD(P##_ADD(acc[0][0], acc[0][1]), P##_ADD(acc[1][0], acc[1][1]));            \
+            else acc[0][0] = P##_ADD(acc[0][0], acc[0][1]), acc[1][0] = P##_ADD(acc[1][0], acc[1][1]);                 \
+            _Pragma("GCC unroll 2") for (r = 0; r < mr; r++) {                                                         \
+                P##_T t = acc[r][0];                                                                                   \
+                if (!sym) t = P##_FNMADD(zp[h], P##_SET1(xsum[g * AMXK__LIN_MR + (size_t)r]), t);                      \
+                res[r * P##_NH + h] = P##_FMADD(sc[h], P##_MUL(t, P##_SET1(post[r])), res[r * P##_NH + h]);            \
+            }                                                                                                          \
+        }                                                                                                              \
+    }                                                                                                                  \
+}                                                                                                                      \
+/* Rows r0 .. r0+m2 of the panel against block b with the kernel of one decoder case (the exact fp8        \
+   kernel, at 8 lanes only, for an fp8 block the integer decode does not take: fast 0 or a NaN / inf code). */ \
+AMXK__FORCE_INLINE void amxk__q_dec_block__##isa(const amxk__qview *v, const float *xf, const float *xr, size_t ldr,          \
+                                                 const float *xsum, size_t b, int r0, int m2, int fast, const float *post, \
+                                                 P##_T *res, int bits, int map, int sym) {                             \
+    float ex[2 * AMXK__LIN_NB];                                                                                        \
+    int r;                                                                                                             \
+    if (!AMXK__QV_FP8(map)) {                                                                                          \
+        if (m2 == 2) amxk__linear_qi__2x16__##isa(v, xr, ldr, xsum, b, 2, bits, sym, map == AMXK__QV_LUT, post, res);  \
+        else amxk__linear_qi__2x16__##isa(v, xr, ldr, xsum, b, 1, bits, sym, map == AMXK__QV_LUT, post, res);          \
+        return;                                                                                                        \
+    }                                                                                                                  \
+    if (fast && !(m2 == 2 ? amxk__linear_fp8__2x16__##isa(v, xr, ldr, b, 2, map, post, res)                            \
+                          : amxk__linear_fp8__2x16__##isa(v, xr, ldr, b, 1, map, post, res)))                          \
+        return;                                                                                                        \
+    amxk__linear_q_exact__avx2(v, xf, b, r0, m2, ex);                                                                  \
+    for (r = 0; r < 2 * P##_NH; r++) res[r] = P##_LOADU(ex + r * P##_LANES);                                           \
+}                                                                                                                      \
+/* Rows of one x panel (mr rows at `row`, f32 panel xf) against blocks [b0, b1) with the kernels above. */           \
+AMXK__PRIV void amxk__linear_q_panel__##isa(const amxk__linear_args *a, const float *xf, float *xs, size_t row, int mr,      \
+                                            size_t b0, size_t b1) {                                                    \
+    const amxk__qview *v = a->q;                                                                                       \
+    float post[AMXK__LIN_MR], *xr = xs + (a->kp / 4) * AMXK__LIN_MR; /* x rows, kp floats each */                      \
+    P##_T res[2 * P##_NH];                                                                                             \
+    size_t b;                                                                                                          \
+    int r, r0, fast = amxk__q_decode_prep(a, xf, mr, !AMXK__QV_FP8(v->tr->vmap) || (v->no_nan && (_mm_getcsr() & 0x40) == 0), xs, post); \
+    for (b = b0; b < b1; b++)                                                                                          \
+        for (r0 = 0; r0 < mr; r0 += 2) {                                                                               \
+            const int m2 = mr - r0 >= 2 ? 2 : 1;                                                                       \
+            AMXK__Q_DECODERS(v, amxk__q_dec_block__##isa, v, xf, xr + (size_t)r0 * a->kp, a->kp, xs + r0, b, r0, m2, fast, \
+                             post + r0, res)                                                                           \
+            for (r = 0; r < m2; r++) P##_QSTORE(a, row + (size_t)(r0 + r), b, res + r * P##_NH);                       \
+        }                                                                                                              \
 }
 
-/* Int decode kernel (w*a16): rows 0 .. mr-1 (mr <= 2) of xr against block b. Symmetric packs: per
-   32-byte load and field position f in a byte, one shift and one AND leave field f of every byte in
-   that byte's top bits, zeros below (amxk__qi_tops__avx2); then one vpshufb (an AND for byte 3)
-   moves byte i to the top of its 32-bit lane with zeros below: q * 2^(32-b), sign included,
-   converted exactly (amxk__qi_sfield__avx2). Asymmetric packs: fields read unsigned by one AND that
-   leaves u * 2^sh in place (the top field: one shift down, u). xr holds x[k] * 2^s_r divided by the
-   field's power of two (2^(32-b) for symmetric packs, 2^sh for asymmetric ones), so each product is
-   2^s_r * x * q (or u). Per group: t = sum x' q (k in 4 interleaved partial sums for one row, 2 for
-   two), asymmetric: t -= z * xsum_r (z the zero point, xsum the group's x sums times 2^s_r); then
-   acc += scale * (t * post_r), post_r = 2^-s_r (undone per group: no partial sum exceeds the result's
-   own range; amxk__q_decode_prep bounds t). A symmetric group of zero fields gives
-   t = 0 exactly (there is no offset to cancel). lut (LUT map; bits 4, sym): the field's value is not
-   its two's complement but a 16-entry table (lutv: the row's table in every 128-bit lane): the tops
-   step becomes one shift (f = 1), AND and vpshufb leaving the table's int8 in every byte (q * 2^24
-   in the lane after the same byte move; x pre-scaled by the row's topsh). */
-AMXK__FORCE_INLINE __m256i amxk__qi_tops__avx2(__m256i c, int f, int bits, int lut, __m256i lutv) {
-    const int up = 8 - bits - bits * f; /* moves field f to the top of its byte */
-    if (lut) return _mm256_shuffle_epi8(lutv, _mm256_and_si256(f ? _mm256_srli_epi16(c, 4) : c, _mm256_set1_epi8(0x0f)));
-    if (bits == 8) return c;
-    return _mm256_and_si256(up ? _mm256_slli_epi32(c, up) : c, _mm256_set1_epi8((char)(0xff << (8 - bits))));
+#define AMXK__V8_I __m256i
+#define AMXK__V8_LANES 8
+#define AMXK__V8_NH 2
+#define AMXK__V8_LOADU(p) _mm256_loadu_ps(p)
+#define AMXK__V8_LOADI(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define AMXK__V8_ZEROI _mm256_setzero_si256()
+#define AMXK__V8_ANDI(a, b) _mm256_and_si256(a, b)
+#define AMXK__V8_SLLI32(a, n) _mm256_slli_epi32(a, n)
+#define AMXK__V8_SRLI32(a, n) _mm256_srli_epi32(a, n)
+#define AMXK__V8_SRAI32(a, n) _mm256_srai_epi32(a, n)
+#define AMXK__V8_SRLI16(a, n) _mm256_srli_epi16(a, n)
+#define AMXK__V8_SET1I8(c) _mm256_set1_epi8(c)
+#define AMXK__V8_SET1I32(c) _mm256_set1_epi32(c)
+#define AMXK__V8_SHUFB(a, b) _mm256_shuffle_epi8(a, b)
+#define AMXK__V8_CVTI(a) _mm256_cvtepi32_ps(a)
+#define AMXK__V8_CASTIF(a) _mm256_castsi256_ps(a)
+#define AMXK__V8_BCAST128I(a) _mm256_broadcastsi128_si256(a)
+/* the fp8 kernel's NaN / inf test: per byte of (both halves' OR) & special == special */
+#define AMXK__V8_FP8_BAD_T __m256i
+#define AMXK__V8_FP8_BAD_0 _mm256_setzero_si256()
+#define AMXK__V8_FP8_BAD(bad, c, sp) _mm256_or_si256(bad, _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_or_si256((c)[0], (c)[1]), sp), sp))
+#define AMXK__V8_FP8_BAD_ANY(bad) (_mm256_movemask_epi8(bad) != 0) /* (not vptest: SIMDe 0.7.4 gets _mm256_testz_si256 wrong) */
+#define AMXK__V8_QGRID(v, grid, b, g, s) amxk__q_grid16(v, grid, b, g, &(s)[0], &(s)[1])
+#define AMXK__V8_QSGRID(v, b, g, s) amxk__q_sgrid16(v, b, g, &(s)[0], &(s)[1])
+#define AMXK__V8_QSTORE(a, row, b, res) amxk__q_store16__avx2(a, row, b, res)
+/* Row `row` of block b's 16 outputs (two vectors) through the row epilogue. */
+AMXK__INLINE void amxk__q_store16__avx2(const amxk__linear_args *a, size_t row, size_t b, const __m256 *res) {
+    float out[AMXK__LIN_NB];
+    _mm256_storeu_ps(out, res[0]);
+    _mm256_storeu_ps(out + 8, res[1]);
+    amxk__linear_store_row(a, row, b * AMXK__LIN_NB, AMXK__MIN((size_t)AMXK__LIN_NB, a->n - b * AMXK__LIN_NB), out);
 }
-AMXK__FORCE_INLINE __m256 amxk__qi_sfield__avx2(__m256i tops, int i) {
-    const int lo = (int)0x808080u; /* vpshufb indices with the top bit set: zero bytes */
-    if (i == 3) return _mm256_cvtepi32_ps(_mm256_and_si256(tops, _mm256_set1_epi32((int)0xff000000u)));
-    return _mm256_cvtepi32_ps(_mm256_shuffle_epi8(tops, _mm256_setr_epi32(lo | i << 24, lo | (4 + i) << 24, lo | (8 + i) << 24, lo | (12 + i) << 24,
-                                                                         lo | i << 24, lo | (4 + i) << 24, lo | (8 + i) << 24, lo | (12 + i) << 24)));
-}
-AMXK__FORCE_INLINE __m256 amxk__qi_ufield__avx2(__m256i v, int sh, int bits) {
-    if (sh + bits == 32) return _mm256_cvtepi32_ps(_mm256_srli_epi32(v, sh));
-    return _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(((1 << bits) - 1) << sh)));
-}
-AMXK__FORCE_INLINE void amxk__linear_qi__2x16__avx2(const amxk__qview *v, const float *xr, size_t ldr, const float *xsum,
-                                                                             size_t b, int mr, int bits, int sym, int lut, const float *post, float *out) {
-    const int span = 32 / bits;
-    const __m256i lutv = lut ? _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)v->tr->lut)) : _mm256_setzero_si256();
-    const uint8_t *blk = v->data + b * v->blk_bytes;
-    __m256 res[2][2];
-    size_t g, rg;
-    int r, h, j;
-    for (r = 0; r < 2; r++) res[r][0] = res[r][1] = _mm256_setzero_ps();
-    for (g = 0; g < v->nbk; g++) {
-        __m256 sc[2], zp[2];
-        amxk__q_sgrid16(v, b, g, &sc[0], &sc[1]);
-        if (!sym) amxk__q_grid16(v, v->zeros, b, g, &zp[0], &zp[1]);
-        else zp[0] = zp[1] = _mm256_set1_ps((float)(1 << (bits - 1)));
-        for (h = 0; h < 2; h++) { /* rows 8h .. 8h+7: 4 accumulators, few registers */
-            __m256 acc[2][2]; /* [row, or k pair parity for one row][k parity] */
-            acc[0][0] = acc[0][1] = acc[1][0] = acc[1][1] = _mm256_setzero_ps();
-            for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {
-                __m256i c = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + (size_t)h * 32));
-                if (h == 0) _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
-                __m256i tops = c;
-#pragma GCC unroll 16
-                for (j = 0; j < span; j++) {
-                    __m256 w;
-                    if (sym && j % 4 == 0) tops = amxk__qi_tops__avx2(c, j / 4, bits, lut, lutv);
-                    w = sym ? amxk__qi_sfield__avx2(tops, j % 4) : amxk__qi_ufield__avx2(c, 8 * (j % 4) + bits * (j / 4), bits);
-#pragma GCC unroll 2
-                    for (r = 0; r < mr; r++) {
-                        __m256 xb = _mm256_broadcast_ss(xr + (size_t)r * ldr + rg * (size_t)span + (size_t)j);
-                        int a = mr == 1 ? ((j >> 1) & 1) : r;
-                        acc[a][j & 1] = _mm256_fmadd_ps(xb, w, acc[a][j & 1]);
-                    }
-                }
-            }
-            if (mr == 1) acc[0][0] = _mm256_add_ps(_mm256_add_ps(acc[0][0], acc[0][1]), _mm256_add_ps(acc[1][0], acc[1][1]));
-            else acc[0][0] = _mm256_add_ps(acc[0][0], acc[0][1]), acc[1][0] = _mm256_add_ps(acc[1][0], acc[1][1]);
-#pragma GCC unroll 2
-            for (r = 0; r < mr; r++) {
-                __m256 t = acc[r][0];
-                if (!sym) t = _mm256_fnmadd_ps(zp[h], _mm256_broadcast_ss(xsum + g * AMXK__LIN_MR + (size_t)r), t);
-                res[r][h] = _mm256_fmadd_ps(sc[h], _mm256_mul_ps(t, _mm256_set1_ps(post[r])), res[r][h]);
-            }
-        }
-    }
-    for (r = 0; r < mr; r++) {
-        _mm256_storeu_ps(out + r * 16, res[r][0]);
-        _mm256_storeu_ps(out + r * 16 + 8, res[r][1]);
-    }
-}
-
-/* Rows of one x panel (mr rows at `row`) against blocks [b0, b1) with the decode kernel. */
-AMXK__PRIV void amxk__linear_q_panel__avx2(const amxk__linear_args *a, const float *xf, float *xs, size_t row, int mr, size_t b0, size_t b1) {
-    const amxk__qview *v = a->q;
-    float out[2 * AMXK__LIN_NB], post[AMXK__LIN_MR], *xr = xs + (a->kp / 4) * AMXK__LIN_MR; /* x rows, kp floats each */
-    size_t b;
-    int r, r0, fast = amxk__q_decode_prep(a, xf, mr, !AMXK__QV_FP8(v->tr->vmap) || (v->no_nan && (_mm_getcsr() & 0x40) == 0), xs, post);
-    for (b = b0; b < b1; b++) {
-        size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
-        for (r0 = 0; r0 < mr; r0 += 2) {
-            int m2 = mr - r0 >= 2 ? 2 : 1;
-            const float *x0 = xr + (size_t)r0 * a->kp, *s0 = xs + r0;
-#define AMXK__LIN_QD(BITS, MAP, SYM)                                                                 \
-    if (AMXK__QV_FP8(MAP)) {                                                                         \
-        if (!fast || (m2 == 2 ? amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 2, MAP, post + r0, out)  \
-                              : amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 1, MAP, post + r0, out)))\
-            amxk__linear_q_exact__avx2(v, xf, b, r0, m2, out);                                       \
-    } else if (m2 == 2) amxk__linear_qi__2x16__avx2(v, x0, a->kp, s0, b, 2, BITS, SYM, MAP == AMXK__QV_LUT, post + r0, out); \
-    else amxk__linear_qi__2x16__avx2(v, x0, a->kp, s0, b, 1, BITS, SYM, MAP == AMXK__QV_LUT, post + r0, out)
-            AMXK__Q_DECODERS(v, AMXK__LIN_QD)
-#undef AMXK__LIN_QD
-            for (r = 0; r < m2; r++) amxk__linear_store_row(a, row + (size_t)(r0 + r), n0, cnt, out + r * AMXK__LIN_NB);
-        }
-    }
-}
+AMXK__QD_FIELDS_DEFINE(avx2, AMXK__V8)
+AMXK__QD_KERNELS_DEFINE(avx2, AMXK__V8)
 
 /* ---- small M (1..4 rows per panel) against bf16/fp16 blocks: weights stream from DRAM ---- */
 
@@ -2383,7 +2423,7 @@ AMXK__PRIV void amxk__xpanel32__avx512(const void *x, size_t ldx, size_t kbytes,
         }
 }
 
-/* ---- quantized packs, decode (M < AMXK__LIN_WIDE_M): the AVX2 decode kernels at 16 lanes ---- */
+/* ---- quantized packs, decode (M < AMXK__LIN_WIDE_M): the decode kernels at 16 lanes ---- */
 
 /* Group g's scales (or zeros) of the 16 rows of block b (0 past N) as one vector: amxk__q_grid16. */
 AMXK__INLINE __m512 amxk__q_grid16__avx512(const amxk__qview *v, const float *grid, size_t b, size_t g) {
@@ -2413,140 +2453,33 @@ AMXK__INLINE __m512 amxk__q_sgrid16__avx512(const amxk__qview *v, size_t b, size
     for (r = 0; r < 16; r++) t[r] = n0 + r < v->n ? amxk__e8m0_to_f32(v->e8[amxk__q_gidx(v, n0 + r, g)]) : 0.0f;
     return _mm512_loadu_ps(t);
 }
-/* Int fields of a whole 64-byte row (16 lanes: every row of the block), as amxk__qi_tops__avx2,
-   amxk__qi_sfield__avx2 and amxk__qi_ufield__avx2 do for 8. */
-AMXK__FORCE_INLINE __m512i amxk__qi_tops__avx512(__m512i c, int f, int bits, int lut, __m512i lutv) {
-    const int up = 8 - bits - bits * f;
-    if (lut) return _mm512_shuffle_epi8(lutv, _mm512_and_si512(f ? _mm512_srli_epi16(c, 4) : c, _mm512_set1_epi8(0x0f)));
-    if (bits == 8) return c;
-    return _mm512_and_si512(up ? _mm512_slli_epi32(c, up) : c, _mm512_set1_epi8((char)(0xff << (8 - bits))));
-}
-AMXK__FORCE_INLINE __m512 amxk__qi_sfield__avx512(__m512i tops, int i) {
-    const int lo = (int)0x808080u;
-    if (i == 3) return _mm512_cvtepi32_ps(_mm512_and_si512(tops, _mm512_set1_epi32((int)0xff000000u)));
-    return _mm512_cvtepi32_ps(_mm512_shuffle_epi8(tops, _mm512_broadcast_i32x4(_mm_setr_epi32(lo | i << 24, lo | (4 + i) << 24, lo | (8 + i) << 24,
-                                                                                               lo | (12 + i) << 24))));
-}
-AMXK__FORCE_INLINE __m512 amxk__qi_ufield__avx512(__m512i v, int sh, int bits) {
-    if (sh + bits == 32) return _mm512_cvtepi32_ps(_mm512_srli_epi32(v, (unsigned)sh));
-    return _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(((1 << bits) - 1) << sh)));
-}
-/* Int decode kernel: amxk__linear_qi__2x16__avx2 (same x rows, same sums per output, lane for lane)
-   with the 16 rows of the block in one vector. res[r] = the outputs of row r. */
-AMXK__FORCE_INLINE void amxk__linear_qi__2x16__avx512(const amxk__qview *v, const float *xr, size_t ldr,
-                                                                               const float *xsum, size_t b, int mr, int bits, int sym,
-                                                                               int lut, const float *post, __m512 *res) {
-    const int span = 32 / bits;
-    const __m512i lutv = lut ? _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)v->tr->lut)) : _mm512_setzero_si512();
-    const uint8_t *blk = v->data + b * v->blk_bytes;
-    size_t g, rg;
-    int r, j;
-    res[0] = res[1] = _mm512_setzero_ps();
-    for (g = 0; g < v->nbk; g++) {
-        const __m512 sc = amxk__q_sgrid16__avx512(v, b, g);
-        __m512 acc[2][2]; /* [row, or k pair parity for one row][k parity] */
-        acc[0][0] = acc[0][1] = acc[1][0] = acc[1][1] = _mm512_setzero_ps();
-        for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {
-            const __m512i c = _mm512_loadu_si512((const void *)(blk + rg * 64));
-            __m512i tops = c;
-            _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
-#pragma GCC unroll 16
-            for (j = 0; j < span; j++) {
-                __m512 w;
-                if (sym && j % 4 == 0) tops = amxk__qi_tops__avx512(c, j / 4, bits, lut, lutv);
-                w = sym ? amxk__qi_sfield__avx512(tops, j % 4) : amxk__qi_ufield__avx512(c, 8 * (j % 4) + bits * (j / 4), bits);
-#pragma GCC unroll 2
-                for (r = 0; r < mr; r++) {
-                    const __m512 xb = _mm512_set1_ps(xr[(size_t)r * ldr + rg * (size_t)span + (size_t)j]);
-                    const int a = mr == 1 ? ((j >> 1) & 1) : r;
-                    acc[a][j & 1] = _mm512_fmadd_ps(xb, w, acc[a][j & 1]);
-                }
-            }
-        }
-        if (mr == 1) acc[0][0] = _mm512_add_ps(_mm512_add_ps(acc[0][0], acc[0][1]), _mm512_add_ps(acc[1][0], acc[1][1]));
-        else acc[0][0] = _mm512_add_ps(acc[0][0], acc[0][1]), acc[1][0] = _mm512_add_ps(acc[1][0], acc[1][1]);
-#pragma GCC unroll 2
-        for (r = 0; r < mr; r++) {
-            __m512 t = acc[r][0];
-            if (!sym) t = _mm512_fnmadd_ps(amxk__q_grid16__avx512(v, v->zeros, b, g), _mm512_set1_ps(xsum[g * AMXK__LIN_MR + (size_t)r]), t);
-            res[r] = _mm512_fmadd_ps(sc, _mm512_mul_ps(t, _mm512_set1_ps(post[r])), res[r]);
-        }
-    }
-}
-/* fp8 codes -> f32 by integer operations alone (amxk__fp8_k__avx2 at 16 lanes) and the fp8 decode
-   kernel (amxk__linear_fp8__2x16__avx2, the same sums lane for lane). */
-AMXK__FORCE_INLINE __m512 amxk__fp8_k__avx512(__m512i v, int j, int map) {
-    const __m512i t = j < 3 ? _mm512_slli_epi32(v, (unsigned)(24 - 8 * j)) : v;
-    if (map == AMXK__QV_E4M3) return _mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(t, 4), _mm512_set1_epi32((int)0x87f00000u)));
-    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(t, 3), _mm512_set1_epi32((int)0x8fe00000u)));
-}
-AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__avx512(const amxk__qview *v, const float *xr, size_t ldr, size_t b,
-                                                                               int mr, int map, const float *post, __m512 *res) {
-    const uint8_t *blk = v->data + b * v->blk_bytes;
-    const __m512i special = _mm512_set1_epi8((char)AMXK__FP8_SPECIAL(map));
-    __mmask64 bad = 0;
-    size_t g, rg;
-    int r, j;
-    res[0] = res[1] = _mm512_setzero_ps();
-    for (g = 0; g < v->nbk; g++) {
-        const size_t q0 = g * v->bk / 4, q1 = AMXK__MIN((g + 1) * v->bk, v->kp) / 4;
-        __m512 acc[2][2], sc; /* [row or k parity][k parity] */
-        acc[0][0] = acc[0][1] = acc[1][0] = acc[1][1] = _mm512_setzero_ps();
-        for (rg = q0; rg < q1; rg++) {
-            const __m512i c = _mm512_loadu_si512((const void *)(blk + rg * 64));
-            _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
-            bad |= _mm512_cmpeq_epi8_mask(_mm512_and_si512(c, special), special);
-#pragma GCC unroll 4
-            for (j = 0; j < 4; j++) {
-                const __m512 w = amxk__fp8_k__avx512(c, j, map);
-#pragma GCC unroll 2
-                for (r = 0; r < mr; r++) {
-                    const __m512 xb = _mm512_set1_ps(xr[(size_t)r * ldr + rg * 4 + (size_t)j]);
-                    const int a = mr == 1 ? (j >> 1) : r;
-                    acc[a][j & 1] = _mm512_fmadd_ps(xb, w, acc[a][j & 1]);
-                }
-            }
-        }
-        sc = amxk__q_grid16__avx512(v, v->scales, b, g);
-        if (mr == 1)
-            res[0] = _mm512_fmadd_ps(sc, _mm512_mul_ps(_mm512_add_ps(_mm512_add_ps(acc[0][0], acc[0][1]), _mm512_add_ps(acc[1][0], acc[1][1])),
-                                                       _mm512_set1_ps(post[0])), res[0]);
-        else
-            for (r = 0; r < 2; r++) res[r] = _mm512_fmadd_ps(sc, _mm512_mul_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_set1_ps(post[r])), res[r]);
-    }
-    return bad != 0;
-}
-/* Rows of one x panel (mr rows at `row`, f32 panel xf) against blocks [b0, b1) with the kernels
-   above; fp8 cases the integer decode excludes run amxk__linear_q_panel__avx2 (the exact fp16 path). */
-AMXK__PRIV void amxk__linear_q_panel__avx512(const amxk__linear_args *a, const float *xf, float *xs, size_t row, int mr, size_t b0, size_t b1) {
-    const amxk__qview *v = a->q;
-    float post[AMXK__LIN_MR], *xr = xs + (a->kp / 4) * AMXK__LIN_MR;
-    __m512 res[2];
-    size_t b;
-    int r, r0;
-    if (!amxk__q_decode_prep(a, xf, mr, !AMXK__QV_FP8(v->tr->vmap) || (v->no_nan && (_mm_getcsr() & 0x40) == 0), xs, post)) {
-        amxk__linear_q_panel__avx2(a, xf, xs, row, mr, b0, b1);
-        return;
-    }
-    for (b = b0; b < b1; b++)
-        for (r0 = 0; r0 < mr; r0 += 2) {
-            const int m2 = mr - r0 >= 2 ? 2 : 1;
-            const float *x0 = xr + (size_t)r0 * a->kp, *s0 = xs + r0;
-#define AMXK__LIN_QD(BITS, MAP, SYM)                                                                 \
-    if (!AMXK__QV_FP8(MAP)) {                                                                        \
-        if (m2 == 2) amxk__linear_qi__2x16__avx512(v, x0, a->kp, s0, b, 2, BITS, SYM, MAP == AMXK__QV_LUT, post + r0, res); \
-        else amxk__linear_qi__2x16__avx512(v, x0, a->kp, s0, b, 1, BITS, SYM, MAP == AMXK__QV_LUT, post + r0, res); \
-    } else if (m2 == 2 ? amxk__linear_fp8__2x16__avx512(v, x0, a->kp, b, 2, MAP, post + r0, res)     \
-                       : amxk__linear_fp8__2x16__avx512(v, x0, a->kp, b, 1, MAP, post + r0, res)) {  \
-        float ex[2 * AMXK__LIN_NB];                                                                  \
-        amxk__linear_q_exact__avx2(v, xf, b, r0, m2, ex);                                            \
-        res[0] = _mm512_loadu_ps(ex), res[1] = _mm512_loadu_ps(ex + AMXK__LIN_NB);                   \
-    }
-            AMXK__Q_DECODERS(v, AMXK__LIN_QD)
-#undef AMXK__LIN_QD
-            for (r = 0; r < m2; r++) amxk__linear_store16__avx512(a, row + (size_t)(r0 + r), b, res[r]);
-        }
-}
+/* The decode kernels at 16 lanes (AMXK__QD_KERNELS_DEFINE): the 16 rows of a block in one vector. */
+#define AMXK__V16_I __m512i
+#define AMXK__V16_LANES 16
+#define AMXK__V16_NH 1
+#define AMXK__V16_LOADU(p) _mm512_loadu_ps(p)
+#define AMXK__V16_LOADI(p) _mm512_loadu_si512((const void *)(p))
+#define AMXK__V16_ZEROI _mm512_setzero_si512()
+#define AMXK__V16_ANDI(a, b) _mm512_and_si512(a, b)
+#define AMXK__V16_SLLI32(a, n) _mm512_slli_epi32(a, (unsigned)(n))
+#define AMXK__V16_SRLI32(a, n) _mm512_srli_epi32(a, (unsigned)(n))
+#define AMXK__V16_SRAI32(a, n) _mm512_srai_epi32(a, (unsigned)(n))
+#define AMXK__V16_SRLI16(a, n) _mm512_srli_epi16(a, (unsigned)(n))
+#define AMXK__V16_SET1I8(c) _mm512_set1_epi8(c)
+#define AMXK__V16_SET1I32(c) _mm512_set1_epi32(c)
+#define AMXK__V16_SHUFB(a, b) _mm512_shuffle_epi8(a, b)
+#define AMXK__V16_CVTI(a) _mm512_cvtepi32_ps(a)
+#define AMXK__V16_CASTIF(a) _mm512_castsi512_ps(a)
+#define AMXK__V16_BCAST128I(a) _mm512_broadcast_i32x4(a)
+#define AMXK__V16_FP8_BAD_T __mmask64
+#define AMXK__V16_FP8_BAD_0 0
+#define AMXK__V16_FP8_BAD(bad, c, sp) ((bad) | _mm512_cmpeq_epi8_mask(_mm512_and_si512((c)[0], sp), sp))
+#define AMXK__V16_FP8_BAD_ANY(bad) ((bad) != 0)
+#define AMXK__V16_QGRID(v, grid, b, g, s) ((s)[0] = amxk__q_grid16__avx512(v, grid, b, g))
+#define AMXK__V16_QSGRID(v, b, g, s) ((s)[0] = amxk__q_sgrid16__avx512(v, b, g))
+#define AMXK__V16_QSTORE(a, row, b, res) amxk__linear_store16__avx512(a, row, b, (res)[0])
+AMXK__QD_FIELDS_DEFINE(avx512, AMXK__V16)
+AMXK__QD_KERNELS_DEFINE(avx512, AMXK__V16)
 /* ---- the tiles of amxk_linear at 16 lanes: fp32 FMA (every AVX-512 level), vdpbf16ps (AVX512_BF16) ---- */
 
 /* Weight k of the 16 columns of packed bf16 block wb as f32: one load of pair row k / 2, then a shift
