@@ -237,7 +237,7 @@ AMXK_DEF amxk_status amxk_pack_quant_size(const amxk_quant *q, size_t n, size_t 
    asymmetric ints over [lo, hi] = [min(min w, 0), max(max w, 0)]: s = (hi - lo) / (2^b - 1),
    z = clamp(rne(-lo / s), 0, 2^b - 1), q = clamp(rne(w / s) + z, 0, 2^b - 1); fp8 s = amax / max_finite,
    q = fp8_rne_saturating(w / s). A block of zeros gets s = 1 (and z = 0). rne = round half to even.
-   MXFP4 (the OCP MX rule): e = clamp(floor(log2(amax)) - 2 + 127, 0, 254) (amax subnormal: 0; a
+   e2m1 with e8m0 scales (the OCP MX rule): e = clamp(floor(log2(amax)) - 2 + 127, 0, 254) (amax subnormal: 0; a
    block of zeros: 127), q = e2m1_rne_saturating(w / 2^(e - 127)) (ties to the even mantissa, |.| > 6
    saturates to 6; -0 kept as code 8).
    NaN or infinite weights are not meaningful input: they give NaN or saturated scales.
@@ -247,8 +247,8 @@ AMXK_DEF amxk_status amxk_quantize_pack(const amxk_ctx *ctx, void *dst, size_t d
 
 /* Packs already-quantized values: values[n * ldv + k] one per byte - int8_t for symmetric ints
    (within the b-bit range), uint8_t for asymmetric ints (< 2^b) and the raw fp8 code for fp8; scales
-   (and zeros for asym; NULL otherwise) on the grid above, row-major, fp32. MXFP4: values are the raw
-   e2m1 codes 0..15 (uint8_t), scales the e8m0 values as fp32: 2^i for -127 <= i <= 127 (2^-127 is
+   (and zeros for asym; NULL otherwise) on the grid above, row-major, fp32. e2m1 with e8m0 scales: values are the
+   raw codes 0..15 (uint8_t), scales the e8m0 values as fp32: 2^i for -127 <= i <= 127 (2^-127 is
    a subnormal float) or NaN (stored as e = 255). Out-of-range values or scales: AMXK_ERR_ARG,
    nothing written. This is the entry point importers convert their layouts to. */
 AMXK_DEF amxk_status amxk_pack_quant(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const amxk_quant *q,
@@ -372,7 +372,7 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    panels, the x sums, the decode broadcasts in kernel instances of their own so that I8 reads get
    no XOR), so every level computes the same integers from the same values. Same parallel
    decomposition as amxk_linear, except at the amx level: N-major, one task per worker over all rows
-   (amxk__linear_q8_grid__amx). The pack is validated as amxk_packed_linear_info says; a bf16/fp16/f32, fp8 or MXFP4 pack
+   (amxk__linear_q8_grid__amx). The pack is validated as amxk_packed_linear_info says; a bf16/fp16/f32, fp8 or e2m1 pack
    (or asymmetric int8) is AMXK_ERR_FORMAT, groups that are not whole 64-byte rows AMXK_ERR_UNSUPPORTED.
    Errors (nothing written): CONTEXT, NULL, SHAPE, DTYPE (y_dtype, xq_dtype), ARG (layout, act_group,
    an x of -128: I8 0x80 or U8 0x00), FORMAT, UNSUPPORTED, ALIGN, STRIDE, ALIAS. */
@@ -516,21 +516,64 @@ typedef struct amxk__qview {
     size_t n, k, kp, bn, bk, nbk, nbn; /* scale blocks along K and along N */
     size_t blk_bytes;             /* bytes per 16-row block */
     int no_nan;                   /* fp8: the header says no field is a NaN or infinite code */
+    const struct amxk__qtraits *tr; /* the format's row (amxk__q_traits) */
     const uint8_t *data;
-    const float *scales, *zeros;  /* fp32 grids (NULL for MXFP4) */
-    const uint8_t *e8;            /* MXFP4: the e8m0 scale grid (same indexing), else NULL */
+    const float *scales, *zeros;  /* fp32 grids (NULL for e8m0 scales) */
+    const uint8_t *e8;            /* e8m0 scales: the byte grid (same indexing), else NULL */
 } amxk__qview;
 
-AMXK__INLINE int amxk__q_bits(amxk_qformat f) { return f == AMXK_QFMT_INT4 || f == AMXK_QFMT_MXFP4 ? 4 : f == AMXK_QFMT_INT2 ? 2 : 8; }
-AMXK__INLINE int amxk__q_isfp8(amxk_qformat f) { return f == AMXK_QFMT_FP8_E4M3 || f == AMXK_QFMT_FP8_E5M2; }
-/* MXFP4's code -> value map, as twice the e2m1 value (integers, exact in int8 / f32 / bf16): the one
-   table every tier's decoder takes the place of int4's two's complement with (the kernels fold the
-   1/2 into a power of two they already apply: the x pre-scale, amxk__q_wscale). */
-static const int8_t amxk__mxfp4_x2[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+/* The e2m1 code -> value map as twice the value (integers, exact in int8 / f32 / bf16): the decoders'
+   16-entry table (the kernels fold the 1/2, the row's unit, into a power of two they already apply:
+   the x pre-scale, or the scale). */
+static const int8_t amxk__e2m1_x2[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+AMXK__INLINE float amxk__e2m1_to_f32(uint8_t c) { return 0.5f * (float)amxk__e2m1_x2[c & 15]; }
+/* f32 -> e2m1 code, round to nearest, ties to the even mantissa, saturating at +-6 (NaN: 0). */
+AMXK__INLINE uint8_t amxk__f32_to_e2m1(float t) {
+    const float m = t < 0 ? -t : t;
+    unsigned c = m <= 0.25f ? 0u : m < 0.75f ? 1u : m <= 1.25f ? 2u : m < 1.75f ? 3u : m <= 2.5f ? 4u : m < 3.5f ? 5u : m <= 5.0f ? 6u : 7u;
+    if (!(m == m)) return 0u;
+    return (uint8_t)(c | (amxk__f32_bits(t) >> 31 << 3));
+}
 /* An e8m0 scale byte as f32: 2^(e - 127) (e = 0: the subnormal 2^-127), e = 255: NaN. */
 AMXK__INLINE float amxk__e8m0_to_f32(unsigned e) {
     return amxk__bits_f32(e == 0 ? 0x00400000u : e == 255 ? 0x7fc00000u : (uint32_t)e << 23);
 }
+
+/* ---- the quantized formats: one row each (ggml's type traits) ----
+   Value maps (how a field's bits become its value): INT two's complement (asymmetric packs: unsigned,
+   less a zero point), LUT a 16-entry table of integers times the row's unit, E4M3 / E5M2 fp8 codes.
+   Scale kinds: an f32 grid, or an e8m0 byte grid (2^(e - 127): amxk__e8m0_to_f32). Block rules:
+   any_blocks (any block_n, block_k >= 1, partial edge blocks: the kernels read the zero padding
+   columns), else block_n 1 and block_k dividing K (bk_fixed: the one block_k allowed).
+   What a new format touches: its public enum value and doc, and its row below. Only a new value map
+   adds more: an AMXK__QV_* value, its case in AMXK__Q_DECODERS, its dec / enc, and its branch in the
+   vector decoders (amxk__q_w16__avx2; AMXK__QD_FIELDS_DEFINE, once for both widths); a new scale
+   kind, its branch in the grid loaders (amxk__q_sgrid16, amxk__q_sgrid16__avx512). The w8a8 path
+   takes INT rows only (amxk__linop_q8_check), the bf16 table kernel any 4-bit row (through dec). */
+enum { AMXK__QV_INT, AMXK__QV_LUT, AMXK__QV_E4M3, AMXK__QV_E5M2 };
+#define AMXK__QV_FP8(m) ((m) >= AMXK__QV_E4M3)
+#define AMXK__FP8_SPECIAL(m) ((m) == AMXK__QV_E4M3 ? 0x7f : 0x7c) /* code & this == this: NaN / inf */
+typedef struct amxk__qtraits {
+    int bits, vmap, e8m0, any_blocks; /* field bits; AMXK__QV_*; e8m0 scales; block rule */
+    size_t bk_fixed;    /* 0, or the one block_k (K a multiple of it) */
+    amxk_dtype hdr;     /* the header dtype */
+    int topsh;          /* INT / LUT: log2 of the factor a field's value reaches a 32-bit lane with in the
+                           decode kernels (the field at the lane's top: 2^(32-b); LUT: the int8 at the
+                           top, 2^24, times 1/unit) */
+    float unit, qmax;   /* the values are unit * the map's (LUT); the largest magnitude (non-INT maps) */
+    const int8_t *lut;  /* LUT: the 16 integers */
+    float (*dec)(uint8_t code); /* non-INT maps: code -> value (the reference dequantizer) */
+    uint8_t (*enc)(float t);    /* non-INT maps: value (w / scale) -> code, RNE, saturating */
+} amxk__qtraits;
+static const amxk__qtraits amxk__q_traits[AMXK_QFMT_COUNT] = {
+    {0, AMXK__QV_INT, 0, 0, 0, AMXK_DTYPE_I8, 0, 1.0f, 0.0f, NULL, NULL, NULL},                                   /* NONE */
+    {8, AMXK__QV_INT, 0, 0, 0, AMXK_DTYPE_I8, 24, 1.0f, 0.0f, NULL, NULL, NULL},                                  /* INT8 */
+    {4, AMXK__QV_INT, 0, 0, 0, AMXK_DTYPE_I8, 28, 1.0f, 0.0f, NULL, NULL, NULL},                                  /* INT4 */
+    {2, AMXK__QV_INT, 0, 0, 0, AMXK_DTYPE_I8, 30, 1.0f, 0.0f, NULL, NULL, NULL},                                  /* INT2 */
+    {8, AMXK__QV_E4M3, 0, 1, 0, AMXK_DTYPE_FP8_E4M3, 0, 1.0f, 448.0f, NULL, amxk__e4m3_to_f32, amxk__f32_to_e4m3}, /* FP8_E4M3 */
+    {8, AMXK__QV_E5M2, 0, 1, 0, AMXK_DTYPE_FP8_E5M2, 0, 1.0f, 57344.0f, NULL, amxk__e5m2_to_f32, amxk__f32_to_e5m2}, /* FP8_E5M2 */
+    {4, AMXK__QV_LUT, 1, 0, 32, AMXK_DTYPE_U8, 25, 0.5f, 6.0f, amxk__e2m1_x2, amxk__e2m1_to_f32, amxk__f32_to_e2m1}, /* MXFP4 (OCP MX) */
+};
 
 /* Validates q for W[N,K]; fills the geometry of v (data pointers left NULL) and the total size. */
 AMXK__PRIV amxk_status amxk__q_geometry(const amxk_quant *q, size_t n, size_t k, amxk__qview *v, size_t *bytes) {
@@ -540,21 +583,21 @@ AMXK__PRIV amxk_status amxk__q_geometry(const amxk_quant *q, size_t n, size_t k,
     if (n == 0 || k == 0 || k > ((size_t)1 << 40) || n > ((size_t)1 << 40)) return AMXK_ERR_SHAPE;
     if (q->format <= AMXK_QFMT_NONE || q->format >= AMXK_QFMT_COUNT || (q->asym != 0 && q->asym != 1)) return AMXK_ERR_ARG;
     memset(v, 0, sizeof *v);
-    v->fmt = q->format, v->asym = q->asym, v->bits = amxk__q_bits(q->format), v->n = n, v->k = k;
+    v->tr = &amxk__q_traits[q->format];
+    v->fmt = q->format, v->asym = q->asym, v->bits = v->tr->bits, v->n = n, v->k = k;
     v->bn = q->block_n, v->bk = q->block_k;
-    if (amxk__q_isfp8(q->format)) {
-        if (q->asym || v->bn == 0 || v->bk == 0) return AMXK_ERR_ARG;
-    } else if (q->format == AMXK_QFMT_MXFP4) { /* OCP MX: 32-element blocks along K */
-        if (v->bn == 0) v->bn = 1;
-        if (q->asym || v->bn != 1 || v->bk != 32 || k % 32 != 0) return AMXK_ERR_ARG;
+    if (q->asym && v->tr->vmap != AMXK__QV_INT) return AMXK_ERR_ARG;
+    if (v->tr->any_blocks) {
+        if (v->bn == 0 || v->bk == 0) return AMXK_ERR_ARG;
     } else {
         if (v->bn == 0) v->bn = 1;
         if (v->bn != 1 || v->bk == 0 || k % v->bk != 0) return AMXK_ERR_ARG; /* group size must divide K */
+        if (v->tr->bk_fixed && v->bk != v->tr->bk_fixed) return AMXK_ERR_ARG;
     }
     v->kp = amxk__lin_kp(k);
     v->nbk = AMXK__CEIL_DIV(k, v->bk); /* any block size up to SIZE_MAX: 1 block (no wrap) */
     v->nbn = nbn = AMXK__CEIL_DIV(n, v->bn);
-    grid = amxk__sz_round(amxk__sz_mul(amxk__sz_mul(amxk__sz_round(nbn, 16, &ovf), v->nbk, &ovf), q->format == AMXK_QFMT_MXFP4 ? 1 : 4, &ovf),
+    grid = amxk__sz_round(amxk__sz_mul(amxk__sz_mul(amxk__sz_round(nbn, 16, &ovf), v->nbk, &ovf), v->tr->e8m0 ? 1 : 4, &ovf),
                           (size_t)AMXK_ALIGN, &ovf);
     v->blk_bytes = (size_t)AMXK__LIN_NB * v->kp * (size_t)v->bits / 8; /* k <= 2^40: fits */
     total = amxk__sz_add(sizeof(amxk__pack_hdr), amxk__sz_mul(amxk__lin_nblk(n), v->blk_bytes, &ovf), &ovf);
@@ -569,15 +612,14 @@ AMXK__INLINE int amxk__q_kind(const amxk__qview *v) { return v->bk % (size_t)(32
 /* Index in the scale (and zero) grid of row block nb (= n / bn) and column block g (= k / bk): the
    grid is tiled by 16 row blocks, [ceil(N/bn/16)][ceil(K/bk)][16]: the 16 rows of a packed block are
    adjacent (one vector load per group), and a block's groups follow each other, so a decode stream
-   reads its scales sequentially (format version 3; version 2, group-major [K/bk][N/bn], put each
-   group of a stream a whole grid row - N entries - after the last: on Zen 4 17% of the MXFP4 M=1
-   decode samples stalled on those loads). Entries past N are zero. */
+   reads its scales sequentially (format version 3; version 2 was group-major [K/bk][N/bn]: see
+   docs/notes/formats.md). Entries past N are zero. */
 AMXK__INLINE size_t amxk__q_gidx(const amxk__qview *v, size_t nb, size_t g) { return (nb / 16) * (v->nbk * 16) + g * 16 + nb % 16; }
 /* Points v (geometry filled) at the fields, scale grid and zero grid of the pack at base. */
 AMXK__INLINE void amxk__q_bind(amxk__qview *v, const void *base) {
     v->data = (const uint8_t *)base + sizeof(amxk__pack_hdr);
     v->scales = (const float *)(v->data + amxk__lin_nblk(v->n) * v->blk_bytes);
-    if (v->fmt == AMXK_QFMT_MXFP4) v->e8 = (const uint8_t *)v->scales, v->scales = NULL;
+    if (v->tr->e8m0) v->e8 = (const uint8_t *)v->scales, v->scales = NULL;
     v->zeros = v->asym ? v->scales + AMXK__ROUND_UP(AMXK__ROUND_UP(v->nbn, (size_t)16) * v->nbk, (size_t)(AMXK_ALIGN / 4)) : NULL;
 }
 /* Byte offset and bit shift of (row r of its block, column k) inside a block. */
@@ -586,19 +628,23 @@ AMXK__INLINE size_t amxk__q_pos(const amxk__qview *v, size_t r, size_t k, int *s
     *shift = (int)((k / 4) % per) * v->bits;
     return (k / (4 * per)) * 64 + r * 4 + k % 4;
 }
-/* Dequantized weight (n, k), k < K. */
-AMXK__INLINE float amxk__q_get(const amxk__qview *v, size_t n, size_t k) {
+/* The field (code) of weight (n, k). */
+AMXK__INLINE unsigned amxk__q_fget(const amxk__qview *v, size_t n, size_t k) {
     int sh;
-    size_t g = amxk__q_gidx(v, n / v->bn, k / v->bk);
     size_t pos = (n / AMXK__LIN_NB) * v->blk_bytes + amxk__q_pos(v, n % AMXK__LIN_NB, k, &sh); /* sets sh */
-    unsigned f = (unsigned)(v->data[pos] >> sh) & ((1u << v->bits) - 1u);
-    float val;
-    if (v->fmt == AMXK_QFMT_FP8_E4M3) val = amxk__e4m3_to_f32((uint8_t)f);
-    else if (v->fmt == AMXK_QFMT_FP8_E5M2) val = amxk__e5m2_to_f32((uint8_t)f);
-    else if (v->fmt == AMXK_QFMT_MXFP4) return amxk__e8m0_to_f32(v->e8[g]) * (0.5f * (float)amxk__mxfp4_x2[f]); /* exact */
-    else if (v->asym) val = (float)f - v->zeros[g];
-    else val = (float)((int)f - (f >> (v->bits - 1) ? (1 << v->bits) : 0));
-    return v->scales[g] * val;
+    return (unsigned)(v->data[pos] >> sh) & ((1u << v->bits) - 1u);
+}
+/* The integer value of field f of an INT pack: two's complement, or unsigned (asymmetric packs). */
+AMXK__INLINE int amxk__q_ival(const amxk__qview *v, unsigned f) {
+    return v->asym ? (int)f : (int)f - (f >> (v->bits - 1) ? (1 << v->bits) : 0);
+}
+/* Dequantized weight (n, k), k < K: scale * value (INT: scale * (q - z)). */
+AMXK__INLINE float amxk__q_get(const amxk__qview *v, size_t n, size_t k) {
+    size_t g = amxk__q_gidx(v, n / v->bn, k / v->bk);
+    unsigned f = amxk__q_fget(v, n, k);
+    const float s = v->e8 ? amxk__e8m0_to_f32(v->e8[g]) : v->scales[g];
+    if (v->tr->dec) return s * v->tr->dec((uint8_t)f);
+    return s * (v->asym ? (float)f - v->zeros[g] : (float)amxk__q_ival(v, f));
 }
 /* Dequantizes block b to the 16-bit VNNI pair layout of a bf16/fp16 pack (the AMX path: one more
    rounding, of the dequantized weight to bf16/fp16). */
@@ -794,12 +840,6 @@ AMXK__PRIV void amxk__linear_store_rows__scalar(const amxk__linear_args *a, size
     for (i = 0; i < rows; i++) amxk__linear_store_row(a, row + i, n0, cnt, acc + i * ldacc);
 }
 
-/* The header dtype of a quantized pack of format f. */
-AMXK__INLINE amxk_dtype amxk__q_hdr_dtype(amxk_qformat f) {
-    return f == AMXK_QFMT_FP8_E4M3 ? AMXK_DTYPE_FP8_E4M3 : f == AMXK_QFMT_FP8_E5M2 ? AMXK_DTYPE_FP8_E5M2
-         : f == AMXK_QFMT_MXFP4    ? AMXK_DTYPE_U8
-                                   : AMXK_DTYPE_I8;
-}
 /* 1 when the n bytes at p are all zero. */
 AMXK__INLINE int amxk__zero_bytes(const uint8_t *p, size_t n) {
     unsigned acc = 0;
@@ -853,9 +893,9 @@ AMXK__PRIV amxk_status amxk__pack_open(const void *packed, size_t bytes, amxk__p
         if (h->qformat >= AMXK_QFMT_COUNT || h->asym > 1) return AMXK_ERR_FORMAT;
         q.format = (amxk_qformat)h->qformat, q.asym = (int)h->asym, q.block_n = (size_t)h->block_n, q.block_k = (size_t)h->block_k;
         if (amxk__q_geometry(&q, (size_t)h->n, (size_t)h->k, v, &need) != AMXK_OK || bytes < need) return AMXK_ERR_FORMAT;
-        if (h->dtype != (uint32_t)amxk__q_hdr_dtype(q.format) || (h->flags && !amxk__q_isfp8(q.format))) return AMXK_ERR_FORMAT;
+        if (h->dtype != (uint32_t)v->tr->hdr || (h->flags && !AMXK__QV_FP8(v->tr->vmap))) return AMXK_ERR_FORMAT;
         amxk__q_bind(v, packed);
-        if (amxk__q_isfp8(q.format) && !amxk__pad_zero(v->data, amxk__lin_nblk(v->n), v->blk_bytes, v->k, v->kp, 1)) return AMXK_ERR_FORMAT;
+        if (v->tr->any_blocks && !amxk__pad_zero(v->data, amxk__lin_nblk(v->n), v->blk_bytes, v->k, v->kp, 1)) return AMXK_ERR_FORMAT;
         /* a hint for the fp8 decode kernels only: they check every code they read (a NaN / inf code
            sends the block to the exact decode), so a forged flag cannot change a result */
         v->no_nan = (h->flags & AMXK__PACK_NO_NAN) != 0;
@@ -872,11 +912,6 @@ AMXK__INLINE float amxk__rne(float x) {
     return x < 0 ? -(float)i : (float)i;
 }
 
-/* Symmetric int packs in the decode kernels: the field's value reaches its 32-bit lane multiplied by
-   2^this (q at the top of the lane: 2^(32-b); MXFP4: the table's byte, twice the e2m1 value, at the
-   top: 2^24 * 2). */
-AMXK__INLINE int amxk__q_topsh(const amxk__qview *v) { return v->fmt == AMXK_QFMT_MXFP4 ? 25 : 32 - v->bits; }
-
 /* The x rows of the decode kernels (amxk__linear_qi__2x16__*, amxk__linear_fp8__2x16__*), from the f32
    pair-major panel xf (mr rows; xf[(p * MR + r) * 2 + s] = x[r][2p + s]): row r pre-multiplied by
    2^s_r (and, per column position j of a 64-byte row, divided by its field's power of two; see the
@@ -887,7 +922,7 @@ AMXK__INLINE int amxk__q_topsh(const amxk__qview *v) { return v->fmt == AMXK_QFM
    the exact fp16 path must run. */
 AMXK__PRIV int amxk__q_decode_prep(const amxk__linear_args *a, const float *xf, int mr, int fast, float *xs, float *post) {
     const amxk__qview *v = a->q;
-    const int fp8 = amxk__q_isfp8(v->fmt), span = 32 / v->bits;
+    const int fp8 = AMXK__QV_FP8(v->tr->vmap), span = 32 / v->bits;
     float fac[16], *xr = xs + (a->kp / 4) * AMXK__LIN_MR;
     size_t g, kk;
     int r, j, itop = 100, lg = 0;
@@ -903,10 +938,10 @@ AMXK__PRIV int amxk__q_decode_prep(const amxk__linear_args *a, const float *xf, 
         e = (int)(umax >> 23); /* |x| < 2^(e - 126) */
         if (fp8 && umax >= (uint32_t)(127 + 100) << 23) fast = 0;
         sh = fp8 ? AMXK__MIN(126, 251 - e) : AMXK__MAX(-28, AMXK__MIN(126, 126 + itop - e)); /* fp8: max |x'| ~ 2^124, ints: 2^itop */
-        post[r] = amxk__bits_f32((uint32_t)((fp8 ? (v->fmt == AMXK_QFMT_FP8_E4M3 ? 120 : 112) : 0) - sh + 127) << 23);
+        post[r] = amxk__bits_f32((uint32_t)((fp8 ? (v->tr->vmap == AMXK__QV_E4M3 ? 120 : 112) : 0) - sh + 127) << 23);
         for (j = 0; j < span; j++) { /* the pre-scale of column j of every 64-byte row: 2^(sh - its field's bit position) */
             const int fsh = 8 * (j % 4) + v->bits * (j / 4);
-            fac[j] = amxk__bits_f32((uint32_t)((fp8 ? sh : !v->asym ? sh - amxk__q_topsh(v) : fsh + v->bits == 32 ? sh : sh - fsh) + 127) << 23);
+            fac[j] = amxk__bits_f32((uint32_t)((fp8 ? sh : !v->asym ? sh - v->tr->topsh : fsh + v->bits == 32 ? sh : sh - fsh) + 127) << 23);
         }
         for (kk = 0; kk < a->kp; kk += (size_t)span)
             for (j = 0; j < span; j++) xr[(size_t)r * a->kp + kk + (size_t)j] = fac[j] * xp[((kk + (size_t)j) / 2) * AMXK__LIN_MR * 2 + (j & 1)];
@@ -919,19 +954,20 @@ AMXK__PRIV int amxk__q_decode_prep(const amxk__linear_args *a, const float *xf, 
     return fast;
 }
 
-/* The decode kernels of one pack (v) by format: QI(bits, sym, lut) for the int kernels (lut: MXFP4's
-   code table), F8(fmt) for fp8; the one switch of the AVX2 and AVX-512 decode panels. */
-#define AMXK__Q_DECODE_CASES(QI, F8)                                                                 \
-    switch ((int)v->fmt * 2 + v->asym) {                                                             \
-    case AMXK_QFMT_INT8 * 2: QI(8, 1, 0); break;                                                     \
-    case AMXK_QFMT_INT8 * 2 + 1: QI(8, 0, 0); break;                                                 \
-    case AMXK_QFMT_INT4 * 2: QI(4, 1, 0); break;                                                     \
-    case AMXK_QFMT_INT4 * 2 + 1: QI(4, 0, 0); break;                                                 \
-    case AMXK_QFMT_INT2 * 2: QI(2, 1, 0); break;                                                     \
-    case AMXK_QFMT_INT2 * 2 + 1: QI(2, 0, 0); break;                                                 \
-    case AMXK_QFMT_FP8_E4M3 * 2: F8(AMXK_QFMT_FP8_E4M3); break;                                      \
-    case AMXK_QFMT_MXFP4 * 2: QI(4, 1, 1); break;                                                    \
-    default: F8(AMXK_QFMT_FP8_E5M2); break;                                                          \
+/* The decoder cases: F(..., bits, value map, sym) for every value map and field width of the rows (a
+   new row that repeats a case adds none); the one switch of the vector dequantizer and decode panels. */
+#define AMXK__Q_KEY(map, asym, bits) (((map) * 2 + (asym)) * 16 + (bits))
+#define AMXK__Q_DECODERS(v, F, ...)                                                                  \
+    switch (AMXK__Q_KEY((v)->tr->vmap, (v)->asym, (v)->bits)) {                                      \
+    case AMXK__Q_KEY(AMXK__QV_INT, 0, 8): F(__VA_ARGS__, 8, AMXK__QV_INT, 1); break;                 \
+    case AMXK__Q_KEY(AMXK__QV_INT, 1, 8): F(__VA_ARGS__, 8, AMXK__QV_INT, 0); break;                 \
+    case AMXK__Q_KEY(AMXK__QV_INT, 0, 4): F(__VA_ARGS__, 4, AMXK__QV_INT, 1); break;                 \
+    case AMXK__Q_KEY(AMXK__QV_INT, 1, 4): F(__VA_ARGS__, 4, AMXK__QV_INT, 0); break;                 \
+    case AMXK__Q_KEY(AMXK__QV_INT, 0, 2): F(__VA_ARGS__, 2, AMXK__QV_INT, 1); break;                 \
+    case AMXK__Q_KEY(AMXK__QV_INT, 1, 2): F(__VA_ARGS__, 2, AMXK__QV_INT, 0); break;                 \
+    case AMXK__Q_KEY(AMXK__QV_LUT, 0, 4): F(__VA_ARGS__, 4, AMXK__QV_LUT, 1); break;                 \
+    case AMXK__Q_KEY(AMXK__QV_E4M3, 0, 8): F(__VA_ARGS__, 8, AMXK__QV_E4M3, 1); break;               \
+    default: F(__VA_ARGS__, 8, AMXK__QV_E5M2, 1); break;                                             \
     }
 
 /* ---- w8a8 (amxk_linear_q8): shared by its kernels ---- */
@@ -996,7 +1032,7 @@ AMXK__PRIV void amxk__q8_bprep__scalar(const amxk__qview *v, size_t b, size_t k0
         const int sh = (int)(kq % per) * v->bits;
         for (j = 0; j < 64; j++) {
             const unsigned f = (unsigned)(row[j] >> sh) & ((1u << v->bits) - 1u);
-            const int8_t w = v->bits == 8 ? (int8_t)row[j] : (int8_t)(v->asym ? (int)f : (int)f - (f >> (v->bits - 1) ? (1 << v->bits) : 0));
+            const int8_t w = (int8_t)amxk__q_ival(v, f);
             if (dst) dst[q * 64 + j] = w;
             if (corr) corr[(q / qg) * ldc + j / 4] -= 128 * (int32_t)w;
         }
@@ -1083,10 +1119,7 @@ AMXK__PRIV void amxk__linear_q8__1x16__scalar(const amxk__q8_args *a, size_t m0,
                     const size_t nn = b * AMXK__LIN_NB + r;
                     int32_t sum = 0, xsum = 0;
                     for (kk = g * v->bk; kk < (g + 1) * v->bk; kk++) {
-                        int sh;
-                        size_t pos = b * v->blk_bytes + amxk__q_pos(v, r, kk, &sh);
-                        unsigned f = (unsigned)(v->data[pos] >> sh) & ((1u << v->bits) - 1u);
-                        int32_t qv = v->asym ? (int32_t)f : (int32_t)f - (f >> (v->bits - 1) ? (1 << v->bits) : 0);
+                        int32_t qv = amxk__q_ival(v, amxk__q_fget(v, nn, kk));
                         sum += amxk__q8_x(a, i, kk) * qv;
                         xsum += amxk__q8_x(a, i, kk);
                     }
@@ -1239,26 +1272,26 @@ AMXK__FORCE_INLINE __m256 amxk__q_field__avx2(__m256i v, int sh, int bits, int s
    (through fp16 and vcvtph2ps, which ignores MXCSR.DAZ; e4m3 NaN kept). e4m3's fp16 image is the
    value / 256 (fp16's exponent bias is 8 more); the f32 is multiplied back by 256 here (exact: |code|
    <= 448), never folded into the scale, where s * 256 would overflow for s above ~2^120 (issue 31).
-   MXFP4 comes out doubled (amxk__mxfp4_x2): callers fold the 1/2 into the scale (amxk__q_wscale;
-   s / 2 is exact or a subnormal that stays exact for e8m0 scales). */
-AMXK__FORCE_INLINE void amxk__q_w16__avx2(__m256i v0, __m256i v1, int sh, amxk_qformat fmt, int sym,
+   LUT maps come out as the table's integers (lutv: the table in every 128-bit lane): callers fold the
+   row's unit into the scale (s / 2 is exact or a subnormal that stays exact for e8m0 scales). */
+AMXK__FORCE_INLINE void amxk__q_w16__avx2(__m256i v0, __m256i v1, int sh, int bits, int map, int sym, __m256i lutv,
                                                                    __m256 *w0, __m256 *w1) {
     __m256i t0, t1, h;
-    if (fmt == AMXK_QFMT_MXFP4) { /* the code through the table (lut[0] = 0 for the lane's upper bytes), sign-extended */
-        const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)amxk__mxfp4_x2)), m = _mm256_set1_epi32(15);
-        *w0 = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(_mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi32(v0, sh), m)), 24), 24));
-        *w1 = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(_mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi32(v1, sh), m)), 24), 24));
+    if (map == AMXK__QV_LUT) { /* the code through the table (lut[0] = 0 for the lane's upper bytes), sign-extended */
+        const __m256i m = _mm256_set1_epi32(15);
+        *w0 = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(_mm256_shuffle_epi8(lutv, _mm256_and_si256(_mm256_srli_epi32(v0, sh), m)), 24), 24));
+        *w1 = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(_mm256_shuffle_epi8(lutv, _mm256_and_si256(_mm256_srli_epi32(v1, sh), m)), 24), 24));
         return;
     }
-    if (fmt != AMXK_QFMT_FP8_E4M3 && fmt != AMXK_QFMT_FP8_E5M2) {
-        *w0 = amxk__q_field__avx2(v0, sh, amxk__q_bits(fmt), sym);
-        *w1 = amxk__q_field__avx2(v1, sh, amxk__q_bits(fmt), sym);
+    if (map == AMXK__QV_INT) {
+        *w0 = amxk__q_field__avx2(v0, sh, bits, sym);
+        *w1 = amxk__q_field__avx2(v1, sh, bits, sym);
         return;
     }
     t0 = _mm256_and_si256(_mm256_srli_epi32(v0, sh), _mm256_set1_epi32(0xff));
     t1 = _mm256_and_si256(_mm256_srli_epi32(v1, sh), _mm256_set1_epi32(0xff));
     h = _mm256_permute4x64_epi64(_mm256_packus_epi32(t0, t1), 0xd8); /* 16 codes as 16-bit lanes, in order */
-    if (fmt == AMXK_QFMT_FP8_E5M2) {
+    if (map == AMXK__QV_E5M2) {
         h = _mm256_slli_epi16(h, 8);
         *w0 = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
         *w1 = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
@@ -1271,7 +1304,6 @@ AMXK__FORCE_INLINE void amxk__q_w16__avx2(__m256i v0, __m256i v1, int sh, amxk_q
         *w1 = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(f, 1)), _mm256_set1_ps(256.0f));
     }
 }
-#define amxk__q_wscale(fmt) ((fmt) == AMXK_QFMT_MXFP4 ? 0.5f : 1.0f)
 /* Group g's scales (or zeros) of the 16 rows of block b (0 past N): two vector loads for per-row
    grids (bn == 1: 16 adjacent entries), one broadcast when the 16 rows share a grid row,
    else one by one. The divisions by bn are done only for bn > 1. */
@@ -1294,7 +1326,7 @@ AMXK__INLINE void amxk__q_grid16(const amxk__qview *v, const float *grid, size_t
 }
 
 /* Group g's scales of the 16 rows of block b (0 past N): amxk__q_grid16 of the fp32 grid, or the e8m0
-   bytes of an MXFP4 pack widened to 2^(e - 127) by a shift into the exponent field (e = 0 and 255
+   bytes widened to 2^(e - 127) by a shift into the exponent field (e = 0 and 255
    also get mantissa bit 22: 2^-127 and a quiet NaN). */
 AMXK__INLINE __m256 amxk__e8m0_f32x8__avx2(__m128i e8) {
     const __m256i e = _mm256_cvtepu8_epi32(e8);
@@ -1317,17 +1349,18 @@ AMXK__INLINE void amxk__q_sgrid16(const amxk__qview *v, size_t b, size_t g, __m2
 }
 
 /* Dequantizes block b to wf[k * 16 + r] like amxk__q_block_f32 (same values: s * (q - z) in f32). */
-AMXK__FORCE_INLINE void amxk__q_block_f32_int__avx2(const amxk__qview *v, size_t b, float *wf, amxk_qformat fmt,
-                                                                              int sym) {
-    const int bits = amxk__q_bits(fmt), span = 32 / bits; /* columns per 64-byte row */
+AMXK__FORCE_INLINE void amxk__q_block_f32_int__avx2(const amxk__qview *v, size_t b, float *wf, int bits, int map, int sym) {
+    const int span = 32 / bits; /* columns per 64-byte row */
+    const __m256i lutv = map == AMXK__QV_LUT ? _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)v->tr->lut))
+                                             : _mm256_setzero_si256();
     const uint8_t *blk = v->data + b * v->blk_bytes;
     size_t g, rg, kk;
     int j;
     for (g = 0; g < v->nbk; g++) {
         __m256 s0, s1, z0 = _mm256_setzero_ps(), z1 = _mm256_setzero_ps();
         amxk__q_sgrid16(v, b, g, &s0, &s1);
-        s0 = _mm256_mul_ps(s0, _mm256_set1_ps(amxk__q_wscale(fmt)));
-        s1 = _mm256_mul_ps(s1, _mm256_set1_ps(amxk__q_wscale(fmt)));
+        s0 = _mm256_mul_ps(s0, _mm256_set1_ps(v->tr->unit));
+        s1 = _mm256_mul_ps(s1, _mm256_set1_ps(v->tr->unit));
         if (!sym) amxk__q_grid16(v, v->zeros, b, g, &z0, &z1);
         for (rg = g * v->bk / (size_t)span; rg < AMXK__MIN((g + 1) * v->bk, v->kp) / (size_t)span; rg++) { /* fp8: last block may be partial */
             __m256i v0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), v1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));
@@ -1335,7 +1368,7 @@ AMXK__FORCE_INLINE void amxk__q_block_f32_int__avx2(const amxk__qview *v, size_t
             for (j = 0; j < span; j++) {
                 float *d = wf + (rg * (size_t)span + (size_t)j) * 16;
                 __m256 w0, w1;
-                amxk__q_w16__avx2(v0, v1, 8 * (j % 4) + bits * (j / 4), fmt, sym, &w0, &w1);
+                amxk__q_w16__avx2(v0, v1, 8 * (j % 4) + bits * (j / 4), bits, map, sym, lutv, &w0, &w1);
                 if (!sym) w0 = _mm256_sub_ps(w0, z0), w1 = _mm256_sub_ps(w1, z1);
                 _mm256_storeu_ps(d, _mm256_mul_ps(s0, w0));
                 _mm256_storeu_ps(d + 8, _mm256_mul_ps(s1, w1));
@@ -1349,21 +1382,7 @@ AMXK__PRIV void amxk__q_block_f32__avx2(const amxk__qview *v, size_t b, float *w
         amxk__q_block_f32(v, b, wf);
         return;
     }
-#define AMXK__Q_FORMATS(F, ...)                                                                      \
-    switch ((int)v->fmt * 2 + v->asym) {                                                             \
-    case AMXK_QFMT_INT8 * 2: F(AMXK_QFMT_INT8, 1, __VA_ARGS__); break;                               \
-    case AMXK_QFMT_INT8 * 2 + 1: F(AMXK_QFMT_INT8, 0, __VA_ARGS__); break;                           \
-    case AMXK_QFMT_INT4 * 2: F(AMXK_QFMT_INT4, 1, __VA_ARGS__); break;                               \
-    case AMXK_QFMT_INT4 * 2 + 1: F(AMXK_QFMT_INT4, 0, __VA_ARGS__); break;                           \
-    case AMXK_QFMT_INT2 * 2: F(AMXK_QFMT_INT2, 1, __VA_ARGS__); break;                               \
-    case AMXK_QFMT_INT2 * 2 + 1: F(AMXK_QFMT_INT2, 0, __VA_ARGS__); break;                           \
-    case AMXK_QFMT_FP8_E4M3 * 2: F(AMXK_QFMT_FP8_E4M3, 1, __VA_ARGS__); break;                       \
-    case AMXK_QFMT_MXFP4 * 2: F(AMXK_QFMT_MXFP4, 1, __VA_ARGS__); break;                             \
-    default: F(AMXK_QFMT_FP8_E5M2, 1, __VA_ARGS__); break;                                           \
-    }
-#define AMXK__Q_DEQ(FMT, SYM, _) amxk__q_block_f32_int__avx2(v, b, wf, FMT, SYM)
-    AMXK__Q_FORMATS(AMXK__Q_DEQ, 0)
-#undef AMXK__Q_DEQ
+    AMXK__Q_DECODERS(v, amxk__q_block_f32_int__avx2, v, b, wf)
 }
 
 /* amxk__q_block_16 through the f32 dequantizer (the same values: s * (q - z) rounded once, then RNE
@@ -1392,9 +1411,8 @@ AMXK__PRIV void amxk__q_block_16__avx2(const amxk__qview *v, size_t b, amxk_dtyp
    |x| >= 2^100): rows r0 .. r0+mr (mr <= 2) of the x panel against block b, codes decoded through
    fp16 (amxk__q_w16__avx2). Per group: t = sum_k x * w (f32, k increasing; for one row split by k
    parity to hide the FMA latency), then acc += s * t. */
-AMXK__FORCE_INLINE void amxk__linear_q__2x16__avx2(const amxk__qview *v, const float *xf, size_t b, int r0, int mr,
-                                                                            amxk_qformat fmt, float *out) {
-    const int bits = amxk__q_bits(fmt), span = 32 / bits;
+AMXK__FORCE_INLINE void amxk__linear_q__2x16__avx2(const amxk__qview *v, const float *xf, size_t b, int r0, int mr, int map, float *out) {
+    const int bits = 8, span = 4;
     const uint8_t *blk = v->data + b * v->blk_bytes;
     __m256 acc[2][2];
     size_t g, rg;
@@ -1412,7 +1430,7 @@ AMXK__FORCE_INLINE void amxk__linear_q__2x16__avx2(const amxk__qview *v, const f
                 size_t kk = rg * (size_t)span + (size_t)j;
                 __m256 w0, w1;
                 const float *xp = xf + ((kk / 2) * AMXK__LIN_MR + (size_t)r0) * 2 + (kk & 1);
-                amxk__q_w16__avx2(v0, v1, 8 * (j % 4) + bits * (j / 4), fmt, 1, &w0, &w1);
+                amxk__q_w16__avx2(v0, v1, 8 * (j % 4) + bits * (j / 4), bits, map, 1, _mm256_setzero_si256(), &w0, &w1);
                 if (mr == 1 && (j & 1)) { /* second accumulator pair for the odd columns */
                     __m256 xb = _mm256_broadcast_ss(xp);
                     t[1][0] = _mm256_fmadd_ps(xb, w0, t[1][0]);
@@ -1433,8 +1451,8 @@ AMXK__FORCE_INLINE void amxk__linear_q__2x16__avx2(const amxk__qview *v, const f
             t[0][1] = _mm256_add_ps(u[0], u[1]);
         }
         amxk__q_grid16(v, v->scales, b, g, &s0, &s1);
-        s0 = _mm256_mul_ps(s0, _mm256_set1_ps(amxk__q_wscale(fmt)));
-        s1 = _mm256_mul_ps(s1, _mm256_set1_ps(amxk__q_wscale(fmt)));
+        s0 = _mm256_mul_ps(s0, _mm256_set1_ps(v->tr->unit));
+        s1 = _mm256_mul_ps(s1, _mm256_set1_ps(v->tr->unit));
         for (r = 0; r < mr; r++)
             for (h = 0; h < 2; h++) acc[r][h] = _mm256_fmadd_ps(h ? s1 : s0, t[r][h], acc[r][h]);
     }
@@ -1446,187 +1464,225 @@ AMXK__FORCE_INLINE void amxk__linear_q__2x16__avx2(const amxk__qview *v, const f
 /* The exact fp8 kernel for rows r0 .. r0+mr (mr <= 2), out of line: the fallback of the integer
    decode kernels (this level's and the AVX-512 levels') for a block holding NaN / inf codes. */
 AMXK__PRIV void amxk__linear_q_exact__avx2(const amxk__qview *v, const float *xf, size_t b, int r0, int mr, float *out) {
-    if (v->fmt == AMXK_QFMT_FP8_E4M3) {
-        if (mr == 2) amxk__linear_q__2x16__avx2(v, xf, b, r0, 2, AMXK_QFMT_FP8_E4M3, out);
-        else amxk__linear_q__2x16__avx2(v, xf, b, r0, 1, AMXK_QFMT_FP8_E4M3, out);
+    if (v->tr->vmap == AMXK__QV_E4M3) {
+        if (mr == 2) amxk__linear_q__2x16__avx2(v, xf, b, r0, 2, AMXK__QV_E4M3, out);
+        else amxk__linear_q__2x16__avx2(v, xf, b, r0, 1, AMXK__QV_E4M3, out);
     } else {
-        if (mr == 2) amxk__linear_q__2x16__avx2(v, xf, b, r0, 2, AMXK_QFMT_FP8_E5M2, out);
-        else amxk__linear_q__2x16__avx2(v, xf, b, r0, 1, AMXK_QFMT_FP8_E5M2, out);
+        if (mr == 2) amxk__linear_q__2x16__avx2(v, xf, b, r0, 2, AMXK__QV_E5M2, out);
+        else amxk__linear_q__2x16__avx2(v, xf, b, r0, 1, AMXK__QV_E5M2, out);
     }
 }
 
-/* fp8 codes -> f32 by integer operations alone: byte j of each 32-bit lane of v (one weight row, k =
-   4 * quad + j), moved to the top byte, shifted right arithmetically and masked so that sign, exponent
-   and mantissa land in the f32 fields: the result is the code's value * 2^-120 (e4m3) or * 2^-112
-   (e5m2), exactly; subnormal codes give f32 subnormals and NaN / infinite codes garbage (callers
-   exclude both: see amxk__linear_q_panel__avx2). */
-AMXK__FORCE_INLINE __m256 amxk__fp8_k__avx2(__m256i v, int j, amxk_qformat fmt) {
-    __m256i t = j < 3 ? _mm256_slli_epi32(v, 24 - 8 * j) : v;
-    if (fmt == AMXK_QFMT_FP8_E4M3) return _mm256_castsi256_ps(_mm256_and_si256(_mm256_srai_epi32(t, 4), _mm256_set1_epi32((int)0x87f00000u)));
-    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_srai_epi32(t, 3), _mm256_set1_epi32((int)0x8fe00000u)));
+/* ---- the decode kernels (M < AMXK__LIN_WIDE_M, whole-row groups), written once per width over the
+   V8 / V16 vocabulary (P: AMXK__V8 or AMXK__V16; P##_QGRID / P##_QSGRID load a group's scales or
+   zeros of the 16 rows of a block into NH = 16 / P##_LANES vectors; lane for lane the same sums at
+   both widths: a level's choice of width changes no output) ---- */
+
+/* Field decoders of a width. fp8_k: fp8 codes -> f32 by integer operations alone: byte j of each
+   32-bit lane of v (one weight row, k = 4 * quad + j), moved to the top byte, shifted right
+   arithmetically and masked so that sign, exponent and mantissa land in the f32 fields: the code's
+   value * 2^-120 (e4m3) or * 2^-112 (e5m2), exactly; subnormal codes give f32 subnormals and NaN /
+   infinite codes garbage (the fp8 kernel reports those, amxk__q_decode_prep excludes the rest).
+   qi_tops / qi_sfield / qi_ufield: the int fields (see the int kernel below). */
+#define AMXK__QD_FIELDS_DEFINE(isa, P)                                                                                 \
+AMXK__FORCE_INLINE P##_T amxk__fp8_k__##isa(P##_I v, int j, int map) {                                                 \
+    const P##_I t = j < 3 ? P##_SLLI32(v, 24 - 8 * j) : v;                                                             \
+    if (map == AMXK__QV_E4M3) return P##_CASTIF(P##_ANDI(P##_SRAI32(t, 4), P##_SET1I32((int)0x87f00000u)));           \
+    return P##_CASTIF(P##_ANDI(P##_SRAI32(t, 3), P##_SET1I32((int)0x8fe00000u)));                                      \
+}                                                                                                                      \
+AMXK__FORCE_INLINE P##_I amxk__qi_tops__##isa(P##_I c, int f, int bits, int lut, P##_I lutv) {                         \
+    const int up = 8 - bits - bits * f; /* moves field f to the top of its byte */                                     \
+    if (lut) return P##_SHUFB(lutv, P##_ANDI(f ? P##_SRLI16(c, 4) : c, P##_SET1I8(0x0f)));                             \
+    if (bits == 8) return c;                                                                                           \
+    return P##_ANDI(up ? P##_SLLI32(c, up) : c, P##_SET1I8((char)(0xff << (8 - bits))));                               \
+}                                                                                                                      \
+AMXK__FORCE_INLINE P##_T amxk__qi_sfield__##isa(P##_I tops, int i) {                                                   \
+    const int lo = (int)0x808080u; /* vpshufb indices with the top bit set: zero bytes */                              \
+    if (i == 3) return P##_CVTI(P##_ANDI(tops, P##_SET1I32((int)0xff000000u)));                                        \
+    return P##_CVTI(P##_SHUFB(tops, P##_BCAST128I(_mm_setr_epi32(lo | i << 24, lo | (4 + i) << 24, lo | (8 + i) << 24,  \
+                                                                 lo | (12 + i) << 24))));                              \
+}                                                                                                                      \
+AMXK__FORCE_INLINE P##_T amxk__qi_ufield__##isa(P##_I v, int sh, int bits) {                                           \
+    if (sh + bits == 32) return P##_CVTI(P##_SRLI32(v, sh));                                                           \
+    return P##_CVTI(P##_ANDI(v, P##_SET1I32(((1 << bits) - 1) << sh)));                                                \
 }
+
 /* fp8 decode kernel: rows 0 .. mr-1 (mr <= 2) of xr (f32 rows ldr floats apart, zero past K, each
    pre-multiplied by 2^s_r so that its largest |x| lies in [2^124, 2^125): the products with the
    2^-120 / 2^-112-scaled codes stay far from the subnormal range) against block b. Per group and
    column, t = sum_k x' * c (k in 2 or 4 interleaved partial sums), then acc += scale * (t * post_r)
    with post_r = 2^(120 - s_r) (e4m3) or 2^(112 - s_r) (e5m2): exact powers of two, undone per group so
-   that no partial sum exceeds the result's own range. Returns 1 when a code of the block is a NaN or
-   infinite one (whatever the pack's header says): out is then garbage and the caller runs the exact
-   kernel on the block. */
-#define AMXK__FP8_SPECIAL(fmt) ((fmt) == AMXK_QFMT_FP8_E4M3 ? 0x7f : 0x7c) /* code & this == this: NaN / inf */
-AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__avx2(const amxk__qview *v, const float *xr, size_t ldr, size_t b,
-                                                                              int mr, amxk_qformat fmt, const float *post, float *out) {
-    const uint8_t *blk = v->data + b * v->blk_bytes;
-    const __m256i special = _mm256_set1_epi8((char)AMXK__FP8_SPECIAL(fmt));
-    __m256i bad = _mm256_setzero_si256();
-    __m256 res[2][2];
-    size_t g, rg;
-    int r, h, j;
-    for (r = 0; r < 2; r++) res[r][0] = res[r][1] = _mm256_setzero_ps();
-    for (g = 0; g < v->nbk; g++) {
-        size_t q0 = g * v->bk / 4, q1 = AMXK__MIN((g + 1) * v->bk, v->kp) / 4;
-        __m256 acc[2][2][2], sc[2]; /* [row or k parity][half][k parity or 0] */
-        for (r = 0; r < 2; r++)
-            for (h = 0; h < 2; h++) acc[r][h][0] = acc[r][h][1] = _mm256_setzero_ps();
-        for (rg = q0; rg < q1; rg++) {
-            __m256i c0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), c1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));
-            _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
-            bad = _mm256_or_si256(bad, _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_or_si256(c0, c1), special), special));
-#pragma GCC unroll 4
-            for (j = 0; j < 4; j++) {
-                __m256 w0 = amxk__fp8_k__avx2(c0, j, fmt), w1 = amxk__fp8_k__avx2(c1, j, fmt);
-#pragma GCC unroll 2
-                for (r = 0; r < mr; r++) { /* mr == 1: four chains (half x k parity); mr == 2: (row x half) */
-                    __m256 xb = _mm256_broadcast_ss(xr + (size_t)r * ldr + rg * 4 + (size_t)j);
-                    int a = mr == 1 ? (j >> 1) : r, pq = j & 1;
-                    acc[a][0][pq] = _mm256_fmadd_ps(xb, w0, acc[a][0][pq]);
-                    acc[a][1][pq] = _mm256_fmadd_ps(xb, w1, acc[a][1][pq]);
-                }
-            }
-        }
-        amxk__q_grid16(v, v->scales, b, g, &sc[0], &sc[1]);
-        for (h = 0; h < 2; h++) {
-            if (mr == 1) res[0][h] = _mm256_fmadd_ps(sc[h], _mm256_mul_ps(_mm256_add_ps(_mm256_add_ps(acc[0][h][0], acc[0][h][1]),
-                                                                                        _mm256_add_ps(acc[1][h][0], acc[1][h][1])),
-                                                                          _mm256_set1_ps(post[0])), res[0][h]);
-            else
-                for (r = 0; r < 2; r++)
-                    res[r][h] = _mm256_fmadd_ps(sc[h], _mm256_mul_ps(_mm256_add_ps(acc[r][h][0], acc[r][h][1]), _mm256_set1_ps(post[r])), res[r][h]);
-        }
-    }
-    for (r = 0; r < mr; r++) {
-        _mm256_storeu_ps(out + r * 16, res[r][0]);
-        _mm256_storeu_ps(out + r * 16 + 8, res[r][1]);
-    }
-    return _mm256_movemask_epi8(bad) != 0; /* (not vptest: SIMDe 0.7.4 gets _mm256_testz_si256 wrong in the emulated test build) */
+   that no partial sum exceeds the result's own range. res[r * NH + h]: row r's outputs. Returns 1
+   when a code of the block may be a NaN or infinite one (P##_FP8_BAD; whatever the pack's header
+   says): res is then garbage and the caller runs the exact kernel on the block.
+
+   Int decode kernel (w*a16): the same for int packs. Symmetric packs: per load and field position f
+   in a byte, one shift and one AND leave field f of every byte in that byte's top bits, zeros below
+   (qi_tops); then one vpshufb (an AND for byte 3) moves byte i to the top of its 32-bit lane with
+   zeros below: q * 2^(32-b), sign included, converted exactly (qi_sfield). Asymmetric packs: fields
+   read unsigned by one AND that leaves u * 2^sh in place (the top field: one shift down, u). xr holds
+   x[k] * 2^s_r divided by the field's power of two (2^(32-b) for symmetric packs, 2^sh for
+   asymmetric ones), so each product is 2^s_r * x * q (or u). Per group: t = sum x' q (k in 4
+   interleaved partial sums for one row, 2 for two), asymmetric: t -= z * xsum_r (z the zero point,
+   xsum the group's x sums times 2^s_r); then acc += scale * (t * post_r), post_r = 2^-s_r (undone per
+   group: no partial sum exceeds the result's own range; amxk__q_decode_prep bounds t). A symmetric
+   group of zero fields gives t = 0 exactly (there is no offset to cancel). lut (LUT map; bits 4,
+   sym): the field's value is not its two's complement but the row's 16-entry table (lutv, in every
+   128-bit lane): the tops step becomes one shift (f = 1), AND and vpshufb leaving the table's int8
+   in every byte (q * 2^24 in the lane after the same byte move; x pre-scaled by the row's topsh). */
+#define AMXK__QD_KERNELS_DEFINE(isa, P)                                                                                \
+AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__##isa(const amxk__qview *v, const float *xr, size_t ldr, size_t b, int mr,   \
+                                                     int map, const float *post, P##_T *res) {                         \
+    const uint8_t *blk = v->data + b * v->blk_bytes;                                                                   \
+    const P##_I special = P##_SET1I8((char)AMXK__FP8_SPECIAL(map));                                                    \
+    P##_FP8_BAD_T bad = P##_FP8_BAD_0;                                                                                 \
+    size_t g, rg;                                                                                                      \
+    int r, h, j;                                                                                                       \
+    for (r = 0; r < 2 * P##_NH; r++) res[r] = P##_SET1(0.0f);                                                          \
+    for (g = 0; g < v->nbk; g++) {                                                                                     \
+        const size_t q0 = g * v->bk / 4, q1 = AMXK__MIN((g + 1) * v->bk, v->kp) / 4;                                   \
+        P##_T acc[2][P##_NH][2], sc[P##_NH]; /* [row or k parity][half][k parity] */                                   \
+        for (r = 0; r < 2; r++)                                                                                        \
+            for (h = 0; h < P##_NH; h++) acc[r][h][0] = acc[r][h][1] = P##_SET1(0.0f);                                 \
+        for (rg = q0; rg < q1; rg++) {                                                                                 \
+            P##_I c[P##_NH];                                                                                           \
+            for (h = 0; h < P##_NH; h++) c[h] = P##_LOADI(blk + rg * 64 + (size_t)h * 32);                             \
+            _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);                               \
+            bad = P##_FP8_BAD(bad, c, special);                                                                        \
+            _Pragma("GCC unroll 4") for (j = 0; j < 4; j++) {                                                          \
+                P##_T w[P##_NH];                                                                                       \
+                for (h = 0; h < P##_NH; h++) w[h] = amxk__fp8_k__##isa(c[h], j, map);                                  \
+                _Pragma("GCC unroll 2") for (r = 0; r < mr; r++) { /* mr == 1: four chains (half x k parity) */        \
+                    const P##_T xb = P##_SET1(xr[(size_t)r * ldr + rg * 4 + (size_t)j]);                               \
+                    const int a = mr == 1 ? (j >> 1) : r;                                                              \
+                    for (h = 0; h < P##_NH; h++) acc[a][h][j & 1] = P##_FMADD(xb, w[h], acc[a][h][j & 1]);             \
+                }                                                                                                      \
+            }                                                                                                          \
+        }                                                                                                              \
+        P##_QGRID(v, v->scales, b, g, sc);                                                                             \
+        for (h = 0; h < P##_NH; h++) {                                                                                 \
+            if (mr == 1) res[h] = P##_FMADD(sc[h], P##_MUL(P##_ADD(P##_ADD(acc[0][h][0], acc[0][h][1]),                \
+                                                                   P##_ADD(acc[1][h][0], acc[1][h][1])),               \
+                                                           P##_SET1(post[0])), res[h]);                                \
+            else                                                                                                       \
+                for (r = 0; r < 2; r++)                                                                                \
+                    res[r * P##_NH + h] = P##_FMADD(sc[h], P##_MUL(P##_ADD(acc[r][h][0], acc[r][h][1]), P##_SET1(post[r])), \
+                                                    res[r * P##_NH + h]);                                              \
+        }                                                                                                              \
+    }                                                                                                                  \
+    return P##_FP8_BAD_ANY(bad);                                                                                       \
+}                                                                                                                      \
+AMXK__FORCE_INLINE void amxk__linear_qi__2x16__##isa(const amxk__qview *v, const float *xr, size_t ldr, const float *xsum,   \
+                                                     size_t b, int mr, int bits, int sym, int lut, const float *post,  \
+                                                     P##_T *res) {                                                     \
+    const int span = 32 / bits;                                                                                        \
+    const P##_I lutv = lut ? P##_BCAST128I(_mm_loadu_si128((const __m128i *)(const void *)v->tr->lut)) : P##_ZEROI;    \
+    const uint8_t *blk = v->data + b * v->blk_bytes;                                                                   \
+    size_t g, rg;                                                                                                      \
+    int r, h, j;                                                                                                       \
+    for (r = 0; r < 2 * P##_NH; r++) res[r] = P##_SET1(0.0f);                                                          \
+    for (g = 0; g < v->nbk; g++) {                                                                                     \
+        P##_T sc[P##_NH], zp[P##_NH];                                                                                  \
+        P##_QSGRID(v, b, g, sc);                                                                                       \
+        for (h = 0; h < P##_NH; h++) zp[h] = P##_SET1(0.0f);                                                           \
+        if (!sym) P##_QGRID(v, v->zeros, b, g, zp);                                                                    \
+        for (h = 0; h < P##_NH; h++) { /* lanes 16h / NH ..: 4 accumulators, few registers */                          \
+            P##_T acc[2][2]; /* [row, or k pair parity for one row][k parity] */                                       \
+            acc[0][0] = acc[0][1] = acc[1][0] = acc[1][1] = P##_SET1(0.0f);                                            \
+            for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {                           \
+                const P##_I c = P##_LOADI(blk + rg * 64 + (size_t)h * 32);                                             \
+                P##_I tops = c;                                                                                        \
+                if (h == 0) _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);               \
+                _Pragma("GCC unroll 16") for (j = 0; j < span; j++) {                                                  \
+                    P##_T w;                                                                                           \
+                    if (sym && j % 4 == 0) tops = amxk__qi_tops__##isa(c, j / 4, bits, lut, lutv);                     \
+                    w = sym ? amxk__qi_sfield__##isa(tops, j % 4) : amxk__qi_ufield__##isa(c, 8 * (j % 4) + bits * (j / 4), bits); \
+                    _Pragma("GCC unroll 2") for (r = 0; r < mr; r++) {                                                 \
+                        const P##_T xb = P##_SET1(xr[(size_t)r * ldr + rg * (size_t)span + (size_t)j]);                \
+                        const int a = mr == 1 ? ((j >> 1) & 1) : r;                                                    \
+                        acc[a][j & 1] = P##_FMADD(xb, w, acc[a][j & 1]);                                               \
+                    }                                                                                                  \
+                }                                                                                                      \
+            }                                                                                                          \
+            if (mr == 1) acc[0][0] = P##_ADD(P##_ADD(acc[0][0], acc[0][1]), P##_ADD(acc[1][0], acc[1][1]));            \
+            else acc[0][0] = P##_ADD(acc[0][0], acc[0][1]), acc[1][0] = P##_ADD(acc[1][0], acc[1][1]);                 \
+            _Pragma("GCC unroll 2") for (r = 0; r < mr; r++) {                                                         \
+                P##_T t = acc[r][0];                                                                                   \
+                if (!sym) t = P##_FNMADD(zp[h], P##_SET1(xsum[g * AMXK__LIN_MR + (size_t)r]), t);                      \
+                res[r * P##_NH + h] = P##_FMADD(sc[h], P##_MUL(t, P##_SET1(post[r])), res[r * P##_NH + h]);            \
+            }                                                                                                          \
+        }                                                                                                              \
+    }                                                                                                                  \
+}                                                                                                                      \
+/* Rows r0 .. r0+m2 of the panel against block b with the kernel of one decoder case (the exact fp8        \
+   kernel, at 8 lanes only, for an fp8 block the integer decode does not take: fast 0 or a NaN / inf code). */ \
+AMXK__FORCE_INLINE void amxk__q_dec_block__##isa(const amxk__qview *v, const float *xf, const float *xr, size_t ldr,          \
+                                                 const float *xsum, size_t b, int r0, int m2, int fast, const float *post, \
+                                                 P##_T *res, int bits, int map, int sym) {                             \
+    float ex[2 * AMXK__LIN_NB];                                                                                        \
+    int r;                                                                                                             \
+    if (!AMXK__QV_FP8(map)) {                                                                                          \
+        if (m2 == 2) amxk__linear_qi__2x16__##isa(v, xr, ldr, xsum, b, 2, bits, sym, map == AMXK__QV_LUT, post, res);  \
+        else amxk__linear_qi__2x16__##isa(v, xr, ldr, xsum, b, 1, bits, sym, map == AMXK__QV_LUT, post, res);          \
+        return;                                                                                                        \
+    }                                                                                                                  \
+    if (fast && !(m2 == 2 ? amxk__linear_fp8__2x16__##isa(v, xr, ldr, b, 2, map, post, res)                            \
+                          : amxk__linear_fp8__2x16__##isa(v, xr, ldr, b, 1, map, post, res)))                          \
+        return;                                                                                                        \
+    amxk__linear_q_exact__avx2(v, xf, b, r0, m2, ex);                                                                  \
+    for (r = 0; r < 2 * P##_NH; r++) res[r] = P##_LOADU(ex + r * P##_LANES);                                           \
+}                                                                                                                      \
+/* Rows of one x panel (mr rows at `row`, f32 panel xf) against blocks [b0, b1) with the kernels above. */           \
+AMXK__PRIV void amxk__linear_q_panel__##isa(const amxk__linear_args *a, const float *xf, float *xs, size_t row, int mr,      \
+                                            size_t b0, size_t b1) {                                                    \
+    const amxk__qview *v = a->q;                                                                                       \
+    float post[AMXK__LIN_MR], *xr = xs + (a->kp / 4) * AMXK__LIN_MR; /* x rows, kp floats each */                      \
+    P##_T res[2 * P##_NH];                                                                                             \
+    size_t b;                                                                                                          \
+    int r, r0, fast = amxk__q_decode_prep(a, xf, mr, !AMXK__QV_FP8(v->tr->vmap) || (v->no_nan && (_mm_getcsr() & 0x40) == 0), xs, post); \
+    for (b = b0; b < b1; b++)                                                                                          \
+        for (r0 = 0; r0 < mr; r0 += 2) {                                                                               \
+            const int m2 = mr - r0 >= 2 ? 2 : 1;                                                                       \
+            AMXK__Q_DECODERS(v, amxk__q_dec_block__##isa, v, xf, xr + (size_t)r0 * a->kp, a->kp, xs + r0, b, r0, m2, fast, \
+                             post + r0, res)                                                                           \
+            for (r = 0; r < m2; r++) P##_QSTORE(a, row + (size_t)(r0 + r), b, res + r * P##_NH);                       \
+        }                                                                                                              \
 }
 
-/* Int decode kernel (w*a16): rows 0 .. mr-1 (mr <= 2) of xr against block b. Symmetric packs: per
-   32-byte load and field position f in a byte, one shift and one AND leave field f of every byte in
-   that byte's top bits, zeros below (amxk__qi_tops__avx2); then one vpshufb (an AND for byte 3)
-   moves byte i to the top of its 32-bit lane with zeros below: q * 2^(32-b), sign included,
-   converted exactly (amxk__qi_sfield__avx2). Asymmetric packs: fields read unsigned by one AND that
-   leaves u * 2^sh in place (the top field: one shift down, u). xr holds x[k] * 2^s_r divided by the
-   field's power of two (2^(32-b) for symmetric packs, 2^sh for asymmetric ones), so each product is
-   2^s_r * x * q (or u). Per group: t = sum x' q (k in 4 interleaved partial sums for one row, 2 for
-   two), asymmetric: t -= z * xsum_r (z the zero point, xsum the group's x sums times 2^s_r); then
-   acc += scale * (t * post_r), post_r = 2^-s_r (undone per group: no partial sum exceeds the result's
-   own range; amxk__q_decode_prep bounds t). A symmetric group of zero fields gives
-   t = 0 exactly (there is no offset to cancel). lut (MXFP4; bits 4, sym): the field's value is not
-   its two's complement but a 16-entry table (lutv: amxk__mxfp4_x2 in every 128-bit lane): the tops
-   step becomes one shift (f = 1), AND and vpshufb leaving the table's int8 in every byte (q * 2^24
-   in the lane after the same byte move; x pre-scaled by amxk__q_topsh). */
-AMXK__FORCE_INLINE __m256i amxk__qi_tops__avx2(__m256i c, int f, int bits, int lut, __m256i lutv) {
-    const int up = 8 - bits - bits * f; /* moves field f to the top of its byte */
-    if (lut) return _mm256_shuffle_epi8(lutv, _mm256_and_si256(f ? _mm256_srli_epi16(c, 4) : c, _mm256_set1_epi8(0x0f)));
-    if (bits == 8) return c;
-    return _mm256_and_si256(up ? _mm256_slli_epi32(c, up) : c, _mm256_set1_epi8((char)(0xff << (8 - bits))));
+#define AMXK__V8_I __m256i
+#define AMXK__V8_LANES 8
+#define AMXK__V8_NH 2
+#define AMXK__V8_LOADU(p) _mm256_loadu_ps(p)
+#define AMXK__V8_LOADI(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define AMXK__V8_ZEROI _mm256_setzero_si256()
+#define AMXK__V8_ANDI(a, b) _mm256_and_si256(a, b)
+#define AMXK__V8_SLLI32(a, n) _mm256_slli_epi32(a, n)
+#define AMXK__V8_SRLI32(a, n) _mm256_srli_epi32(a, n)
+#define AMXK__V8_SRAI32(a, n) _mm256_srai_epi32(a, n)
+#define AMXK__V8_SRLI16(a, n) _mm256_srli_epi16(a, n)
+#define AMXK__V8_SET1I8(c) _mm256_set1_epi8(c)
+#define AMXK__V8_SET1I32(c) _mm256_set1_epi32(c)
+#define AMXK__V8_SHUFB(a, b) _mm256_shuffle_epi8(a, b)
+#define AMXK__V8_CVTI(a) _mm256_cvtepi32_ps(a)
+#define AMXK__V8_CASTIF(a) _mm256_castsi256_ps(a)
+#define AMXK__V8_BCAST128I(a) _mm256_broadcastsi128_si256(a)
+/* the fp8 kernel's NaN / inf test: per byte of (both halves' OR) & special == special */
+#define AMXK__V8_FP8_BAD_T __m256i
+#define AMXK__V8_FP8_BAD_0 _mm256_setzero_si256()
+#define AMXK__V8_FP8_BAD(bad, c, sp) _mm256_or_si256(bad, _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_or_si256((c)[0], (c)[1]), sp), sp))
+#define AMXK__V8_FP8_BAD_ANY(bad) (_mm256_movemask_epi8(bad) != 0) /* (not vptest: SIMDe 0.7.4 gets _mm256_testz_si256 wrong) */
+#define AMXK__V8_QGRID(v, grid, b, g, s) amxk__q_grid16(v, grid, b, g, &(s)[0], &(s)[1])
+#define AMXK__V8_QSGRID(v, b, g, s) amxk__q_sgrid16(v, b, g, &(s)[0], &(s)[1])
+#define AMXK__V8_QSTORE(a, row, b, res) amxk__q_store16__avx2(a, row, b, res)
+/* Row `row` of block b's 16 outputs (two vectors) through the row epilogue. */
+AMXK__INLINE void amxk__q_store16__avx2(const amxk__linear_args *a, size_t row, size_t b, const __m256 *res) {
+    float out[AMXK__LIN_NB];
+    _mm256_storeu_ps(out, res[0]);
+    _mm256_storeu_ps(out + 8, res[1]);
+    amxk__linear_store_row(a, row, b * AMXK__LIN_NB, AMXK__MIN((size_t)AMXK__LIN_NB, a->n - b * AMXK__LIN_NB), out);
 }
-AMXK__FORCE_INLINE __m256 amxk__qi_sfield__avx2(__m256i tops, int i) {
-    const int lo = (int)0x808080u; /* vpshufb indices with the top bit set: zero bytes */
-    if (i == 3) return _mm256_cvtepi32_ps(_mm256_and_si256(tops, _mm256_set1_epi32((int)0xff000000u)));
-    return _mm256_cvtepi32_ps(_mm256_shuffle_epi8(tops, _mm256_setr_epi32(lo | i << 24, lo | (4 + i) << 24, lo | (8 + i) << 24, lo | (12 + i) << 24,
-                                                                         lo | i << 24, lo | (4 + i) << 24, lo | (8 + i) << 24, lo | (12 + i) << 24)));
-}
-AMXK__FORCE_INLINE __m256 amxk__qi_ufield__avx2(__m256i v, int sh, int bits) {
-    if (sh + bits == 32) return _mm256_cvtepi32_ps(_mm256_srli_epi32(v, sh));
-    return _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(((1 << bits) - 1) << sh)));
-}
-AMXK__FORCE_INLINE void amxk__linear_qi__2x16__avx2(const amxk__qview *v, const float *xr, size_t ldr, const float *xsum,
-                                                                             size_t b, int mr, int bits, int sym, int lut, const float *post, float *out) {
-    const int span = 32 / bits;
-    const __m256i lutv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)amxk__mxfp4_x2));
-    const uint8_t *blk = v->data + b * v->blk_bytes;
-    __m256 res[2][2];
-    size_t g, rg;
-    int r, h, j;
-    for (r = 0; r < 2; r++) res[r][0] = res[r][1] = _mm256_setzero_ps();
-    for (g = 0; g < v->nbk; g++) {
-        __m256 sc[2], zp[2];
-        amxk__q_sgrid16(v, b, g, &sc[0], &sc[1]);
-        if (!sym) amxk__q_grid16(v, v->zeros, b, g, &zp[0], &zp[1]);
-        else zp[0] = zp[1] = _mm256_set1_ps((float)(1 << (bits - 1)));
-        for (h = 0; h < 2; h++) { /* rows 8h .. 8h+7: 4 accumulators, few registers */
-            __m256 acc[2][2]; /* [row, or k pair parity for one row][k parity] */
-            acc[0][0] = acc[0][1] = acc[1][0] = acc[1][1] = _mm256_setzero_ps();
-            for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {
-                __m256i c = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + (size_t)h * 32));
-                if (h == 0) _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
-                __m256i tops = c;
-#pragma GCC unroll 16
-                for (j = 0; j < span; j++) {
-                    __m256 w;
-                    if (sym && j % 4 == 0) tops = amxk__qi_tops__avx2(c, j / 4, bits, lut, lutv);
-                    w = sym ? amxk__qi_sfield__avx2(tops, j % 4) : amxk__qi_ufield__avx2(c, 8 * (j % 4) + bits * (j / 4), bits);
-#pragma GCC unroll 2
-                    for (r = 0; r < mr; r++) {
-                        __m256 xb = _mm256_broadcast_ss(xr + (size_t)r * ldr + rg * (size_t)span + (size_t)j);
-                        int a = mr == 1 ? ((j >> 1) & 1) : r;
-                        acc[a][j & 1] = _mm256_fmadd_ps(xb, w, acc[a][j & 1]);
-                    }
-                }
-            }
-            if (mr == 1) acc[0][0] = _mm256_add_ps(_mm256_add_ps(acc[0][0], acc[0][1]), _mm256_add_ps(acc[1][0], acc[1][1]));
-            else acc[0][0] = _mm256_add_ps(acc[0][0], acc[0][1]), acc[1][0] = _mm256_add_ps(acc[1][0], acc[1][1]);
-#pragma GCC unroll 2
-            for (r = 0; r < mr; r++) {
-                __m256 t = acc[r][0];
-                if (!sym) t = _mm256_fnmadd_ps(zp[h], _mm256_broadcast_ss(xsum + g * AMXK__LIN_MR + (size_t)r), t);
-                res[r][h] = _mm256_fmadd_ps(sc[h], _mm256_mul_ps(t, _mm256_set1_ps(post[r])), res[r][h]);
-            }
-        }
-    }
-    for (r = 0; r < mr; r++) {
-        _mm256_storeu_ps(out + r * 16, res[r][0]);
-        _mm256_storeu_ps(out + r * 16 + 8, res[r][1]);
-    }
-}
-
-/* Rows of one x panel (mr rows at `row`) against blocks [b0, b1) with the decode kernel. */
-AMXK__PRIV void amxk__linear_q_panel__avx2(const amxk__linear_args *a, const float *xf, float *xs, size_t row, int mr, size_t b0, size_t b1) {
-    const amxk__qview *v = a->q;
-    float out[2 * AMXK__LIN_NB], post[AMXK__LIN_MR], *xr = xs + (a->kp / 4) * AMXK__LIN_MR; /* x rows, kp floats each */
-    size_t b;
-    int r, r0, fast = amxk__q_decode_prep(a, xf, mr, !amxk__q_isfp8(v->fmt) || (v->no_nan && (_mm_getcsr() & 0x40) == 0), xs, post);
-    for (b = b0; b < b1; b++) {
-        size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
-        for (r0 = 0; r0 < mr; r0 += 2) {
-            int m2 = mr - r0 >= 2 ? 2 : 1;
-            const float *x0 = xr + (size_t)r0 * a->kp, *s0 = xs + r0;
-#define AMXK__LIN_QI(BITS, SYM, LUT)                                                                 \
-    (m2 == 2 ? amxk__linear_qi__2x16__avx2(v, x0, a->kp, s0, b, 2, BITS, SYM, LUT, post + r0, out)     \
-             : amxk__linear_qi__2x16__avx2(v, x0, a->kp, s0, b, 1, BITS, SYM, LUT, post + r0, out))
-#define AMXK__LIN_F8(FMT)                                                                            \
-    if (!fast || (m2 == 2 ? amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 2, FMT, post + r0, out)      \
-                          : amxk__linear_fp8__2x16__avx2(v, x0, a->kp, b, 1, FMT, post + r0, out)))    \
-    amxk__linear_q_exact__avx2(v, xf, b, r0, m2, out)
-            AMXK__Q_DECODE_CASES(AMXK__LIN_QI, AMXK__LIN_F8)
-#undef AMXK__LIN_QI
-#undef AMXK__LIN_F8
-            for (r = 0; r < m2; r++) amxk__linear_store_row(a, row + (size_t)(r0 + r), n0, cnt, out + r * AMXK__LIN_NB);
-        }
-    }
-}
+AMXK__QD_FIELDS_DEFINE(avx2, AMXK__V8)
+AMXK__QD_KERNELS_DEFINE(avx2, AMXK__V8)
 
 /* ---- small M (1..4 rows per panel) against bf16/fp16 blocks: weights stream from DRAM ---- */
 
@@ -2367,7 +2423,7 @@ AMXK__PRIV void amxk__xpanel32__avx512(const void *x, size_t ldx, size_t kbytes,
         }
 }
 
-/* ---- quantized packs, decode (M < AMXK__LIN_WIDE_M): the AVX2 decode kernels at 16 lanes ---- */
+/* ---- quantized packs, decode (M < AMXK__LIN_WIDE_M): the decode kernels at 16 lanes ---- */
 
 /* Group g's scales (or zeros) of the 16 rows of block b (0 past N) as one vector: amxk__q_grid16. */
 AMXK__INLINE __m512 amxk__q_grid16__avx512(const amxk__qview *v, const float *grid, size_t b, size_t g) {
@@ -2397,141 +2453,33 @@ AMXK__INLINE __m512 amxk__q_sgrid16__avx512(const amxk__qview *v, size_t b, size
     for (r = 0; r < 16; r++) t[r] = n0 + r < v->n ? amxk__e8m0_to_f32(v->e8[amxk__q_gidx(v, n0 + r, g)]) : 0.0f;
     return _mm512_loadu_ps(t);
 }
-/* Int fields of a whole 64-byte row (16 lanes: every row of the block), as amxk__qi_tops__avx2,
-   amxk__qi_sfield__avx2 and amxk__qi_ufield__avx2 do for 8. */
-AMXK__FORCE_INLINE __m512i amxk__qi_tops__avx512(__m512i c, int f, int bits, int lut, __m512i lutv) {
-    const int up = 8 - bits - bits * f;
-    if (lut) return _mm512_shuffle_epi8(lutv, _mm512_and_si512(f ? _mm512_srli_epi16(c, 4) : c, _mm512_set1_epi8(0x0f)));
-    if (bits == 8) return c;
-    return _mm512_and_si512(up ? _mm512_slli_epi32(c, up) : c, _mm512_set1_epi8((char)(0xff << (8 - bits))));
-}
-AMXK__FORCE_INLINE __m512 amxk__qi_sfield__avx512(__m512i tops, int i) {
-    const int lo = (int)0x808080u;
-    if (i == 3) return _mm512_cvtepi32_ps(_mm512_and_si512(tops, _mm512_set1_epi32((int)0xff000000u)));
-    return _mm512_cvtepi32_ps(_mm512_shuffle_epi8(tops, _mm512_broadcast_i32x4(_mm_setr_epi32(lo | i << 24, lo | (4 + i) << 24, lo | (8 + i) << 24,
-                                                                                               lo | (12 + i) << 24))));
-}
-AMXK__FORCE_INLINE __m512 amxk__qi_ufield__avx512(__m512i v, int sh, int bits) {
-    if (sh + bits == 32) return _mm512_cvtepi32_ps(_mm512_srli_epi32(v, (unsigned)sh));
-    return _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(((1 << bits) - 1) << sh)));
-}
-/* Int decode kernel: amxk__linear_qi__2x16__avx2 (same x rows, same sums per output, lane for lane)
-   with the 16 rows of the block in one vector. res[r] = the outputs of row r. */
-AMXK__FORCE_INLINE void amxk__linear_qi__2x16__avx512(const amxk__qview *v, const float *xr, size_t ldr,
-                                                                               const float *xsum, size_t b, int mr, int bits, int sym,
-                                                                               int lut, const float *post, __m512 *res) {
-    const int span = 32 / bits;
-    const __m512i lutv = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)amxk__mxfp4_x2));
-    const uint8_t *blk = v->data + b * v->blk_bytes;
-    size_t g, rg;
-    int r, j;
-    res[0] = res[1] = _mm512_setzero_ps();
-    for (g = 0; g < v->nbk; g++) {
-        const __m512 sc = amxk__q_sgrid16__avx512(v, b, g);
-        __m512 acc[2][2]; /* [row, or k pair parity for one row][k parity] */
-        acc[0][0] = acc[0][1] = acc[1][0] = acc[1][1] = _mm512_setzero_ps();
-        for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {
-            const __m512i c = _mm512_loadu_si512((const void *)(blk + rg * 64));
-            __m512i tops = c;
-            _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
-#pragma GCC unroll 16
-            for (j = 0; j < span; j++) {
-                __m512 w;
-                if (sym && j % 4 == 0) tops = amxk__qi_tops__avx512(c, j / 4, bits, lut, lutv);
-                w = sym ? amxk__qi_sfield__avx512(tops, j % 4) : amxk__qi_ufield__avx512(c, 8 * (j % 4) + bits * (j / 4), bits);
-#pragma GCC unroll 2
-                for (r = 0; r < mr; r++) {
-                    const __m512 xb = _mm512_set1_ps(xr[(size_t)r * ldr + rg * (size_t)span + (size_t)j]);
-                    const int a = mr == 1 ? ((j >> 1) & 1) : r;
-                    acc[a][j & 1] = _mm512_fmadd_ps(xb, w, acc[a][j & 1]);
-                }
-            }
-        }
-        if (mr == 1) acc[0][0] = _mm512_add_ps(_mm512_add_ps(acc[0][0], acc[0][1]), _mm512_add_ps(acc[1][0], acc[1][1]));
-        else acc[0][0] = _mm512_add_ps(acc[0][0], acc[0][1]), acc[1][0] = _mm512_add_ps(acc[1][0], acc[1][1]);
-#pragma GCC unroll 2
-        for (r = 0; r < mr; r++) {
-            __m512 t = acc[r][0];
-            if (!sym) t = _mm512_fnmadd_ps(amxk__q_grid16__avx512(v, v->zeros, b, g), _mm512_set1_ps(xsum[g * AMXK__LIN_MR + (size_t)r]), t);
-            res[r] = _mm512_fmadd_ps(sc, _mm512_mul_ps(t, _mm512_set1_ps(post[r])), res[r]);
-        }
-    }
-}
-/* fp8 codes -> f32 by integer operations alone (amxk__fp8_k__avx2 at 16 lanes) and the fp8 decode
-   kernel (amxk__linear_fp8__2x16__avx2, the same sums lane for lane). */
-AMXK__FORCE_INLINE __m512 amxk__fp8_k__avx512(__m512i v, int j, amxk_qformat fmt) {
-    const __m512i t = j < 3 ? _mm512_slli_epi32(v, (unsigned)(24 - 8 * j)) : v;
-    if (fmt == AMXK_QFMT_FP8_E4M3) return _mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(t, 4), _mm512_set1_epi32((int)0x87f00000u)));
-    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(t, 3), _mm512_set1_epi32((int)0x8fe00000u)));
-}
-AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__avx512(const amxk__qview *v, const float *xr, size_t ldr, size_t b,
-                                                                               int mr, amxk_qformat fmt, const float *post, __m512 *res) {
-    const uint8_t *blk = v->data + b * v->blk_bytes;
-    const __m512i special = _mm512_set1_epi8((char)AMXK__FP8_SPECIAL(fmt));
-    __mmask64 bad = 0;
-    size_t g, rg;
-    int r, j;
-    res[0] = res[1] = _mm512_setzero_ps();
-    for (g = 0; g < v->nbk; g++) {
-        const size_t q0 = g * v->bk / 4, q1 = AMXK__MIN((g + 1) * v->bk, v->kp) / 4;
-        __m512 acc[2][2], sc; /* [row or k parity][k parity] */
-        acc[0][0] = acc[0][1] = acc[1][0] = acc[1][1] = _mm512_setzero_ps();
-        for (rg = q0; rg < q1; rg++) {
-            const __m512i c = _mm512_loadu_si512((const void *)(blk + rg * 64));
-            _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
-            bad |= _mm512_cmpeq_epi8_mask(_mm512_and_si512(c, special), special);
-#pragma GCC unroll 4
-            for (j = 0; j < 4; j++) {
-                const __m512 w = amxk__fp8_k__avx512(c, j, fmt);
-#pragma GCC unroll 2
-                for (r = 0; r < mr; r++) {
-                    const __m512 xb = _mm512_set1_ps(xr[(size_t)r * ldr + rg * 4 + (size_t)j]);
-                    const int a = mr == 1 ? (j >> 1) : r;
-                    acc[a][j & 1] = _mm512_fmadd_ps(xb, w, acc[a][j & 1]);
-                }
-            }
-        }
-        sc = amxk__q_grid16__avx512(v, v->scales, b, g);
-        if (mr == 1)
-            res[0] = _mm512_fmadd_ps(sc, _mm512_mul_ps(_mm512_add_ps(_mm512_add_ps(acc[0][0], acc[0][1]), _mm512_add_ps(acc[1][0], acc[1][1])),
-                                                       _mm512_set1_ps(post[0])), res[0]);
-        else
-            for (r = 0; r < 2; r++) res[r] = _mm512_fmadd_ps(sc, _mm512_mul_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_set1_ps(post[r])), res[r]);
-    }
-    return bad != 0;
-}
-/* Rows of one x panel (mr rows at `row`, f32 panel xf) against blocks [b0, b1) with the kernels
-   above; fp8 cases the integer decode excludes run amxk__linear_q_panel__avx2 (the exact fp16 path). */
-AMXK__PRIV void amxk__linear_q_panel__avx512(const amxk__linear_args *a, const float *xf, float *xs, size_t row, int mr, size_t b0, size_t b1) {
-    const amxk__qview *v = a->q;
-    float post[AMXK__LIN_MR], *xr = xs + (a->kp / 4) * AMXK__LIN_MR;
-    __m512 res[2];
-    size_t b;
-    int r, r0;
-    if (!amxk__q_decode_prep(a, xf, mr, !amxk__q_isfp8(v->fmt) || (v->no_nan && (_mm_getcsr() & 0x40) == 0), xs, post)) {
-        amxk__linear_q_panel__avx2(a, xf, xs, row, mr, b0, b1);
-        return;
-    }
-    for (b = b0; b < b1; b++)
-        for (r0 = 0; r0 < mr; r0 += 2) {
-            const int m2 = mr - r0 >= 2 ? 2 : 1;
-            const float *x0 = xr + (size_t)r0 * a->kp, *s0 = xs + r0;
-#define AMXK__LIN_QI(BITS, SYM, LUT)                                                                 \
-    (m2 == 2 ? amxk__linear_qi__2x16__avx512(v, x0, a->kp, s0, b, 2, BITS, SYM, LUT, post + r0, res)   \
-             : amxk__linear_qi__2x16__avx512(v, x0, a->kp, s0, b, 1, BITS, SYM, LUT, post + r0, res))
-#define AMXK__LIN_F8(FMT)                                                                            \
-    if (m2 == 2 ? amxk__linear_fp8__2x16__avx512(v, x0, a->kp, b, 2, FMT, post + r0, res)              \
-                : amxk__linear_fp8__2x16__avx512(v, x0, a->kp, b, 1, FMT, post + r0, res)) {           \
-        float ex[2 * AMXK__LIN_NB];                                                                  \
-        amxk__linear_q_exact__avx2(v, xf, b, r0, m2, ex);                                            \
-        res[0] = _mm512_loadu_ps(ex), res[1] = _mm512_loadu_ps(ex + AMXK__LIN_NB);                   \
-    }
-            AMXK__Q_DECODE_CASES(AMXK__LIN_QI, AMXK__LIN_F8)
-#undef AMXK__LIN_QI
-#undef AMXK__LIN_F8
-            for (r = 0; r < m2; r++) amxk__linear_store16__avx512(a, row + (size_t)(r0 + r), b, res[r]);
-        }
-}
+/* The decode kernels at 16 lanes (AMXK__QD_KERNELS_DEFINE): the 16 rows of a block in one vector. */
+#define AMXK__V16_I __m512i
+#define AMXK__V16_LANES 16
+#define AMXK__V16_NH 1
+#define AMXK__V16_LOADU(p) _mm512_loadu_ps(p)
+#define AMXK__V16_LOADI(p) _mm512_loadu_si512((const void *)(p))
+#define AMXK__V16_ZEROI _mm512_setzero_si512()
+#define AMXK__V16_ANDI(a, b) _mm512_and_si512(a, b)
+#define AMXK__V16_SLLI32(a, n) _mm512_slli_epi32(a, (unsigned)(n))
+#define AMXK__V16_SRLI32(a, n) _mm512_srli_epi32(a, (unsigned)(n))
+#define AMXK__V16_SRAI32(a, n) _mm512_srai_epi32(a, (unsigned)(n))
+#define AMXK__V16_SRLI16(a, n) _mm512_srli_epi16(a, (unsigned)(n))
+#define AMXK__V16_SET1I8(c) _mm512_set1_epi8(c)
+#define AMXK__V16_SET1I32(c) _mm512_set1_epi32(c)
+#define AMXK__V16_SHUFB(a, b) _mm512_shuffle_epi8(a, b)
+#define AMXK__V16_CVTI(a) _mm512_cvtepi32_ps(a)
+#define AMXK__V16_CASTIF(a) _mm512_castsi512_ps(a)
+#define AMXK__V16_BCAST128I(a) _mm512_broadcast_i32x4(a)
+#define AMXK__V16_FP8_BAD_T __mmask64
+#define AMXK__V16_FP8_BAD_0 0
+#define AMXK__V16_FP8_BAD(bad, c, sp) ((bad) | _mm512_cmpeq_epi8_mask(_mm512_and_si512((c)[0], sp), sp))
+#define AMXK__V16_FP8_BAD_ANY(bad) ((bad) != 0)
+#define AMXK__V16_QGRID(v, grid, b, g, s) ((s)[0] = amxk__q_grid16__avx512(v, grid, b, g))
+#define AMXK__V16_QSGRID(v, b, g, s) ((s)[0] = amxk__q_sgrid16__avx512(v, b, g))
+#define AMXK__V16_QSTORE(a, row, b, res) amxk__linear_store16__avx512(a, row, b, (res)[0])
+AMXK__QD_FIELDS_DEFINE(avx512, AMXK__V16)
+AMXK__QD_KERNELS_DEFINE(avx512, AMXK__V16)
 /* ---- the tiles of amxk_linear at 16 lanes: fp32 FMA (every AVX-512 level), vdpbf16ps (AVX512_BF16) ---- */
 
 /* Weight k of the 16 columns of packed bf16 block wb as f32: one load of pair row k / 2, then a shift
@@ -2787,22 +2735,21 @@ AMXK__PRIV void amxk__linear_run16__avx512bf16(const uint32_t *xp, size_t ns, co
 #define AMXK__Q4_PREFETCH 2048 /* decode kernel: software prefetch distance in packed bytes (0: none) ... */
 #endif
 #ifndef AMXK__Q4_HINT
-#define AMXK__Q4_HINT _MM_HINT_T1 /* ... into L2 (measured, M=1 4096^2 MXFP4: none / T0 1 KiB / T1 2, 4, 8 KiB: 460 / 464 / 436, 446, 459 us) */
+#define AMXK__Q4_HINT _MM_HINT_T1 /* ... into L2 (docs/notes/formats.md) */
 #endif
 #ifndef AMXK__Q4_NB
 #define AMXK__Q4_NB 4 /* blocks (weight streams) per call of the decode kernel for one row ... */
 #endif
 #ifndef AMXK__Q4_D1B
-#define AMXK__Q4_D1B 16384 /* ... when a packed block has more bytes than this; else one block at a time (Zen 4, M = 1, MoE
-                              Qwen3-30B-A3B int4 g128 decode, K = 2048 / 768, 3 interleaved rounds: 4 streams ~1180 us, 1 stream ~1010) */
+#define AMXK__Q4_D1B 16384 /* ... when a packed block has more bytes than this; else one block at a time (notes) */
 #endif
 
-/* Rows 0 .. mr-1 (mr <= 2) of xr against nb int4 / MXFP4 blocks b .. b+nb-1 (nb 1 or 4; 4 only for
+/* Rows 0 .. mr-1 (mr <= 2) of xr against nb 4-bit blocks b .. b+nb-1 (nb 1 or 4; 4 only for
    one row: weight streams read together). A 64-byte row of a block holds column r in its 32-bit lane
    r: 16-bit element 2r holds the codes of k = 8q, 8q+4, 8q+1, 8q+5 in its nibbles 0..3, element 2r+1
    those of k = 8q+2, 8q+6, 8q+3, 8q+7. Nibble i of every element (after a 16-bit shift by 4i) is
    turned into its exact bf16 value by one vpermw (tw: the bf16 code of the value of (index & 15) -
-   q, u for asymmetric packs, or MXFP4's e2m1 value - repeated twice: vpermw reads 5 index bits),
+   q, u for asymmetric packs, or the row's dec - repeated twice: vpermw reads 5 index bits),
    which leaves every 32-bit lane the pair (k, k+2) of its column: a vdpbf16ps operand against the
    broadcast x pair (x[k], x[k+2]) of a permuted copy of x (per 8 k: x0 x2 x4 x6 x1 x3 x5 x7). Per
    group and column: t = the products of nibbles 0, 2 (k % 8 < 4) and of 1, 3 (k % 8 >= 4) in two
@@ -2852,7 +2799,7 @@ AMXK__FORCE_INLINE void amxk__linear_q4__2x16__avx512bf16(const amxk__qview *v, 
         }
     }
 }
-/* Rows [m0, m1) x blocks [b0, b1) of an int4 or MXFP4 pack (groups of whole 64-byte rows) with bf16
+/* Rows [m0, m1) x blocks [b0, b1) of a 4-bit pack (int4 or LUT; groups of whole 64-byte rows) with bf16
    x, decode path: per pair of rows, x copied to bf16 rows zero-padded to Kp in the kernel's order
    (ws) and, asymmetric packs, the group sums of x (k increasing, f32), then the blocks through the
    kernel above (one row: AMXK__Q4_NB blocks at a time). */
@@ -2866,8 +2813,8 @@ AMXK__PRIV void amxk__linear_q4_block__avx512bf16(const amxk__linear_args *a, si
     __m512 res[2 * AMXK__Q4_NB];
     size_t i, b, g, kk;
     int r, n, nb;
-    for (n = 0; n < 32; n++) /* bf16 code of the field value: q (two's complement), u, or MXFP4's e2m1 value */
-        tab[n] = amxk__f32_to_bf16(v->fmt == AMXK_QFMT_MXFP4 ? 0.5f * (float)amxk__mxfp4_x2[n & 15] : (float)(v->asym || (n & 15) < 8 ? n & 15 : (n & 15) - 16));
+    for (n = 0; n < 32; n++) /* bf16 code of the field value: q (two's complement), u, or the row's dec */
+        tab[n] = amxk__f32_to_bf16(v->tr->dec ? v->tr->dec((uint8_t)(n & 15)) : (float)amxk__q_ival(v, (unsigned)(n & 15)));
     tw = _mm512_loadu_si512((const void *)tab);
     for (i = m0; i < m1; i += 2) {
         const int mr = m1 - i >= 2 ? 2 : 1;
@@ -2905,7 +2852,7 @@ AMXK__PRIV void amxk__linear_q4_block__avx512bf16(const amxk__linear_args *a, si
 }
 
 /* Rows [m0, m1) x blocks [b0, b1) at the AVX512_BF16 level: bf16 x on the vdpbf16ps tiles (bf16 packs
-   straight; quantized packs on the wide path dequantized to bf16 once per task), int4 and MXFP4 packs
+   straight; quantized packs on the wide path dequantized to bf16 once per task), 4-bit packs
    with bf16 x on the decode path through amxk__linear_q4_block__avx512bf16; fp16 x and the other quantized
    decode cases: amxk__linear_block__avx512. */
 AMXK__PRIV void amxk__linear_block__avx512bf16(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
@@ -3993,7 +3940,7 @@ AMXK__PRIV amxk_status amxk__linop_init(amxk__linop *op, const void *packed, siz
    64-byte rows (else FORMAT, or UNSUPPORTED for other group sizes). */
 AMXK__PRIV amxk_status amxk__linop_q8_check(const amxk__linop *op) {
     const amxk__qview *v = &op->q;
-    if (!op->quant || amxk__q_isfp8(v->fmt) || v->fmt == AMXK_QFMT_MXFP4 || (v->fmt == AMXK_QFMT_INT8 && v->asym)) return AMXK_ERR_FORMAT;
+    if (!op->quant || v->tr->vmap != AMXK__QV_INT || (v->bits == 8 && v->asym)) return AMXK_ERR_FORMAT;
     return v->bk % (size_t)(32 / v->bits) ? AMXK_ERR_UNSUPPORTED : AMXK_OK;
 }
 /* The plan and arguments of amxk_linear over m rows (a->plan = p, a->q into op: both must outlive a). */
@@ -4161,13 +4108,6 @@ static unsigned amxk__q_get_bytes(const void *src, const amxk__qview *v, size_t 
     (void)v;
     return s->vals[n * s->ldv + k];
 }
-/* f32 -> e2m1 code, round to nearest, ties to the even mantissa, saturating at +-6 (NaN: 0). */
-AMXK__INLINE unsigned amxk__f32_to_e2m1(float t) {
-    const float m = t < 0 ? -t : t;
-    unsigned c = m <= 0.25f ? 0u : m < 0.75f ? 1u : m <= 1.25f ? 2u : m < 1.75f ? 3u : m <= 2.5f ? 4u : m < 3.5f ? 5u : m <= 5.0f ? 6u : 7u;
-    if (!(m == m)) return 0u;
-    return c | (amxk__f32_bits(t) >> 31 << 3);
-}
 /* The e8m0 byte of a scale given as f32 (amxk_pack_quant): 2^i, -127 <= i <= 127, or NaN; 256 if it is none. */
 AMXK__INLINE unsigned amxk__f32_to_e8m0(float s) {
     const uint32_t u = amxk__f32_bits(s);
@@ -4183,9 +4123,7 @@ static unsigned amxk__q_get_quantized(const void *src, const amxk__qview *v, siz
     float x = s->wt == AMXK_DTYPE_F32 ? ((const float *)s->w)[n * s->ldw + k] : amxk__bf16_to_f32(((const uint16_t *)s->w)[n * s->ldw + k]);
     float t = v->e8 ? x / amxk__e8m0_to_f32(v->e8[g]) : x / v->scales[g], r;
     int qmax = v->asym ? (1 << v->bits) - 1 : (1 << (v->bits - 1)) - 1, qmin = v->asym ? 0 : -(1 << (v->bits - 1));
-    if (v->fmt == AMXK_QFMT_FP8_E4M3) return amxk__f32_to_e4m3(t);
-    if (v->fmt == AMXK_QFMT_FP8_E5M2) return amxk__f32_to_e5m2(t);
-    if (v->fmt == AMXK_QFMT_MXFP4) return amxk__f32_to_e2m1(t);
+    if (v->tr->enc) return v->tr->enc(t);
     r = amxk__rne(AMXK__MAX(AMXK__MIN(t, 65536.0f), -65536.0f)) + (v->asym ? v->zeros[g] : 0.0f);
     return (unsigned)(int)AMXK__MAX(AMXK__MIN(r, (float)qmax), (float)qmin);
 }
@@ -4206,18 +4144,17 @@ AMXK__PRIV void amxk__q_write(void *dst, const amxk__qview *v, amxk__q_get_fn ge
     memset(&h, 0, sizeof h);
     memcpy(h.magic, "AMXKPACK", 8);
     h.version = AMXK__PACK_VERSION;
-    h.dtype = (uint32_t)amxk__q_hdr_dtype(v->fmt);
+    h.dtype = (uint32_t)v->tr->hdr;
     h.n = v->n, h.k = v->k, h.qformat = (uint32_t)v->fmt, h.asym = (uint32_t)v->asym, h.block_n = v->bn, h.block_k = v->bk;
     memset(data, 0, amxk__lin_nblk(v->n) * v->blk_bytes);
-    h.flags = amxk__q_isfp8(v->fmt) ? AMXK__PACK_NO_NAN : 0;
+    h.flags = AMXK__QV_FP8(v->tr->vmap) ? AMXK__PACK_NO_NAN : 0;
     for (n = 0; n < v->n; n++)
         for (kk = 0; kk < v->k; kk++) {
             int sh;
             unsigned f = get(src, v, n, kk) & ((1u << v->bits) - 1u);
             size_t pos = (n / AMXK__LIN_NB) * v->blk_bytes + amxk__q_pos(v, n % AMXK__LIN_NB, kk, &sh); /* sets sh */
             data[pos] |= (uint8_t)(f << sh);
-            if ((v->fmt == AMXK_QFMT_FP8_E4M3 && (f & 0x7f) == 0x7f) || (v->fmt == AMXK_QFMT_FP8_E5M2 && (f & 0x7f) >= 0x7c))
-                h.flags = 0;
+            if (h.flags && (f & AMXK__FP8_SPECIAL(v->tr->vmap)) == (unsigned)AMXK__FP8_SPECIAL(v->tr->vmap)) h.flags = 0;
         }
     memcpy(dst, &h, sizeof h);
 }
@@ -4257,12 +4194,12 @@ AMXK_DEF amxk_status amxk_quantize_pack(const amxk_ctx *ctx, void *dst, size_t d
                     lo = AMXK__MIN(lo, x), hi = AMXK__MAX(hi, x);
                 }
             amax = AMXK__MAX(-lo, hi);
-            if (v.fmt == AMXK_QFMT_MXFP4) { /* OCP: 2^(floor(log2 amax) - emax(e2m1) = 2), as an e8m0 byte */
-                const int ex = (int)(amxk__f32_bits(amax) >> 23);
-                ((uint8_t *)v.e8)[amxk__q_gidx(&v, gn, gk)] = (uint8_t)(amax == 0.0f ? 127 : ex >= 255 ? 255 : AMXK__MAX(ex - 2, 0));
+            if (v.e8) { /* OCP MX: 2^(floor(log2 amax) - emax), emax = floor(log2 qmax) (e2m1: 2), as an e8m0 byte */
+                const int ex = (int)(amxk__f32_bits(amax) >> 23), emax = (int)(amxk__f32_bits(v.tr->qmax) >> 23) - 127;
+                ((uint8_t *)v.e8)[amxk__q_gidx(&v, gn, gk)] = (uint8_t)(amax == 0.0f ? 127 : ex >= 255 ? 255 : AMXK__MAX(ex - emax, 0));
                 continue;
             }
-            if (amxk__q_isfp8(v.fmt)) sc = amax / (v.fmt == AMXK_QFMT_FP8_E4M3 ? 448.0f : 57344.0f);
+            if (v.tr->enc) sc = amax / v.tr->qmax;
             else if (!v.asym) sc = amax / (float)((1 << (v.bits - 1)) - 1);
             else sc = (hi - lo) / (float)((1 << v.bits) - 1);
             if (!(sc > 0.0f)) sc = 1.0f; /* all zeros (or NaN): q = 0 */
@@ -4290,14 +4227,14 @@ AMXK_DEF amxk_status amxk_pack_quant(const amxk_ctx *ctx, void *dst, size_t dst_
     if (amxk__overlap(dst, need, values, (n - 1) * ldv + k) || amxk__overlap(dst, need, scales, grid * 4) ||
         (zeros && amxk__overlap(dst, need, zeros, grid * 4)))
         return AMXK_ERR_ALIAS;
-    for (i = 0; i < grid && v.e8; i++) /* MXFP4: every scale an e8m0 value */
+    for (i = 0; i < grid && v.e8; i++) /* e8m0 scales: every scale an e8m0 value */
         if (amxk__f32_to_e8m0(scales[i]) > 255u) return AMXK_ERR_ARG;
-    if (!amxk__q_isfp8(v.fmt)) /* every value within the b-bit range (MXFP4: a 4-bit code), before anything is written */
-        for (i = 0; i < n; i++)
-            for (j = 0; j < k; j++) {
-                int x = v.asym || v.e8 ? (int)((const uint8_t *)values)[i * ldv + j] : (int)((const int8_t *)values)[i * ldv + j];
-                if (v.asym || v.e8 ? x > (1 << v.bits) - 1 : (x < -(1 << (v.bits - 1)) || x > (1 << (v.bits - 1)) - 1)) return AMXK_ERR_ARG;
-            }
+    for (i = 0; i < n; i++) /* every value within the b-bit range (codes: unsigned), before anything is written */
+        for (j = 0; j < k; j++) {
+            const int uns = v.asym || v.tr->vmap != AMXK__QV_INT;
+            int x = uns ? (int)((const uint8_t *)values)[i * ldv + j] : (int)((const int8_t *)values)[i * ldv + j];
+            if (uns ? x > (1 << v.bits) - 1 : (x < -(1 << (v.bits - 1)) || x > (1 << (v.bits - 1)) - 1)) return AMXK_ERR_ARG;
+        }
     amxk__q_grid_clear(dst, &v, need);
     for (i = 0; i < v.nbn; i++) /* the caller's row-major grid -> the pack's tiled one */
         for (j = 0; j < v.nbk; j++) {
@@ -4420,39 +4357,36 @@ AMXK_DEF amxk_status amxk_import_fp8_block(const amxk_ctx *ctx, void *dst, size_
     return amxk_pack_quant(ctx, dst, dst_bytes, &q, weight, k, weight_scale_inv, NULL, n, k);
 }
 
-/* gpt-oss MXFP4: the code of (n, k) from blocks [N, K/32, 16] (two codes per byte, k even low). */
-typedef struct amxk__q_mxfp4_src { const uint8_t *blocks; size_t k; } amxk__q_mxfp4_src;
-static unsigned amxk__q_get_mxfp4(const void *src, const amxk__qview *v, size_t n, size_t k) {
-    const amxk__q_mxfp4_src *s = (const amxk__q_mxfp4_src *)src;
+/* gpt-oss: the code of (n, k) from blocks [N, K/32, 16] (two codes per byte, k even low); its format. */
+typedef struct amxk__q_nibbles { const uint8_t *blocks; size_t k; } amxk__q_nibbles;
+static unsigned amxk__q_get_nibbles(const void *src, const amxk__qview *v, size_t n, size_t k) {
+    const amxk__q_nibbles *s = (const amxk__q_nibbles *)src;
     (void)v;
     return (unsigned)(s->blocks[n * (s->k / 2) + k / 2] >> (4 * (k & 1))) & 15u;
 }
+static const amxk_quant amxk__q_gptoss = {AMXK_QFMT_MXFP4, 0, 1, 32};
 
 AMXK_DEF amxk_status amxk_import_mxfp4_size(size_t n, size_t k, size_t *bytes) {
-    amxk_quant q;
     if (k % 32) return AMXK_ERR_SHAPE;
-    q.format = AMXK_QFMT_MXFP4, q.asym = 0, q.block_n = 1, q.block_k = 32;
-    return amxk_pack_quant_size(&q, n, k, bytes);
+    return amxk_pack_quant_size(&amxk__q_gptoss, n, k, bytes);
 }
 
 AMXK_DEF amxk_status amxk_import_mxfp4(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const uint8_t *blocks, const uint8_t *scales_e8m0,
                                        size_t n, size_t k) {
-    amxk_quant q;
     amxk__qview v;
-    amxk__q_mxfp4_src src;
+    amxk__q_nibbles src;
     size_t need, i, g;
     amxk_status s;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!dst || !blocks || !scales_e8m0) return AMXK_ERR_NULL;
     if (n == 0 || k == 0 || k % 32) return AMXK_ERR_SHAPE;
-    q.format = AMXK_QFMT_MXFP4, q.asym = 0, q.block_n = 1, q.block_k = 32;
-    if ((s = amxk__q_prepare(ctx, dst, dst_bytes, &q, n, k, &v, &need)) != AMXK_OK) return s;
+    if ((s = amxk__q_prepare(ctx, dst, dst_bytes, &amxk__q_gptoss, n, k, &v, &need)) != AMXK_OK) return s;
     if (amxk__overlap(dst, need, blocks, n * (k / 2)) || amxk__overlap(dst, need, scales_e8m0, n * (k / 32))) return AMXK_ERR_ALIAS;
     amxk__q_grid_clear(dst, &v, need);
     for (i = 0; i < n; i++) /* [N, K/32] -> the tiled grid */
         for (g = 0; g < k / 32; g++) ((uint8_t *)v.e8)[amxk__q_gidx(&v, i, g)] = scales_e8m0[i * (k / 32) + g];
     src.blocks = blocks, src.k = k;
-    amxk__q_write(dst, &v, amxk__q_get_mxfp4, &src);
+    amxk__q_write(dst, &v, amxk__q_get_nibbles, &src);
     return AMXK_OK;
 }
 
@@ -4720,7 +4654,7 @@ AMXK__PRIV int amxk__linop_same(const void *a, size_t bytes_a, const void *b, si
     amxk__pack_hdr h;
     if (!a || !b || bytes_a != bytes_b || bytes_a < sizeof h || memcmp(a, b, sizeof h) != 0) return 0;
     memcpy(&h, b, sizeof h);
-    return h.k % AMXK__LIN_KALIGN == 0 || (h.qformat != AMXK_QFMT_NONE && !amxk__q_isfp8((amxk_qformat)h.qformat));
+    return h.k % AMXK__LIN_KALIGN == 0 || (h.qformat != AMXK_QFMT_NONE && (h.qformat >= AMXK_QFMT_COUNT || !amxk__q_traits[h.qformat].any_blocks));
 }
 
 /* Per-worker workspace bytes that amxk__linop_run needs on ctx for any call of 1 .. rows rows (either
