@@ -12,9 +12,10 @@
 
    TABLE OF CONTENTS (grep for the anchors)
        >>config     configuration macros, linkage, private helper macros
-       >>util       bit casts, exact fp conversions (bf16, fp16, fp8 e4m3fn / e5m2), helpers
+       >>util       bit casts, exact fp conversions, size arithmetic, overlap tables, vector math
        >>scalar     portable kernels (every op has one; the fallback tier)
-       >>avx512     AVX-512 kernels in a `#pragma GCC target` / `clang attribute` region
+       >>avx2       AVX2 kernels and the 8-lane vocabulary (AMXK__V8_*) in a target region
+       >>avx512     AVX-512 kernels and the 16-lane vocabulary (AMXK__V16_*) in a target region
        >>amx        AMX tile operations (hardware or the software tile emulator) and kernels
        >>dispatch   CPU detection, tier selection, the parallel-for helper
        >>api        public function definitions (validate, choose, run)
@@ -26,11 +27,9 @@
                             the AMX tier is then available on every CPU (AMX kernels use nothing
                             but tile operations and portable C, so they need no other ISA)
        AMXK_AVX512_EMULATE  TEST BUILDS ONLY: the AVX-512 levels' kernels are compiled through SIMDe
-                            (https://github.com/simd-everywhere/simde, Debian libsimde-dev; add its
-                            include directory) into portable/SSE code, and the AVX-512 levels count as
-                            usable on every CPU that has AVX2, so every AVX-512 kernel runs the full test
-                            matrix on an AVX2-only machine (no zmm instruction is emitted). Hardware AMX
-                            is then off (combine with AMXK_AMX_EMULATE). The library needs no SIMDe.
+                            (Debian libsimde-dev) for AVX2 and count as usable on every AVX2 CPU, so
+                            they run the test matrix there. Hardware AMX is then off (combine with
+                            AMXK_AMX_EMULATE). The library itself needs no SIMDe.
        AMXK_NO_AVX2         do not compile AVX2 code
        AMXK_NO_AVX512       do not compile AVX-512 code (and no hardware AMX code)
        AMXK_NO_AMX          do not compile AMX code
@@ -40,18 +39,14 @@
        AMXK_ASSERT(x)       internal invariant check (default: assert from <assert.h>)
 
    ISA LEVELS AND DISPATCH
-       Seven levels (enum amxk_tier, see there for the CPUs): SCALAR, AVX2, AVX512 (F/BW/VL/DQ),
-       AVX512_VNNI, AVX512_BF16, AVX512_FP16, AMX. Each level requires the features of the ones below
-       it plus its own (amxk_tier_features), so no function is ever reached on a CPU that lacks an
-       instruction it contains: every kernel sits in the target region of its level, and a region
-       enables only what its level requires.
-       All levels are compiled into one build at plain -O2. The CPU is detected once (amxk_cpu_init(),
-       called lazily by amxk_ctx_init()); the level is chosen once per context by amxk_ctx_init() -
-       the highest level that is both allowed by ctx->isa_allow and usable here - and every op picks
-       its microkernels from that level's kernel table (one table per level; a level without kernels
-       of its own for an op uses the table of the level below). Ops validate the context's level
-       against the CPU on every call (one compare); no CPUID per call. An op may run a lower level
-       than ctx->tier for shapes where that is faster (documented per op), never a higher one.
+       Seven levels (enum amxk_tier: the features and CPUs of each). Every kernel sits in the target
+       region of its level, which enables only what that level requires, so no function is reached on
+       a CPU that lacks an instruction it contains. All levels are compiled into one build at plain
+       -O2. The CPU is detected once (amxk_cpu_init, called lazily); amxk_ctx_init chooses the highest
+       level allowed by ctx->isa_allow and usable here, and every op picks its microkernels from that
+       level's kernel table (a level without kernels of its own for an op uses the table of the level
+       below). Ops validate the context against the CPU on every call (one compare, no CPUID). An op
+       may run a lower level than ctx->tier for shapes where that is faster, never a higher one.
 
    THREADING
        amxk creates no threads. A context may carry a parallel-for callback (see amxk_parallel_for_fn):
@@ -314,10 +309,9 @@ AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b);
 /* Tile counters: the emulator as a performance model (AMXK_AMX_EMU_COUNT together with
    AMXK_AMX_EMULATE; GCC or clang: atomic adds). Every emulated tile operation of every thread adds to
    process-wide counters. A TILELOADD adds rows x colsb bytes to load_bytes[src], src the first range
-   registered with amxk_amx_emu_count_range (1..3) that contains its base address, else 0. amxk_bench
-   registers 1 = the caller's x, 2 = the packed weights, 3 = the workspace (x panels, dequantized
-   blocks, spills); 0 is then the stack. dequant_blocks: 16-column blocks dequantized to 16 bits for
-   the AMX path (amxk_pack.h). Not for production builds: the counters cost an atomic add per op.
+   registered with amxk_amx_emu_count_range (1..3) that contains its base address, else 0 (amxk_bench:
+   1 x, 2 the packs, 3 the workspace). dequant_blocks: 16-column blocks dequantized to 16 bits for the
+   AMX path (amxk_pack.h). Not for production builds: the counters cost an atomic add per op.
    L2 model: each thread (worker) has its own LRU cache of AMXK_AMX_EMU_L2_BYTES (default 2 MiB, a
    Sapphire Rapids core's L2), AMXK_AMX_EMU_L2_WAYS ways (16) and 64-byte lines, cold after
    amxk_amx_emu_counts_reset. It sees every tile load and tile store and every amxk_amx_emu_touch
@@ -325,9 +319,8 @@ AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b);
    their blocks); l2_miss_bytes[src] adds 64 per line that was not in it (bytes from beyond L2).
    Lines are numbered by their offset inside the registered range (alignment- and address-
    independent: the same counts on every CPU); accesses outside the ranges (src 0) are not modelled.
-   The model is per thread, not per task: with a pool that hands tasks out dynamically, a thread that
-   runs two tasks of a call shares one cache between them, so counts of multi-worker calls can vary
-   from run to run; one worker gives exact, repeatable counts. */
+   The model is per thread, not per task: counts of multi-worker calls can vary from run to run with a
+   dynamic pool; one worker gives exact, repeatable counts. */
 typedef struct amxk_amx_emu_counts {
     uint64_t ldtilecfg, release, tileloadd, tilestored, tilezero, tdp, dequant_blocks;
     uint64_t load_bytes[4], store_bytes;
@@ -413,31 +406,24 @@ AMXK_DEF void amxk_amx_emu_touch(const void *p, size_t bytes);
 #else
 #  define AMXK__HAS_AVX512FP16 0
 #endif
-/* AVX-VNNI (VEX vpdpbusd, the AVX2 level's w8a8 kernel where the CPU has it) needs gcc >= 11 / clang
-   >= 12; the emulated-AVX-512 test build runs that kernel on any AVX2 CPU through an exact AVX2 shim. */
+/* AVX-VNNI (VEX vpdpbusd, the AVX2 level's w8a8 kernel where the CPU has it) and the hardware AMX
+   targets and intrinsics need gcc >= 11 / clang >= 12; the emulated-AVX-512 test build runs the
+   AVX-VNNI kernel on any AVX2 CPU through an exact AVX2 shim. AMX kernels are compiled when emulated
+   (any CPU) or for real AMX; AMXK_AVX512_EMULATE turns hardware AMX off (its region would enable
+   real AVX-512). */
 #if defined(__clang__)
-#  define AMXK__CC_AVXVNNI (__clang_major__ >= 12)
+#  define AMXK__CC_AVXVNNI_AMX (__clang_major__ >= 12)
 #elif defined(__GNUC__)
-#  define AMXK__CC_AVXVNNI (__GNUC__ >= 11)
+#  define AMXK__CC_AVXVNNI_AMX (__GNUC__ >= 11)
 #else
-#  define AMXK__CC_AVXVNNI 0
+#  define AMXK__CC_AVXVNNI_AMX 0
 #endif
-#if AMXK__HAS_AVX2 && (AMXK__CC_AVXVNNI || defined(AMXK_AVX512_EMULATE))
+#if AMXK__HAS_AVX2 && (AMXK__CC_AVXVNNI_AMX || defined(AMXK_AVX512_EMULATE))
 #  define AMXK__HAS_AVXVNNI 1
 #else
 #  define AMXK__HAS_AVXVNNI 0
 #endif
-/* AMX kernels are compiled when emulated (any CPU) or when the compiler can target real AMX
-   (gcc >= 11, clang >= 12: the amx-* targets and intrinsics). AMXK_AVX512_EMULATE turns hardware AMX
-   off (its region would enable real AVX-512). */
-#if defined(__clang__)
-#  define AMXK__CC_AMX (__clang_major__ >= 12)
-#elif defined(__GNUC__)
-#  define AMXK__CC_AMX (__GNUC__ >= 11)
-#else
-#  define AMXK__CC_AMX 0
-#endif
-#if !defined(AMXK_NO_AMX) && (defined(AMXK_AMX_EMULATE) || (AMXK__HAS_AVX512 && AMXK__CC_AMX && !defined(AMXK_AVX512_EMULATE)))
+#if !defined(AMXK_NO_AMX) && (defined(AMXK_AMX_EMULATE) || (AMXK__HAS_AVX512 && AMXK__CC_AVXVNNI_AMX && !defined(AMXK_AVX512_EMULATE)))
 #  define AMXK__HAS_AMX 1
 #else
 #  define AMXK__HAS_AMX 0
@@ -550,6 +536,8 @@ AMXK__INLINE uint16_t amxk__f32_to_bf16(float f) {
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 AMXK__INLINE float amxk__bf16_to_f32(uint16_t h) { return amxk__bits_f32((uint32_t)h << 16); }
+/* A denormal (or zero) flushed to the zero of its sign: DAZ / FTZ of the AMX and vdpbf16ps emulation. */
+AMXK__INLINE float amxk__ftz(float x) { return (amxk__f32_bits(x) & 0x7f800000u) == 0 ? amxk__bits_f32(amxk__f32_bits(x) & 0x80000000u) : x; }
 
 /* f16 -> f32: exact; NaN gets the quiet bit (as vcvtph2ps does). */
 AMXK__INLINE float amxk__f16_to_f32(uint16_t h) {
@@ -628,16 +616,40 @@ AMXK__INLINE size_t amxk__sz_add(size_t a, size_t b, int *ovf) {
 /* a rounded up to a multiple of b (b >= 1). */
 AMXK__INLINE size_t amxk__sz_round(size_t a, size_t b, int *ovf) { return amxk__sz_mul(AMXK__CEIL_DIV(a, b), b, ovf); }
 
-/* Split [0, n) into `parts` near-equal contiguous ranges; range i is [*b, *e). */
-AMXK__INLINE void amxk__split(size_t n, size_t parts, size_t i, size_t *b, size_t *e) {
-    size_t q = n / parts, r = n % parts;
-    *b = i * q + (i < r ? i : r);
-    *e = *b + q + (i < r ? 1 : 0);
-}
-
 AMXK__INLINE int amxk__overlap(const void *a, size_t na, const void *b, size_t nb) {
     const char *pa = (const char *)a, *pb = (const char *)b;
     return na && nb && pa < pb + nb && pb < pa + na;
+}
+
+/* The overlap table of an entry point: what it writes (outputs) and what it reads once it has started
+   writing (inputs), each by its byte extent [p, p + bytes); NULL or 0 bytes: absent, overlapping
+   nothing. An input may overlap output i only where bit i of its `may` says so (its last read comes
+   before that output's first write). */
+typedef struct amxk__rgn {
+    const void *p;
+    size_t bytes;
+    unsigned may;
+} amxk__rgn;
+
+AMXK__INLINE amxk__rgn amxk__rgn_of(const void *p, size_t bytes, unsigned may) {
+    amxk__rgn r;
+    r.p = p, r.bytes = bytes, r.may = may;
+    return r;
+}
+
+/* AMXK_ERR_ALIAS when two outputs overlap, or an output overlaps an input that may not overlap it;
+   else AMXK_OK (inputs may overlap each other). n_out <= 32. Distances in uintptr_t: no pointer
+   arithmetic past an object, no overflow for extents that reach the top of the address space. */
+AMXK__PRIV amxk_status amxk__alias(const amxk__rgn *out, size_t n_out, const amxk__rgn *in, size_t n_in) {
+    size_t i, j;
+    for (i = 0; i < n_out; i++)
+        for (j = i + 1; j < n_out + n_in; j++) { /* the later outputs, then every input */
+            const amxk__rgn *a = &out[i], *b = j < n_out ? &out[j] : &in[j - n_out];
+            const uintptr_t ua = (uintptr_t)a->p, ub = (uintptr_t)b->p;
+            if (!a->p || !b->p || !a->bytes || !b->bytes || (j >= n_out && (b->may >> i & 1u))) continue;
+            if (ua >= ub ? ua - ub < b->bytes : ub - ua < a->bytes) return AMXK_ERR_ALIAS;
+        }
+    return AMXK_OK;
 }
 
 /* Element i of a float array of dtype t (F32, BF16 or F16) as f32, and the store back (RNE): the one
@@ -738,12 +750,12 @@ AMXK__INLINE void amxk__st_elem(void *p, amxk_dtype t, size_t i, float v) {
 #    define _MM_FROUND_NO_EXC SIMDE_MM_FROUND_NO_EXC
 #  endif
 AMXK__TARGET_AVX2_BEGIN /* the shims pass vectors to and from the AVX2-compiled emulated levels */
-/* lanes [0, n) of esz bytes from p where k is set, else zero (maskz) or kept from *r (merge) */
-AMXK__INLINE void amxk__sim_ld(void *r, const void *p, uint64_t k, int esz, int n, int merge) {
+/* lanes [0, n) of esz bytes from p where k is set, else zero */
+AMXK__INLINE void amxk__sim_ld(void *r, const void *p, uint64_t k, int esz, int n) {
     int i;
     for (i = 0; i < n; i++) {
         if ((k >> i) & 1u) memcpy((char *)r + i * esz, (const char *)p + i * esz, (size_t)esz);
-        else if (!merge) memset((char *)r + i * esz, 0, (size_t)esz);
+        else memset((char *)r + i * esz, 0, (size_t)esz);
     }
 }
 AMXK__INLINE void amxk__sim_st(void *p, const void *r, uint64_t k, int esz, int n) {
@@ -754,53 +766,33 @@ AMXK__INLINE void amxk__sim_st(void *p, const void *r, uint64_t k, int esz, int 
 #  define AMXK__SIM_MASKZ_LOAD(name, T, esz, n)                                                        \
       AMXK__INLINE T amxk__sim_##name(uint64_t k, const void *p) {                                  \
           T r;                                                                                       \
-          amxk__sim_ld(&r, p, k, esz, n, 0);                                                         \
+          amxk__sim_ld(&r, p, k, esz, n);                                                            \
           return r;                                                                                  \
-      }
-#  define AMXK__SIM_MASK_LOAD(name, T, esz, n)                                                         \
-      AMXK__INLINE T amxk__sim_##name(T src, uint64_t k, const void *p) {                           \
-          amxk__sim_ld(&src, p, k, esz, n, 1);                                                       \
-          return src;                                                                                \
       }
 #  define AMXK__SIM_MASK_STORE(name, T, esz, n)                                                        \
       AMXK__INLINE void amxk__sim_##name(void *p, uint64_t k, T a) { amxk__sim_st(p, &a, k, esz, n); }
 AMXK__SIM_MASKZ_LOAD(mm512_maskz_loadu_ps, __m512, 4, 16)
-AMXK__SIM_MASKZ_LOAD(mm512_maskz_loadu_epi32, __m512i, 4, 16)
 AMXK__SIM_MASKZ_LOAD(mm512_maskz_loadu_epi16, __m512i, 2, 32)
 AMXK__SIM_MASKZ_LOAD(mm512_maskz_loadu_epi8, __m512i, 1, 64)
 AMXK__SIM_MASKZ_LOAD(mm256_maskz_loadu_epi16, __m256i, 2, 16)
-AMXK__SIM_MASKZ_LOAD(mm256_maskz_loadu_epi8, __m256i, 1, 32)
 AMXK__SIM_MASKZ_LOAD(mm_maskz_loadu_epi8, __m128i, 1, 16)
-AMXK__SIM_MASK_LOAD(mm512_mask_loadu_ps, __m512, 4, 16)
 AMXK__SIM_MASK_STORE(mm512_mask_storeu_ps, __m512, 4, 16)
-AMXK__SIM_MASK_STORE(mm512_mask_storeu_epi32, __m512i, 4, 16)
-AMXK__SIM_MASK_STORE(mm512_mask_storeu_epi16, __m512i, 2, 32)
 AMXK__SIM_MASK_STORE(mm256_mask_storeu_epi16, __m256i, 2, 16)
 AMXK__SIM_MASK_STORE(mm_mask_storeu_epi8, __m128i, 1, 16)
 #  undef _mm512_maskz_loadu_ps
-#  undef _mm512_maskz_loadu_epi32
 #  undef _mm512_maskz_loadu_epi16
 #  undef _mm512_maskz_loadu_epi8
 #  undef _mm256_maskz_loadu_epi16
-#  undef _mm256_maskz_loadu_epi8
 #  undef _mm_maskz_loadu_epi8
-#  undef _mm512_mask_loadu_ps
 #  undef _mm512_mask_storeu_ps
-#  undef _mm512_mask_storeu_epi32
-#  undef _mm512_mask_storeu_epi16
 #  undef _mm256_mask_storeu_epi16
 #  undef _mm_mask_storeu_epi8
 #  define _mm512_maskz_loadu_ps(k, p) amxk__sim_mm512_maskz_loadu_ps((uint64_t)(k), (p))
-#  define _mm512_maskz_loadu_epi32(k, p) amxk__sim_mm512_maskz_loadu_epi32((uint64_t)(k), (p))
 #  define _mm512_maskz_loadu_epi16(k, p) amxk__sim_mm512_maskz_loadu_epi16((uint64_t)(k), (p))
 #  define _mm512_maskz_loadu_epi8(k, p) amxk__sim_mm512_maskz_loadu_epi8((uint64_t)(k), (p))
 #  define _mm256_maskz_loadu_epi16(k, p) amxk__sim_mm256_maskz_loadu_epi16((uint64_t)(k), (p))
-#  define _mm256_maskz_loadu_epi8(k, p) amxk__sim_mm256_maskz_loadu_epi8((uint64_t)(k), (p))
 #  define _mm_maskz_loadu_epi8(k, p) amxk__sim_mm_maskz_loadu_epi8((uint64_t)(k), (p))
-#  define _mm512_mask_loadu_ps(s, k, p) amxk__sim_mm512_mask_loadu_ps((s), (uint64_t)(k), (p))
 #  define _mm512_mask_storeu_ps(p, k, a) amxk__sim_mm512_mask_storeu_ps((p), (uint64_t)(k), (a))
-#  define _mm512_mask_storeu_epi32(p, k, a) amxk__sim_mm512_mask_storeu_epi32((p), (uint64_t)(k), (a))
-#  define _mm512_mask_storeu_epi16(p, k, a) amxk__sim_mm512_mask_storeu_epi16((p), (uint64_t)(k), (a))
 #  define _mm256_mask_storeu_epi16(p, k, a) amxk__sim_mm256_mask_storeu_epi16((p), (uint64_t)(k), (a))
 #  define _mm_mask_storeu_epi8(p, k, a) amxk__sim_mm_mask_storeu_epi8((p), (uint64_t)(k), (a))
 /* vcvtps2dq under the default MXCSR (round to nearest even); out of range or NaN: INT32_MIN */
@@ -828,40 +820,31 @@ AMXK__SIM_CVT(mm512_cvtph_ps, __m512, float, __m256i, uint16_t, 16, amxk__f16_to
 AMXK__SIM_CVT(mm512_cvtps_ph, __m256i, uint16_t, __m512, float, 16, amxk__f32_to_f16(s[i]))
 AMXK__SIM_CVT(mm256_cvtph_ps, __m256, float, __m128i, uint16_t, 8, amxk__f16_to_f32(s[i]))
 AMXK__SIM_CVT(mm256_cvtps_ph, __m128i, uint16_t, __m256, float, 8, amxk__f32_to_f16(s[i]))
-AMXK__SIM_CVT(mm_cvtph_ps, __m128, float, __m128i, uint16_t, 4, amxk__f16_to_f32(s[i]))
 AMXK__SIM_CVT(mm512_cvtps_epi32, __m512i, int32_t, __m512, float, 16, amxk__sim_cvtss_si32(s[i]))
 AMXK__SIM_CVT(mm512_cvtepi32_epi16, __m256i, uint16_t, __m512i, uint32_t, 16, s[i] & 0xffffu)
 AMXK__SIM_CVT(mm512_cvtepi32_epi8, __m128i, uint8_t, __m512i, uint32_t, 16, s[i] & 0xffu)
 AMXK__SIM_CVT(mm512_cvtepu16_epi32, __m512i, uint32_t, __m256i, uint16_t, 16, s[i])
-AMXK__SIM_CVT(mm512_cvtepi16_epi32, __m512i, int32_t, __m256i, int16_t, 16, s[i])
 AMXK__SIM_CVT(mm512_cvtepu8_epi32, __m512i, uint32_t, __m128i, uint8_t, 16, s[i])
-AMXK__SIM_CVT(mm512_cvtepi8_epi32, __m512i, int32_t, __m128i, int8_t, 16, s[i])
 AMXK__SIM_CVT(mm512_cvtepi32_ps, __m512, float, __m512i, int32_t, 16, (float)s[i]) /* RNE, as vcvtdq2ps */
 #  undef _mm512_cvtph_ps
 #  undef _mm512_cvtps_epi32
 #  undef _mm256_cvtph_ps
 #  undef _mm256_cvtps_ph
-#  undef _mm_cvtph_ps
 #  undef _mm512_cvtps_ph
 #  undef _mm512_cvtepi32_epi16
 #  undef _mm512_cvtepi32_epi8
 #  undef _mm512_cvtepu16_epi32
-#  undef _mm512_cvtepi16_epi32
 #  undef _mm512_cvtepu8_epi32
-#  undef _mm512_cvtepi8_epi32
 #  undef _mm512_cvtepi32_ps
 #  define _mm512_cvtph_ps(a) amxk__sim_mm512_cvtph_ps(a)
 #  define _mm512_cvtps_epi32(a) amxk__sim_mm512_cvtps_epi32(a)
 #  define _mm256_cvtph_ps(a) amxk__sim_mm256_cvtph_ps(a) /* SIMDe's F16C does not quiet NaNs */
 #  define _mm256_cvtps_ph(a, imm) amxk__sim_mm256_cvtps_ph(a)
-#  define _mm_cvtph_ps(a) amxk__sim_mm_cvtph_ps(a)
 #  define _mm512_cvtps_ph(a, imm) amxk__sim_mm512_cvtps_ph(a)
 #  define _mm512_cvtepi32_epi16(a) amxk__sim_mm512_cvtepi32_epi16(a)
 #  define _mm512_cvtepi32_epi8(a) amxk__sim_mm512_cvtepi32_epi8(a)
 #  define _mm512_cvtepu16_epi32(a) amxk__sim_mm512_cvtepu16_epi32(a)
-#  define _mm512_cvtepi16_epi32(a) amxk__sim_mm512_cvtepi16_epi32(a)
 #  define _mm512_cvtepu8_epi32(a) amxk__sim_mm512_cvtepu8_epi32(a)
-#  define _mm512_cvtepi8_epi32(a) amxk__sim_mm512_cvtepi8_epi32(a)
 #  define _mm512_cvtepi32_ps(a) amxk__sim_mm512_cvtepi32_ps(a)
 /* vpsrad by an immediate (counts above 31 fill with the sign) */
 AMXK__INLINE __m512i amxk__sim_mm512_srai_epi32(__m512i a, unsigned n) {
@@ -887,19 +870,15 @@ AMXK__INLINE __m512i amxk__sim_mm512_srai_epi32(__m512i a, unsigned n) {
 AMXK__SIM_CMPU32(mm512_cmpgt_epu32_mask, >)
 AMXK__SIM_CMPU32(mm512_cmplt_epu32_mask, <)
 AMXK__SIM_CMPU32(mm512_cmpge_epu32_mask, >=)
-AMXK__SIM_CMPU32(mm512_cmple_epu32_mask, <=)
 #  undef _mm512_cmpgt_epu32_mask
 #  undef _mm512_cmplt_epu32_mask
 #  undef _mm512_cmpge_epu32_mask
-#  undef _mm512_cmple_epu32_mask
 #  define _mm512_cmpgt_epu32_mask(a, b) amxk__sim_mm512_cmpgt_epu32_mask((a), (b))
 #  define _mm512_cmplt_epu32_mask(a, b) amxk__sim_mm512_cmplt_epu32_mask((a), (b))
 #  define _mm512_cmpge_epu32_mask(a, b) amxk__sim_mm512_cmpge_epu32_mask((a), (b))
-#  define _mm512_cmple_epu32_mask(a, b) amxk__sim_mm512_cmple_epu32_mask((a), (b))
 /* vdpbf16ps as the SDM describes it: per 32-bit lane, acc += a.odd * b.odd, then acc += a.even * b.even,
    each a single-rounding fma (RNE) with bf16 subnormal inputs and the accumulator read as zero (DAZ) and
    subnormal results flushed (FTZ); MXCSR not consulted. (SIMDe sums both products first, without DAZ.) */
-AMXK__INLINE float amxk__sim_daz(float x) { return (amxk__f32_bits(x) & 0x7f800000u) == 0 ? amxk__bits_f32(amxk__f32_bits(x) & 0x80000000u) : x; }
 AMXK__INLINE __m512 amxk__sim_dpbf16(__m512 acc, __m512i a, __m512i b) {
     float c[16];
     uint16_t x[32], y[32];
@@ -908,10 +887,10 @@ AMXK__INLINE __m512 amxk__sim_dpbf16(__m512 acc, __m512i a, __m512i b) {
     memcpy(x, &a, 64);
     memcpy(y, &b, 64);
     for (i = 0; i < 16; i++) {
-        float t = amxk__sim_daz(c[i]);
+        float t = amxk__ftz(c[i]);
         for (h = 1; h >= 0; h--)
-            t = amxk__sim_daz(fmaf(amxk__sim_daz(amxk__bits_f32((uint32_t)x[2 * i + h] << 16)),
-                                   amxk__sim_daz(amxk__bits_f32((uint32_t)y[2 * i + h] << 16)), t));
+            t = amxk__ftz(fmaf(amxk__ftz(amxk__bits_f32((uint32_t)x[2 * i + h] << 16)),
+                               amxk__ftz(amxk__bits_f32((uint32_t)y[2 * i + h] << 16)), t));
         c[i] = t;
     }
     memcpy(&acc, c, 64);
@@ -945,6 +924,26 @@ AMXK__PRIV void amxk__convert__scalar(void *dst, amxk_dtype dt, const void *src,
         }
     }
 }
+
+/* amxk__convert__<isa>: amxk__convert__scalar at the vector width V (AMXK__V8 or AMXK__V16), bitwise
+   equal: each step loads its source elements as f32 and stores them in the destination's encoding;
+   a width that takes whole vectors only leaves the tail to the scalar function. */
+#define AMXK__CONVERT_DEFINE(isa, V)                                                                   \
+    AMXK__PRIV void amxk__convert__##isa(void *dst, amxk_dtype dt, const void *src, amxk_dtype st, size_t n) { \
+        const size_t ds = amxk_dtype_size(dt), ss = amxk_dtype_size(st);                              \
+        const int d8 = dt == AMXK_DTYPE_FP8_E4M3 || dt == AMXK_DTYPE_FP8_E5M2;                         \
+        const int s8 = st == AMXK_DTYPE_FP8_E4M3 || st == AMXK_DTYPE_FP8_E5M2;                         \
+        size_t i;                                                                                      \
+        for (i = 0; i + V##_STEP_MIN <= n; i += V##_N) {                                               \
+            const V##_MASK_T m = V##_MASK(n - i);                                                      \
+            const char *s = (const char *)src + i * ss;                                                \
+            char *d = (char *)dst + i * ds;                                                            \
+            const V##_T x = s8 ? amxk__vload_fp8__##isa(s, st == AMXK_DTYPE_FP8_E5M2, m) : V##_LOADT(s, st, m); \
+            if (d8) amxk__vstore_fp8__##isa(d, dt == AMXK_DTYPE_FP8_E5M2, x, m);                       \
+            else V##_STORET(d, dt, x, m);                                                              \
+        }                                                                                              \
+        if (i < n) amxk__convert__scalar((char *)dst + i * ds, dt, (const char *)src + i * ss, st, n - i); \
+    }
 
 // >>avx2 -----------------------------------------------------------------------------------------
 /* The AVX2 + FMA + F16C tier: x86 CPUs without AVX-512. Vector bodies of 8 lanes; tails reuse the
@@ -1033,42 +1032,27 @@ AMXK__INLINE void amxk__vstore__avx2(void *p, amxk_dtype t, __m256 v) {
     else if (t == AMXK_DTYPE_BF16) _mm_storeu_si128((__m128i *)p, amxk__cvt_f32_bf16__avx2(v));
     else _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
-
-AMXK__PRIV void amxk__convert__avx2(void *dst, amxk_dtype dt, const void *src, amxk_dtype st, size_t n) {
-    size_t i, nv = n & ~(size_t)7;
-    for (i = 0; i < nv; i += 8) {
-        if (st == AMXK_DTYPE_F32) {
-            __m256 x = _mm256_loadu_ps((const float *)src + i);
-            switch (dt) {
-            case AMXK_DTYPE_F32: _mm256_storeu_ps((float *)dst + i, x); break;
-            case AMXK_DTYPE_BF16: _mm_storeu_si128((__m128i *)((uint16_t *)dst + i), amxk__cvt_f32_bf16__avx2(x)); break;
-            case AMXK_DTYPE_F16:
-                _mm_storeu_si128((__m128i *)((uint16_t *)dst + i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-                break;
-            case AMXK_DTYPE_FP8_E4M3: case AMXK_DTYPE_FP8_E5M2: {
-                uint64_t v = amxk__cvt_f32_fp8__avx2(x, dt == AMXK_DTYPE_FP8_E5M2);
-                memcpy((uint8_t *)dst + i, &v, 8);
-                break;
-            }
-            default: AMXK_ASSERT(0);
-            }
-        } else {
-            __m256 y;
-            switch (st) {
-            case AMXK_DTYPE_BF16: y = amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + i))); break;
-            case AMXK_DTYPE_F16: y = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + i))); break;
-            case AMXK_DTYPE_FP8_E4M3: y = amxk__cvt_e4m3_f32__avx2(_mm_loadl_epi64((const __m128i *)((const uint8_t *)src + i))); break;
-            case AMXK_DTYPE_FP8_E5M2: y = amxk__cvt_e5m2_f32__avx2(_mm_loadl_epi64((const __m128i *)((const uint8_t *)src + i))); break;
-            default: y = _mm256_setzero_ps(); AMXK_ASSERT(0);
-            }
-            _mm256_storeu_ps((float *)dst + i, y);
-        }
-    }
-    if (nv < n) {
-        size_t ds = amxk_dtype_size(dt), ss = amxk_dtype_size(st);
-        amxk__convert__scalar((char *)dst + nv * ds, dt, (const char *)src + nv * ss, st, n - nv);
-    }
+AMXK__INLINE __m256 amxk__vload_fp8__avx2(const void *p, int e5m2, int m) { /* m: ignored (AMXK__V8_MASK) */
+    const __m128i b = _mm_loadl_epi64((const __m128i *)p);
+    (void)m;
+    return e5m2 ? amxk__cvt_e5m2_f32__avx2(b) : amxk__cvt_e4m3_f32__avx2(b);
 }
+AMXK__INLINE void amxk__vstore_fp8__avx2(void *p, int e5m2, __m256 v, int m) {
+    const uint64_t b = amxk__cvt_f32_fp8__avx2(v, e5m2);
+    (void)m;
+    memcpy(p, &b, 8);
+}
+/* Steps over an array (AMXK__CONVERT_DEFINE, amxk_moe.h): a step of N lanes needs STEP_MIN elements
+   (V8: whole vectors, the caller does the tail; V16: masked tails, m = MASK(elements left), MASK_T
+   its type; V8 has no masks and ignores m); LOADT / STORET: F32, BF16 or F16 elements (t) as f32. */
+#define AMXK__V8_N 8
+#define AMXK__V8_STEP_MIN 8
+#define AMXK__V8_MASK_T int
+#define AMXK__V8_MASK(c) 0
+#define AMXK__V8_LOADT(p, t, m) ((void)(m), amxk__vload__avx2((p), (t)))
+#define AMXK__V8_STORET(p, t, v, m) ((void)(m), amxk__vstore__avx2((p), (t), (v)))
+
+AMXK__CONVERT_DEFINE(avx2, AMXK__V8)
 
 AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX2 */
@@ -1183,49 +1167,32 @@ AMXK__INLINE void amxk__vstore__avx512(void *p, amxk_dtype t, __m512 v, __mmask1
     else if (t == AMXK_DTYPE_BF16) _mm256_mask_storeu_epi16(p, k, amxk__cvt_f32_bf16__avx512(v));
     else _mm256_mask_storeu_epi16(p, k, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
-
-AMXK__PRIV void amxk__convert__avx512(void *dst, amxk_dtype dt, const void *src, amxk_dtype st, size_t n) {
-    size_t i;
-    for (i = 0; i < n; i += 16) {
-        __mmask16 k = (__mmask16)(n - i >= 16 ? 0xffffu : ((1u << (n - i)) - 1u));
-        if (st == AMXK_DTYPE_F32) {
-            __m512 x = _mm512_maskz_loadu_ps(k, (const float *)src + i);
-            switch (dt) {
-            case AMXK_DTYPE_F32: _mm512_mask_storeu_ps((float *)dst + i, k, x); break;
-            case AMXK_DTYPE_BF16: _mm256_mask_storeu_epi16((uint16_t *)dst + i, k, amxk__cvt_f32_bf16__avx512(x)); break;
-            case AMXK_DTYPE_F16:
-                _mm256_mask_storeu_epi16((uint16_t *)dst + i, k, _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-                break;
-            case AMXK_DTYPE_FP8_E4M3: _mm_mask_storeu_epi8((uint8_t *)dst + i, k, amxk__cvt_f32_fp8__avx512(x, 0)); break;
-            case AMXK_DTYPE_FP8_E5M2: _mm_mask_storeu_epi8((uint8_t *)dst + i, k, amxk__cvt_f32_fp8__avx512(x, 1)); break;
-            default: AMXK_ASSERT(0);
-            }
-        } else {
-            __m512 y;
-            switch (st) {
-            case AMXK_DTYPE_BF16: y = amxk__cvt_bf16_f32__avx512(_mm256_maskz_loadu_epi16(k, (const uint16_t *)src + i)); break;
-            case AMXK_DTYPE_F16: y = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, (const uint16_t *)src + i)); break;
-            case AMXK_DTYPE_FP8_E4M3: y = amxk__cvt_e4m3_f32__avx512(_mm_maskz_loadu_epi8(k, (const uint8_t *)src + i)); break;
-            case AMXK_DTYPE_FP8_E5M2: y = amxk__cvt_e5m2_f32__avx512(_mm_maskz_loadu_epi8(k, (const uint8_t *)src + i)); break;
-            default: y = _mm512_setzero_ps(); AMXK_ASSERT(0);
-            }
-            _mm512_mask_storeu_ps((float *)dst + i, k, y);
-        }
-    }
+AMXK__INLINE __m512 amxk__vload_fp8__avx512(const void *p, int e5m2, __mmask16 k) {
+    const __m128i b = _mm_maskz_loadu_epi8(k, p);
+    return e5m2 ? amxk__cvt_e5m2_f32__avx512(b) : amxk__cvt_e4m3_f32__avx512(b);
 }
+AMXK__INLINE void amxk__vstore_fp8__avx512(void *p, int e5m2, __m512 v, __mmask16 k) {
+    _mm_mask_storeu_epi8(p, k, amxk__cvt_f32_fp8__avx512(v, e5m2));
+}
+/* Steps over an array: see AMXK__V8_N. */
+#define AMXK__V16_N 16
+#define AMXK__V16_STEP_MIN 1
+#define AMXK__V16_MASK_T __mmask16
+#define AMXK__V16_MASK(c) ((__mmask16)((c) >= 16 ? 0xffffu : (1u << (c)) - 1u))
+#define AMXK__V16_LOADT(p, t, m) amxk__vload__avx512((p), (t), (m))
+#define AMXK__V16_STORET(p, t, v, m) amxk__vstore__avx512((p), (t), (v), (m))
+
+AMXK__CONVERT_DEFINE(avx512, AMXK__V16)
 
 AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX512 */
 
 // >>amx ------------------------------------------------------------------------------------------
-/* Tile operations used by every AMX kernel in amxk. Kernels call the AMXK__TILE_* macros with
-   constant tile numbers; they expand to the hardware intrinsics, or, under AMXK_AMX_EMULATE, to the
-   software tile file below, so the same kernel code runs on both.
-
-   amxk__tilecfg is the 64-byte LDTILECFG image. Kernels fill one with amxk__tilecfg_set and load it
-   with AMXK__TILE_LOADCONFIG at the start of each task, and call AMXK__TILE_RELEASE at its end (tile
-   configuration is per thread); a task that runs several kernel calls may keep the configuration
-   across them and release it once at its end (amxk_pack.h's tile sessions, amxk__tiles). */
+/* Tile operations used by every AMX kernel in amxk: the AMXK__TILE_* macros (constant tile numbers)
+   expand to the hardware intrinsics, or under AMXK_AMX_EMULATE to the software tile file below.
+   amxk__tilecfg is the 64-byte LDTILECFG image: kernels fill one (amxk__tilecfg_set), load it with
+   AMXK__TILE_LOADCONFIG in each task and AMXK__TILE_RELEASE at its end (per thread); a task may keep
+   it across several kernel calls (amxk_pack.h's tile sessions, amxk__tiles). */
 typedef struct amxk__tilecfg {
     uint8_t palette, start_row, reserved[14];
     uint16_t colsb[16];
@@ -1442,10 +1409,6 @@ AMXK__PRIV int amxk__emu_dp_check(int c, int a, int b, uint32_t feature) {
     return 0;
 }
 
-AMXK__INLINE float amxk__emu_ftz(float x) {
-    uint32_t u = amxk__f32_bits(x);
-    return ((u & 0x7f800000u) == 0) ? amxk__bits_f32(u & 0x80000000u) : x;
-}
 AMXK__INLINE float amxk__emu_bf16_daz(const uint8_t *p) {
     uint16_t h;
     memcpy(&h, p, 2);
@@ -1468,12 +1431,8 @@ AMXK__INLINE float amxk__emu_f16(const uint8_t *p) {
    throughout: every denormal result is flushed to a zero of its sign (flushed when the rounded fp32
    value is denormal), a denormal C is read as zero, bf16 denormal inputs are treated as zero; fp16
    denormal inputs are honoured (the TDPFP16PS text says so; every fp16 value is an fp32 normal).
-   Silicon: on an Intel Xeon under KVM (family 6 model 0xa7, AMX-BF16/INT8, no AMX-FP16) six hand
-   cases that tell the orders apart gave these bits with TDPBF16PS (a standalone program, issue 28);
-   where the CPU has AMX, `make test` runs them and compares every tile path of the library against
-   this emulator bit for bit (tests/amx_silicon.c). Older SDM editions (and the Intrinsics Guide) show
-   a different order, C itself accumulating each product in turn (rounded after each); the emulator
-   followed that one before issue 17. fmaf is C99 <math.h> (link with -lm, as amxk needs anyway). */
+   Where the CPU has AMX, `make test` compares every tile path against this emulator bit for bit
+   (tests/amx_silicon.c). fmaf is C99 <math.h> (link with -lm, as amxk needs anyway). */
 AMXK__PRIV void amxk__emu_dp_float(int c, int a, int b, int fp16) {
     int m, n, k, M, N, K;
     float lane[32]; /* 2 per output column, N <= 16 */
@@ -1488,13 +1447,13 @@ AMXK__PRIV void amxk__emu_dp_float(int c, int a, int b, int fp16) {
                 const uint8_t *pa = &amxk__emu.t[a][m][4 * k], *pb = &amxk__emu.t[b][k][4 * n];
                 float a0 = fp16 ? amxk__emu_f16(pa) : amxk__emu_bf16_daz(pa), a1 = fp16 ? amxk__emu_f16(pa + 2) : amxk__emu_bf16_daz(pa + 2);
                 float b0 = fp16 ? amxk__emu_f16(pb) : amxk__emu_bf16_daz(pb), b1 = fp16 ? amxk__emu_f16(pb + 2) : amxk__emu_bf16_daz(pb + 2);
-                lane[2 * n] = amxk__emu_ftz(fmaf(a0, b0, lane[2 * n]));
-                lane[2 * n + 1] = amxk__emu_ftz(fmaf(a1, b1, lane[2 * n + 1]));
+                lane[2 * n] = amxk__ftz(fmaf(a0, b0, lane[2 * n]));
+                lane[2 * n + 1] = amxk__ftz(fmaf(a1, b1, lane[2 * n + 1]));
             }
         for (n = 0; n < N; n++) {
-            float acc, tmp = amxk__emu_ftz(lane[2 * n] + lane[2 * n + 1]);
+            float acc, tmp = amxk__ftz(lane[2 * n] + lane[2 * n + 1]);
             memcpy(&acc, &amxk__emu.t[c][m][4 * n], 4);
-            acc = amxk__emu_ftz(amxk__emu_ftz(acc) + tmp);
+            acc = amxk__ftz(amxk__ftz(acc) + tmp);
             memcpy(&amxk__emu.t[c][m][4 * n], &acc, 4);
         }
     }

@@ -2154,23 +2154,7 @@ AMXK__PRIV amxk_status amxk__gdn_check_spec(size_t n_seqs, const int32_t *qsl, c
    cache_seqlens n_seqs int32. AMXK_ERR_ALIAS when an output overlaps another output or an input (an
    earlier task's writes would change what a later one reads: an index read back as a float's bits
    addresses memory outside the pool); inputs may overlap each other. An extent with a NULL pointer or
-   0 bytes is absent (an argument the call does not read). */
-typedef struct amxk__gdn_ext {
-    const void *p;
-    size_t n;
-} amxk__gdn_ext;
-
-AMXK__PRIV amxk_status amxk__gdn_alias(const amxk__gdn_ext *out, size_t n_out, const amxk__gdn_ext *in, size_t n_in) {
-    size_t i, j;
-    for (i = 0; i < n_out; i++) {
-        if (!out[i].p) continue;
-        for (j = 0; j < i; j++)
-            if (out[j].p && amxk__overlap(out[i].p, out[i].n, out[j].p, out[j].n)) return AMXK_ERR_ALIAS;
-        for (j = 0; j < n_in; j++)
-            if (in[j].p && amxk__overlap(out[i].p, out[i].n, in[j].p, in[j].n)) return AMXK_ERR_ALIAS;
-    }
-    return AMXK_OK;
-}
+   0 bytes is absent (an argument the call does not read). amxk__alias (amxk.h) applies it. */
 
 // >>api ------------------------------------------------------------------------------------------
 
@@ -2195,8 +2179,8 @@ AMXK_DEF amxk_status amxk_conv1d_pack(const amxk_ctx *ctx, void *dst, size_t dst
     if ((uintptr_t)dst % AMXK_ALIGN) return AMXK_ERR_ALIGN;
     if (dst_bytes < need) return AMXK_ERR_WORKSPACE;
     {
-        const amxk__gdn_ext wr[1] = {{dst, need}}, rd[2] = {{w, ((dim - 1) * ldw + width) * wsz}, {bias, dim * 4}};
-        if ((s = amxk__gdn_alias(wr, 1, rd, 2)) != AMXK_OK) return s;
+        const amxk__rgn wr[1] = {{dst, need, 0}}, rd[2] = {{w, ((dim - 1) * ldw + width) * wsz, 0}, {bias, dim * 4, 0}};
+        if ((s = amxk__alias(wr, 1, rd, 2)) != AMXK_OK) return s;
     }
     dimp = amxk__conv_dimp(dim);
     memset(&h, 0, sizeof h);
@@ -2302,15 +2286,15 @@ AMXK__PRIV amxk_status amxk__conv_run(const amxk_ctx *ctx, const void *packed, s
     ob = ((t_end - 1) * ldo + dim) * os;
     { /* >>alias: out and the state pool vs each other, x, the weights and every index array */
         const size_t sb = a->st ? ((a->n_slots - 1) * a->s_slot + (dim - 1) * a->s_dim + (a->slen - 1) * a->s_tok + 1) * xs : 0;
-        const amxk__gdn_ext wr[2] = {{out, ob}, {a->st, sb}};
-        const amxk__gdn_ext rd[7] = {{x, xb},
-                                     {packed, packed_bytes},
-                                     {qsl, (n_seqs + 1) * 4},
-                                     {slot, n_seqs * 4},
-                                     {has_init, n_seqs},
-                                     {cache_seqlens, n_seqs * 4},
-                                     {st ? st->num_accepted_tokens : NULL, n_seqs * 4}};
-        if ((s = amxk__gdn_alias(wr, 2, rd, 7)) != AMXK_OK) return s;
+        const amxk__rgn wr[2] = {{out, ob, 0}, {a->st, sb, 0}};
+        const amxk__rgn rd[7] = {{x, xb, 0},
+                                 {packed, packed_bytes, 0},
+                                 {qsl, (n_seqs + 1) * 4, 0},
+                                 {slot, n_seqs * 4, 0},
+                                 {has_init, n_seqs, 0},
+                                 {cache_seqlens, n_seqs * 4, 0},
+                                 {st ? st->num_accepted_tokens : NULL, n_seqs * 4, 0}};
+        if ((s = amxk__alias(wr, 2, rd, 7)) != AMXK_OK) return s;
     }
     a->w = w, a->bias = bias, a->dim = dim, a->dimp = amxk__conv_dimp(dim), a->width = width, a->silu = silu != 0;
     a->n_seqs = n_seqs, a->qsl = qsl, a->slot = slot, a->cache_seqlens = cache_seqlens, a->has_init = has_init;
@@ -2362,10 +2346,10 @@ AMXK_DEF amxk_status amxk_gdn_gating(const amxk_ctx *ctx, size_t n_tokens, size_
     if (lda < hv || ldb < hv || ldg < hv || ldbeta < hv) return AMXK_ERR_STRIDE;
     { /* >>alias: g and beta vs each other and every input (rows are read after earlier rows are written) */
         const size_t nt = n_tokens - 1, ab = amxk_dtype_size(abt);
-        const amxk__gdn_ext wr[2] = {{g, (nt * ldg + hv) * 4}, {beta, (nt * ldbeta + hv) * amxk_dtype_size(bt)}};
-        const amxk__gdn_ext rd[4] = {
-            {a, (nt * lda + hv) * ab}, {b, (nt * ldb + hv) * ab}, {A_log, hv * amxk_dtype_size(alt)}, {dt_bias, hv * amxk_dtype_size(dtt)}};
-        amxk_status s = amxk__gdn_alias(wr, 2, rd, 4);
+        const amxk__rgn wr[2] = {{g, (nt * ldg + hv) * 4, 0}, {beta, (nt * ldbeta + hv) * amxk_dtype_size(bt), 0}};
+        const amxk__rgn rd[4] = {{a, (nt * lda + hv) * ab, 0}, {b, (nt * ldb + hv) * ab, 0},
+                                 {A_log, hv * amxk_dtype_size(alt), 0}, {dt_bias, hv * amxk_dtype_size(dtt), 0}};
+        amxk_status s = amxk__alias(wr, 2, rd, 4);
         if (s != AMXK_OK) return s;
     }
     ga.hv = hv, ga.a = a, ga.b = b, ga.lda = lda, ga.ldb = ldb, ga.abt = abt, ga.bt = bt, ga.A_log = A_log, ga.dt_bias = dt_bias;
@@ -2454,22 +2438,22 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *p, amx
          the call reads (g and beta, or fused: a, b, A_log, dt_bias) and every index array */
         const size_t nt = t_end - 1, ab = amxk_dtype_size(in->ab_dtype), ns = n_seqs;
         const int fused = !in->g;
-        const amxk__gdn_ext wr[3] = {
-            {o, ob}, {st->data, ((st->n_slots - 1) * (st->n_slots > 1 ? st->slot_stride : 0) + HV * hsz) * 4}, {ws, pl.ws_total}};
-        const amxk__gdn_ext rd[13] = {{in->q, (nt * in->ldq + H * dk) * es},
-                                      {in->k, (nt * in->ldk + H * dk) * es},
-                                      {in->v, (nt * in->ldv + HV * dv) * es},
-                                      {fused ? NULL : in->g, (nt * in->ldg + HV) * 4},
-                                      {fused ? NULL : in->beta, (nt * in->ldbeta + HV) * 4},
-                                      {fused ? in->a : NULL, (nt * in->lda + HV) * ab},
-                                      {fused ? in->b : NULL, (nt * in->ldb + HV) * ab},
-                                      {fused ? in->A_log : NULL, HV * amxk_dtype_size(amxk__gdn_pdt(in->A_log_dtype))},
-                                      {fused ? in->dt_bias : NULL, HV * amxk_dtype_size(amxk__gdn_pdt(in->dt_bias_dtype))},
-                                      {qsl, (ns + 1) * 4},
-                                      {slot, ns * (in->num_accepted_tokens ? in->spec_cols : 1) * 4},
-                                      {has_init, ns},
-                                      {in->num_accepted_tokens, ns * 4}};
-        if ((s = amxk__gdn_alias(wr, 3, rd, 13)) != AMXK_OK) return s;
+        const amxk__rgn wr[3] = {
+            {o, ob, 0}, {st->data, ((st->n_slots - 1) * (st->n_slots > 1 ? st->slot_stride : 0) + HV * hsz) * 4, 0}, {ws, pl.ws_total, 0}};
+        const amxk__rgn rd[13] = {{in->q, (nt * in->ldq + H * dk) * es, 0},
+                                  {in->k, (nt * in->ldk + H * dk) * es, 0},
+                                  {in->v, (nt * in->ldv + HV * dv) * es, 0},
+                                  {fused ? NULL : in->g, (nt * in->ldg + HV) * 4, 0},
+                                  {fused ? NULL : in->beta, (nt * in->ldbeta + HV) * 4, 0},
+                                  {fused ? in->a : NULL, (nt * in->lda + HV) * ab, 0},
+                                  {fused ? in->b : NULL, (nt * in->ldb + HV) * ab, 0},
+                                  {fused ? in->A_log : NULL, HV * amxk_dtype_size(amxk__gdn_pdt(in->A_log_dtype)), 0},
+                                  {fused ? in->dt_bias : NULL, HV * amxk_dtype_size(amxk__gdn_pdt(in->dt_bias_dtype)), 0},
+                                  {qsl, (ns + 1) * 4, 0},
+                                  {slot, ns * (in->num_accepted_tokens ? in->spec_cols : 1) * 4, 0},
+                                  {has_init, ns, 0},
+                                  {in->num_accepted_tokens, ns * 4, 0}};
+        if ((s = amxk__alias(wr, 3, rd, 13)) != AMXK_OK) return s;
     }
     memset(&a, 0, sizeof a);
     a.p = p, a.in = in, a.G = HV / H, a.dk = dk, a.dv = dv, a.hv = HV;

@@ -4,214 +4,99 @@
    Include after or without amxk.h (this header includes it, and amxk_pack.h). Define
    AMXK_IMPLEMENTATION in exactly one file before including it to emit the implementation (the core's,
    amxk_pack.h's and this module's, once each). Conventions (strides in elements, status codes,
-   workspace, threading, ISA levels): see amxk.h.
-
-   STATUS (honest): complete in API. Decode and prefill share one strategy: every active expert (and
-   the shared expert) is a unit with two GEMMs run by amxk_pack.h's block kernels with the plan
-   amxk_linear would make for its row count (same kernels and sums: results equal per-expert
-   amxk_linear calls; at the AVX2 level panels of 1 to 4 rows against bf16/fp16 packs take its
-   software-prefetching small-M kernels), but all units' work is one
-   parallel loop per GEMM phase: gate+up items
-   (unit, row chunk, slice of intermediate columns, activation fused in when N % 16 == 0), then
-   down items (slice of K columns for every unit, followed by the weighted top-k sum of those
-   columns). So a decode call makes 2 parallel launches (3 when the activation is a separate pass)
-   whatever the number of experts, and every worker streams its own share of every active
-   expert's weights, each byte once. No intermediate-cache fusion of gate+up with down, and no
-   dedicated tile/VNNI prefill kernel: prefill uses amxk_linear's kernels (AMX where it would).
-   This module's own elementwise kernels (the activations - SiLU, GELU tanh, GELU erf, clamped
-   SwiGLU, also on interleaved gate/up - and the weighted top-k combine) come from its table
-   (amxk__moe_kernels_for): 8 lanes at avx2, 16 from avx512 up.
-   Measured (Zen 4, avx512_bf16, 2026-11-24, README "MoE, Gated DeltaNet, MXFP4 on AVX-512"):
-   Qwen3-30B-A3B layer (E=128 topk=8 K=2048 N=768) against a per-expert oneDNN peer with bf16 weights:
-   bf16 decode M = 1, 4, 16 at 1.37x / 1.34x / 1.49x (1 thread) and 1.27x / 1.03x / 1.19x (2 threads),
-   M=1 at 88% / 99% of `stream` (re-measured in quiet rounds, session 2026-11-24 (5): M=1 1 thread
-   1.38x at 94% of stream, M=4 / M=16 2 threads 1.22x / 1.28x at 100% of stream - the gap to the peer
-   is its own efficiency there); int4 g128 decode M=1 w4a8 4.7x / 3.7x; bf16 prefill M=512 1.08x /
-   1.03x (197 / 347 GFLOP/s: the peer is at 81% of vdpbf16ps's peak); w8a8 prefill 1.5x the bf16 peer.
-   Earlier (Zen 3, AVX2, 2026-11-21, against the peer's f32 matmuls): bf16 decode 1.85-3.15x, prefill
-   M=512 1.48x / 1.88x.
-   Every weight format amxk_linear accepts works (bf16, fp16, int8/int4/int2 sym/asym, fp8 e4m3 /
-   e5m2 block-scaled, MXFP4), at every level amxk_linear runs (scalar, AVX2, the AVX-512 levels, AMX /
-   emulator), with bias, activation parameters and every option honoured by every format.
-   w8a8 / w4a8 / w2a8 (opts.act_int8, see ACT_INT8): the same phases with int8 activations through
-   amxk_linear_q8's kernels (scalar, AVX2 vpmaddubsw or AVX-VNNI, AVX512-VNNI vpdpbusd, AMX-INT8
-   TDPBSSD where amxk_pack.h's AMX-vs-VNNI rule takes the unit's rows / the emulator), for every pack amxk_linear_q8 takes (INT8 symmetric, INT4 / INT2 symmetric or
-   asymmetric, groups of whole 64-byte rows). Measured (Zen 3, AVX2, see ACT_INT8): w8a8 decode at 92%
-   of `stream`; w8a8 prefill M=512 2.3x the oneDNN f32 peer (w4a8 2.8x), bound by amxk_pack.h's AVX2
-   int8 kernel (quantization and activation passes: < 2% of the call). Zen 4: see above.
+   workspace, threading, ISA levels): see amxk.h. Measurements: docs/notes/moe.md, bench/results.md.
 
    WHAT IS HERE
-       amxk_moe_topk            routing: softmax / sigmoid scores, optional grouped top-k (DeepSeek),
-                                correction bias (selection only), softcap, renormalize, routed scaling
-                                factor; ranked by the raw logit without a bias
+       amxk_moe_topk            routing: softmax / sigmoid, grouped top-k, correction bias, softcap
        amxk_moe_align_size      bound on the blocks of amxk_moe_align
        amxk_moe_align           (token, slot) pairs grouped by expert into padded blocks of block_m rows
        amxk_moe_workspace_size  workspace of amxk_moe_experts
        amxk_moe_experts         fused experts: gather, gate+up, activation, down, weighted top-k sum,
-                                optional shared expert, expert-parallel shard range or expert map,
-                                an external routed output (sglang shared_expert_cpu), in place
+                                shared expert, shard range or expert map, routed input, in place
 
    ROUTING (amxk_moe_topk), per token row l[0..E) of fp32 logits:
-       l'_e     = softcap c > 0: c * tanh(l_e / c) (fp32, tanhf; Grok-style router softcap), else l_e
-       score_e  = softmax: exp(l'_e - max_j l'_j) / sum_j exp(l'_j - max) (fp32, expf, sum in expert order)
-                  sigmoid: 1 / (1 + exp(-l'_e))                        (fp32, expf)
-       choice_e = score_e + bias_e (correction_bias given, fp32 add).
-       ORDER of experts ("e ranks before f"), used by every selection below:
-         no bias:   l_e > l_f, or l_e == l_f and e < f. The RAW logit decides: softcap, softmax and sigmoid
-                    are non-decreasing in l, so this is the order of the exact scores, and of the fp32
-                    scores wherever those differ; where fp32 scores tie although the logits differ
-                    (sigmoid(l) is exactly 1.0f for l > ~16.6, exp underflows far below the max, tanh
-                    saturates) the larger logit still wins, as upstream (sglang / vLLM) select.
-         with bias: choice_e > choice_f; on equal fp32 choices the larger raw logit; then the lower id.
-       Grouping (num_expert_group G >= 2): experts [g*E/G, (g+1)*E/G) form group g. group_score_top2 = 0
-       (DeepSeek-V2 grouped top-k): a group ranks by its best expert (the order above), then lower group
-       id. group_score_top2 = 1 (DeepSeek-V3 / Kimi): a group's score is the fp32 sum, larger first, of
-       choice (with bias) or score (without) of its two best experts; larger sum first, then lower group
-       id. The topk_group best groups are kept, only their experts can be chosen.
-       Selection: the topk first experts in the order above among the eligible ones, written in that
-       order. Every ordering is total and the same on every tier (deterministic).
-       Weights: w_j = score of the chosen expert (never the biased choice); renormalize: w_j /= sum of
-       the topk weights (fp32, slot order; skipped when that sum is 0); then w_j *= routed_scaling_factor
-       (skipped when it is 1; 0 in the struct means 1).
-       ROUTED SCALING FACTOR, TWO PLACES, ONE PRODUCT: amxk_moe_router.routed_scaling_factor scales the
-       weights this function returns; amxk_moe_opts.routed_scaling_factor scales the routed sum inside
-       amxk_moe_experts. Both are applied when both are set (the output is scaled by their product):
-       set the one your framework's convention puts the factor in (sglang's biased_grouped_topk: the
-       router's; sglang's shared_expert_cpu, vLLM's fused MoE: the experts'), and leave the other 0.
-       Logits and bias must be finite (AMXK_ERR_ARG otherwise: no -inf masking).
+       l'_e = softcap c > 0: c * tanh(l_e / c), else l_e; score_e = softmax: exp(l'_e - max l') / sum
+       exp(l' - max) (fp32, expf, sum in expert order), sigmoid: 1 / (1 + exp(-l'_e)); choice_e =
+       score_e + bias_e (with correction_bias). ORDER ("e before f"), used by every selection: without
+       a bias the RAW logit decides (l_e > l_f, then lower id): the scores are non-decreasing in l, so
+       where fp32 scores tie although the logits differ (saturated sigmoid, underflowed exp, tanh) the
+       larger logit still wins, as sglang / vLLM select; with a bias: larger choice, then larger raw
+       logit, then lower id. Grouping (num_expert_group G >= 2, group g = experts [g E/G, (g+1) E/G)):
+       group_score_top2 = 0 (DeepSeek-V2) ranks a group by its best expert, 1 (DeepSeek-V3 / Kimi) by
+       the fp32 sum of the choices (scores without bias) of its two best, then lower group id; only the
+       topk_group best groups' experts can be chosen. Selection: the topk first eligible experts, in
+       that order (total and the same on every tier). Weights: w_j = the chosen expert's score (never
+       the biased choice); renormalize: w_j /= their fp32 sum in slot order (skipped when 0); then
+       w_j *= routed_scaling_factor (0 means 1). Logits and bias must be finite (no -inf masking).
+       ROUTED SCALING FACTOR, TWO PLACES, ONE PRODUCT: amxk_moe_router's scales the returned weights,
+       amxk_moe_opts' the routed sum inside amxk_moe_experts; both apply when both are set. Set the
+       one your framework puts it in (sglang biased_grouped_topk: the router; sglang shared_expert_cpu,
+       vLLM fused MoE: the experts) and leave the other 0.
 
-   FUSED EXPERTS (amxk_moe_experts), for each token t (x row t, K values) and slot j < topk with
-   expert e = topk_ids[t, j] in the shard [e_begin, e_end) (other ids, -1 included, add nothing):
-       xin   = x_t, or round16(w_tj * x_t) with apply_router_weight_on_input (fp32 product, one rounding
-               to x's dtype per element; the slot's weight then counts as 1 below)
-       h     = W13_e xin + b13_e              (amxk_linear: fp32 accumulation, 2N outputs, f32)
-       gate_i, up_i = h[i], h[N + i]   or, with w13_interleaved, h[2i], h[2i + 1]   (i < N)
-       a_i   = round16(act(gate_i, up_i))     (fp32 math, ONE rounding to x's dtype: the intermediate
-                                               is 16-bit because amxk_linear takes 16-bit inputs)
-       y_tj  = W2_e a + b2_e                  (amxk_linear, f32)
-       out_t = round_out( S_t + r * sum_j w_tj * y_tj )   sum in fp32 in slot order j = 0..topk-1,
-               S_t = shared expert output (f32, same formula with its own weights, no routing weight,
-               no bias unless given) or 0; r = routed_scaling_factor (0 in opts means 1). One rounding.
-       SHARED GATE (shared->gate given): S_t = sigmoid(sum_k x_tk gate_k + gate_bias) * (the shared
-       MLP's output row), the dot in fp32 in k order over the 16-bit x (also with act_int8; the same
-       bits on every tier), once per token before any output is written. gate_bias must be finite.
-       Tokens where nothing contributes get S_t (0 without a shared expert): per-shard outputs can be
-       summed by the caller (expert parallelism).
-       EXPERT MAP (opts.expert_map, expert parallelism with any placement; vLLM's expert_map): topk_ids
-       hold GLOBAL ids in [-1, n_global_experts); pair (t, j) uses local expert e = expert_map[id] (an
-       index into w, so w->n_experts is the number of local experts), -1 = not on this rank: the pair
-       adds nothing. Entries must be in [-1, E). The shard range [e_begin, e_end) applies to the local
-       ids. Without a map (NULL), ids are local (the contiguous-shard case: ids outside the shard add
-       nothing).
-       ROUTED INPUT (opts.routed_in, sglang's shared_expert_cpu): R_t, a routed output computed
-       elsewhere, enters the routed sum first: out_t = round_out(S_t + r * (R_t + sum_j w_tj y_tj)),
-       R_t read as f32, the slots added to it in order. topk = 0 (topk_weights and topk_ids may then
-       be NULL; of w only w->hidden is read, no expert pack) makes the call a shared expert plus
-       r * R: sglang's shared_expert_cpu(x, ..., fused_experts_out = R, routed_scaling_factor = r) is
-       amxk_moe_experts with topk = 0, the shared expert and routed_in = R, opts.routed_scaling_factor
-       = r. routed_in may be out itself (same pointer, dtype and stride: read before written), else
-       must not overlap out or the workspace.
-       PAD ROWS: every token row t < M of out is written (a token whose ids are all -1 gets S_t + r R_t,
-       i.e. zeros without shared expert and routed input); vLLM leaves such rows untouched.
-       Activations (fp32, expf/tanhf/erff; sigmoid(v) = 1 / (1 + exp(-v)) for v >= 0, exp(v) / (1 + exp(v))
-                    otherwise):
-                           SILU       act = gate * sigmoid(gate) * up
-                           GELU_TANH  act = 0.5 gate (1 + tanh(sqrt(2/pi) (gate + 0.044715 gate^3))) * up
-                           GELU_ERF   act = 0.5 gate (1 + erf(gate / sqrt(2))) * up       (erff; the
-                                      vector levels: gate Phi(gate) within 8 ulp, amxk.h)
-                           SWIGLU_OAI (gpt-oss) g = min(gate, limit), u = clamp(up, -limit, limit),
-                                      act = g * sigmoid(alpha g) * (u + 1)    (alpha finite, limit > 0)
+   FUSED EXPERTS (amxk_moe_experts), for token t (x row t, K values) and slot j < topk with expert
+   e = topk_ids[t, j] in the shard [e_begin, e_end) (other ids, -1 included, add nothing):
+       xin   = x_t, or round16(w_tj * x_t) with apply_router_weight_on_input (w_tj then counts as 1)
+       h     = W13_e xin + b13_e            (amxk_linear: fp32 accumulation, 2N outputs)
+       gate_i, up_i = h[i], h[N + i], or with w13_interleaved h[2i], h[2i + 1]
+       a_i   = round16(act(gate_i, up_i))   (fp32 math, one rounding to x's dtype)
+       y_tj  = W2_e a + b2_e                (amxk_linear, f32)
+       out_t = round_out(S_t + r * (R_t + sum_j w_tj y_tj))   fp32, slots in order, one rounding;
+               S_t the shared expert (same formula, its own weights, no routing weight) or 0,
+               R_t the routed input or 0, r = opts.routed_scaling_factor (0 means 1)
+       act (fp32; sigmoid(v) = 1 / (1 + exp(-v)) for v >= 0, exp(v) / (1 + exp(v)) otherwise):
+           SILU gate sigmoid(gate) up; GELU_TANH 0.5 gate (1 + tanh(sqrt(2/pi) (gate + 0.044715
+           gate^3))) up; GELU_ERF 0.5 gate (1 + erf(gate / sqrt 2)) up; SWIGLU_OAI (gpt-oss)
+           g = min(gate, limit), u = clamp(up, -limit, limit), g sigmoid(alpha g) (u + 1) (alpha
+           finite, limit > 0). The vector levels: a few ulp from these (amxk__moe_act__8__avx2).
+       SHARED GATE (shared->gate): S_t *= sigmoid(sum_k x_tk gate_k + gate_bias), the dot in fp32 in k
+       order over the 16-bit x, the same bits on every tier.
+       EXPERT MAP (opts.expert_map, vLLM's): ids are GLOBAL in [-1, n_global_experts); pair (t, j) uses
+       local expert expert_map[id] (an index into w), -1 = not on this rank; without a map ids are
+       local. The shard range applies to the local ids.
+       ROUTED INPUT (opts.routed_in): R, [M, K] computed elsewhere. topk = 0 (topk_weights / topk_ids
+       may be NULL; of w only hidden is read) makes the call sglang's shared_expert_cpu(x, ...,
+       fused_experts_out = R, routed_scaling_factor = r). routed_in may be out itself (same pointer,
+       dtype and stride), else must not overlap out or the workspace.
+       PAD ROWS: every row t < M of out is written (a token with no expert here gets S_t + r R_t;
+       without shared expert and routed input 0, so per-shard outputs can be summed by the caller).
        Duplicate ids within a token are allowed (each slot counts).
 
-   ACT_INT8 (opts.act_int8 = 1: w8a8 / w4a8 / w2a8). The same formula with both GEMMs on int8
-   activations; q8(v[0..n)) is amxk_quantize_act's AMXK_DTYPE_I8 with one group per row:
-       s = amax_i |v_i| / 127 (fp32; 1 when amax is 0), q_i = clamp(rne(v_i / s), -127, 127)
-   (fp32 division, ties to even; the same values on every tier). sglang's reference rounds v * (127 /
-   amax) instead: a code may differ by 1 where the two fp32 quotients straddle a half.
-       xq, sx = q8(xin)                       xin as above (16-bit, apply-on-input rounding included):
-                                              the row is quantized per token AND slot only with
-                                              apply_router_weight_on_input, else once per token
-       h     = amxk_linear_q8(xq, sx, W13_e) + b13_e    (per weight group exact int32 dot products,
-               times sx * sw (fp32), groups summed in fp32; asymmetric packs: minus z * sum xq)
-       a_i   = act(gate_i, up_i)              fp32, NOT rounded to 16 bits
-       aq, sa = q8(a)                         per row of the unit (group = N)
-       y_tj  = amxk_linear_q8(aq, sa, W2_e) + b2_e      (f32)
-       out_t as above. The shared expert the same way (its x rows quantized once per token).
-   Results equal per-expert amxk_quantize_act + amxk_linear_q8 calls on the same rows (same kernels:
-   AMX TDPBSSD for units whose row count amxk_linear_q8's rule sends to AMX (amxk_pack.h: e.g. >= 4
-   rows for int8 g128, >= 8 for int4 g128) when the tier is amx with AMX-INT8 or the emulator, else
-   the vector level; every tier computes the same exact integer sums, and its own fp32 group sums), given
-   the same fp32 activation a (the vector levels' activations are a few ulp from the scalar formulas,
-   see amxk__moe_act__8__avx2).
-   Packs: every pack of the shard and of the shared expert must be INT8 symmetric or INT4 / INT2
-   (symmetric or asymmetric) with groups of whole 64-byte rows (group % 4, 8, 16 == 0 for int8,
-   int4, int2: what amxk_linear_q8 streams); bf16 / fp16 / fp8 packs, asymmetric INT8 and smaller
-   groups make amxk_moe_experts and amxk_moe_workspace_size return AMXK_ERR_UNSUPPORTED (nothing
-   written; the same packs run with act_int8 = 0). x stays BF16 / F16.
-   Workspace (on top of w*a16's, minus its GEMM scratch and AMX x panels, which the q8 kernels do not
-   need): int8 rows
-   and fp32 scales of the gathered x and of the intermediate, the intermediate in f32; where the
-   vector level's AVX512-VNNI tiles run (avx512_vnni and up), both calls' x panels of every unit
-   (whole 8-row tiles of its int8 rows, built once per call instead of once per column slice).
-   Measured (Zen 3, AVX2, 1 thread pinned, Qwen3-30B-A3B layer E=128 topk=8 K=2048 N=768, symmetric
-   g128 packs, amxk_pack.h of commit cebffc6, `amxk_bench moe ... --act int8`, minimum of 3
-   medians): decode M=1 (--layers 8): w8a8 2.22 ms (17.5 GB/s, 92% of `stream`'s 19.1; w8a16
-   2.87 ms), w4a8 1.84 ms (w4a16 2.15), w2a8 0.99 ms (w2a16 2.41); the oneDNN peer (f32) 6.72 ms.
-   Prefill M=512 (--layers 1): w8a8 375 ms = 2.32x the peer's 867 ms (bf16 amxk: 513 ms, 1.69x;
-   w8a16: 500 ms), w4a8 311 ms = 2.79x. The issue's target (w8a8 prefill >= 3x the bf16 peer) is
-   not met on AVX2: ~100 int8 GOPS from amxk_pack.h's vpmaddubsw kernel. Multi-thread not measured.
+   ACT_INT8 (opts.act_int8 = 1: w8a8 / w4a8 / w2a8): both GEMMs on int8 activations,
+   q8(v) = amxk_quantize_act's I8 row quantizer: s = amax |v| / 127 (1 when amax is 0), q = clamp(
+   rne(v / s), -127, 127) (sglang rounds v * (127 / amax): a code may differ by 1). xin is quantized
+   per token (per token and slot with apply-on-input); h = amxk_linear_q8(q8(xin), W13_e) + b13_e;
+   a = act(gate, up) in fp32, NOT rounded to 16 bits, then q8 per row; y = amxk_linear_q8(q8(a), W2_e)
+   + b2_e. Results equal per-expert amxk_quantize_act + amxk_linear_q8 calls on the same rows (AMX
+   TDPBSSD where amxk_linear_q8's rule sends the unit's rows, else the vector level). Every pack of
+   the shard and the shared expert must be one amxk_linear_q8 takes (INT8 symmetric, INT4 / INT2 with
+   groups of whole 64-byte rows), else AMXK_ERR_UNSUPPORTED; x stays BF16 / F16.
 
-   WEIGHTS (amxk_moe_weights): per expert e a w13 pack of [2N, K] (rows 0..N-1 gate, N..2N-1 up, or
-   interleaved pairs) and a w2 pack of [K, N], from amxk_pack_linear(_batched), amxk_quantize_pack or
-   amxk_pack_quant - any format, formats may even differ between experts. Two ways to pass them:
-   arrays of per-expert pointers and byte sizes (w13 / w13_bytes; entries of experts outside the
-   shard may be NULL / 0), or, when the pointer array is NULL, one base pointer and a per-expert
-   stride in bytes (expert e at base + e * stride, stride bytes long: amxk_pack_linear_batched's
-   layout). bf16/fp16 packs must have x's dtype; quantized packs take either; fp32 packs (router
-   weights) are not taken (AMXK_ERR_UNSUPPORTED).
+   WEIGHTS (amxk_moe_weights): per expert a w13 pack [2N, K] (gate rows then up rows, or interleaved
+   pairs) and a w2 pack [K, N], any format amxk_linear takes (formats may differ between experts);
+   bf16 / fp16 packs must have x's dtype; fp32 packs are not taken (AMXK_ERR_UNSUPPORTED). Passed as
+   per-expert pointer and size arrays (entries outside the shard may be NULL / 0), or, with the
+   pointer array NULL, a base and a per-expert byte stride (amxk_pack_linear_batched's layout).
    Biases: b13 NULL or [E, 2N] f32 in w13's row order; b2 NULL or [E, K] f32.
 
-   THREADING
-       Phases, each one amxk__parallel loop: gather of the rows of experts with several rows (or
-       with apply_router_weight_on_input; serial on the caller when small; a single unscaled row
-       is read in place), gate+up items over (unit, row chunk, column slice) computing the
-       activation of their slice (N and Ns multiples of 16; otherwise a separate loop over 64-row
-       chunks), down items over slices of K computing those columns for every unit, then the
-       top-k sum of those columns for every token. act_int8: the gather is the quantization of
-       the input rows (tasks of 16 tokens, each token's rows quantized by one task), and the
-       separate loop over 64-row chunks always runs (activation where not fused, then the int8
-       quantization of those rows); both run on the caller when they touch at most 65536 values
-       (decode: still 2 parallel launches). Slices: one worker: one per row chunk (and one
-       down item); several: at least 8 items per worker in all (AMXK__MOE_ITEMS_PER_WORKER), each
-       slice a whole number of the kernel's column tiles (amxk__linop_col_tile: block pairs on AMX,
-       so no slice runs half tiles); one worker: all gate+up items in one task. On AMX the kernels
-       cut each unit's rows into row tiles of R = ceil(rows / ceil(rows / 16)) rows: padding is at
-       most ceil(rows / 16) - 1 rows per unit (Qwen3-30B-A3B prefill M=512: 97.8% of the TDP rows are
-       routed rows, bench/results.md). Each task runs its kernel calls in one tile session
-       (amxk_pack.h's amxk__tiles): the tile configuration (a function of R) is loaded only when R
-       changes and released once at the task's end, and the units are ordered by R (then expert id;
-       the shared expert last) so that equal R follow each other: LDTILECFG per task = the distinct R
-       values among its units (M=512, one worker: 12 per call, was 384). The bf16 / fp16 kernel's
-       tile-major x panel of a unit's rows is built once per item for its gate and up calls; the down
-       calls' panels (the activation rows) once per call, by a pass between the gate+up (activation)
-       loops and the down loop, in the workspace, which every down task reads in place (so the copies
-       do not grow with the workers' column slices; the w8a8 kernel reads the int8 rows in place, no
-       copy). Every
-       output is computed by one item in a fixed order (the row chunks do not depend on the worker
-       count), so results are bitwise identical for any worker count. Routing: tasks over token chunks; align: serial
-       (O(M * topk)).
+   DESIGN AND THREADING. Every active expert, and the shared expert, is a unit of two GEMMs run by
+   amxk_pack.h's operator (>>linop: the plan and kernels amxk_linear / amxk_linear_q8 would use for the
+   unit's row count, so the same sums), but all units' work forms one parallel loop per phase:
+   gather (act_int8: quantization) of the input rows, gate+up items (unit x row chunk x column slice,
+   the activation fused in when N and Ns are multiples of 16, else a pass over 64-row chunks, which
+   with act_int8 also quantizes), the down calls' x panels, down items (a slice of K for every unit,
+   then the weighted top-k sum of those columns for every token). Small gathers and quantizations run
+   on the caller: decode makes 2 parallel launches. With several workers there are at least
+   AMXK__MOE_ITEMS_PER_WORKER items per worker, each slice whole kernel column tiles. On AMX the
+   units are ordered by their tile rows R = ceil(rows / ceil(rows / 16)) (then expert id; the shared
+   expert last), and each task runs its calls in one tile session, so a tile configuration is loaded
+   only when R changes. Each output is computed by one item in a fixed order: results are bitwise
+   identical for any worker count. Routing: tasks over token chunks; align: serial. This module's own
+   elementwise kernels (activations, combine) come from amxk__moe_kernels_for: 8 lanes at avx2, 16
+   from avx512 up; the GEMMs' levels are amxk_pack.h's.
 
-   IN PLACE: out may alias or overlap x: every read of x (gather and shared expert) finishes before
-   the first write of out. out must not overlap any other buffer the call reads, and the workspace
-   none at all (AMXK_ERR_ALIAS; the overlap table below amxk_moe_experts lists every buffer, by its
-   byte extent). The context and the weights / shared / opts structs are copied at entry: out and the
-   workspace may overlap those structs (not the arrays and packs they point to).
-
-   ERRORS: every argument, every expert's pack in the shard (each element on its own: NULL first, for
-   the whole shard, then header and address), every id and the workspace are validated before
-   anything is written; on error out and the workspace are untouched (act_int8 with a pack
-   amxk_linear_q8 does not take: AMXK_ERR_UNSUPPORTED). Every entry point checks its outputs against
-   each other and against every buffer it reads once it has started writing (amxk__moe_alias).
+   IN PLACE AND ERRORS: out may overlap x (read before out is written), no other buffer the call
+   reads; the workspace none (AMXK_ERR_ALIAS: the table at amxk_moe_experts). The structs are copied
+   at entry. Everything (each pack of the shard, every id) is validated before anything is written.
 */
 #ifndef AMXK_MOE_H_INCLUDED
 #define AMXK_MOE_H_INCLUDED
@@ -274,11 +159,9 @@ AMXK_DEF amxk_status amxk_moe_align_size(size_t m, size_t topk, size_t n_experts
    block_row[b] = the number of routed pairs before block b (compact row offset), block_row[n_blocks] =
    the number of routed pairs. Only those elements are written. Empty experts get no block.
    max_blocks: the capacity of the arrays (>= the real need, else AMXK_ERR_WORKSPACE; the bound of
-   amxk_moe_align_size is always enough). Serial, O(M * topk * (e_end - e_begin)), no scratch. Errors (nothing written): CONTEXT, NULL, SHAPE, ARG,
-   WORKSPACE, ALIAS (the elements the call writes - sorted_ids' n_blocks * block_m, block_expert's
-   n_blocks, block_row's n_blocks + 1, *n_blocks, n_blocks being the count it would return - overlap
-   each other or topk_ids' M * topk entries; bytes of the arrays' capacity that it does not write
-   may overlap anything). */
+   amxk_moe_align_size is always enough). Serial, O(M * topk * (e_end - e_begin)), no scratch.
+   Errors (nothing written): CONTEXT, NULL, SHAPE, ARG, WORKSPACE, ALIAS (the elements the call
+   writes overlap each other or topk_ids' M * topk entries; capacity it does not write is free). */
 AMXK_DEF amxk_status amxk_moe_align(const amxk_ctx *ctx, size_t m, size_t topk, const int32_t *topk_ids, size_t n_experts,
                                     size_t e_begin, size_t e_end, size_t block_m, int32_t *sorted_ids,
                                     int32_t *block_expert, int32_t *block_row, size_t max_blocks, size_t *n_blocks);
@@ -335,12 +218,8 @@ typedef struct amxk_moe_opts {
     int apply_router_weight_on_input; /* 0 or 1 */
     size_t e_begin, e_end;            /* shard [e_begin, e_end); both 0: [0, E) */
     float routed_scaling_factor;      /* r in out = shared + r * routed; 0 means 1 */
-    int act_int8;                     /* 0: w*a16 (16-bit activations, weights dequantized in
-                                         registers); 1: w8a8 / w4a8 / w2a8: both GEMMs of every
-                                         expert (and the shared one) on int8 activations quantized
-                                         per token (see ACT_INT8 above); every pack of the shard and
-                                         the shared expert must be one amxk_linear_q8 takes, else
-                                         AMXK_ERR_UNSUPPORTED */
+    int act_int8;                     /* 0: w*a16 (16-bit activations); 1: w8a8 / w4a8 / w2a8, int8
+                                         activations (see ACT_INT8 above) */
     /* Non-contiguous expert placement (EXPERT MAP above): NULL, or n_global_experts int32, expert_map[g]
        = the local expert (index into w) of global id g, or -1 (not on this rank) */
     const int32_t *expert_map;
@@ -353,10 +232,8 @@ typedef struct amxk_moe_opts {
 } amxk_moe_opts;
 
 /* Workspace bytes of amxk_moe_experts for this context, weights (every pack in the shard is read:
-   the size covers their formats), shared expert (NULL: none), M, topk and options (NULL: defaults;
-   act_int8 changes the layout). Errors: those of amxk_moe_experts that concern these arguments (every
-   element of the shard checked as there: NULL first for the whole shard, then each pack's header and
-   alignment, also a pack byte-identical to the previous expert's). */
+   the size covers their formats), shared expert (NULL: none), M, topk and options (NULL: defaults).
+   Errors: those of amxk_moe_experts that concern these arguments, checked the same way. */
 AMXK_DEF amxk_status amxk_moe_workspace_size(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *shared,
                                              const amxk_moe_opts *opts, size_t m, size_t topk, size_t *bytes);
 
@@ -364,35 +241,28 @@ AMXK_DEF amxk_status amxk_moe_workspace_size(const amxk_ctx *ctx, const amxk_moe
    topk_ids int32, contiguous [M, topk] (weights of pairs that add nothing are not read); topk may be 0
    (no routed pairs: see ROUTED INPUT). out: [M, K] F32, BF16 or F16, row stride ldo >= K; may alias x.
    shared: NULL or the shared expert. workspace: >= amxk_moe_workspace_size bytes, AMXK_ALIGN aligned.
-   Every pack of the shard (and the shared expert's) is validated as amxk_packed_linear_info says
-   (untrusted bytes); workspace sizes are overflow-checked (SHAPE when they do not fit a size_t).
-   Every element of the shard is validated on its own (a pack equal in size and header to the previous
-   expert's skips only the re-parse of its header, never the NULL, alignment and size checks).
+   Every pack of the shard and the shared expert's is validated as amxk_packed_linear_info says
+   (untrusted bytes), each element on its own (a pack equal in size and header to the previous
+   expert's skips only the re-parse of its header); sizes are overflow-checked.
    Errors (nothing written): CONTEXT, NULL (w, x, out, topk_weights / topk_ids with topk > 0, a size
-   array with its pointer array, a NULL expert pack inside the shard: every element of the shard is
-   checked for NULL before any pack byte is read, so this is the status whatever else is wrong with
-   the packs or the buffers), SHAPE (M or K 0; with topk > 0: E or N 0; the biases' extents do not fit
-   a size_t), STRIDE (ldx, ldo, ld_routed; also x's, out's or routed_in's extent not fitting a size_t),
-   DTYPE (x, out, routed_dtype), FORMAT (a pack in the shard is not a pack, or not [2N, K] /
-   [K, N], or a 16-bit pack of another dtype than x),
-   ALIGN (any pack of the shard not 64-byte aligned - also one byte-identical to the previous
-   expert's -, an expert stride not a multiple of 64),
-   ARG (ids < -1 or >= E, or >= n_global_experts with a map; map entries < -1 or >= E; n_global_experts
-   0 with a map; bad shard, act, alpha, limit, flags), WORKSPACE, ALIGN, ALIAS, UNSUPPORTED
-   (act_int8 and a pack amxk_linear_q8 does not take, see ACT_INT8; an fp32 pack).
+   array with its pointer array, a NULL pack inside the shard: checked for the whole shard before any
+   pack byte is read, so this is the status whatever else is wrong), SHAPE (M or K 0; with topk > 0:
+   E or N 0; the workspace or the biases' extents do not fit a size_t), STRIDE (ldx, ldo, ld_routed;
+   x's, out's or routed_in's extent not fitting a size_t), DTYPE (x, out, routed_dtype), FORMAT (a
+   shard pack is not a pack, not [2N, K] / [K, N], or 16-bit of another dtype than x), ALIGN (a pack
+   not 64-byte aligned, an expert stride not a multiple of 64, the workspace), ARG (ids < -1 or >= E,
+   or >= n_global_experts with a map; map entries < -1 or >= E; n_global_experts 0 with a map; bad
+   shard, act, alpha, limit, flags), WORKSPACE, ALIAS, UNSUPPORTED (act_int8 and a pack
+   amxk_linear_q8 does not take; an fp32 pack).
    ALIAS, the overlap table (byte extents; E = n_experts, with topk > 0 only where E appears):
-       outputs   out ((M - 1) * ldo + K elements of out_dtype) and the workspace (the
-                 amxk_moe_workspace_size bytes, not all of workspace_bytes): never each other
-       inputs    x ((M - 1) * ldx + K 16-bit values: may overlap out, not the workspace);
-                 routed_in ((M - 1) * ld_routed + K of routed_dtype: may be out itself, same pointer,
-                 dtype and stride, else overlaps neither); topk_weights, topk_ids (M * topk each);
-                 expert_map (n_global_experts int32, read with topk > 0); w->w13, w->w2 (E pointers each), w->w13_bytes,
-                 w->w2_bytes (E size_t each); w->b13 ([E, 2N] f32), w->b2 ([E, K] f32); every shard
-                 expert's w13 and w2 pack (its size-array entry, or the stride); the shared expert's
-                 packs (their sizes), b13 (2Ns f32), b2 (K f32), gate (K f32): none may overlap out or
-                 the workspace
-       not in it  the structs *ctx, *weights, *shared, *opts: copied at entry (out and the workspace
-                 may overlap them; the arrays they point to are in the table). */
+       outputs   out ((M - 1) * ldo + K of out_dtype), the workspace (the size query's bytes)
+       inputs    x ((M - 1) * ldx + K 16-bit values: may overlap out); routed_in ((M - 1) * ld_routed
+                 + K: may be out itself, same pointer, dtype and stride); topk_weights, topk_ids
+                 (M * topk each); expert_map (n_global_experts int32, with topk > 0); w13, w2 (E
+                 pointers), w13_bytes, w2_bytes (E size_t), b13 ([E, 2N] f32), b2 ([E, K] f32); every
+                 shard expert's two packs (size-array entry or stride); the shared expert's packs, b13
+                 (2Ns), b2 (K), gate (K f32). Nothing else overlaps an output, outputs not each other.
+       not in it  *ctx, *weights, *shared, *opts: copied at entry (the arrays they point to are in it). */
 AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *shared,
                                       const amxk_moe_opts *opts, size_t m, const void *x, amxk_dtype x_dtype, size_t ldx,
                                       size_t topk, const float *topk_weights, const int32_t *topk_ids, void *out,
@@ -423,52 +293,11 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
 
 AMXK__INLINE int amxk__moe_finite(float f) { return f == f && f - f == 0.0f; }
 
-/* The overlap table of the entry points (amxk_moe_topk, amxk_moe_align, amxk_moe_experts): every
-   buffer a call writes (an output) and every buffer it reads once it has started writing (an input:
-   arrays and packs; the context and the parameter structs are copied at entry, so they are none),
-   each by its byte extent [p, p + bytes). An output may overlap an input only where the input's bit
-   in `may` (bit i: output i) says so: its last read comes before that output's first write
-   (amxk_moe_experts: x and out, an identical routed_in and out). NULL or 0 bytes: an absent buffer,
-   overlapping nothing. */
-typedef struct amxk__moe_rgn {
-    const void *p;
-    size_t bytes;
-    unsigned may;
-} amxk__moe_rgn;
-
-AMXK__INLINE amxk__moe_rgn amxk__moe_rgn_of(const void *p, size_t bytes, unsigned may) {
-    amxk__moe_rgn r;
-    r.p = p, r.bytes = p ? bytes : 0, r.may = may;
-    return r;
-}
-
-/* 1 when two regions share a byte (distances in uintptr_t: no pointer arithmetic past an object,
-   no overflow for extents that reach the top of the address space). */
-AMXK__INLINE int amxk__moe_hit(const amxk__moe_rgn *a, const amxk__moe_rgn *b) {
-    const uintptr_t ua = (uintptr_t)a->p, ub = (uintptr_t)b->p;
-    if (!a->bytes || !b->bytes) return 0;
-    return ua >= ub ? ua - ub < b->bytes : ub - ua < a->bytes;
-}
-
-/* The table's rule: AMXK_ERR_ALIAS when two outputs overlap, or an output overlaps an input that
-   may not overlap it; else AMXK_OK. n_out <= 8. */
-AMXK__PRIV amxk_status amxk__moe_alias(const amxk__moe_rgn *out, size_t n_out, const amxk__moe_rgn *in, size_t n_in) {
-    size_t i, j;
-    for (i = 0; i < n_out; i++) {
-        for (j = i + 1; j < n_out; j++)
-            if (amxk__moe_hit(&out[i], &out[j])) return AMXK_ERR_ALIAS;
-        for (j = 0; j < n_in; j++)
-            if (!(in[j].may >> i & 1u) && amxk__moe_hit(&out[i], &in[j])) return AMXK_ERR_ALIAS;
-    }
-    return AMXK_OK;
-}
-
 /* The byte extent of a strided [rows, cols] array of esz-byte elements, row stride ld elements
    ((rows - 1) * ld + cols elements); *ovf set when it does not fit a size_t. */
 AMXK__INLINE size_t amxk__moe_extent(size_t rows, size_t ld, size_t cols, size_t esz, int *ovf) {
     return amxk__sz_mul(amxk__sz_add(amxk__sz_mul(rows - 1, ld, ovf), cols, ovf), esz, ovf);
 }
-
 
 /* Routing: one token row. Experts are ranked by a key (v, l): v = score + bias with a correction bias,
    else the raw logit; l = the raw logit (see ROUTING: ORDER). */
@@ -659,6 +488,14 @@ AMXK__PRIV amxk_status amxk__moe_use_pack(const amxk_ctx *ctx, const void *pk, s
     return AMXK_OK;
 }
 
+/* The offset *off of a region of a x b bytes (a, b each fit: M * topk <= 2^31, K, N, Ns <= 2^32);
+   *off moves past it, rounded up to AMXK_ALIGN (overflow sets *ovf). */
+AMXK__INLINE size_t amxk__moe_take(size_t *off, size_t a, size_t b, int *ovf) {
+    const size_t at = *off;
+    *off = amxk__sz_add(at, amxk__sz_round(amxk__sz_mul(a, b, ovf), (size_t)AMXK_ALIGN, ovf), ovf);
+    return at;
+}
+
 AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *sh,
                                         const amxk_moe_opts *o, size_t m, size_t topk, amxk_dtype xt, amxk__moe_plan *p) {
     size_t e, K, N, R, off = 0, lin = 0, pb, prevb13 = 0, prevb2 = 0, units, xp13 = 0, xp2 = 0, sxp13 = 0, sxp2 = 0;
@@ -720,25 +557,22 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
             prev2 = pw, prevb2 = pb;
         }
     }
-    /* a region of a x b bytes (a, b each fit: M * topk <= 2^31, K, N, Ns <= 2^32), overflow-checked */
-#define AMXK__MOE_TAKE(field, a, b) \
-    (p->field = off, off = amxk__sz_add(off, amxk__sz_round(amxk__sz_mul((size_t)(a), (size_t)(b), &ovf), (size_t)AMXK_ALIGN, &ovf), &ovf))
-    AMXK__MOE_TAKE(off_cnt, (topk ? w->n_experts : 0) + 1, 4);
-    AMXK__MOE_TAKE(off_order, R, 4);
-    AMXK__MOE_TAKE(off_pos, R, 4);
+    p->off_cnt = amxk__moe_take(&off, (topk ? w->n_experts : 0) + 1, 4, &ovf);
+    p->off_order = amxk__moe_take(&off, R, 4, &ovf);
+    p->off_pos = amxk__moe_take(&off, R, 4, &ovf);
     p->max_units = AMXK__MIN(p->e_end - p->e_begin, R) + 1; /* active experts + the shared expert */
-    AMXK__MOE_TAKE(off_units, p->max_units, sizeof(amxk__moe_unit));
+    p->off_units = amxk__moe_take(&off, p->max_units, sizeof(amxk__moe_unit), &ovf);
     /* gathered 16-bit rows (act_int8: only the scaled rows of apply-on-input, quantized from there),
        h, the activation (16-bit, or f32 before its quantization), y */
-    AMXK__MOE_TAKE(off_xg, !p->q8 || (o && o->apply_router_weight_on_input) ? R * 2 : 0, K);
-    AMXK__MOE_TAKE(off_h, R * 8, N);
-    AMXK__MOE_TAKE(off_a, R * (p->q8 ? 4 : 2), N);
-    AMXK__MOE_TAKE(off_y, R * 4, K);
+    p->off_xg = amxk__moe_take(&off, !p->q8 || (o && o->apply_router_weight_on_input) ? R * 2 : 0, K, &ovf);
+    p->off_h = amxk__moe_take(&off, R * 8, N, &ovf);
+    p->off_a = amxk__moe_take(&off, R * (p->q8 ? 4 : 2), N, &ovf);
+    p->off_y = amxk__moe_take(&off, R * 4, K, &ovf);
     if (p->q8) { /* int8 rows and their scales: the gathered x rows, the activation */
-        AMXK__MOE_TAKE(off_xq, R, K);
-        AMXK__MOE_TAKE(off_xs, R, 4);
-        AMXK__MOE_TAKE(off_aq, R, N);
-        AMXK__MOE_TAKE(off_as, R, 4);
+        p->off_xq = amxk__moe_take(&off, R, K, &ovf);
+        p->off_xs = amxk__moe_take(&off, R, 4, &ovf);
+        p->off_aq = amxk__moe_take(&off, R, N, &ovf);
+        p->off_as = amxk__moe_take(&off, R, 4, &ovf);
     }
     if (sh) {
         size_t Ns = sh->inter;
@@ -747,22 +581,21 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
         if ((s = amxk__moe_use_pack(ctx, sh->w13, sh->w13_bytes, 2 * Ns, K, xt, p->q8, m, 1, &lin, p->q8 ? &sxp13 : NULL, &ovf)) != AMXK_OK)
             return s;
         if ((s = amxk__moe_use_pack(ctx, sh->w2, sh->w2_bytes, K, Ns, xt, p->q8, m, 1, &lin, &sxp2, &ovf)) != AMXK_OK) return s;
-        AMXK__MOE_TAKE(off_sh, m * 8, Ns);
-        AMXK__MOE_TAKE(off_sa, m * (p->q8 ? 4 : 2), Ns);
-        AMXK__MOE_TAKE(off_sy, m * 4, K);
-        AMXK__MOE_TAKE(off_sg, sh->gate ? m : 0, 4);
+        p->off_sh = amxk__moe_take(&off, m * 8, Ns, &ovf);
+        p->off_sa = amxk__moe_take(&off, m * (p->q8 ? 4 : 2), Ns, &ovf);
+        p->off_sy = amxk__moe_take(&off, m * 4, K, &ovf);
+        p->off_sg = amxk__moe_take(&off, sh->gate ? m : 0, 4, &ovf);
         if (p->q8) {
-            AMXK__MOE_TAKE(off_sxq, m, K);
-            AMXK__MOE_TAKE(off_sxs, m, 4);
-            AMXK__MOE_TAKE(off_saq, m, Ns);
-            AMXK__MOE_TAKE(off_sas, m, 4);
+            p->off_sxq = amxk__moe_take(&off, m, K, &ovf);
+            p->off_sxs = amxk__moe_take(&off, m, 4, &ovf);
+            p->off_saq = amxk__moe_take(&off, m, Ns, &ovf);
+            p->off_sas = amxk__moe_take(&off, m, 4, &ovf);
         }
     }
     /* the x panels of every unit's calls (0 where no kernel reads panels) */
     p->xp_bytes = amxk__sz_add(amxk__sz_add(xp13, xp2, &ovf), amxk__sz_add(sxp13, sxp2, &ovf), &ovf);
-    AMXK__MOE_TAKE(off_xp, p->xp_bytes, 1);
-    AMXK__MOE_TAKE(off_lin, lin, amxk__workers(ctx));
-#undef AMXK__MOE_TAKE
+    p->off_xp = amxk__moe_take(&off, p->xp_bytes, 1, &ovf);
+    p->off_lin = amxk__moe_take(&off, lin, amxk__workers(ctx), &ovf);
     if (ovf) return AMXK_ERR_SHAPE; /* the workspace would not fit a size_t */
     p->lin_worker = lin;
     p->rows = R;
@@ -813,72 +646,73 @@ AMXK__PRIV void amxk__moe_combine__1__scalar(const amxk__moe_comb *c, size_t k0,
 
 // >>avx2 -----------------------------------------------------------------------------------------
 
-/* The activation of one row's columns [n0, n1) (see FUSED EXPERTS: Activations): gate_n, up_n =
-   h[n], h[N + n], or h[2n], h[2n + 1] when interleaved; out[n] = act(gate, up) stored as t (F32 with
-   act_int8, else BF16 / F16, RNE). Vector math from the shared layer (amxk__vexp__<isa>: within 2 ulp;
-   sigmoid(v) = 1 / (1 + exp(-v)) on every v, so a few ulp from the scalar formulas, far below the
-   16-bit rounding of the result or its int8 quantization). GELU_TANH as gate * sigmoid(2 y) * up,
-   y = sqrt(2/pi) (gate + 0.044715 gate^3) (the same function: 0.5 (1 + tanh y) = sigmoid(2 y), and
-   no cancellation for negative y). SWIGLU_OAI clamps as the scalar loop (a NaN gate becomes limit, a
-   NaN up stays NaN). GELU_ERF as amxk__vgelu_erf__<isa>(gate) * up (erf from a fitted polynomial /
-   exp-scaled tail, within 8 ulp of gate Phi(gate): see amxk.h). Returns the end of the columns done
-   from n0 (avx2: whole groups of 8; avx512: all), the caller does the rest. */
-#define AMXK__MOE_VACT(isa, V, act, g, u, alpha, limit, v)                                                    \
-    do {                                                                                                      \
-        if ((act) == AMXK_MOE_ACT_GELU_ERF) {                                                                 \
-            v = V##_MUL(amxk__vgelu_erf__##isa(g), u);                                                        \
-        } else if ((act) == AMXK_MOE_ACT_GELU_TANH) {                                                         \
-            const V##_T y2 = V##_MUL(g, V##_FMADD(V##_MUL(g, g), V##_SET1(0.0713548162726f), V##_SET1(1.5957691216057308f))); \
-            v = V##_MUL(V##_MUL(g, amxk__vsigmoid__##isa(y2)), u);                                            \
-        } else if ((act) == AMXK_MOE_ACT_SWIGLU_OAI) {                                                        \
-            const V##_T gc = V##_MIN(g, V##_SET1(limit));                                                     \
-            const V##_T uc = V##_MAX(V##_SET1(-(limit)), V##_MIN(V##_SET1(limit), u));                        \
-            v = V##_MUL(V##_MUL(gc, amxk__vsigmoid__##isa(V##_MUL(V##_SET1(alpha), gc))), V##_ADD(uc, V##_SET1(1.0f))); \
-        } else {                                                                                              \
-            v = V##_MUL(amxk__vsilu__##isa(g), u);                                                            \
-        }                                                                                                     \
-    } while (0)
+/* This module's vector kernels at width V (AMXK__V8 at avx2, AMXK__V16 from avx512 up; w its lanes).
+   Each returns the end of the columns it did from n0 / k0 (V8: whole vectors; V16: all); the caller
+   does the rest. amxk__moe_act__<w>__<isa>: the activation (FUSED EXPERTS: act) of one row's columns
+   [n0, n1), gate / up from h as amxk__moe_act_rows reads them, stored as t (RNE). amxk.h's vector
+   math (sigmoid(v) = 1 / (1 + exp(-v)) on every v; GELU_ERF within 8 ulp of gate Phi(gate)): a few
+   ulp from the scalar formulas, far below the 16-bit rounding or int8 quantization of the result.
+   GELU_TANH as gate sigmoid(2 y) up, y = sqrt(2/pi) (gate + 0.044715 gate^3) (0.5 (1 + tanh y) =
+   sigmoid(2 y), without cancellation for negative y); SWIGLU_OAI clamps as the scalar loop (a NaN
+   gate becomes limit, a NaN up stays NaN). amxk__moe_combine__<w>__<isa>: columns [k0, k1) of a
+   combine, lane-wise amxk__moe_combine__1__scalar's operations in its order. */
+#define AMXK__MOE_KERNELS_DEFINE(w, isa, V)                                                                      \
+    AMXK__PRIV size_t amxk__moe_act__##w##__##isa(amxk_moe_act act, float alpha, float limit, const float *h, size_t N, int inter, \
+                                                  void *out, size_t n0, size_t n1, amxk_dtype t) {               \
+        const size_t es = amxk_dtype_size(t);                                                                    \
+        size_t n;                                                                                                \
+        for (n = n0; n + V##_STEP_MIN <= n1; n += V##_N) {                                                       \
+            const V##_MASK_T m = V##_MASK(n1 - n);                                                               \
+            V##_T g, u, v;                                                                                       \
+            if (inter) amxk__moe_deint__##isa(h + 2 * n, n1 - n, &g, &u);                                        \
+            else g = V##_LOADT(h + n, AMXK_DTYPE_F32, m), u = V##_LOADT(h + N + n, AMXK_DTYPE_F32, m);           \
+            if (act == AMXK_MOE_ACT_GELU_ERF) {                                                                  \
+                v = V##_MUL(amxk__vgelu_erf__##isa(g), u);                                                       \
+            } else if (act == AMXK_MOE_ACT_GELU_TANH) {                                                          \
+                const V##_T y2 = V##_MUL(g, V##_FMADD(V##_MUL(g, g), V##_SET1(0.0713548162726f), V##_SET1(1.5957691216057308f))); \
+                v = V##_MUL(V##_MUL(g, amxk__vsigmoid__##isa(y2)), u);                                           \
+            } else if (act == AMXK_MOE_ACT_SWIGLU_OAI) {                                                         \
+                const V##_T gc = V##_MIN(g, V##_SET1(limit)), uc = V##_MAX(V##_SET1(-limit), V##_MIN(V##_SET1(limit), u)); \
+                v = V##_MUL(V##_MUL(gc, amxk__vsigmoid__##isa(V##_MUL(V##_SET1(alpha), gc))), V##_ADD(uc, V##_SET1(1.0f))); \
+            } else {                                                                                             \
+                v = V##_MUL(amxk__vsilu__##isa(g), u);                                                           \
+            }                                                                                                    \
+            V##_STORET((char *)out + n * es, t, v, m);                                                           \
+        }                                                                                                        \
+        return AMXK__MIN(n, n1);                                                                                 \
+    }                                                                                                            \
+    AMXK__PRIV size_t amxk__moe_combine__##w##__##isa(const amxk__moe_comb *c, size_t k0, size_t k1) {           \
+        const size_t ri = amxk_dtype_size(c->rt), oi = amxk_dtype_size(c->ot);                                   \
+        size_t k, j;                                                                                             \
+        for (k = k0; k + V##_STEP_MIN <= k1; k += V##_N) {                                                       \
+            const V##_MASK_T m = V##_MASK(k1 - k);                                                               \
+            V##_T acc = c->rin ? V##_LOADT((const char *)c->rin + k * ri, c->rt, m) : V##_SET1(0.0f), v;         \
+            for (j = 0; j < c->topk; j++) {                                                                      \
+                const int32_t r = c->pos[j];                                                                     \
+                if (r >= 0)                                                                                      \
+                    acc = V##_ADD(acc, V##_MUL(V##_SET1(c->on_input ? 1.0f : c->tw[j]),                          \
+                                               V##_LOADT(c->y + (size_t)r * c->K + k, AMXK_DTYPE_F32, m)));      \
+            }                                                                                                    \
+            v = V##_MUL(V##_SET1(c->rscale), acc);                                                               \
+            if (c->sy) {                                                                                         \
+                const V##_T sv = V##_LOADT(c->sy + k, AMXK_DTYPE_F32, m);                                        \
+                v = V##_ADD(c->has_sg ? V##_MUL(V##_SET1(c->sg), sv) : sv, v);                                   \
+            }                                                                                                    \
+            V##_STORET((char *)c->out + k * oi, c->ot, v, m);                                                    \
+        }                                                                                                        \
+        return AMXK__MIN(k, k1);                                                                                 \
+    }
+
 #if AMXK__HAS_AVX2
 AMXK__TARGET_AVX2_BEGIN
-AMXK__PRIV size_t amxk__moe_act__8__avx2(amxk_moe_act act, float alpha, float limit, const float *h, size_t N, int inter, void *out,
-                                         size_t n0, size_t n1, amxk_dtype t) {
-    const size_t es = amxk_dtype_size(t);
-    size_t n;
-    for (n = n0; n + 8 <= n1; n += 8) {
-        __m256 g, u, v;
-        if (inter) { /* deinterleave 16 floats: even lanes gate, odd lanes up */
-            const __m256 p = _mm256_loadu_ps(h + 2 * n), q = _mm256_loadu_ps(h + 2 * n + 8);
-            g = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(p, q, _MM_SHUFFLE(2, 0, 2, 0))), 0xd8));
-            u = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(p, q, _MM_SHUFFLE(3, 1, 3, 1))), 0xd8));
-        } else {
-            g = _mm256_loadu_ps(h + n), u = _mm256_loadu_ps(h + N + n);
-        }
-        AMXK__MOE_VACT(avx2, AMXK__V8, act, g, u, alpha, limit, v);
-        amxk__vstore__avx2((char *)out + n * es, t, v);
-    }
-    return n;
+/* 8 interleaved gate / up pairs from h (c >= 8 columns left): even lanes gate, odd lanes up. */
+AMXK__FORCE_INLINE void amxk__moe_deint__avx2(const float *h, size_t c, __m256 *g, __m256 *u) {
+    const __m256 p = _mm256_loadu_ps(h), q = _mm256_loadu_ps(h + 8);
+    (void)c;
+    *g = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(p, q, _MM_SHUFFLE(2, 0, 2, 0))), 0xd8));
+    *u = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(p, q, _MM_SHUFFLE(3, 1, 3, 1))), 0xd8));
 }
-/* Columns [k0, k0 + 8 * floor((k1 - k0) / 8)) of a combine; returns the end (the caller does the rest). */
-AMXK__PRIV size_t amxk__moe_combine__8__avx2(const amxk__moe_comb *c, size_t k0, size_t k1) {
-    const size_t ri = amxk_dtype_size(c->rt), oi = amxk_dtype_size(c->ot);
-    size_t k, j;
-    for (k = k0; k + 8 <= k1; k += 8) {
-        __m256 acc = c->rin ? amxk__vload__avx2((const char *)c->rin + k * ri, c->rt) : _mm256_setzero_ps(), v;
-        for (j = 0; j < c->topk; j++) {
-            const int32_t r = c->pos[j];
-            if (r >= 0)
-                acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(c->on_input ? 1.0f : c->tw[j]),
-                                                       _mm256_loadu_ps(c->y + (size_t)r * c->K + k)));
-        }
-        v = _mm256_mul_ps(_mm256_set1_ps(c->rscale), acc);
-        if (c->sy) {
-            const __m256 sv = _mm256_loadu_ps(c->sy + k);
-            v = _mm256_add_ps(c->has_sg ? _mm256_mul_ps(_mm256_set1_ps(c->sg), sv) : sv, v);
-        }
-        amxk__vstore__avx2((char *)c->out + k * oi, c->ot, v);
-    }
-    return k;
-}
+AMXK__MOE_KERNELS_DEFINE(8, avx2, AMXK__V8)
 AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX2 */
 
@@ -886,51 +720,16 @@ AMXK__TARGET_END
 
 #if AMXK__HAS_AVX512
 AMXK__TARGET_AVX512_BEGIN
-AMXK__PRIV size_t amxk__moe_act__16__avx512(amxk_moe_act act, float alpha, float limit, const float *h, size_t N, int inter, void *out,
-                                            size_t n0, size_t n1, amxk_dtype t) {
-    const size_t es = amxk_dtype_size(t);
+/* min(c, 16) interleaved gate / up pairs from h (2 min(c, 16) floats read): even lanes gate, odd up. */
+AMXK__FORCE_INLINE void amxk__moe_deint__avx512(const float *h, size_t c, __m512 *g, __m512 *u) {
     const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-    size_t n;
-    for (n = n0; n < n1; n += 16) {
-        const size_t c = AMXK__MIN((size_t)16, n1 - n);
-        const __mmask16 k = (__mmask16)(c == 16 ? 0xffffu : (1u << c) - 1u);
-        __m512 g, u, v;
-        if (inter) { /* 2c floats from h + 2n: even lanes gate, odd lanes up */
-            const __mmask16 k1 = (__mmask16)(c >= 8 ? 0xffffu : (1u << (2 * c)) - 1u);
-            const __mmask16 k2 = (__mmask16)(c <= 8 ? 0u : c == 16 ? 0xffffu : (1u << (2 * c - 16)) - 1u);
-            const __m512 p = _mm512_maskz_loadu_ps(k1, h + 2 * n), q = _mm512_maskz_loadu_ps(k2, h + 2 * n + 16);
-            g = _mm512_permutex2var_ps(p, ev, q), u = _mm512_permutex2var_ps(p, od, q);
-        } else {
-            g = _mm512_maskz_loadu_ps(k, h + n), u = _mm512_maskz_loadu_ps(k, h + N + n);
-        }
-        AMXK__MOE_VACT(avx512, AMXK__V16, act, g, u, alpha, limit, v);
-        amxk__vstore__avx512((char *)out + n * es, t, v, k);
-    }
-    return n1;
+    const __mmask16 k1 = (__mmask16)(c >= 8 ? 0xffffu : (1u << (2 * c)) - 1u);
+    const __mmask16 k2 = (__mmask16)(c <= 8 ? 0u : c >= 16 ? 0xffffu : (1u << (2 * c - 16)) - 1u);
+    const __m512 p = _mm512_maskz_loadu_ps(k1, h), q = _mm512_maskz_loadu_ps(k2, h + 16);
+    *g = _mm512_permutex2var_ps(p, ev, q), *u = _mm512_permutex2var_ps(p, od, q);
 }
-/* Columns [k0, k1) of a combine (masked tail); returns k1. */
-AMXK__PRIV size_t amxk__moe_combine__16__avx512(const amxk__moe_comb *c, size_t k0, size_t k1) {
-    const size_t ri = amxk_dtype_size(c->rt), oi = amxk_dtype_size(c->ot);
-    size_t k, j;
-    for (k = k0; k < k1; k += 16) {
-        const __mmask16 m = (__mmask16)(k1 - k >= 16 ? 0xffffu : (1u << (k1 - k)) - 1u);
-        __m512 acc = c->rin ? amxk__vload__avx512((const char *)c->rin + k * ri, c->rt, m) : _mm512_setzero_ps(), v;
-        for (j = 0; j < c->topk; j++) {
-            const int32_t r = c->pos[j];
-            if (r >= 0)
-                acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_set1_ps(c->on_input ? 1.0f : c->tw[j]),
-                                                       _mm512_maskz_loadu_ps(m, c->y + (size_t)r * c->K + k)));
-        }
-        v = _mm512_mul_ps(_mm512_set1_ps(c->rscale), acc);
-        if (c->sy) {
-            const __m512 sv = _mm512_maskz_loadu_ps(m, c->sy + k);
-            v = _mm512_add_ps(c->has_sg ? _mm512_mul_ps(_mm512_set1_ps(c->sg), sv) : sv, v);
-        }
-        amxk__vstore__avx512((char *)c->out + k * oi, c->ot, v, m);
-    }
-    return k1;
-}
+AMXK__MOE_KERNELS_DEFINE(16, avx512, AMXK__V16)
 AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX512 */
 
@@ -941,12 +740,10 @@ AMXK__TARGET_END
 
 /* This module's own kernels of one vector level (the GEMMs are amxk_pack.h's, chosen there). */
 typedef struct amxk__moe_kernels {
-    /* activation of a row's columns (amxk__moe_act__8__avx2's contract): returns the end of the
-       columns done from n0, the caller does the rest; NULL: none */
+    /* amxk__moe_act__<w>__<isa>, amxk__moe_combine__<w>__<isa> (the caller does the columns after
+       the one returned, the combine's with amxk__moe_combine__1__scalar); NULL: none */
     size_t (*act)(amxk_moe_act act, float alpha, float limit, const float *h, size_t N, int inter, void *out, size_t n0, size_t n1,
                   amxk_dtype t);
-    /* combine of columns [k0, k1) of one token (amxk__moe_comb): returns the end of the columns done
-       from k0, the caller does the rest with amxk__moe_combine__1__scalar; NULL: none */
     size_t (*combine)(const amxk__moe_comb *c, size_t k0, size_t k1);
 } amxk__moe_kernels;
 
@@ -975,7 +772,6 @@ AMXK__PRIV const amxk__moe_kernels *amxk__moe_kernels_for(amxk_tier level) {
 
 /* Everything the tasks of one amxk_moe_experts call share. */
 typedef struct amxk__moe_args {
-    const amxk_moe_opts *o;
     amxk_moe_act act;
     float alpha, limit, rscale;
     int on_input, fused; /* fused: the activation runs in the gate+up items (every unit's N % 16 == 0) */
@@ -1007,6 +803,13 @@ typedef struct amxk__moe_args {
     void *out;
 } amxk__moe_args;
 
+/* Tasks [0, nt) of fn: on the caller when serial (work too small for a launch), else amxk__parallel. */
+AMXK__PRIV void amxk__moe_run(const amxk_ctx *ctx, amxk_task_fn fn, void *a, size_t nt, int serial) {
+    size_t i;
+    if (!serial) amxk__parallel(ctx, fn, a, nt);
+    else for (i = 0; i < nt; i++) fn(a, i, 0);
+}
+
 AMXK__INLINE float amxk__moe_sigmoid(float x) { return x >= 0.0f ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x)); }
 
 /* Gathers compact rows [i0, i1) (x rows of their tokens, scaled by the weight on input). */
@@ -1032,23 +835,19 @@ AMXK__PRIV void amxk__moe_gather_task(void *task_ctx, size_t task, int worker) {
     amxk__moe_gather_rows(a, i0, AMXK__MIN(a->routed, i0 + AMXK__MOE_ROWS_PER_TASK));
 }
 
-/* act_int8: k values (dtype t: 16-bit or f32) quantized as one token row into q[0..k) and *s by
-   amxk_quantize_act's row quantizer (AMXK_DTYPE_I8, one group = the row; the context's level). */
-AMXK__PRIV void amxk__moe_quant_row(const amxk__moe_args *a, const void *src, amxk_dtype t, size_t k, int8_t *q, float *s) {
-    amxk__linop_quant_row(a->ctx, src, t, k, q, s);
-}
-
-/* act_int8: the int8 input rows of tokens [t0, t1) (replaces the gather): with a shared expert x_t's
-   own row; every routed pair's compact row: apply-on-input: the scaled 16-bit row (gathered as in
-   w*a16) quantized; else x_t quantized once per token and copied to its other rows. */
-AMXK__PRIV void amxk__moe_quant_tokens(const amxk__moe_args *a, size_t t0, size_t t1) {
-    size_t t, j, K = a->K;
-    for (t = t0; t < t1; t++) {
+/* act_int8: the int8 input rows of tokens [16 task, + 16) (replaces the gather): with a shared expert
+   x_t's own row; every routed pair's compact row: apply-on-input: the scaled 16-bit row (gathered as
+   in w*a16) quantized; else x_t quantized once per token and copied to its other rows. */
+AMXK__PRIV void amxk__moe_quant_task(void *task_ctx, size_t task, int worker) {
+    const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
+    size_t t, j, K = a->K, t1 = AMXK__MIN(a->m, (task + 1) * AMXK__MOE_QUANT_TOKENS);
+    (void)worker;
+    for (t = task * AMXK__MOE_QUANT_TOKENS; t < t1; t++) {
         const uint16_t *src = (const uint16_t *)a->x + t * a->ldx;
         const int8_t *q0 = NULL;
         float s0 = 0.0f;
         if (a->sxq) {
-            amxk__moe_quant_row(a, src, a->xt, K, a->sxq + t * K, a->sxs + t);
+            amxk__linop_quant_row(a->ctx, src, a->xt, K, a->sxq + t * K, a->sxs + t);
             q0 = a->sxq + t * K, s0 = a->sxs[t];
         }
         for (j = 0; j < a->topk; j++) {
@@ -1058,23 +857,16 @@ AMXK__PRIV void amxk__moe_quant_tokens(const amxk__moe_args *a, size_t t0, size_
             dq = a->xq + (size_t)r * K;
             if (a->on_input) {
                 amxk__moe_gather_rows(a, (size_t)r, (size_t)r + 1);
-                amxk__moe_quant_row(a, a->xg + (size_t)r * K, a->xt, K, dq, a->xs + r);
+                amxk__linop_quant_row(a->ctx, a->xg + (size_t)r * K, a->xt, K, dq, a->xs + r);
             } else if (q0) {
                 memcpy(dq, q0, K);
                 a->xs[r] = s0;
             } else {
-                amxk__moe_quant_row(a, src, a->xt, K, dq, a->xs + r);
+                amxk__linop_quant_row(a->ctx, src, a->xt, K, dq, a->xs + r);
                 q0 = dq, s0 = a->xs[r];
             }
         }
     }
-}
-
-AMXK__PRIV void amxk__moe_quant_task(void *task_ctx, size_t task, int worker) {
-    const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
-    size_t t0 = task * AMXK__MOE_QUANT_TOKENS;
-    (void)worker;
-    amxk__moe_quant_tokens(a, t0, AMXK__MIN(a->m, t0 + AMXK__MOE_QUANT_TOKENS));
 }
 
 /* SHARED GATE of tokens [AMXK__MOE_ROWS_PER_TASK * task, + AMXK__MOE_ROWS_PER_TASK). */
@@ -1131,7 +923,8 @@ AMXK__PRIV void amxk__moe_act_task(void *task_ctx, size_t task, int worker) {
             size_t r0 = task * AMXK__MOE_ROWS_PER_TASK, r1 = AMXK__MIN(u->rows, r0 + AMXK__MOE_ROWS_PER_TASK);
             if (!a->fused) amxk__moe_act_rows(a, u, r0, r1, 0, u->N);
             if (a->q8)
-                for (r = r0; r < r1; r++) amxk__moe_quant_row(a, (const float *)u->act + r * u->N, AMXK_DTYPE_F32, u->N, u->aq + r * u->N, u->as + r);
+                for (r = r0; r < r1; r++)
+                    amxk__linop_quant_row(a->ctx, (const float *)u->act + r * u->N, AMXK_DTYPE_F32, u->N, u->aq + r * u->N, u->as + r);
             return;
         }
         task -= nt;
@@ -1177,9 +970,7 @@ AMXK__PRIV void amxk__moe_xpanels(const amxk_ctx *ctx, amxk__moe_args *a, int up
         if (amxk__linop_xpanel_bytes(up ? &u->g1 : &u->g2))
             nt += AMXK__CEIL_DIV(u->rows, up ? u->c1 : u->c2), elems += u->rows * (up ? a->K : u->N);
     }
-    if (elems <= AMXK__MOE_SERIAL_GATHER)
-        for (i = 0; i < nt; i++) amxk__moe_xpanel_task(a, i, 0);
-    else amxk__parallel(ctx, amxk__moe_xpanel_task, a, nt);
+    amxk__moe_run(ctx, amxk__moe_xpanel_task, a, nt, elems <= AMXK__MOE_SERIAL_GATHER);
 }
 
 /* GEMM down (0: gate+up, 1: down) of unit u, rows [m0, m1) (inside one row chunk) x column blocks
@@ -1291,60 +1082,52 @@ AMXK__PRIV size_t amxk__moe_split(amxk__moe_unit *u, int fused, size_t want, siz
     return item0 + u->ns1 * AMXK__CEIL_DIV(u->rows, u->c1);
 }
 
-/* amxk_moe_experts' overlap table (amxk__moe_alias): outputs out (its M rows at stride ldo) and the
-   workspace (the plan's p->total bytes); inputs, every one read after the first write (the counts
-   at the workspace's start are written before the units read w's pointer arrays and packs): x (may
-   overlap out: read before out is written),
-   topk_weights and topk_ids (M * topk each), the expert map, routed_in (may be out itself: same
-   pointer, dtype and stride), w's pointer arrays w13 / w2 and size arrays w13_bytes / w2_bytes (E
-   entries each), the biases b13 [E, 2N] and b2 [E, K], the shared expert's packs, biases and gate,
-   and each shard expert's two packs by their own sizes (pointer arrays) or strides (base + stride).
-   An extent that does not fit a size_t: AMXK_ERR_STRIDE (x, out, routed_in), AMXK_ERR_SHAPE (the
-   biases). Reads only what the earlier checks validated (no pack byte). The context and the weights /
-   shared / opts structs are not in the table: amxk_moe_experts works on copies made at entry. */
+/* amxk_moe_experts' overlap table (see there), checked after every other argument and before the
+   first write: inputs are read after the workspace's first bytes are written. Reads no pack byte.
+   Extents that do not fit a size_t: AMXK_ERR_STRIDE (x, out, routed_in), AMXK_ERR_SHAPE (biases). */
 AMXK__PRIV amxk_status amxk__moe_experts_alias(const amxk_moe_weights *w, const amxk_moe_shared *sh, const amxk_moe_opts *o, const amxk__moe_plan *p, size_t m, const void *x, size_t ldx, const float *tw,
                                                const int32_t *ids, const void *out, amxk_dtype ot, size_t ldo, const void *ws) {
     const size_t K = w->hidden, R = p->rows, NE = R ? w->n_experts : 0, N = R ? w->inter : 0;
     const void *rin = o ? o->routed_in : NULL;
-    amxk__moe_rgn outs[2], in[24];
+    amxk__rgn outs[2], in[24];
     size_t n = 0, e;
     int ovf = 0;
     amxk_status s;
-    outs[0] = amxk__moe_rgn_of(out, amxk__moe_extent(m, ldo, K, amxk_dtype_size(ot), &ovf), 0);
-    outs[1] = amxk__moe_rgn_of(ws, p->total, 0);
-    in[n++] = amxk__moe_rgn_of(x, amxk__moe_extent(m, ldx, K, 2, &ovf), 1u); /* in place: x is read before out is written */
+    outs[0] = amxk__rgn_of(out, amxk__moe_extent(m, ldo, K, amxk_dtype_size(ot), &ovf), 0);
+    outs[1] = amxk__rgn_of(ws, p->total, 0);
+    in[n++] = amxk__rgn_of(x, amxk__moe_extent(m, ldx, K, 2, &ovf), 1u); /* in place: x is read before out is written */
     if (rin) {
         const amxk_dtype rt = o->routed_dtype;
-        in[n++] = amxk__moe_rgn_of(rin, amxk__moe_extent(m, o->ld_routed, K, amxk_dtype_size(rt), &ovf),
+        in[n++] = amxk__rgn_of(rin, amxk__moe_extent(m, o->ld_routed, K, amxk_dtype_size(rt), &ovf),
                                    rin == out && rt == ot && o->ld_routed == ldo ? 1u : 0u);
     }
     if (ovf) return AMXK_ERR_STRIDE;
-    in[n++] = amxk__moe_rgn_of(tw, R * 4, 0);
-    in[n++] = amxk__moe_rgn_of(ids, R * 4, 0);
-    if (o && R) in[n++] = amxk__moe_rgn_of(o->expert_map, o->n_global_experts * 4, 0);
-    in[n++] = amxk__moe_rgn_of(w->w13, NE * sizeof(void *), 0);
-    in[n++] = amxk__moe_rgn_of(w->w13_bytes, NE * sizeof(size_t), 0);
-    in[n++] = amxk__moe_rgn_of(w->w2, NE * sizeof(void *), 0);
-    in[n++] = amxk__moe_rgn_of(w->w2_bytes, NE * sizeof(size_t), 0);
-    in[n++] = amxk__moe_rgn_of(w->b13, amxk__sz_mul(amxk__sz_mul(NE, 2 * N, &ovf), 4, &ovf), 0);
-    in[n++] = amxk__moe_rgn_of(w->b2, amxk__sz_mul(amxk__sz_mul(NE, K, &ovf), 4, &ovf), 0);
+    in[n++] = amxk__rgn_of(tw, R * 4, 0);
+    in[n++] = amxk__rgn_of(ids, R * 4, 0);
+    if (o && R) in[n++] = amxk__rgn_of(o->expert_map, o->n_global_experts * 4, 0);
+    in[n++] = amxk__rgn_of(w->w13, NE * sizeof(void *), 0);
+    in[n++] = amxk__rgn_of(w->w13_bytes, NE * sizeof(size_t), 0);
+    in[n++] = amxk__rgn_of(w->w2, NE * sizeof(void *), 0);
+    in[n++] = amxk__rgn_of(w->w2_bytes, NE * sizeof(size_t), 0);
+    in[n++] = amxk__rgn_of(w->b13, amxk__sz_mul(amxk__sz_mul(NE, 2 * N, &ovf), 4, &ovf), 0);
+    in[n++] = amxk__rgn_of(w->b2, amxk__sz_mul(amxk__sz_mul(NE, K, &ovf), 4, &ovf), 0);
     if (ovf) return AMXK_ERR_SHAPE;
     if (sh) {
-        in[n++] = amxk__moe_rgn_of(sh->w13, sh->w13_bytes, 0);
-        in[n++] = amxk__moe_rgn_of(sh->w2, sh->w2_bytes, 0);
-        in[n++] = amxk__moe_rgn_of(sh->b13, 2 * sh->inter * 4, 0);
-        in[n++] = amxk__moe_rgn_of(sh->b2, K * 4, 0);
-        in[n++] = amxk__moe_rgn_of(sh->gate, K * 4, 0);
+        in[n++] = amxk__rgn_of(sh->w13, sh->w13_bytes, 0);
+        in[n++] = amxk__rgn_of(sh->w2, sh->w2_bytes, 0);
+        in[n++] = amxk__rgn_of(sh->b13, 2 * sh->inter * 4, 0);
+        in[n++] = amxk__rgn_of(sh->b2, K * 4, 0);
+        in[n++] = amxk__rgn_of(sh->gate, K * 4, 0);
     }
-    if ((s = amxk__moe_alias(outs, 2, in, n)) != AMXK_OK) return s;
+    if ((s = amxk__alias(outs, 2, in, n)) != AMXK_OK) return s;
     for (e = p->e_begin; e < p->e_end; e++) { /* each element of the shard: its own packs */
         const void *pw;
         size_t pb;
         amxk__moe_w(w, e, 0, &pw, &pb);
-        in[0] = amxk__moe_rgn_of(pw, pb, 0);
+        in[0] = amxk__rgn_of(pw, pb, 0);
         amxk__moe_w(w, e, 1, &pw, &pb);
-        in[1] = amxk__moe_rgn_of(pw, pb, 0);
-        if ((s = amxk__moe_alias(outs, 2, in, 2)) != AMXK_OK) return s;
+        in[1] = amxk__rgn_of(pw, pb, 0);
+        if ((s = amxk__alias(outs, 2, in, 2)) != AMXK_OK) return s;
     }
     return AMXK_OK;
 }
@@ -1373,14 +1156,14 @@ AMXK_DEF amxk_status amxk_moe_topk(const amxk_ctx *ctx, const amxk_moe_router *r
         if (r->group_score_top2 && ne / G < 2) return AMXK_ERR_ARG;
     }
     { /* the overlap table: the outputs against each other and every input the tasks read */
-        amxk__moe_rgn outs[2], in[2];
+        amxk__rgn outs[2], in[2];
         amxk_status s;
         int ovf = 0;
-        outs[0] = amxk__moe_rgn_of(tw, m * topk * 4, 0), outs[1] = amxk__moe_rgn_of(ids, m * topk * 4, 0);
-        in[0] = amxk__moe_rgn_of(logits, amxk__moe_extent(m, ld, ne, 4, &ovf), 0);
-        in[1] = amxk__moe_rgn_of(r->correction_bias, ne * 4, 0);
+        outs[0] = amxk__rgn_of(tw, m * topk * 4, 0), outs[1] = amxk__rgn_of(ids, m * topk * 4, 0);
+        in[0] = amxk__rgn_of(logits, amxk__moe_extent(m, ld, ne, 4, &ovf), 0);
+        in[1] = amxk__rgn_of(r->correction_bias, ne * 4, 0);
         if (ovf) return AMXK_ERR_STRIDE;
-        if ((s = amxk__moe_alias(outs, 2, in, 2)) != AMXK_OK) return s;
+        if ((s = amxk__alias(outs, 2, in, 2)) != AMXK_OK) return s;
     }
     for (t = 0; t < m; t++)
         for (e = 0; e < ne; e++)
@@ -1404,7 +1187,7 @@ AMXK_DEF amxk_status amxk_moe_align_size(size_t m, size_t topk, size_t ne, size_
 AMXK_DEF amxk_status amxk_moe_align(const amxk_ctx *ctx, size_t m, size_t topk, const int32_t *ids, size_t ne, size_t e_begin,
                                     size_t e_end, size_t bm, int32_t *sorted, int32_t *bexp, int32_t *brow, size_t max_blocks,
                                     size_t *n_blocks) {
-    size_t R, p, e, b, need = 0, pad, routed = 0;
+    size_t R, p, e, b, need = 0, pad;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!ids || !sorted || !bexp || !brow || !n_blocks) return AMXK_ERR_NULL;
     if (m == 0 || topk == 0 || ne == 0 || bm == 0 || ne > 0x7fffffff || m > ((size_t)1 << 30) / topk || bm > ((size_t)1 << 30))
@@ -1419,19 +1202,17 @@ AMXK_DEF amxk_status amxk_moe_align(const amxk_ctx *ctx, size_t m, size_t topk, 
         size_t c = 0;
         for (p = 0; p < R; p++) c += ids[p] == (int32_t)e;
         need += AMXK__CEIL_DIV(c, bm);
-        routed += c;
     }
     if (max_blocks < need) return AMXK_ERR_WORKSPACE;
     { /* the overlap table: the elements this call writes (need blocks; need <= R <= 2^30 and
          bm <= 2^30: the extents fit) against each other and the ids, read while they are written */
-        amxk__moe_rgn outs[4], in[1];
+        amxk__rgn outs[4], in[1];
         amxk_status s;
-        outs[0] = amxk__moe_rgn_of(sorted, need * bm * 4, 0), outs[1] = amxk__moe_rgn_of(bexp, need * 4, 0);
-        outs[2] = amxk__moe_rgn_of(brow, (need + 1) * 4, 0), outs[3] = amxk__moe_rgn_of(n_blocks, sizeof *n_blocks, 0);
-        in[0] = amxk__moe_rgn_of(ids, R * 4, 0);
-        if ((s = amxk__moe_alias(outs, 4, in, 1)) != AMXK_OK) return s;
+        outs[0] = amxk__rgn_of(sorted, need * bm * 4, 0), outs[1] = amxk__rgn_of(bexp, need * 4, 0);
+        outs[2] = amxk__rgn_of(brow, (need + 1) * 4, 0), outs[3] = amxk__rgn_of(n_blocks, sizeof *n_blocks, 0);
+        in[0] = amxk__rgn_of(ids, R * 4, 0);
+        if ((s = amxk__alias(outs, 4, in, 1)) != AMXK_OK) return s;
     }
-    (void)routed;
     b = 0, pad = 0;
     for (e = e_begin; e < e_end; e++) {
         size_t r = 0;
@@ -1505,7 +1286,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     /* everything is valid: from here on nothing fails */
     cnt = (int32_t *)(W + p.off_cnt), order = (int32_t *)(W + p.off_order), pos = (int32_t *)(W + p.off_pos);
     memset(&a, 0, sizeof a);
-    a.o = o, a.act = o ? o->act : AMXK_MOE_ACT_SILU, a.alpha = o ? o->alpha : 0.0f, a.limit = o ? o->limit : 0.0f;
+    a.act = o ? o->act : AMXK_MOE_ACT_SILU, a.alpha = o ? o->alpha : 0.0f, a.limit = o ? o->limit : 0.0f;
     a.on_input = o && o->apply_router_weight_on_input, a.ctx = ctx, a.kt = amxk__moe_kernels_for(amxk__vec_level(ctx));
     a.rscale = p.rscale, a.m = m, a.topk = topk, a.K = K, a.ldx = ldx, a.ldo = ldo, a.x = x, a.xt = xt, a.ot = ot;
     a.tw = tw, a.order = order, a.pos = pos, a.xg = (uint16_t *)(W + p.off_xg), a.u = (amxk__moe_unit *)(W + p.off_units);
@@ -1524,21 +1305,19 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
         if (id >= (int32_t)p.e_begin && id < (int32_t)p.e_end) cnt[id + 1]++;
     }
     for (e = 0; e < NE; e++) cnt[e + 1] += cnt[e];
-    {
-        /* cnt[e] is now the first compact row of expert e; fill with a running cursor kept in pos */
-        for (t = 0; t < R; t++) pos[t] = -1;
-        for (t = 0; t < R; t++) {
-            int32_t id = amxk__moe_local(map, ids[t]);
-            if (id >= (int32_t)p.e_begin && id < (int32_t)p.e_end) {
-                pos[t] = cnt[id];
-                order[cnt[id]] = (int32_t)t;
-                cnt[id]++;
-            }
+    /* cnt[e] is now the first compact row of expert e; fill with a running cursor kept in pos */
+    for (t = 0; t < R; t++) pos[t] = -1;
+    for (t = 0; t < R; t++) {
+        int32_t id = amxk__moe_local(map, ids[t]);
+        if (id >= (int32_t)p.e_begin && id < (int32_t)p.e_end) {
+            pos[t] = cnt[id];
+            order[cnt[id]] = (int32_t)t;
+            cnt[id]++;
         }
-        /* cnt[e] now holds the end of expert e = the start of expert e + 1; shift back */
-        for (e = NE; e > 0; e--) cnt[e] = cnt[e - 1];
-        cnt[0] = 0;
     }
+    /* cnt[e] now holds the end of expert e = the start of expert e + 1; shift back */
+    for (e = NE; e > 0; e--) cnt[e] = cnt[e - 1];
+    cnt[0] = 0;
     a.routed = (size_t)cnt[NE];
     /* units: the active experts by the AMX kernels' tile rows (amxk__linop_tile_rows: units of one
        tile configuration adjacent, so a task's tile session loads each configuration once), then
@@ -1593,8 +1372,8 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
        instead, then its gate+up x panels), gate+up (+ activation), [activation, act_int8: its
        quantization], down x panels, down + sum */
     if (a.q8) {
-        if ((a.routed + (sh ? m : 0)) * K <= AMXK__MOE_SERIAL_GATHER) amxk__moe_quant_tokens(&a, 0, m);
-        else amxk__parallel(ctx, amxk__moe_quant_task, &a, AMXK__CEIL_DIV(m, (size_t)AMXK__MOE_QUANT_TOKENS));
+        amxk__moe_run(ctx, amxk__moe_quant_task, &a, AMXK__CEIL_DIV(m, (size_t)AMXK__MOE_QUANT_TOKENS),
+                      (a.routed + (sh ? m : 0)) * K <= AMXK__MOE_SERIAL_GATHER);
         amxk__moe_xpanels(ctx, &a, 1); /* the int8 x rows as the gate+up calls' x panels */
     } else if (gathered) {
         if (a.routed * K <= AMXK__MOE_SERIAL_GATHER) {
@@ -1604,19 +1383,13 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
             amxk__parallel(ctx, amxk__moe_gather_task, &a, AMXK__CEIL_DIV(a.routed, (size_t)AMXK__MOE_ROWS_PER_TASK));
         }
     }
-    if (a.sg) { /* SHARED GATE (reads x: before the down loop writes out) */
-        size_t nt = AMXK__CEIL_DIV(m, (size_t)AMXK__MOE_ROWS_PER_TASK);
-        if (m * K <= AMXK__MOE_SERIAL_GATHER)
-            for (i = 0; i < nt; i++) amxk__moe_sgate_task(&a, i, 0);
-        else amxk__parallel(ctx, amxk__moe_sgate_task, &a, nt);
-    }
+    if (a.sg) /* SHARED GATE (reads x: before the down loop writes out) */
+        amxk__moe_run(ctx, amxk__moe_sgate_task, &a, AMXK__CEIL_DIV(m, (size_t)AMXK__MOE_ROWS_PER_TASK), m * K <= AMXK__MOE_SERIAL_GATHER);
     amxk__parallel(ctx, amxk__moe_up_task, &a, AMXK__CEIL_DIV(a.items1, a.ipt1));
     if (!a.fused || a.q8) {
         size_t nt = 0, elems = 0;
         for (i = 0; i < a.n_units; i++) nt += AMXK__CEIL_DIV(a.u[i].rows, (size_t)AMXK__MOE_ROWS_PER_TASK), elems += a.u[i].rows * a.u[i].N;
-        if (a.q8 && elems <= AMXK__MOE_SERIAL_GATHER) /* decode: the quantization of a few rows, on the caller */
-            for (i = 0; i < nt; i++) amxk__moe_act_task(&a, i, 0);
-        else amxk__parallel(ctx, amxk__moe_act_task, &a, nt);
+        amxk__moe_run(ctx, amxk__moe_act_task, &a, nt, a.q8 && elems <= AMXK__MOE_SERIAL_GATHER);
     }
     amxk__moe_xpanels(ctx, &a, 0); /* the activation as the down calls' x panels */
     /* every read of x is done (the gate+up loop has returned): the down loop writes out */
