@@ -772,8 +772,8 @@ AMXK__PRIV void amxk__gdn_recurrent_f32__1col__scalar(const amxk__gdn_args *a, f
 
 /* The recurrent column block at one vector width: AMXK__GDN_RECURRENT_DEFINE(isa, V, L, TAILS) defines
    the sweeps and the block kernel amxk__gdn_recurrent_f32__32col__<isa> (contract: the scalar version)
-   over V: V_T, V_SET1, V_MUL, V_FMADD, V_FNMADD, f32 rows V_LDU / V_STU, lane masks V_MASK_T,
-   V_MASK(cnt), V_LDM / V_STM, element access V_LDE / V_STE (F32 / BF16 as f32, the first min(cnt, L)
+   over V: V_T, V_SET1, V_MUL, V_FMADD, V_FNMADD, f32 rows V_LDU / V_STU, lane masks V_LMASK_T,
+   V_LMASK(cnt), V_LDM / V_STM, element access V_LDE / V_STE (F32 / BF16 as f32, the first min(cnt, L)
    lanes). TAILS = 0: nb is a multiple of L (rec_cols; the rest goes to rec_tail); 1: any nb <= 32, the
    last vector masked (its own tail). Both widths run the same operations per lane in the same order.
    Tokens go through the block two at a time (one read and one write of the block per pair), an odd
@@ -796,7 +796,7 @@ typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk_
     /* One token's sweep over NV (<= 4) vectors, the last masked with km when TL: s = al s + k_i u;         \
        o += s q_i. NV, TL compile-time constants. */                                                         \
     AMXK__FORCE_INLINE void amxk__gdn_sweep__##isa(float *S, size_t lds, size_t dk, const float *kh, const float *qh, float al, \
-                                                   const float *u, float *o, int NV, int TL, V##_MASK_T km) { \
+                                                   const float *u, float *o, int NV, int TL, V##_LMASK_T km) { \
         V##_T uu[4], oo[4], va = V##_SET1(al);                                                               \
         size_t i;                                                                                            \
         int v;                                                                                               \
@@ -817,7 +817,7 @@ typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk_
        k1_i w1 + k2_i u2 (stored; MUL = 0: aa = 1, no multiply); ob += s' q2_i; n1 += s' k3_i (NX >= 1);    \
        n2 += s' k4_i (NX == 2). NV, NX, MUL, TL compile-time constants. */                                   \
     AMXK__FORCE_INLINE void amxk__gdn_sweep2__##isa(float *S, size_t lds, size_t dk, const amxk__gdn_pair *p, int NX, int NV, \
-                                                    int MUL, int TL, V##_MASK_T km) {                        \
+                                                    int MUL, int TL, V##_LMASK_T km) {                        \
         const float *k1 = p->k1, *q1 = p->q1, *k2 = p->k2, *q2 = p->q2, *k3 = p->k3, *k4 = p->k4;            \
         V##_T A[2], B[2], N1[2], N2[2], Wv[2], U[2], va = V##_SET1(p->aa);                                   \
         size_t i;                                                                                            \
@@ -849,25 +849,25 @@ typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk_
     }                                                                                                        \
     /* The sweep instantiations: NV (1, 2) x tail (0, 1) x NX (0..2) x MUL (0, 1); sweep: NV 1..4. */       \
     AMXK__FORCE_INLINE void amxk__gdn_sweep2m__##isa(float *S, size_t lds, size_t dk, const amxk__gdn_pair *p, int NX, int NV, \
-                                                     int TL, int mul, V##_MASK_T km) {                       \
+                                                     int TL, int mul, V##_LMASK_T km) {                       \
         if (mul) amxk__gdn_sweep2__##isa(S, lds, dk, p, NX, NV, 1, TL, km);                                  \
         else amxk__gdn_sweep2__##isa(S, lds, dk, p, NX, NV, 0, TL, km);                                      \
     }                                                                                                        \
     AMXK__FORCE_INLINE void amxk__gdn_sweep2x__##isa(float *S, size_t lds, size_t dk, const amxk__gdn_pair *p, int nx, int NV, \
-                                                     int TL, int mul, V##_MASK_T km) {                       \
+                                                     int TL, int mul, V##_LMASK_T km) {                       \
         if (nx == 2) amxk__gdn_sweep2m__##isa(S, lds, dk, p, 2, NV, TL, mul, km);                            \
         else if (nx == 1) amxk__gdn_sweep2m__##isa(S, lds, dk, p, 1, NV, TL, mul, km);                       \
         else amxk__gdn_sweep2m__##isa(S, lds, dk, p, 0, NV, TL, mul, km);                                    \
     }                                                                                                        \
     AMXK__PRIV void amxk__gdn_sweep2sel__##isa(float *S, size_t lds, size_t dk, const amxk__gdn_pair *p, int nx, int nv, int mul, \
-                                               int tl, V##_MASK_T km) {                                      \
+                                               int tl, V##_LMASK_T km) {                                      \
         if (nv == 2 && !tl) amxk__gdn_sweep2x__##isa(S, lds, dk, p, nx, 2, 0, mul, km);                      \
         else if (nv == 2) amxk__gdn_sweep2x__##isa(S, lds, dk, p, nx, 2, 1, mul, km);                        \
         else if (!tl) amxk__gdn_sweep2x__##isa(S, lds, dk, p, nx, 1, 0, mul, km);                            \
         else amxk__gdn_sweep2x__##isa(S, lds, dk, p, nx, 1, 1, mul, km);                                     \
     }                                                                                                        \
     AMXK__PRIV void amxk__gdn_sweepsel__##isa(float *S, size_t lds, size_t dk, const float *kh, const float *qh, float al, \
-                                              const float *u, float *o, int nv, int tl, V##_MASK_T km) {     \
+                                              const float *u, float *o, int nv, int tl, V##_LMASK_T km) {     \
         if (nv == 4) amxk__gdn_sweep__##isa(S, lds, dk, kh, qh, al, u, o, 4, 0, km);                         \
         else if (nv == 3) amxk__gdn_sweep__##isa(S, lds, dk, kh, qh, al, u, o, 3, 0, km);                    \
         else if (nv == 2 && !tl) amxk__gdn_sweep__##isa(S, lds, dk, kh, qh, al, u, o, 2, 0, km);             \
@@ -882,7 +882,7 @@ typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk_
                                                           int defer) {                                       \
         const size_t dk = a->dk, dkp = AMXK__ROUND_UP(dk, (size_t)16), CB = AMXK__GDN_CB;                   \
         const int nv = (int)AMXK__CEIL_DIV(nb, (size_t)(L)), tl = (TAILS) && nb % (L) != 0;                  \
-        const V##_MASK_T km = V##_MASK(nb - (L) * (size_t)(nv - 1));                                         \
+        const V##_LMASK_T km = V##_LMASK(nb - (L) * (size_t)(nv - 1));                                         \
         const size_t esz = amxk_dtype_size(a->in->dtype);                                                    \
         const amxk_dtype vt = a->in->dtype, ot = a->ot;                                                      \
         float *p1 = sm, *p2 = sm + CB, *u1 = p2 + CB, *u2 = u1 + CB, *w1 = u2 + CB, *oa = w1 + CB, *ob = oa + CB; \
@@ -1161,7 +1161,7 @@ typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk_
                 continue;                                                                                    \
             }                                                                                                \
             for (c = 0; c < nb; c += (L)) {                                                                  \
-                const V##_MASK_T m = V##_MASK(nb - c);                                                       \
+                const V##_LMASK_T m = V##_LMASK(nb - c);                                                       \
                 V##_STM(dst + r * ldd + c, m, V##_LDM(src + r * lds + c, m));                                \
             }                                                                                                \
         }                                                                                                    \
@@ -1176,7 +1176,7 @@ typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk_
             float sx, sy;                                                                                    \
             for (i = 0; (TAILS) ? i < dk : i + (L) <= dk; i += (L)) {                                        \
                 const int tl = (TAILS) && dk - i < (L);                                                      \
-                const V##_MASK_T m = V##_MASK(dk - i);                                                       \
+                const V##_LMASK_T m = V##_LMASK(dk - i);                                                       \
                 const V##_T kv = AMXK__GDN_LDS(V, k + i, tl, m);                                             \
                 y = V##_FMADD(kv, AMXK__GDN_LDS(V, q + i, tl, m), y);                                        \
                 if (two) x = V##_FMADD(kv, AMXK__GDN_LDS(V, k2 + i, tl, m), x);                              \
@@ -1197,7 +1197,7 @@ typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk_
    the scalar kernel. Every element is one FMA chain over k in order. */
 #define AMXK__GDN_GEMM_DEFINE(NAME, isa, V, L, MR, TAILS)                                                      \
     AMXK__FORCE_INLINE void amxk__gdn_mk__##isa(int acc, size_t k, const float *A, size_t lda, const float *B, size_t ldb, \
-                                                float *C, size_t ldc, int R, int NV, V##_MASK_T km) {        \
+                                                float *C, size_t ldc, int R, int NV, V##_LMASK_T km) {        \
         const int t0 = (TAILS) && NV == 1, t1 = (TAILS) && NV == 2; /* the masked vector */                  \
         V##_T c0[8], c1[8];                                                                                  \
         size_t kk;                                                                                           \
@@ -1223,12 +1223,12 @@ typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk_
         }                                                                                                    \
     }                                                                                                        \
     AMXK__FORCE_INLINE void amxk__gdn_mkr__##isa(int acc, size_t k, const float *A, size_t lda, const float *B, size_t ldb, \
-                                                 float *C, size_t ldc, int R, int nv, V##_MASK_T km) {       \
+                                                 float *C, size_t ldc, int R, int nv, V##_LMASK_T km) {       \
         if (nv == 2) amxk__gdn_mk__##isa(acc, k, A, lda, B, ldb, C, ldc, R, 2, km);                          \
         else amxk__gdn_mk__##isa(acc, k, A, lda, B, ldb, C, ldc, R, 1, km);                                  \
     }                                                                                                        \
     AMXK__PRIV void amxk__gdn_mksel__##isa(int acc, size_t k, const float *A, size_t lda, const float *B, size_t ldb, float *C, \
-                                           size_t ldc, int mr, int nv, V##_MASK_T km) {                      \
+                                           size_t ldc, int mr, int nv, V##_LMASK_T km) {                      \
         switch (mr) {                                                                                        \
         case 8: amxk__gdn_mkr__##isa(acc, k, A, lda, B, ldb, C, ldc, 8, nv, km); break;                      \
         case 7: amxk__gdn_mkr__##isa(acc, k, A, lda, B, ldb, C, ldc, 7, nv, km); break;                      \
@@ -1249,10 +1249,10 @@ typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk_
             float *Ci = C + i * ldc;                                                                         \
             for (j = 0; (TAILS) ? j < n : j + 2 * (L) <= n; j += 2 * (L)) {                                  \
                 const size_t nr = AMXK__MIN((size_t)(2 * (L)), n - j);                                       \
-                amxk__gdn_mksel__##isa(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, mr, nr > (L) ? 2 : 1, V##_MASK(nr > (L) ? nr - (L) : nr)); \
+                amxk__gdn_mksel__##isa(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, mr, nr > (L) ? 2 : 1, V##_LMASK(nr > (L) ? nr - (L) : nr)); \
             }                                                                                                \
             if (TAILS) continue;                                                                             \
-            for (; j + (L) <= n; j += (L)) amxk__gdn_mksel__##isa(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, mr, 1, V##_MASK(L)); \
+            for (; j + (L) <= n; j += (L)) amxk__gdn_mksel__##isa(acc, k, Ai, lda, B + j, ldb, Ci + j, ldc, mr, 1, V##_LMASK(L)); \
             if (j < n) amxk__gdn_gemm_f32__1x1__scalar(acc, (size_t)mr, n - j, k, Ai, lda, B + j, ldb, Ci + j, ldc); \
         }                                                                                                    \
     }
@@ -1289,8 +1289,8 @@ AMXK__FORCE_INLINE void amxk__gdn_st8__avx2(void *p, amxk_dtype t, size_t i, siz
    F32 / BF16 element access. */
 #define AMXK__V8_LDU(p) _mm256_loadu_ps(p)
 #define AMXK__V8_STU(p, x) _mm256_storeu_ps((p), (x))
-#define AMXK__V8_MASK_T __m256i
-#define AMXK__V8_MASK(cnt) _mm256_cmpgt_epi32(_mm256_set1_epi32((int)AMXK__MIN((size_t)(cnt), (size_t)8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+#define AMXK__V8_LMASK_T __m256i
+#define AMXK__V8_LMASK(cnt) _mm256_cmpgt_epi32(_mm256_set1_epi32((int)AMXK__MIN((size_t)(cnt), (size_t)8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
 #define AMXK__V8_LDM(p, m) _mm256_maskload_ps((p), (m))
 #define AMXK__V8_STM(p, m, x) _mm256_maskstore_ps((p), (m), (x))
 #define AMXK__V8_LDE amxk__gdn_ld8__avx2
@@ -1462,8 +1462,8 @@ AMXK__FORCE_INLINE void amxk__gdn_st16__avx512(void *p, amxk_dtype t, size_t i, 
    lanes), F32 / BF16 element access. */
 #define AMXK__V16_LDU(p) _mm512_loadu_ps(p)
 #define AMXK__V16_STU(p, x) _mm512_storeu_ps((p), (x))
-#define AMXK__V16_MASK_T __mmask16
-#define AMXK__V16_MASK(cnt) amxk__gdn_mask16(cnt)
+#define AMXK__V16_LMASK_T __mmask16
+#define AMXK__V16_LMASK(cnt) amxk__gdn_mask16(cnt)
 #define AMXK__V16_LDM(p, m) _mm512_maskz_loadu_ps((m), (p))
 #define AMXK__V16_STM(p, m, x) _mm512_mask_storeu_ps((p), (m), (x))
 #define AMXK__V16_LDE amxk__gdn_ld16__avx512
