@@ -90,7 +90,7 @@
    ERRORS
        Every argument (slots, query_start_loc monotonicity, strides, shapes, dtypes, workspace, aliasing)
        is validated before anything is written: on error the outputs and every state slot are untouched.
-       ALIASING, one rule for every entry point (>>alias, amxk__gdn_alias): what a call writes (out / o,
+       ALIASING, one rule for every entry point (>>alias, amxk.h's amxk__alias): what a call writes (out / o,
        g / beta, the conv and recurrent state pools, the workspace, a packed weight) must overlap neither
        each other nor anything the call reads after its first write (x, q, k, v, the packed weight, the
        gates and their parameters, query_start_loc, slot_idx, has_initial_state, num_accepted_tokens,

@@ -1,4 +1,4 @@
-/* tests/harden_moe.h - issue 31, classes 2 and 3: amxk_moe.h's overlap table (amxk__moe_alias) and
+/* tests/harden_moe.h - issue 31, classes 2 and 3: amxk_moe.h's overlap table (amxk.h's amxk__alias) and
    its per-element validation of the expert arrays. Included by tests/test_harden.c (after test.h,
    amxk_pack.h and amxk_moe.h); its main calls
 
