@@ -1,9 +1,10 @@
-/* amxk_pack.h - v0.1.0 - amxk module: VNNI weight packing and packed linear (bf16 / fp16 / fp32)
+/* amxk_pack.h - v0.1.0 - amxk module: weight packing, quantized formats, checkpoint importers,
+   activation quantization and the packed linear (w*a16 and w8a8)
    Public domain or MIT, your choice (see amxk.h).
 
    Include after or without amxk.h (this header includes it). Define AMXK_IMPLEMENTATION in exactly one
    file before including it to emit the implementation. Conventions (strides in elements, status codes,
-   workspace, threading, ISA levels): see the top of amxk.h.
+   workspace, threading, ISA levels): see the top of amxk.h. Measurements: docs/notes/pack.md.
 
    USE
        size_t bytes;  amxk_pack_linear_size(AMXK_DTYPE_BF16, N, K, &bytes);
@@ -12,6 +13,14 @@
        amxk_linear_workspace_size(ctx, M, N, K, &ws_bytes);                              // per shape
        amxk_linear(ctx, M, N, K, x, AMXK_DTYPE_BF16, K, wp, bytes, bias, y, AMXK_DTYPE_F32, N, ws, ws_bytes);
 
+   WHAT IT DOES
+       packing (amxk_pack_linear: bf16 / fp16 / fp32 packs), quantized packs (amxk_quantize_pack,
+       amxk_pack_quant: int8 / int4 / int2 sym or asym, fp8 e4m3 / e5m2, MXFP4; amxk_dequantize),
+       checkpoint importers (GPTQ, AWQ, DeepSeek fp8, MXFP4), activation quantization
+       (amxk_quantize_act: int8 / u8 / e4m3 per token group), the linear y = x W^T + bias
+       (amxk_linear on any pack, x bf16 / fp16 / f32), the w8a8 linear (amxk_linear_q8: int x int8
+       activations), and >>linop, the private interface amxk_moe.h runs its experts through.
+
    PACKED FORMAT (identical at every level: a buffer packed anywhere runs anywhere)
        A 64-byte header (amxk__pack_hdr: magic "AMXKPACK", format version, element dtype, N, K) followed
        by ceil(N/16) column blocks. Block j holds output rows n = 16j .. 16j+15 of W[N,K] as VNNI pairs:
@@ -19,107 +28,51 @@
        j*16*Kp + (k/2)*32 + (n%16)*2 + (k%2), where Kp = K rounded up to a multiple of 32. Padding rows
        (n >= N) and columns (k >= K) hold zero. A 16-pair slice of one block is exactly an AMX B tile
        (16 rows x 64 bytes); a pair row is 16 lanes of 32 bits for the vector kernels.
-       fp32 packs (packed dtype F32: router / gate weights) have the same header and blocks of 16 rows x
-       Kp, k-major instead of paired: element (n, k) at element offset j*16*Kp + k*16 + (n%16) (one
-       64-byte row per k: the layout of the f32-widened blocks the vector kernels read), zero padding.
+       fp32 packs (router / gate weights): the same header and blocks of 16 rows x Kp, k-major: element
+       (n, k) at j*16*Kp + k*16 + (n%16) (the layout of the f32-widened blocks the vector kernels read).
+       Quantized packs: see "quantized weights" below.
 
-   PATHS
-       AMX (level amx; M >= 5): 2R x 32 output tiles (2x2: 2 A, 2 B, 4 C tiles; the rows cut into
-       uniform tiles of R = ceil(rows / ceil(rows / 16)) <= 16 rows), TDPBF16PS (TDPFP16PS
-       for fp16 where the context has AMX-FP16: Granite Rapids, or the emulator presenting it), fp32 accumulation over all of K in the
-       C tiles. Each worker owns an N range and all the rows (up to 512: AMXK__LIN_AMX_MC); its x rows
-       are copied once into tile-major panels (1 KiB tiles) in workspace; its blocks are taken in B
-       blocks of ~1 MiB of 16-bit weights (AMXK__LIN_AMX_BBYTES; quantized packs dequantized once into
-       workspace) that every row panel sweeps while they sit in L2, the next B block prefetched
-       meanwhile (amxk__linear_block__32x32__amx). Below 5 rows (or fp16 without AMX-FP16) the amx
-       level runs its vector level's kernels. amxk_linear / amxk_linear_q8: one tile configuration
-       per worker and call. Other modules (amxk_moe.h) run several kernel calls per task in a tile
-       session (amxk__tiles, >>linop): the configuration is loaded again only when R changes and
-       released once per task, and consecutive calls on the same x rows (MoE gate and up) share one
-       x panel; a module may also build a call's x panels once (>>linop, amxk__linop_xpanel_*: the MoE
-       down calls, sliced over many tasks), which every kernel call of it then reads in place.
-       AVX512_BF16 (levels avx512_bf16, avx512_fp16), bf16 x: vdpbf16ps straight on the packed pairs (a
-       64-byte pair row of a block is its operand) against x pairs broadcast from a unit-major panel
-       (the 8 rows of one pair row adjacent: amxk__xpanel32__avx512; x read by the embedded-broadcast
-       memory operand). Prefill: 8 rows x 3 blocks (24 accumulators), every row panel of the task
-       sweeping the 3 blocks over all of K, except the task's first 16 rows (AMXK__LIN_TALL16): 16 rows
-       x 1 block, block by block, each weight row prefetched into L2 16 KiB ahead, so that the weights
-       come from DRAM in one stream at half the rate 8 x 3 tiles ask, prefetched, instead of in bursts
-       that stall the first panel (Zen 4, N = K = 4096, against oneDNN bf16 in the same rounds: M = 16
-       1.17x -> 1.25x with 1 thread, 1.17x -> 1.23x with 2; M = 64 1.03x -> 1.04x / 1.08x -> 1.10x; the
-       Qwen3-30B-A3B MoE prefill M = 512 1.09x -> 1.17x; the per-output arithmetic is unchanged); decode
-       (M <= 4): 4 blocks (weight streams) at a time, even and odd pair rows in two chains for 1-2 rows.
-       Each output: fp32, pair rows in increasing order, each pair as vdpbf16ps does (odd k then even k,
-       one fma rounding each; bf16 subnormal inputs read as zero, subnormal results flushed, as on AMX).
-       AVX-512 without BF16 (avx512, avx512_vnni), bf16 packs: the same tiles on fp32 FMA, decode on the
-       packed pairs widened in registers (shift / AND), prefill on blocks widened to f32 once per task;
-       each output k increasing (decode with 1-2 rows: even and odd k in two chains).
-       fp16 packs at every AVX-512 level: fp32 FMA straight on the packed pairs, vcvtph2ps widening a
-       32-byte half pair row (8 columns x (k even, k odd)) from memory against x's pair (x[2q], x[2q+1])
-       in f32 broadcast as a 64-bit unit (x converted once per task): each output as two chains, even k
-       and odd k (each k increasing), added at the end. Tiles of 1-2 rows x 4 blocks, 3-4 x 2, 5-8 x 1.
-       AVX2 (level avx2): fp32 FMA on weights widened from bf16 pairs (a
-       shift and an and per 16 values) or fp16 (vcvtph2ps), x converted to fp32 once per 6-row panel.
-       M < 12: panels of one row run against two adjacent blocks at once (1x32: two memory streams), of
-       2-4 rows block by block (4x16), both with software prefetch 1 KiB ahead; 5-6 rows and M >= 12
-       (blocks widened to f32 once per task) the 6x16 microkernel. Scalar: portable C, fp32 accumulation.
-       Every path accumulates each output in fp32 in a fixed order: k increasing, except the two-chain
-       (even / odd) forms stated above, vdpbf16ps's pair order and the AMX path's 32-wide k steps (as
-       the hardware does); bias is added after the sum; one rounding to the output dtype.
-       fp32 packs (x F32, BF16 or F16, converted to f32 once per row panel: exact): every level runs the
-       fp32 FMA kernels straight on the packed blocks, which already have the f32-widened layout (no
-       staging, no widening): AVX-512 levels the 16-lane tiles (decode M <= 4: 4 blocks (weight
-       streams) at a time, 1-2 rows in even / odd k chains; prefill: 8 rows x 3 blocks), AVX2 the
-       1x32 / 4x16 decode kernels and the 6x16 microkernel, scalar the portable loop; the amx level
-       runs its vector level (AMX has no fp32 tiles). Sums and orders as for the bf16 pack on fp32
-       FMA at the same level (k increasing; even / odd k chains where stated above); the products
-       x * w are rounded to fp32 (fused into the FMA on the vector levels). bf16/fp16 packs keep x
-       of their own dtype; amxk_linear_q8 and the MoE experts do not take fp32 packs. Measured (Zen 4,
-       2 vCPU VM shared with compile jobs, 1 thread, N = 128, K = 2048, y f32, `amxk_bench linear
-       --dtype f32 --act bf16`, medians): M = 1 with the weights from DRAM (--rotate-mb 256) 62 us,
-       16.9 GB/s (the bf16 pack: 31 us, 16.8 GB/s: both at the memory bandwidth, fp32 twice the
-       bytes); from cache 13 us (27 us before the decode tiles' compact x panel; AVX2 level 16.6 us;
-       bf16 pack 7.4 us);
-       M = 256 1.37 ms, 98 GFLOPS (fp32 FMA bound; x f32 the same; the bf16 pack on vdpbf16ps 0.64 ms).
-       Quantized packs (x bf16/fp16, "w*a16": activations are not quantized):
-         M < 12 on AVX2 (decode): fields unpacked in registers, per group t = sum x*q in fp32 (k split
-           over 2-4 interleaved partial sums), then acc += s * (t - z * sum x) (scale applied once per
-           group; not the same rounding as s*q); software prefetch 2 KiB ahead of the stream.
-           symmetric int fields are sign-extended in registers (moved to the top bits of their
-           32-bit lane: q * 2^(32-b), one vpshufb or AND each after one shift and AND per load),
-           asymmetric ones read unsigned by one AND each (u * 2^sh); the power of two is folded into
-           a pre-scale of x (exact; x rows also scaled so that no product nears the f32 range ends).
-           So a symmetric group of zero fields contributes exactly 0, and only asymmetric packs use
-           the z * sum x correction;
-           fp8 codes are decoded by integer shifts and masks straight into f32 fields (the value times
-           2^-120 / 2^-112, exact; x rows pre-scaled by a power of two so that no product comes near
-           the subnormal range, undone exactly at the end) when the pack holds no NaN / inf code
-           (a header flag the packers set), MXCSR.DAZ is clear (subnormal codes become f32
-           subnormals) and |x| < 2^100; otherwise through fp16 and vcvtph2ps (slower, also exact);
-         the AVX-512 levels run the same decode kernels at 16 lanes (one vector holds the 16 rows of a
-           block); at AVX512_BF16 with bf16 x, int4 and MXFP4 packs instead turn their nibbles into exact
-           bf16 by one vpermw per nibble of a 16-bit element (a 16-entry table of bf16 codes) and sum
-           x * q on vdpbf16ps against x pairs (k, k+2) (no pre-scale of x; group scale applied once per
-           group; one row streams 4 blocks at a time, software prefetch to L2 2 KiB ahead);
-         M >= 12 on AVX2 (prefill): each block dequantized to f32 (s * (q - z), one rounding) once per
-           task, then the f32 6x16 kernel; fp8 decoded exactly through fp16 (bf16/fp16 packs take the
-           same route: widened once per block per task; the next block is prefetched into L2 during
-           the first panel's sweep); the AVX-512 levels: the same f32 blocks on the 16-lane FMA tiles,
-           or, AVX512_BF16 with bf16 x, blocks dequantized to bf16 (one more rounding: the weight is
-           rounded to bf16, as on AMX) on the vdpbf16ps tiles;
-         scalar: dequantized blocks; AMX: blocks dequantized to x's 16-bit type (one more rounding:
-           the weight is rounded to bf16/fp16; through the AVX2 f32 dequantizer when the CPU has AVX2)
-           and the bf16/fp16 tile kernel.
-         Group sizes that are not a multiple of 32/b columns use the generic (scalar) dequantizer.
-         MXFP4 packs run every int4 path above with one change, the code -> value step: a 16-entry
-         table (amxk__mxfp4_x2, twice the e2m1 value: exact integers) instead of the two's complement
-         - scalar decoder; AVX2 / AVX-512 decode (the table by vpshufb where int4 sign-extends; the x
-         pre-scale divided by 2^25 instead of 2^28); f32 and bf16 dequantizers (prefill, AMX); the
-         AVX512_BF16 decode (its vpermw table: the bf16 codes of the e2m1 values). The e8m0 scale bytes are
-         widened by a shift into the f32 exponent field (e = 0: 2^-127, e = 255: NaN). The weight
-         2^(e - 127) * e2m1 is exact in f32 and bf16 (bf16 subnormal below 2^-126, which vdpbf16ps and
-         AMX read as zero), in fp16 only within its range. No w*a8 path (amxk_linear_q8: FORMAT;
-         amxk_moe_experts with act_int8: UNSUPPORTED).
+   DESIGN
+       amxk__pack_kernels: one table of kernels per ISA level (amxk__pack_kernels_for, the one place
+       that maps levels and features to kernels); every operator (linear, linear_q8, quantize_act,
+       linop) takes its kernels from the context's table, and an AMX table hands what it does not run
+       to the vector level below it. Kernels follow reference (scalar) -> microkernel (names say
+       dtype, op, tile, ISA) -> operator; kernels of 8 and 16 lanes are written once over the
+       AMXK__V8_* / AMXK__V16_* vocabulary.
+
+   PATHS (each level's kernels; every output is summed in a fixed order, see NUMERICS)
+       AMX (M >= 5): 2R x 32 output tiles (2 A, 2 B, 4 C tiles; R = ceil(rows / ceil(rows / 16)) <= 16),
+       TDPBF16PS (TDPFP16PS with AMX-FP16), fp32 accumulation over all of K in the C tiles. Each worker
+       owns an N range and all the rows (up to AMXK__LIN_AMX_MC); its x rows are copied once into
+       tile-major panels; its blocks are taken in B blocks of ~1 MiB of 16-bit weights
+       (AMXK__LIN_AMX_BBYTES; quantized packs dequantized into workspace) that every row panel sweeps
+       in L2, the next prefetched. Below 5 rows (or fp16 without AMX-FP16) the vector level runs.
+       Modules running several calls per task use a tile session (amxk__tiles, >>linop): the
+       configuration is loaded only when R changes; calls on the same x rows share one x panel.
+       AVX512_BF16, bf16 x: vdpbf16ps straight on the packed pairs against x pairs broadcast from a
+       unit-major panel. Prefill 8 rows x 3 blocks; a task's first 16 rows as 16 x 1 tiles with the
+       weight stream prefetched 16 KiB ahead (one DRAM stream instead of bursts); decode (M <= 4) 4
+       blocks at a time. AVX-512 without BF16, bf16 packs: the same tiles on fp32 FMA (decode on pairs
+       widened in registers, prefill on blocks widened to f32 once per task). fp16 packs at every
+       AVX-512 level: fp32 FMA on vcvtph2ps-widened half pair rows, even and odd k in two chains.
+       AVX2: fp32 FMA on widened bf16 / fp16; M < 12: 1x32 (one row, two blocks) and 4x16 decode
+       kernels with software prefetch; 5-6 rows and M >= 12 the 6x16 microkernel on f32-widened blocks.
+       fp32 packs: every level's fp32 FMA kernels straight on the blocks (the amx level: its vector
+       level; bf16 / fp16 packs keep x of their own dtype; amxk_linear_q8 and the MoE experts do not
+       take fp32 packs). Scalar: portable C.
+       Quantized packs (w*a16: x not quantized): decode (M < 12) unpacks fields in registers, sums
+       t = sum x*q per group in fp32 and applies the scale once per group, acc += s * (t - z * sum x)
+       (not the rounding of s*q); symmetric int fields sign-extended into the top bits of their lane,
+       the power of two folded into an exact pre-scale of x (so a zero group contributes exactly 0);
+       fp8 decoded exactly by integer shifts into f32 when the pack holds no NaN / inf code, MXCSR.DAZ
+       is clear and |x| < 2^100, else through fp16. AVX-512 levels: the same at 16 lanes; AVX512_BF16
+       with bf16 x: int4 / MXFP4 nibbles turned into bf16 by vpermw and summed on vdpbf16ps. Prefill
+       (M >= 12), scalar and AMX: blocks dequantized once per task (s * (q - z), one rounding; to bf16
+       for vdpbf16ps and AMX: one more rounding). MXFP4 runs the int4 paths with a 16-entry e2m1 table
+       as the code -> value step and e8m0 scales widened into the f32 exponent (2^(e-127) * e2m1 is
+       exact in f32 and bf16 - bf16 subnormal below 2^-126 -, in fp16 only within its range); no w*a8
+       path (amxk_linear_q8: FORMAT; amxk_moe_experts with act_int8: UNSUPPORTED). Group sizes not a
+       multiple of 32/b columns use the generic (scalar) dequantizer.
        w8a8 (int8, or u8 = int8 + 128, activations): amxk_quantize_act + amxk_linear_q8, see there.
 
    THREADING
@@ -131,11 +84,14 @@
        per worker: an N range of an even number of blocks over all the rows).
 
    NUMERICS
-       fp32 accumulation of exact products (bf16 x bf16 and fp16 x fp16 are exact in fp32). Measured in
-       tests/test_pack.c against a double-precision reference: see the tolerance stated there (bf16
-       output: no result more than 1 bf16 ulp from the correctly rounded fp64 value in that sweep, K up
-       to 4096). The AMX path inherits the hardware's rules: bf16 subnormal inputs count as zero and
-       subnormal fp32 partial sums are flushed (TDPBF16PS); scalar and AVX2 paths compute them exactly.
+       Each output accumulates in fp32 in a fixed order: k increasing, except the two-chain (even / odd
+       k) decode forms, vdpbf16ps's pair order (odd k then even k, one fma rounding each) and the AMX
+       path's 32-wide k steps (as the hardware does); bias is added after the sum; one rounding to the
+       output dtype. bf16 x bf16 and fp16 x fp16 products are exact in fp32; fp32 packs round x * w
+       to fp32 (fused into the FMA on the vector levels). vdpbf16ps and AMX read bf16 subnormal inputs
+       as zero and flush subnormal results; scalar and AVX2 paths compute them exactly. Accuracy
+       against a double-precision reference: tests/test_pack.c (bf16 output: within 1 bf16 ulp of the
+       correctly rounded value, K up to 4096).
 */
 #ifndef AMXK_PACK_H_INCLUDED
 #define AMXK_PACK_H_INCLUDED
@@ -316,9 +272,9 @@ AMXK_DEF amxk_status amxk_import_mxfp4(const amxk_ctx *ctx, void *dst, size_t ds
      AMXK_SCALES_ROW_MAJOR    scales[m * ld_s + g], ld_s >= K / group   ([M, K/g])
      AMXK_SCALES_GROUP_MAJOR  scales[g * ld_s + m], ld_s >= M           ([K/g, M])
    Parallel over rows; serial loop: for (m = 0; m < M; m++) quantize_row(m). Levels: AVX-512 (avx512
-   and up) for I8 / U8 with group % 16 == 0, AVX2 (avx2, and the AVX-512 levels for group % 16 == 8)
-   with group % 8 == 0: the same values as the scalar loop (IEEE division, RNE via vroundps /
-   vrndscaleps); groups holding NaN or infinity, E4M3 and other group sizes run the scalar loop.
+   and up, 16 lanes) and AVX2 (8 lanes) for I8 / U8 with group % 8 == 0: the same values as the
+   scalar loop (IEEE division, RNE via vroundps / vrndscaleps); groups holding NaN or infinity, E4M3
+   and other group sizes run the scalar loop.
    Non-finite input: a group holding a NaN or an infinity gets scale NaN and every code 0 (U8: 128),
    so that amxk_linear_q8 (and amxk_moe_experts with act_int8) gives NaN in every output of that row,
    as a NaN x does on the w*a16 path (an infinite x there gives +-inf or NaN).
@@ -354,8 +310,8 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    f32 accumulators per 24 x 256 panel (prefill), 1-4 rows x 4 blocks (decode; no software prefetch);
    packs with more than 256 groups run the AVX2 kernel. Uses ~88 KiB of stack (no workspace;
    amxk_linear_q8_ws builds the x panels once per call in its workspace and its tiles read them in
-   place over all of K, 24 x 128 panels: same results, +4-8% at M = 256 on Zen 4; amxk_moe.h's
-   act_int8 units the same through >>linop's amxk__linop_xpanel_*).
+   place over all of K, 24 x 128 panels: the same results; amxk_moe.h's act_int8 units the same
+   through >>linop's amxk__linop_xpanel_*).
    AVX-VNNI (the avx2 level on CPUs that have it: Alder Lake and later, Sapphire Rapids and later,
    Sierra Forest, Zen 5): the AVX2 kernel's loops with one VEX vpdpbusd per vpmaddubsw + vpmaddwd
    pair (exact int32). AVX2 (avx2, avx512): int8: vpmaddubsw on |w| and sign(x, w) - exact,
@@ -1633,8 +1589,7 @@ AMXK__PRIV void amxk__linear_q_panel__avx2(const amxk__linear_args *a, const flo
 /* One x row against nb (1 or 2) adjacent blocks (bstride elements apart), prefetching
    AMXK__LIN_PREFETCH bytes ahead in each: the same sums as amxk__linear__6x16__avx2 with mr = 1
    (even and odd k in separate accumulators, k increasing, added at the end). Two blocks are two
-   memory streams and twice the independent FMA chains: measured (Zen 3, 1 thread, 4096 x 4096 bf16
-   from DRAM) 15.5 -> 21 GB/s, above a one-stream `stream` read. */
+   memory streams and twice the independent FMA chains (docs/notes/pack.md). */
 AMXK__FORCE_INLINE void amxk__linear__1x32__avx2(const float *xf, size_t kp, const void *wb, size_t bstride,
                                                                           amxk_dtype dt, int nb, float *out) {
     const size_t prow = dt == AMXK_DTYPE_F32 ? 128 : 64; /* bytes per pair row */
@@ -2027,41 +1982,66 @@ AMXK__PRIV void amxk__q8_bprep__avx2(const amxk__qview *v, size_t b, size_t k0, 
     }
 }
 
-/* q8_epi (amxk__q8_epi__scalar's contract) at 8 lanes. */
-AMXK__PRIV void amxk__q8_epi__avx2(const amxk__q8_args *a, size_t row, size_t rows, size_t b, int nb, size_t g, const int32_t *c,
-                                   const int32_t *corr, float *acc, int first, int last) {
-    const amxk__qview *v = a->w;
-    const size_t es = amxk_dtype_size(a->yt), xg = g * v->bk / a->ag;
-    size_t r, h, j;
-    for (r = 0; r < rows; r++) {
-        const __m256 sx = _mm256_set1_ps(amxk__q8_xscale_g(a, row + r, xg));
-        const __m256 xs = _mm256_set1_ps(v->asym ? (float)amxk__q8_xsum__avx2(a->xq + (row + r) * a->ldq + g * v->bk, v->bk, a->xflip) : 0.0f);
-        for (h = 0; h < (size_t)nb; h++) {
-            const size_t n0 = (b + h) * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0), gi = amxk__q_gidx(v, n0, g);
-            float out[AMXK__LIN_NB];
-            for (j = 0; j < AMXK__LIN_NB; j += 8) {
-                const size_t e = h * AMXK__LIN_NB + j;
-                __m256i ci = _mm256_loadu_si256((const __m256i *)(const void *)(c + r * AMXK__Q8A_LD + e));
-                __m256 t, p, s;
-                float *ac = acc + r * AMXK__Q8A_LD + e;
-                if (corr) ci = _mm256_add_epi32(ci, _mm256_loadu_si256((const __m256i *)(const void *)(corr + e)));
-                t = _mm256_cvtepi32_ps(ci);
-                if (v->asym) t = _mm256_fnmadd_ps(_mm256_loadu_ps(v->zeros + gi + j), xs, t);
-                p = _mm256_mul_ps(sx, _mm256_loadu_ps(v->scales + gi + j)); /* the grid holds 16 entries per block */
-                s = first ? _mm256_mul_ps(p, t) : _mm256_fmadd_ps(p, t, _mm256_loadu_ps(ac));
-                if (!last) _mm256_storeu_ps(ac, s);
-                else if (j + 8 <= cnt) amxk__vstore__avx2((char *)a->y + ((row + r) * a->ldy + n0 + j) * es, a->yt,
-                                                           a->bias ? _mm256_add_ps(s, _mm256_loadu_ps(a->bias + n0 + j)) : s);
-                else _mm256_storeu_ps(out + j, s);
-            }
-            if (last && cnt % 8) { /* the ragged columns: the row store's values */
-                const size_t j0 = cnt - cnt % 8;
-                for (j = j0; j < cnt; j++)
-                    amxk__st_elem(a->y, a->yt, (row + r) * a->ldy + n0 + j, out[j] + (a->bias ? a->bias[n0 + j] : 0.0f));
-            }
-        }
+/* The 8-lane words of this module's width-generic kernels (AMXK__Q8_EPI_DEFINE, AMXK__ACTQ_DEFINE),
+   beside amxk.h's AMXK__V8_* (n: lanes left, at least 8 at this width). */
+#define AMXK__V8_N 8
+#define AMXK__V8_I __m256i
+#define AMXK__V8_LDI(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define AMXK__V8_ADDI(a, b) _mm256_add_epi32(a, b)
+#define AMXK__V8_CVTI(a) _mm256_cvtepi32_ps(a)
+#define AMXK__V8_LD(p) _mm256_loadu_ps(p)
+#define AMXK__V8_ST(p, v) _mm256_storeu_ps(p, v)
+#define AMXK__V8_YSTORE(a, row, n0, cnt, v) amxk__q8_ystore__avx2((a), (row), (n0), (cnt), (v))
+#define AMXK__V8_LOADN(p, t, n) amxk__vload__avx2((p), (t))
+#define AMXK__V8_NONFIN(v) _mm256_movemask_ps(_mm256_cmp_ps((v), _mm256_set1_ps(3.4028235e38f), _CMP_NLE_UQ))
+#define AMXK__V8_HMAX(v) amxk__hmax__avx2(v)
+#define AMXK__V8_STQ8(p, v, u8, n) amxk__stq8__avx2((p), (v), (u8))
+
+/* q8_epi (amxk__q8_epi__scalar's contract) at V lanes (AMXK__Q8_EPI_DEFINE(isa, V)): per 16-column
+   block and V columns one int32 load (plus the U8 corrections), vcvtdq2ps, (asymmetric: vfnmadd of
+   z * xsum), p = sx * sw, vfmadd into acc; the last group goes out through V_YSTORE (bias, one
+   rounding, the columns < N). */
+#define AMXK__Q8_EPI_DEFINE(isa, V)                                                                      \
+    AMXK__PRIV void amxk__q8_epi__##isa(const amxk__q8_args *a, size_t row, size_t rows, size_t b, int nb, size_t g, \
+                                        const int32_t *c, const int32_t *corr, float *acc, int first, int last) { \
+        const amxk__qview *v = a->w;                                                                     \
+        const size_t xg = g * v->bk / a->ag;                                                             \
+        size_t r, h, j;                                                                                  \
+        for (r = 0; r < rows; r++) {                                                                     \
+            const int8_t *xq = a->xq + (row + r) * a->ldq + g * v->bk;                                   \
+            const V##_T sx = V##_SET1(amxk__q8_xscale_g(a, row + r, xg));                                \
+            const V##_T xs = V##_SET1(v->asym ? (float)amxk__q8_xsum__avx2(xq, v->bk, a->xflip) : 0.0f); \
+            for (h = 0; h < (size_t)nb; h++) {                                                           \
+                const size_t n0 = (b + h) * AMXK__LIN_NB, gi = amxk__q_gidx(v, n0, g);                   \
+                for (j = 0; j < AMXK__LIN_NB; j += V##_N) {                                              \
+                    const size_t e = h * AMXK__LIN_NB + j;                                               \
+                    float *ac = acc + r * AMXK__Q8A_LD + e;                                              \
+                    V##_I ci = V##_LDI(c + r * AMXK__Q8A_LD + e);                                        \
+                    V##_T t, p, s;                                                                       \
+                    if (corr) ci = V##_ADDI(ci, V##_LDI(corr + e));                                      \
+                    t = V##_CVTI(ci);                                                                    \
+                    if (v->asym) t = V##_FNMADD(V##_LD(v->zeros + gi + j), xs, t);                       \
+                    p = V##_MUL(sx, V##_LD(v->scales + gi + j)); /* the grid holds 16 entries per block */ \
+                    s = first ? V##_MUL(p, t) : V##_FMADD(p, t, V##_LD(ac));                             \
+                    if (!last) V##_ST(ac, s);                                                            \
+                    else if (n0 + j < a->n) V##_YSTORE(a, row + r, n0 + j, a->n - n0 - j, s);            \
+                }                                                                                        \
+            }                                                                                            \
+        }                                                                                                \
     }
+/* y[row][n0 .. n0 + min(n, 8)) = v (+ bias), one rounding to y's dtype: the values of amxk__q8_store */
+AMXK__FORCE_INLINE void amxk__q8_ystore__avx2(const amxk__q8_args *a, size_t row, size_t n0, size_t n, __m256 v) {
+    float out[8];
+    size_t j;
+    if (n >= 8) {
+        amxk__vstore__avx2((char *)a->y + (row * a->ldy + n0) * amxk_dtype_size(a->yt), a->yt,
+                           a->bias ? _mm256_add_ps(v, _mm256_loadu_ps(a->bias + n0)) : v);
+        return;
+    }
+    _mm256_storeu_ps(out, v); /* the ragged columns: the row store's values */
+    for (j = 0; j < n; j++) amxk__st_elem(a->y, a->yt, row * a->ldy + n0 + j, out[j] + (a->bias ? a->bias[n0 + j] : 0.0f));
 }
+AMXK__Q8_EPI_DEFINE(avx2, AMXK__V8)
 AMXK__TARGET_END
 #endif
 
@@ -2080,44 +2060,54 @@ AMXK__TARGET_END
 
 #if AMXK__HAS_AVX2
 AMXK__TARGET_AVX2_BEGIN
-/* int8 / uint8 quantization of one group (group % 8 == 0) with the scalar loop's exact values (IEEE
-   division, round to nearest even, clamp to +-127); returns 0 without writing anything for E4M3, other
-   group sizes and groups holding a NaN or infinity (the scalar loop then defines the result). */
-AMXK__PRIV int amxk__actq_group__avx2(const amxk__actq_args *a, size_t row, size_t k0, float *scale) {
-    const size_t base = row * a->ldx + k0;
-    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    __m256 vmax = _mm256_setzero_ps(), inv_ok;
-    float lanes[8], amax = 0.0f, sc;
-    int8_t *d = (int8_t *)a->q + row * a->ldq + k0;
-    size_t j;
+/* The group kernel of amxk_quantize_act at V lanes (AMXK__ACTQ_DEFINE(isa, V), V: AMXK__V8 or
+   AMXK__V16): int8 / uint8 codes of one group of row `row` from k0 (group % 8 == 0; 16 lanes: the
+   last vector masked when group % 16 == 8) with the scalar loop's exact values: amax (exact in any
+   order), IEEE division by s = amax / 127, round to nearest even, clamp to +-127. Returns 0 without
+   writing anything for E4M3, other group sizes and groups holding a NaN or infinity (the scalar loop
+   then defines the result). Per-width words: V_N lanes, V_LOADN (n lanes of dtype t, as f32),
+   V_NONFIN (a lane of |v| NaN or inf), V_HMAX, V_STQ8 (the rounded values as int8, U8: + 128). */
+#define AMXK__ACTQ_DEFINE(isa, V)                                                                        \
+    AMXK__PRIV int amxk__actq_group__##isa(const amxk__actq_args *a, size_t row, size_t k0, float *scale) { \
+        const size_t es = amxk_dtype_size(a->xt);                                                        \
+        const char *x = (const char *)a->x + (row * a->ldx + k0) * es;                                   \
+        int8_t *d = (int8_t *)a->q + row * a->ldq + k0;                                                  \
+        V##_T vmax = V##_SET1(0.0f);                                                                     \
+        int bad = 0;                                                                                     \
+        float sc;                                                                                        \
+        size_t j;                                                                                        \
+        if (a->ot == AMXK_DTYPE_FP8_E4M3 || a->group % 8) return 0;                                      \
+        for (j = 0; j < a->group; j += V##_N) {                                                          \
+            const V##_T v = V##_ABS(V##_LOADN(x + j * es, a->xt, a->group - j));                         \
+            vmax = V##_MAX(vmax, v);                                                                     \
+            bad |= V##_NONFIN(v);                                                                        \
+        }                                                                                                \
+        if (bad) return 0;                                                                               \
+        sc = V##_HMAX(vmax) / 127.0f;                                                                    \
+        if (!(sc > 0.0f)) sc = 1.0f;                                                                     \
+        for (j = 0; j < a->group; j += V##_N) {                                                          \
+            const V##_T t = V##_DIV(V##_LOADN(x + j * es, a->xt, a->group - j), V##_SET1(sc));           \
+            V##_STQ8(d + j, V##_ROUND(V##_MAX(V##_MIN(t, V##_SET1(127.0f)), V##_SET1(-127.0f))),         \
+                     a->ot == AMXK_DTYPE_U8, a->group - j);                                              \
+        }                                                                                                \
+        *scale = sc;                                                                                     \
+        return 1;                                                                                        \
+    }
+AMXK__FORCE_INLINE float amxk__hmax__avx2(__m256 v) {
+    float lanes[8], m = 0.0f;
     int i;
-    if (a->ot == AMXK_DTYPE_FP8_E4M3 || a->group % 8) return 0;
-#define AMXK__LD8(i) (a->xt == AMXK_DTYPE_F32 ? _mm256_loadu_ps((const float *)a->x + base + (i)) \
-                      : a->xt == AMXK_DTYPE_BF16 ? amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)((const uint16_t *)a->x + base + (i)))) \
-                      : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)a->x + base + (i)))))
-    for (j = 0; j < a->group; j += 8) vmax = _mm256_max_ps(vmax, _mm256_and_ps(AMXK__LD8(j), absmask)); /* NaN lanes: ignored */
-    _mm256_storeu_ps(lanes, vmax);
-    for (i = 0; i < 8; i++) amax = AMXK__MAX(amax, lanes[i]);
-    for (j = 0, inv_ok = _mm256_setzero_ps(); j < a->group; j += 8) {
-        __m256 v = _mm256_and_ps(AMXK__LD8(j), absmask);
-        inv_ok = _mm256_or_ps(inv_ok, _mm256_cmp_ps(v, _mm256_set1_ps(3.4028235e38f), _CMP_NLE_UQ)); /* NaN or inf */
-    }
-    if (_mm256_movemask_ps(inv_ok)) return 0;
-    sc = amax / 127.0f;
-    if (!(sc > 0.0f)) sc = 1.0f;
-    for (j = 0; j < a->group; j += 8) {
-        __m256 t = _mm256_div_ps(AMXK__LD8(j), _mm256_set1_ps(sc));
-        __m256i q = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_max_ps(_mm256_min_ps(t, _mm256_set1_ps(127.0f)), _mm256_set1_ps(-127.0f)),
-                                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        q = _mm256_packs_epi16(_mm256_packs_epi32(q, q), q); /* bytes 0-3 of each 128-bit lane */
-        q = _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
-        if (a->ot == AMXK_DTYPE_U8) q = _mm256_xor_si256(q, _mm256_set1_epi8((char)0x80));
-        _mm_storel_epi64((__m128i *)(d + j), _mm256_castsi256_si128(q));
-    }
-#undef AMXK__LD8
-    *scale = sc;
-    return 1;
+    _mm256_storeu_ps(lanes, v);
+    for (i = 0; i < 8; i++) m = AMXK__MAX(m, lanes[i]);
+    return m;
 }
+AMXK__FORCE_INLINE void amxk__stq8__avx2(int8_t *p, __m256 v, int u8) {
+    __m256i q = _mm256_cvtps_epi32(v);
+    q = _mm256_packs_epi16(_mm256_packs_epi32(q, q), q); /* bytes 0-3 of each 128-bit lane */
+    q = _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
+    if (u8) q = _mm256_xor_si256(q, _mm256_set1_epi8((char)0x80));
+    _mm_storel_epi64((__m128i *)(void *)p, _mm256_castsi256_si128(q));
+}
+AMXK__ACTQ_DEFINE(avx2, AMXK__V8)
 AMXK__TARGET_END
 #endif
 
@@ -2277,32 +2267,22 @@ AMXK__PRIV void amxk__linear_store_rows__avx512(const amxk__linear_args *a, size
         }
     }
 }
-/* q8_epi (amxk__q8_epi__scalar's contract) at 16 lanes: per 16-column block one int32 load (plus the
-   U8 corrections), vcvtdq2ps, (asymmetric: vfnmadd of z * xsum), p = sx * sw, vfmadd into acc; the
-   last group goes out through amxk__store16__avx512 (bias, one rounding, masked columns past N). */
-AMXK__PRIV void amxk__q8_epi__avx512(const amxk__q8_args *a, size_t row, size_t rows, size_t b, int nb, size_t g, const int32_t *c,
-                                     const int32_t *corr, float *acc, int first, int last) {
-    const amxk__qview *v = a->w;
-    const size_t xg = g * v->bk / a->ag;
-    size_t r, h;
-    for (r = 0; r < rows; r++) {
-        const __m512 sx = _mm512_set1_ps(amxk__q8_xscale_g(a, row + r, xg));
-        const __m512 xs = _mm512_set1_ps(v->asym ? (float)amxk__q8_xsum__avx2(a->xq + (row + r) * a->ldq + g * v->bk, v->bk, a->xflip) : 0.0f);
-        for (h = 0; h < (size_t)nb; h++) {
-            const size_t e = h * AMXK__LIN_NB, gi = amxk__q_gidx(v, (b + h) * AMXK__LIN_NB, g);
-            __m512i ci = _mm512_loadu_si512((const void *)(c + r * AMXK__Q8A_LD + e));
-            __m512 t, p, s;
-            float *ac = acc + r * AMXK__Q8A_LD + e;
-            if (corr) ci = _mm512_add_epi32(ci, _mm512_loadu_si512((const void *)(corr + e)));
-            t = _mm512_cvtepi32_ps(ci);
-            if (v->asym) t = _mm512_fnmadd_ps(_mm512_loadu_ps(v->zeros + gi), xs, t);
-            p = _mm512_mul_ps(sx, _mm512_loadu_ps(v->scales + gi)); /* the grid holds 16 entries per block */
-            s = first ? _mm512_mul_ps(p, t) : _mm512_fmadd_ps(p, t, _mm512_loadu_ps(ac));
-            if (last) amxk__store16__avx512(a->y, a->yt, a->ldy, a->n, a->bias, row + r, b + h, s);
-            else _mm512_storeu_ps(ac, s);
-        }
-    }
-}
+/* The 16-lane words of this module's width-generic kernels (see AMXK__V8_N; n: lanes left, the
+   masked lanes read as 0). */
+#define AMXK__V16_N 16
+#define AMXK__V16_I __m512i
+#define AMXK__V16_LDI(p) _mm512_loadu_si512((const void *)(p))
+#define AMXK__V16_ADDI(a, b) _mm512_add_epi32(a, b)
+#define AMXK__V16_CVTI(a) _mm512_cvtepi32_ps(a)
+#define AMXK__V16_LD(p) _mm512_loadu_ps(p)
+#define AMXK__V16_ST(p, v) _mm512_storeu_ps(p, v)
+#define AMXK__V16_YSTORE(a, row, n0, cnt, v) amxk__store16__avx512((a)->y, (a)->yt, (a)->ldy, (a)->n, (a)->bias, (row), (n0) / AMXK__LIN_NB, (v))
+#define AMXK__V16_MASK(n) ((__mmask16)((n) >= 16 ? 0xffffu : (1u << (n)) - 1u))
+#define AMXK__V16_LOADN(p, t, n) amxk__vload__avx512((p), (t), AMXK__V16_MASK(n))
+#define AMXK__V16_NONFIN(v) (_mm512_cmp_ps_mask((v), _mm512_set1_ps(3.4028235e38f), _CMP_NLE_UQ) != 0)
+#define AMXK__V16_HMAX(v) amxk__hmax__avx512(v)
+#define AMXK__V16_STQ8(p, v, u8, n) amxk__stq8__avx512((p), (v), (u8), AMXK__V16_MASK(n))
+AMXK__Q8_EPI_DEFINE(avx512, AMXK__V16)
 /* mr rows (mr <= 8) of x (bytes rows ldx apart, kbytes each) as a panel of 32-bit units, unit-major:
    xp[u * 8 + r] = bytes [4u, 4u + 4) of row r, zero past kbytes and for rows r >= mr, units u < nu:
    one broadcast operand per row and unit (a bf16 pair for vdpbf16ps, 4 int8 for vpdpbusd), the rows
@@ -2655,8 +2635,7 @@ AMXK__PRIV void amxk__linear_run16f16__avx512(const uint32_t *xp, size_t ns, con
    Prefill: per group of NR16 blocks, the group's weights (the packed blocks for vdpbf16ps on a bf16
    pack; else blocks dequantized (quantized packs) or widened once per task: to bf16 pairs for
    vdpbf16ps - amxk__q_block_16__avx2, one more rounding, as on AMX - or to f32), then every panel's
-   tile over all of K (the group stays in L2 across the panels; on Zen 4, k-chunking it for L1 measured
-   slower). ws: amxk__linear_ws__avx512's layout. */
+   tile over all of K (the group stays in L2 across the panels). ws: amxk__linear_ws__avx512's layout. */
 AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws, int pairs,
                                              amxk__lin16_run_fn run) {
     const size_t units = pairs == 1 ? a->kp / 2 : a->kp, panel = (size_t)AMXK__LIN_XS16 * units, bs = (size_t)AMXK__LIN_NB * a->kp;
@@ -2724,9 +2703,7 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
 
 /* Rows [m0, m1) x blocks [b0, b1) at the AVX-512 levels: quantized packs on the decode path (M <
    AMXK__LIN_WIDE_M, whole-row groups) run the decode kernels above (the AVX2 workspace layout:
-   f32 panel, then group sums and x rows); fp16 packs the fp16 pair kernel (measured on Zen 4 against
-   the AVX2 kernel: M = 1 from DRAM 25.2 vs 19.3 GB/s; M = 16 1.10x; M = 64-256 2-3% slower, Zen 4's
-   zmm FMA having the ymm rate; the f32-widened FMA tiles measured slower still at M = 16 - 256);
+   f32 panel, then group sums and x rows); fp16 packs the fp16 pair kernel (docs/notes/pack.md);
    everything else the fp32 FMA tiles. */
 AMXK__PRIV void amxk__linear_block__avx512(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     float *xf = (float *)ws, *xs = (float *)(ws + a->plan->ws_a);
@@ -2751,12 +2728,10 @@ AMXK__TARGET_AVX512BF16_BEGIN
 /* vdpbf16ps tiles straight on the packed pairs (or bf16-dequantized blocks): each output accumulates in
    fp32, pair rows in increasing order, each pair as vdpbf16ps does (odd k, then even k, one fma
    rounding each; bf16 subnormal inputs read as zero, subnormal results flushed). Decode: the
-   template's sparse L2 prefetch (pf), 8 KiB ahead once per KiB (prefetching every row 512-2048 bytes
-   ahead measured slower on Zen 4). */
+   template's sparse L2 prefetch (pf), 8 KiB ahead once per KiB. */
 #define AMXK__LIN16_LD_PAIRS(w, off, q, dt) _mm512_loadu_si512((const void *)AMXK__LIN16_AD_16(w, off, q))
 /* x's pair (a 32-bit unit of the panel) as vdpbf16ps's embedded-broadcast memory operand ({1to16}),
-   not a separate vpbroadcastd (gcc 12 does not fold it; Zen 4, the 16-row tile before its prefetch:
-   1.55x the 8 x 3 tiles' time with vpbroadcastd, 1.42x with the embedded broadcast). Same
+   not a separate vpbroadcastd (gcc 12 does not fold it; slower: docs/notes/pack.md). Same
    instruction, same bits; the emulated build (and compilers without GNU asm) broadcast by
    _mm512_set1_epi32. */
 #define AMXK__LIN16_BC_PTR(p) (p)
@@ -2787,14 +2762,13 @@ AMXK__PRIV void amxk__linear_run16__avx512bf16(const uint32_t *xp, size_t ns, co
 #define AMXK__Q4_PREFETCH 2048 /* decode kernel: software prefetch distance in packed bytes (0: none) ... */
 #endif
 #ifndef AMXK__Q4_HINT
-#define AMXK__Q4_HINT _MM_HINT_T1 /* ... into L2 (measured, M=1 4096^2 MXFP4: none / T0 1 KiB / T1 2, 4, 8 KiB: 460 / 464 / 436, 446, 459 us) */
+#define AMXK__Q4_HINT _MM_HINT_T1 /* ... into L2 */
 #endif
 #ifndef AMXK__Q4_NB
 #define AMXK__Q4_NB 4 /* blocks (weight streams) per call of the decode kernel for one row ... */
 #endif
 #ifndef AMXK__Q4_D1B
-#define AMXK__Q4_D1B 16384 /* ... when a packed block has more bytes than this; else one block at a time (Zen 4, M = 1, MoE
-                              Qwen3-30B-A3B int4 g128 decode, K = 2048 / 768, 3 interleaved rounds: 4 streams ~1180 us, 1 stream ~1010) */
+#define AMXK__Q4_D1B 16384 /* ... when a packed block has more bytes than this; else one block at a time */
 #endif
 
 /* Rows 0 .. mr-1 (mr <= 2) of xr against nb int4 / MXFP4 blocks b .. b+nb-1 (nb 1 or 4; 4 only for
@@ -2918,48 +2892,19 @@ AMXK__TARGET_END
 
 #if AMXK__HAS_AVX512
 AMXK__TARGET_AVX512_BEGIN
-/* amxk__actq_group__avx2 with 16 lanes (group % 16 == 0; else amxk__actq_group__avx2): the same
-   values (IEEE division, round to nearest even, clamp to +-127); 0 without writing anything for E4M3
-   and for groups holding a NaN or infinity. */
-AMXK__PRIV int amxk__actq_group__avx512(const amxk__actq_args *a, size_t row, size_t k0, float *scale) {
-    const size_t base = row * a->ldx + k0;
-    const __m512i absmask = _mm512_set1_epi32(0x7fffffff);
-    __m512 vmax = _mm512_setzero_ps();
-    __mmask16 bad = 0;
-    float lanes[16], amax = 0.0f, sc;
-    int8_t *d = (int8_t *)a->q + row * a->ldq + k0;
-    size_t j;
+AMXK__FORCE_INLINE float amxk__hmax__avx512(__m512 v) {
+    float lanes[16], m = 0.0f;
     int i;
-    if (a->group % 16) return amxk__actq_group__avx2(a, row, k0, scale); /* 0 unless group % 8 == 0 */
-    if (a->ot == AMXK_DTYPE_FP8_E4M3) return 0;
-#define AMXK__LD16(i)                                                                                             \
-    (a->xt == AMXK_DTYPE_F32 ? _mm512_loadu_ps((const float *)a->x + base + (i))                                  \
-     : a->xt == AMXK_DTYPE_BF16                                                                                   \
-         ? _mm512_castsi512_ps(_mm512_slli_epi32(                                                                 \
-               _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)a->x + base + (i)))), 16)) \
-         : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)a->x + base + (i)))))
-    for (j = 0; j < a->group; j += 16) {
-        __m512 v = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(AMXK__LD16(j)), absmask));
-        vmax = _mm512_max_ps(vmax, v);
-        bad |= _mm512_cmp_ps_mask(v, _mm512_set1_ps(3.4028235e38f), _CMP_NLE_UQ); /* NaN or inf */
-    }
-    if (bad) return 0;
-    _mm512_storeu_ps(lanes, vmax);
-    for (i = 0; i < 16; i++) amax = AMXK__MAX(amax, lanes[i]);
-    sc = amax / 127.0f;
-    if (!(sc > 0.0f)) sc = 1.0f;
-    for (j = 0; j < a->group; j += 16) {
-        __m512 t = _mm512_div_ps(AMXK__LD16(j), _mm512_set1_ps(sc));
-        __m512i q = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_max_ps(_mm512_min_ps(t, _mm512_set1_ps(127.0f)), _mm512_set1_ps(-127.0f)),
-                                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        __m128i qb = _mm512_cvtepi32_epi8(q); /* |q| <= 127: the low byte */
-        if (a->ot == AMXK_DTYPE_U8) qb = _mm_xor_si128(qb, _mm_set1_epi8((char)0x80));
-        _mm_storeu_si128((__m128i *)(d + j), qb);
-    }
-#undef AMXK__LD16
-    *scale = sc;
-    return 1;
+    _mm512_storeu_ps(lanes, v);
+    for (i = 0; i < 16; i++) m = AMXK__MAX(m, lanes[i]);
+    return m;
 }
+AMXK__FORCE_INLINE void amxk__stq8__avx512(int8_t *p, __m512 v, int u8, __mmask16 k) {
+    __m128i q = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)); /* |q| <= 127: the low byte */
+    if (u8) q = _mm_xor_si128(q, _mm_set1_epi8((char)0x80));
+    _mm_mask_storeu_epi8(p, k, q);
+}
+AMXK__ACTQ_DEFINE(avx512, AMXK__V16)
 AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX512 */
 
@@ -2994,7 +2939,7 @@ AMXK__TARGET_AVX512VNNI_BEGIN
 #define AMXK__Q8V_PFN 1 /* prefill: the first row tile of a k step prefetches the next blocks' weights of that step */
 #endif
 #ifndef AMXK__Q8V_PFH
-#define AMXK__Q8V_PFH _MM_HINT_T1 /* ... into L2 (T0, the hint before: 4% slower at M = 256 on Zen 4) */
+#define AMXK__Q8V_PFH _MM_HINT_T1 /* ... into L2 */
 #endif
 /* acc = vpdpbusd(acc, u (unsigned bytes), x (signed bytes)). GCC 12 copies the accumulator to
    another register and back around each intrinsic call in these loops (several moves per
@@ -3155,10 +3100,7 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
 
 /* Decode (mr <= 4 rows) x ONE 16-column block b, every group: one sequential weight stream (the
    block's 64-byte rows in order), used for packed blocks of at most AMXK__Q8V_D1B bytes (larger ones
-   stream four blocks at once through amxk__linear_q8__8x64__avx512vnni). Measured on Zen 4 (1 thread,
-   M = 1, int4 g128 from DRAM, medians, noisy VM): N x K = 16384 x 768 (6 KiB blocks) 280-320 us one
-   block at a time vs 450-470 four at once; 12288 x 2048 (16 KiB) 590 vs 670; 4096 x 1536 133 vs 180;
-   but 4096 x 4096 (32 KiB) 420-460 vs 380 and 8192 x 8192 2000+ vs 1400. The vpdpbusd of a block rotate over
+   stream four blocks at once through amxk__linear_q8__8x64__avx512vnni; docs/notes/pack.md). The vpdpbusd of a block rotate over
    four int32 chains (c = the dot product's index mod 4) so that latency does not bound one stream;
    per group t = the chains' wrapped int32 sum (exact: see amxk__linear_q8__8x64__avx512vnni, whose
    sums and epilogue this repeats: the same t and the same f32 operations, so the same bits). xu: as
@@ -3272,9 +3214,7 @@ AMXK__FORCE_INLINE void amxk__q8v_decode__avx512vnni(const amxk__q8_args *a, siz
 }
 
 /* Its instances per bit width and x dtype: I8 rows with no XOR at all, and functions of their own, out
-   of the prefill tiles' function (Zen 4, 1 thread, M = 4, N = K = 4096 int4 g128 from DRAM, medians of
-   4 interleaved rounds: inline in the tiles function with a run-time XOR 538 us, inline with the two
-   instances 570-610, these 493, before U8 support 489). */
+   of the prefill tiles' function (faster than inline: docs/notes/pack.md). */
 #define AMXK__Q8V_DECODE(BITS, NAME, XU)                                                                              \
     __attribute__((noinline)) AMXK__PRIV void amxk__q8v_decode##BITS##_##NAME##__avx512vnni(                         \
         const amxk__q8_args *a, size_t cm, size_t c0, size_t c1, size_t b0, size_t b1, const int32_t *xsum, const float *sxt) { \
@@ -3708,8 +3648,7 @@ AMXK__PRIV void amxk__linear_ws__avx2(amxk__linear_plan *p, size_t m, size_t kp,
    AMXK__LIN_NC16 blocks over as many rows as AMXK__LIN_XP16_BYTES of x panels hold (all of them up to
    256 rows at K = 4096), so that each staged group of NR16 blocks serves every row of its task from L2,
    the weights come from beyond L2 once per row chunk and each x row becomes a panel once per N task
-   (measured on Zen 4, N = K = 4096, 1 thread, against oneDNN bf16 in the same rounds: 48 rows x 24
-   blocks per task M = 256 0.94x, M = 1024 0.98x; these tasks 1.00x / 1.05x; README). Rows per task
+   (docs/notes/pack.md). Rows per task
    (mc) never depend on the worker count: callers chunk rows by it (amxk__linop_chunk), and a chunk of
    at most 4 rows runs the decode kernels (another summation order), so results stay the same bits for
    any worker count. Narrow N gets more row chunks so that the grid can hold AMXK__LIN_TASKS16 tasks
@@ -3762,26 +3701,14 @@ AMXK__PRIV void amxk__linear_ws__amx(amxk__linear_plan *p, size_t m, size_t kp, 
    the vector level). */
 AMXK__PRIV int amxk__linear_takes__amx(amxk_dtype dt) { return dt == AMXK_DTYPE_BF16; }
 AMXK__PRIV int amxk__linear_takes__amxfp16(amxk_dtype dt) { return dt == AMXK_DTYPE_BF16 || dt == AMXK_DTYPE_F16; }
-/* w8a8 on AMX-INT8 or on the vector level: the rule (a PREDICTED cycle model of one Sapphire Rapids
-   core; not measured: the AMX Xeon runs so far checked correctness, not this rule). Assumptions: one TDPBSSD / TDPBUSD issues
-   every 16 cycles whatever its row count R <= 16 and k step ks <= 64 (a 16 x 16 x 64 tile: 1024
-   MACs / cycle; a tile of fewer rows or a narrower k step costs the same); TILESTORED of a 16 x 16
-   int32 tile ~16 cycles; the epilogue 3 vector ops (cvt, sx * sw, fma) per row and 16 columns on 2
-   vector ports; int4 / int2 widening ~g / 2 cycles per 16 columns and group (once per weight; not
-   amortized over rows in this rule, so it errs towards VNNI); 512-bit vpdpbusd 2 per cycle (64 MACs
-   each: 128 MACs / cycle) plus ~1 cycle per row and 16 columns of group epilogue. Per 16 output
-   columns and weight group of g columns, for m rows:
+/* w8a8 on AMX-INT8 or on the vector level: a cycle model of one Sapphire Rapids core (its
+   assumptions and the thresholds it gives: docs/notes/pack.md), per 16 output columns and weight
+   group of g columns, for m rows (ks: the k step):
        AMX   ceil(m / 16) * (16 g / ks + 16) + 1.5 m  (+ g / 2 for int4 / int2)
        VNNI  m * (g / 8 + 1)
-   AMX is taken where its figure is smaller. Predicted thresholds: int8 g = 128: m >= 4; g = 64:
-   m >= 5; g = 32 (ks 32): m >= 10, except just past multiples of 16 (m = 17: a second tile of one
-   row costs more than VNNI's row); g <= 16: never (one TDP does a quarter of its work or less); per
-   channel g = K = 4096: m >= 3; int4 g = 128: m >= 8; so decode (m <= 2) stays on VNNI.
-   llvm-mca-19 -mcpu=sapphirerapids models one 512-bit port for these ops instead (the epilogue's cvt,
-   mul and fma at 3.0 cycles per row and 16 columns; vpdpbusd 1 per cycle): with it both sides slow
-   down and AMX wins from fewer rows (g = 128: m >= 2; g = 32: m >= 5), so the rule errs towards
-   VNNI. The AMX kernel also needs a k step (amxk__q8_kstep) and, for int4 / int2,
-   g <= AMXK__Q8A_KC (its widening buffer). (AMX-INT8 is one of the AMX level's own features.) */
+   AMX is taken where its figure is smaller (e.g. int8 g128 from 4 rows, int4 g128 from 8, groups of
+   16 or less never, so decode stays on VNNI). The AMX kernel also needs a k step (amxk__q8_kstep)
+   and, for int4 / int2, g <= AMXK__Q8A_KC (its widening buffer). */
 AMXK__INLINE int amxk__q8_amx_wins(size_t m, size_t g, size_t ks, int bits) {
     const double amx = (double)AMXK__CEIL_DIV(m, (size_t)16) * (16.0 * (double)g / (double)ks + 16.0) + 1.5 * (double)m +
                        (bits < 8 ? 0.5 * (double)g : 0.0);
