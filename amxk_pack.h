@@ -1759,167 +1759,170 @@ AMXK__TARGET_AVX2_BEGIN
 /* The w8a8 kernel of the AVX2 level, in two instantiations: AVX2 (vpmaddubsw / vpmaddwd) and, on CPUs
    with AVX-VNNI (Alder Lake and later client cores, Sapphire Rapids and later, Sierra Forest, Zen 5),
    the same loops with each vpmaddubsw + vpmaddwd pair replaced by one VEX vpdpbusd (exact int32: no
-   16-bit step at all, so the int4 / int2 16-bit runs flush nothing). DOT8(s, u, x): s += 4-byte dot
-   products into int32 lanes; DOTU(h, s, u, x): the same for fields (AVX2: into the 16-bit run h);
-   FLUSH(s, h): the run into s.
+   16-bit step at all, so the int4 / int2 16-bit runs flush nothing). DOT8(s, u, x, ones): s += 4-byte
+   dot products into int32 lanes (ones: vpmaddwd's 16-bit ones); DOTU(h, s, u, x): the same for
+   fields (AVX2: into the 16-bit run h); FLUSH(s, h, ones): the run into s.
    MR rows (<= 4) x 16 columns of block b; per weight group, int32 lanes (one per column) summed over
    4 k per vpmaddubsw step. bits 8: signed weights (sign trick), vpmaddwd after every vpmaddubsw.
    bits 4 / 2: unsigned fields u = q (asym) or q + 2^(b-1) (sym, by an XOR of each field's top bit);
    the vpmaddubsw pairs (|u0 x0 + u1 x1| <= 2 * (2^b - 1) * 127) are summed in 16-bit lanes for 8
    (int4) or 32 (int2) steps, which cannot overflow, before one vpmaddwd widens them; then corrected
    with the x sums: t = sum u x - z sum x (sym: exactly, in int32). acc += sx * sw * t in f32. */
-#define AMXK__Q8_ROWS(KNAME, BITS, PRE)                                                                     \
-    switch (AMXK__MIN((size_t)4, m1 - i)) {                                                          \
-    case 4: KNAME(a, i, 4, b, BITS, PRE, xt, st, m0, xu); break;               \
-    case 3: KNAME(a, i, 3, b, BITS, PRE, xt, st, m0, xu); break;               \
-    case 2: KNAME(a, i, 2, b, BITS, PRE, xt, st, m0, xu); break;               \
-    default: KNAME(a, i, 1, b, BITS, PRE, xt, st, m0, xu); break;              \
+/* x's 4 bytes at p broadcast to 8 lanes (xu, a compile-time constant: U8 codes, XORed to int8). */
+AMXK__FORCE_INLINE __m256i amxk__q8_xb__avx2(const int8_t *p, int xu) {
+    int32_t x4;
+    memcpy(&x4, p, 4);
+    return _mm256_set1_epi32(xu ? x4 ^ (int32_t)0x80808080u : x4);
+}
+/* The end of a weight group for one row: t from the int32 sums s[0..1] (8 columns each) less the x
+   sum (sym int4 / int2: 2^(b-1) sum x in int32, exact; asym: z * sum x in f32; int8: none), then
+   acc += (sx * sw) * t. The x sum: the task table's xs_tab (pre) or the kernel's lanes xs_vec. */
+AMXK__FORCE_INLINE void amxk__q8_group__avx2(int bits, int asym, int pre, float sx1, int32_t xs_tab, __m256i xs_vec, const __m256i *s,
+                                             const __m256 *sw, const __m256 *zw, __m256 *acc) {
+    const __m256 sx = _mm256_set1_ps(sx1);
+    __m256 t0, t1;
+    if (bits != 8 && !asym) {
+        const __m256i xs = _mm256_slli_epi32(pre ? _mm256_set1_epi32(xs_tab) : xs_vec, bits - 1);
+        t0 = _mm256_cvtepi32_ps(_mm256_sub_epi32(s[0], xs));
+        t1 = _mm256_cvtepi32_ps(_mm256_sub_epi32(s[1], xs));
+    } else if (bits != 8) {
+        const __m256 xs = pre ? _mm256_set1_ps((float)xs_tab) : _mm256_cvtepi32_ps(xs_vec);
+        t0 = _mm256_fnmadd_ps(zw[0], xs, _mm256_cvtepi32_ps(s[0]));
+        t1 = _mm256_fnmadd_ps(zw[1], xs, _mm256_cvtepi32_ps(s[1]));
+    } else {
+        t0 = _mm256_cvtepi32_ps(s[0]);
+        t1 = _mm256_cvtepi32_ps(s[1]);
+    }
+    acc[0] = _mm256_fmadd_ps(_mm256_mul_ps(sx, sw[0]), t0, acc[0]);
+    acc[1] = _mm256_fmadd_ps(_mm256_mul_ps(sx, sw[1]), t1, acc[1]);
+}
+/* The kernel KNAME over the dot-product words DOT8 / DOTU / FLUSH (above), and KNAME##_rows: its
+   instance of mr = min(4, rows) rows (mr a constant in each call). Group sums per row r: s[r][0..1]
+   (int32), the 16-bit runs h[r][0..1], the kernel's x sums xsum[r] (int4 / int2 without a table). */
+#define AMXK__Q8_AVX2_KERNEL(KNAME, DOT8, DOTU, FLUSH)                                                   \
+    AMXK__FORCE_INLINE void KNAME(const amxk__q8_args *a, size_t row, int mr, size_t b, int bits, int pre, const int32_t *xsum_tab, \
+                                  const float *sx_tab, size_t m0, int xu) {                              \
+        const amxk__qview *v = a->w;                                                                     \
+        const uint8_t *blk = v->data + b * v->blk_bytes;                                                 \
+        const __m256i ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);                         \
+        const int per = 8 / bits, span = 4 * per, flush = bits == 4 ? 4 : 8; /* 64-byte rows per 16-bit run */ \
+        const __m256i fmask = _mm256_set1_epi8((char)((1 << bits) - 1));                                 \
+        const __m256i flip = _mm256_set1_epi8((char)(bits == 4 ? 0x88 : 0xaa)); /* top bit of every field */ \
+        __m256 acc[4][2];                                                                                \
+        float out[AMXK__LIN_NB];                                                                         \
+        size_t g, rg, rc;                                                                                \
+        int r, f;                                                                                        \
+        for (r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();                             \
+        for (g = 0; g < v->nbk; g++) {                                                                   \
+            const size_t rg0 = g * v->bk / (size_t)span, rg1 = (g + 1) * v->bk / (size_t)span;           \
+            __m256i s[4][2], xsum[4];                                                                    \
+            __m256 sw[2], zw[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};                            \
+            for (r = 0; r < 4; r++) s[r][0] = s[r][1] = xsum[r] = _mm256_setzero_si256();                \
+            for (rc = rg0; rc < rg1; rc += (size_t)flush) {                                              \
+                __m256i h[4][2];                                                                         \
+                for (r = 0; r < 4; r++) h[r][0] = h[r][1] = _mm256_setzero_si256();                      \
+                for (rg = rc; rg < AMXK__MIN(rg1, rc + (size_t)flush); rg++) {                           \
+                    __m256i w0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64));                   \
+                    __m256i w1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));              \
+                    _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);         \
+                    if (bits == 8) {                                                                     \
+                        const __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);                \
+                        _Pragma("GCC unroll 4") for (r = 0; r < mr; r++) {                               \
+                            const __m256i xb = amxk__q8_xb__avx2(a->xq + (row + (size_t)r) * a->ldq + rg * 4, xu); \
+                            DOT8(s[r][0], a0, _mm256_sign_epi8(xb, w0), ones);                           \
+                            DOT8(s[r][1], a1, _mm256_sign_epi8(xb, w1), ones);                           \
+                        }                                                                                \
+                        continue;                                                                        \
+                    }                                                                                    \
+                    if (!v->asym) w0 = _mm256_xor_si256(w0, flip), w1 = _mm256_xor_si256(w1, flip);      \
+                    _Pragma("GCC unroll 4") for (f = 0; f < per; f++) { /* field f: columns rg*span + 4f .. +3 */ \
+                        const __m256i u0 = _mm256_and_si256(_mm256_srli_epi16(w0, f * bits), fmask);     \
+                        const __m256i u1 = _mm256_and_si256(_mm256_srli_epi16(w1, f * bits), fmask);     \
+                        _Pragma("GCC unroll 4") for (r = 0; r < mr; r++) {                               \
+                            const __m256i xb = amxk__q8_xb__avx2(a->xq + (row + (size_t)r) * a->ldq + rg * (size_t)span + 4 * (size_t)f, xu); \
+                            DOTU(h[r][0], s[r][0], u0, xb);                                              \
+                            DOTU(h[r][1], s[r][1], u1, xb);                                              \
+                            if (!pre) DOT8(xsum[r], ones8, xb, ones);                                    \
+                        }                                                                                \
+                    }                                                                                    \
+                }                                                                                        \
+                if (bits != 8)                                                                           \
+                    _Pragma("GCC unroll 4") for (r = 0; r < mr; r++) {                                   \
+                        FLUSH(s[r][0], h[r][0], ones);                                                   \
+                        FLUSH(s[r][1], h[r][1], ones);                                                   \
+                    }                                                                                    \
+            }                                                                                            \
+            amxk__q_grid16(v, v->scales, b, g, &sw[0], &sw[1]);                                          \
+            if (v->asym) amxk__q_grid16(v, v->zeros, b, g, &zw[0], &zw[1]);                              \
+            _Pragma("GCC unroll 4") for (r = 0; r < mr; r++) {                                           \
+                const size_t ti = (row + (size_t)r - m0) * v->nbk + g; /* the task table's entry */      \
+                amxk__q8_group__avx2(bits, v->asym, pre, sx_tab ? sx_tab[ti] : amxk__q8_xscale(a, row + (size_t)r, g * v->bk), \
+                                     pre ? xsum_tab[ti] : 0, xsum[r], s[r], sw, zw, acc[r]);             \
+            }                                                                                            \
+        }                                                                                                \
+        for (r = 0; r < mr; r++) {                                                                       \
+            _mm256_storeu_ps(out, acc[r][0]);                                                            \
+            _mm256_storeu_ps(out + 8, acc[r][1]);                                                        \
+            amxk__q8_store(a, row + (size_t)r, b, out);                                                  \
+        }                                                                                                \
+    }                                                                                                    \
+    AMXK__FORCE_INLINE void KNAME##_rows(const amxk__q8_args *a, size_t row, size_t rows, size_t b, int bits, int pre, \
+                                         const int32_t *xsum_tab, const float *sx_tab, size_t m0, int xu) { \
+        switch (AMXK__MIN((size_t)4, rows)) {                                                            \
+        case 4: KNAME(a, row, 4, b, bits, pre, xsum_tab, sx_tab, m0, xu); break;                         \
+        case 3: KNAME(a, row, 3, b, bits, pre, xsum_tab, sx_tab, m0, xu); break;                         \
+        case 2: KNAME(a, row, 2, b, bits, pre, xsum_tab, sx_tab, m0, xu); break;                         \
+        default: KNAME(a, row, 1, b, bits, pre, xsum_tab, sx_tab, m0, xu); break;                        \
+        }                                                                                                \
+    }
+/* The x scale and (int4 / int2) the x sum per (row, weight group) of rows [m0, m1) into tab / sxt when
+   they fit (1024 entries: decode), once per task instead of once per block inside the kernel; 0 when
+   they do not. */
+AMXK__PRIV int amxk__q8_xtab__avx2(const amxk__q8_args *a, size_t m0, size_t m1, int32_t *tab, float *sxt) {
+    size_t r, g, kk;
+    if ((m1 - m0) * a->w->nbk > 1024) return 0;
+    for (r = m0; r < m1; r++)
+        for (g = 0; g < a->w->nbk; g++) {
+            int32_t sum = 0;
+            if (a->w->bits < 8)
+                for (kk = g * a->w->bk; kk < (g + 1) * a->w->bk; kk++) sum += amxk__q8_x(a, r, kk);
+            tab[(r - m0) * a->w->nbk + g] = sum;
+            sxt[(r - m0) * a->w->nbk + g] = amxk__q8_xscale(a, r, g * a->w->bk);
+        }
+    return 1;
+}
+/* The table's q8_block BNAME over the kernel KNAME: BNAME##_i8 / _u8 (xu a compile-time constant: I8
+   calls read x without the XOR), each with the instances of every bit width and table use. */
+#define AMXK__Q8_AVX2_BLOCK(BNAME, KNAME)                                                                \
+    AMXK__FORCE_INLINE void BNAME##_x(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1, int xu) { \
+        int32_t tab[1024];                                                                               \
+        float sxt[1024];                                                                                 \
+        const int pre = amxk__q8_xtab__avx2(a, m0, m1, tab, sxt), bits = a->w->bits;                     \
+        const float *st = pre ? sxt : NULL;                                                              \
+        size_t i, b;                                                                                     \
+        for (b = b0; b < b1; b++)                                                                        \
+            for (i = m0; i < m1; i += 4) {                                                               \
+                if (bits == 8) KNAME##_rows(a, i, m1 - i, b, 8, 0, NULL, st, m0, xu);                    \
+                else if (bits == 4 && pre) KNAME##_rows(a, i, m1 - i, b, 4, 1, tab, st, m0, xu);         \
+                else if (bits == 4) KNAME##_rows(a, i, m1 - i, b, 4, 0, NULL, st, m0, xu);               \
+                else if (pre) KNAME##_rows(a, i, m1 - i, b, 2, 1, tab, st, m0, xu);                      \
+                else KNAME##_rows(a, i, m1 - i, b, 2, 0, NULL, st, m0, xu);                              \
+            }                                                                                            \
+    }                                                                                                    \
+    __attribute__((noinline)) AMXK__PRIV void BNAME##_i8(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) { \
+        BNAME##_x(a, m0, m1, b0, b1, 0);                                                                 \
+    }                                                                                                    \
+    __attribute__((noinline)) AMXK__PRIV void BNAME##_u8(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) { \
+        BNAME##_x(a, m0, m1, b0, b1, 1);                                                                 \
+    }                                                                                                    \
+    AMXK__PRIV void BNAME(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {          \
+        if (a->xflip) BNAME##_u8(a, m0, m1, b0, b1);                                                     \
+        else BNAME##_i8(a, m0, m1, b0, b1);                                                              \
     }
 
-#define AMXK__Q8_AVX2_KERNEL(KNAME, DOT8, DOTU, FLUSH) \
-AMXK__FORCE_INLINE void KNAME(const amxk__q8_args *a, size_t row, int mr, size_t b,                                             \
-                                                                             int bits, int pre, const int32_t *xsum_tab, const float *sx_tab,             \
-                                                                             size_t m0, int xu) {                                                         \
-    const amxk__qview *v = a->w;                                                                                                                          \
-    const uint8_t *blk = v->data + b * v->blk_bytes;                                                                                                      \
-    const __m256i ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);                                                                               \
-    const int per = 8 / bits, span = 4 * per, flush = bits == 4 ? 4 : 8; /* 64-byte rows per 16-bit run */                                                \
-    const __m256i fmask = _mm256_set1_epi8((char)((1 << bits) - 1));                                                                                      \
-    const __m256i flip = _mm256_set1_epi8((char)(bits == 4 ? 0x88 : 0xaa)); /* top bit of every field */                                                  \
-    __m256 acc[4][2];                                                                                                                                     \
-    float out[AMXK__LIN_NB];                                                                                                                              \
-    size_t g, rg, rc;                                                                                                                                     \
-    int r, f;                                                                                                                                             \
-    for (r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();                                                                                  \
-    for (g = 0; g < v->nbk; g++) {                                                                                                                        \
-        const size_t rg0 = g * v->bk / (size_t)span, rg1 = (g + 1) * v->bk / (size_t)span;                                                                \
-        __m256i s[4][2], xsum[4];                                                                                                                         \
-        __m256 sw0, sw1, zw0 = _mm256_setzero_ps(), zw1 = _mm256_setzero_ps();                                                                            \
-        for (r = 0; r < 4; r++) s[r][0] = s[r][1] = xsum[r] = _mm256_setzero_si256();                                                                     \
-        for (rc = rg0; rc < rg1; rc += (size_t)flush) {                                                                                                   \
-            __m256i h[4][2];                                                                                                                              \
-            for (r = 0; r < 4; r++) h[r][0] = h[r][1] = _mm256_setzero_si256();                                                                           \
-            for (rg = rc; rg < AMXK__MIN(rg1, rc + (size_t)flush); rg++) {                                                                                \
-                __m256i w0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), w1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));        \
-                _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);                                                              \
-                if (bits == 8) {                                                                                                                          \
-                    __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);                                                                           \
-_Pragma("GCC unroll 4")                                                                                                                                   \
-                    for (r = 0; r < mr; r++) {                                                                                                            \
-                        int32_t x4;                                                                                                                       \
-                        __m256i xb;                                                                                                                       \
-                        memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * 4, 4);                                                                      \
-                        xb = _mm256_set1_epi32(xu ? x4 ^ (int32_t)0x80808080u : x4);                                                                      \
-                        DOT8(s[r][0], a0, _mm256_sign_epi8(xb, w0));                                                                                      \
-                        DOT8(s[r][1], a1, _mm256_sign_epi8(xb, w1));                                                                                      \
-                    }                                                                                                                                     \
-                    continue;                                                                                                                             \
-                }                                                                                                                                         \
-                if (!v->asym) w0 = _mm256_xor_si256(w0, flip), w1 = _mm256_xor_si256(w1, flip);                                                           \
-_Pragma("GCC unroll 4")                                                                                                                                   \
-                for (f = 0; f < per; f++) { /* field f holds columns rg*span + 4f .. +3 of every row */                                                   \
-                    __m256i u0 = _mm256_and_si256(_mm256_srli_epi16(w0, f * bits), fmask), u1 = _mm256_and_si256(_mm256_srli_epi16(w1, f * bits), fmask); \
-_Pragma("GCC unroll 4")                                                                                                                                   \
-                    for (r = 0; r < mr; r++) {                                                                                                            \
-                        int32_t x4;                                                                                                                       \
-                        __m256i xb;                                                                                                                       \
-                        memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * (size_t)span + 4 * (size_t)f, 4);                                           \
-                        xb = _mm256_set1_epi32(xu ? x4 ^ (int32_t)0x80808080u : x4);                                                                      \
-                        DOTU(h[r][0], s[r][0], u0, xb);                                                                                                   \
-                        DOTU(h[r][1], s[r][1], u1, xb);                                                                                                   \
-                        if (!pre) DOT8(xsum[r], ones8, xb);                                                                                               \
-                    }                                                                                                                                     \
-                }                                                                                                                                         \
-            }                                                                                                                                             \
-            if (bits != 8)                                                                                                                                \
-_Pragma("GCC unroll 4")                                                                                                                                   \
-                for (r = 0; r < mr; r++) {                                                                                                                \
-                    FLUSH(s[r][0], h[r][0]);                                                                                                              \
-                    FLUSH(s[r][1], h[r][1]);                                                                                                              \
-                }                                                                                                                                         \
-        }                                                                                                                                                 \
-        amxk__q_grid16(v, v->scales, b, g, &sw0, &sw1);                                                                                                   \
-        if (v->asym) amxk__q_grid16(v, v->zeros, b, g, &zw0, &zw1);                                                                                       \
-_Pragma("GCC unroll 4")                                                                                                                                   \
-        for (r = 0; r < mr; r++) {                                                                                                                        \
-            __m256 sx = _mm256_set1_ps(sx_tab ? sx_tab[(row + (size_t)r - m0) * v->nbk + g] : amxk__q8_xscale(a, row + (size_t)r, g * v->bk)), t0, t1;    \
-            if (bits != 8 && !v->asym) { /* sym: t = sum u x - 2^(b-1) sum x, exact in int32 */                                                           \
-                __m256i xs = pre ? _mm256_set1_epi32(xsum_tab[(row + (size_t)r - m0) * v->nbk + g]) : xsum[r];                                            \
-                xs = _mm256_slli_epi32(xs, bits - 1);                                                                                                     \
-                t0 = _mm256_cvtepi32_ps(_mm256_sub_epi32(s[r][0], xs));                                                                                   \
-                t1 = _mm256_cvtepi32_ps(_mm256_sub_epi32(s[r][1], xs));                                                                                   \
-            } else if (bits != 8) {                                                                                                                       \
-                __m256 xs = pre ? _mm256_set1_ps((float)xsum_tab[(row + (size_t)r - m0) * v->nbk + g]) : _mm256_cvtepi32_ps(xsum[r]);                     \
-                t0 = _mm256_fnmadd_ps(zw0, xs, _mm256_cvtepi32_ps(s[r][0]));                                                                              \
-                t1 = _mm256_fnmadd_ps(zw1, xs, _mm256_cvtepi32_ps(s[r][1]));                                                                              \
-            } else {                                                                                                                                      \
-                t0 = _mm256_cvtepi32_ps(s[r][0]);                                                                                                         \
-                t1 = _mm256_cvtepi32_ps(s[r][1]);                                                                                                         \
-            }                                                                                                                                             \
-            acc[r][0] = _mm256_fmadd_ps(_mm256_mul_ps(sx, sw0), t0, acc[r][0]);                                                                           \
-            acc[r][1] = _mm256_fmadd_ps(_mm256_mul_ps(sx, sw1), t1, acc[r][1]);                                                                           \
-        }                                                                                                                                                 \
-    }                                                                                                                                                     \
-    for (r = 0; r < mr; r++) {                                                                                                                            \
-        _mm256_storeu_ps(out, acc[r][0]);                                                                                                                 \
-        _mm256_storeu_ps(out + 8, acc[r][1]);                                                                                                             \
-        amxk__q8_store(a, row + (size_t)r, b, out);                                                                                                       \
-    }                                                                                                                                                     \
-}
-#define AMXK__Q8_AVX2_BLOCK(BNAME, KNAME) \
-AMXK__FORCE_INLINE void BNAME##_x(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1, \
-                                                            int xu) {                                     \
-    /* the x scale and (int4/int2) the x sum per (row, weight group) once per task when they fit a        \
-       small table (decode), instead of once per block inside the kernel */                               \
-    int32_t tab[1024];                                                                                    \
-    float sxt[1024];                                                                                      \
-    const int32_t *xt = NULL;                                                                             \
-    const float *st = NULL;                                                                               \
-    size_t i, b;                                                                                          \
-    if ((m1 - m0) * a->w->nbk <= 1024) {                                                                  \
-        size_t r, g, kk;                                                                                  \
-        for (r = m0; r < m1; r++)                                                                         \
-            for (g = 0; g < a->w->nbk; g++) {                                                             \
-                int32_t sum = 0;                                                                          \
-                if (a->w->bits < 8)                                                                       \
-                    for (kk = g * a->w->bk; kk < (g + 1) * a->w->bk; kk++) sum += amxk__q8_x(a, r, kk);   \
-                tab[(r - m0) * a->w->nbk + g] = sum;                                                      \
-                sxt[(r - m0) * a->w->nbk + g] = amxk__q8_xscale(a, r, g * a->w->bk);                      \
-            }                                                                                             \
-        xt = a->w->bits < 8 ? tab : NULL, st = sxt;                                                       \
-    }                                                                                                     \
-    for (b = b0; b < b1; b++)                                                                             \
-        for (i = m0; i < m1; i += 4) {                                                                    \
-            if (a->w->bits == 8) {                                                                        \
-                AMXK__Q8_ROWS(KNAME, 8, 0)                                                                \
-            } else if (a->w->bits == 4) {                                                                 \
-                if (xt) {                                                                                 \
-                    AMXK__Q8_ROWS(KNAME, 4, 1)                                                            \
-                } else {                                                                                  \
-                    AMXK__Q8_ROWS(KNAME, 4, 0)                                                            \
-                }                                                                                         \
-            } else if (xt) {                                                                              \
-                AMXK__Q8_ROWS(KNAME, 2, 1)                                                                \
-            } else {                                                                                      \
-                AMXK__Q8_ROWS(KNAME, 2, 0)                                                                \
-            }                                                                                             \
-        }                                                                                                 \
-}                                                                                                         \
-/* xu (U8 codes, XORed as read) a compile-time constant: I8 calls read x without it */                    \
-__attribute__((noinline)) AMXK__PRIV void BNAME##_i8(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) { \
-    BNAME##_x(a, m0, m1, b0, b1, 0);                                                                      \
-}                                                                                                         \
-__attribute__((noinline)) AMXK__PRIV void BNAME##_u8(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) { \
-    BNAME##_x(a, m0, m1, b0, b1, 1);                                                                      \
-}                                                                                                         \
-AMXK__PRIV void BNAME(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {               \
-    if (a->xflip) BNAME##_u8(a, m0, m1, b0, b1);                                                          \
-    else BNAME##_i8(a, m0, m1, b0, b1);                                                                   \
-}
-
-#define AMXK__Q8_DOT8__AVX2(s, u, x) ((s) = _mm256_add_epi32((s), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (x)), ones)))
+#define AMXK__Q8_DOT8__AVX2(s, u, x, ones) ((s) = _mm256_add_epi32((s), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (x)), (ones))))
 #define AMXK__Q8_DOTU__AVX2(h, s, u, x) ((h) = _mm256_add_epi16((h), _mm256_maddubs_epi16((u), (x))))
-#define AMXK__Q8_FLUSH__AVX2(s, h) ((s) = _mm256_add_epi32((s), _mm256_madd_epi16((h), ones)))
+#define AMXK__Q8_FLUSH__AVX2(s, h, ones) ((s) = _mm256_add_epi32((s), _mm256_madd_epi16((h), (ones))))
 AMXK__Q8_AVX2_KERNEL(amxk__linear_q8__4x16__avx2, AMXK__Q8_DOT8__AVX2, AMXK__Q8_DOTU__AVX2, AMXK__Q8_FLUSH__AVX2)
 AMXK__Q8_AVX2_BLOCK(amxk__linear_q8_block__avx2, amxk__linear_q8__4x16__avx2)
 
@@ -2047,9 +2050,9 @@ AMXK__TARGET_END
 
 #if AMXK__HAS_AVXVNNI
 AMXK__TARGET_AVXVNNI_BEGIN
-#define AMXK__Q8_DOT8__AVXVNNI(s, u, x) ((s) = AMXK__DPBUSD256((s), (u), (x)))
+#define AMXK__Q8_DOT8__AVXVNNI(s, u, x, ones) ((void)(ones), (s) = AMXK__DPBUSD256((s), (u), (x)))
 #define AMXK__Q8_DOTU__AVXVNNI(h, s, u, x) ((void)(h), (s) = AMXK__DPBUSD256((s), (u), (x)))
-#define AMXK__Q8_FLUSH__AVXVNNI(s, h) ((void)(s), (void)(h), (void)ones)
+#define AMXK__Q8_FLUSH__AVXVNNI(s, h, ones) ((void)(s), (void)(h), (void)(ones))
 AMXK__Q8_AVX2_KERNEL(amxk__linear_q8__4x16__avxvnni, AMXK__Q8_DOT8__AVXVNNI, AMXK__Q8_DOTU__AVXVNNI, AMXK__Q8_FLUSH__AVXVNNI)
 AMXK__Q8_AVX2_BLOCK(amxk__linear_q8_block__avxvnni, amxk__linear_q8__4x16__avxvnni)
 AMXK__TARGET_END
