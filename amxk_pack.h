@@ -2974,21 +2974,23 @@ AMXK__FORCE_INLINE __m512 amxk__q_grid16__avx512vnni(const amxk__qview *v, const
    term) is exact in int32 (the true sum fits); asymmetric: t = sum u x - z sum x in f32 (fnmadd), as
    the AVX2 kernel. acc += (sx * sw) * t in f32, once per group. A group that [q0, q1) cuts keeps its
    int32 sums in accs (same layout as accm) between calls, so every group's t is the same whatever the
-   k steps. macc 0: acc in registers, from 0 over every group, then stored to y (q0 = 0, q1 = K / span);
-   macc 1: acc in memory, accm[r * AMXK__Q8V_LDA + 16 j] (a k-blocked panel, stored by the caller);
-   macc 2: one group that [q0, q1) covers whole (per-channel packs, all of K in one call): each
-   output goes to y at the group's end as fma(sx * sw, t, +0), the value macc 1 leaves in a zeroed
+   k steps. out (amxk__q8v_out) says where the outputs go: AMXK__Q8V_TO_Y: acc in registers, from 0
+   over every group, then stored to y (q0 = 0, q1 = K / span); AMXK__Q8V_TO_PANEL: acc in memory,
+   accm[r * AMXK__Q8V_LDA + 16 j] (a k-blocked panel, stored by the caller); AMXK__Q8V_GROUP_TO_Y: one
+   group that [q0, q1) covers whole (per-channel packs, all of K in one call): each output goes to y
+   at the group's end as fma(sx * sw, t, +0), the value AMXK__Q8V_TO_PANEL leaves in a zeroed
    accm (so the same bits), with no accumulator kept and no panel stored.
    x: xp NULL: the rows of x (a->xq); else a unit-major panel of 8 rows from k = q0 * span
    (amxk__xpanel32__avx512), read by embedded-broadcast vpdpbusd.
    xsum / sxt: the table rows of `row` (x sums and x scales per group, stride nbk). xu (x rows only):
    1 for U8 codes (each broadcast unit XORed with 0x80808080), 0 for I8 (no XOR at all); the panel
-   holds int8 already. mr, nb, bits, macc, xu: compile-time constants at the call site (always_inline).
+   holds int8 already. mr, nb, bits, out, xu: compile-time constants at the call site (always_inline).
    pf: each weight stream is prefetched pf bytes ahead (0: none). */
 #define AMXK__Q8V_LDA (AMXK__Q8V_NC * AMXK__LIN_NB)
+typedef enum amxk__q8v_out { AMXK__Q8V_TO_Y, AMXK__Q8V_TO_PANEL, AMXK__Q8V_GROUP_TO_Y } amxk__q8v_out;
 AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
                                                                                    int nb, int bits, const int32_t *xsum,
-                                                                                   const float *sxt, size_t q0, size_t q1, int macc,
+                                                                                   const float *sxt, size_t q0, size_t q1, amxk__q8v_out out,
                                                                                    float *accm, int32_t *accs, const uint32_t *xp,
                                                                                    size_t pf, int xu) {
     const amxk__qview *v = a->w;
@@ -3013,7 +3015,7 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
     for (g = q0 / gq; g * gq < q1; g++) {
         const size_t ra = AMXK__MAX(q0, g * gq), rb = AMXK__MIN(q1, (g + 1) * gq);
         __m512i s[AMXK__Q8V_MR][AMXK__Q8V_DNB];
-        if (macc != 1 || ra == g * gq) { /* macc 0, 2: every group whole */
+        if (out != AMXK__Q8V_TO_PANEL || ra == g * gq) { /* TO_Y, GROUP_TO_Y: every group whole */
 #pragma GCC unroll 8
             for (r = 0; r < mr; r++) { /* symmetric: start from -2^(b-1) sum x (the offset of u) */
                 const __m512i s0 = sym ? _mm512_slli_epi32(_mm512_set1_epi32(-xsum[(size_t)r * nbk + g]), (unsigned)(bits - 1))
@@ -3061,7 +3063,7 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
                 }
             }
         }
-        if (macc == 1 && rb < (g + 1) * gq) { /* the group goes on in the next k step */
+        if (out == AMXK__Q8V_TO_PANEL && rb < (g + 1) * gq) { /* the group goes on in the next k step */
 #pragma GCC unroll 8
             for (r = 0; r < mr; r++)
 #pragma GCC unroll 4
@@ -3083,10 +3085,10 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
                 for (j = 0; j < nb; j++) {
                     const __m512 t = sym ? _mm512_cvtepi32_ps(s[r][j])
                                          : _mm512_fnmadd_ps(zw[j], xf, _mm512_cvtepi32_ps(s[r][j]));
-                    if (macc == 1) { /* accm is NULL otherwise: no pointer arithmetic on it */
+                    if (out == AMXK__Q8V_TO_PANEL) { /* accm is NULL otherwise: no pointer arithmetic on it */
                         float *pm = accm + (size_t)r * AMXK__Q8V_LDA + (size_t)j * AMXK__LIN_NB;
                         _mm512_storeu_ps(pm, _mm512_fmadd_ps(_mm512_mul_ps(sx, sw[j]), t, _mm512_loadu_ps(pm)));
-                    } else if (macc == 2) {
+                    } else if (out == AMXK__Q8V_GROUP_TO_Y) {
                         amxk__linear_store16__avx512(a, row + (size_t)r, b + (size_t)j,
                                                      _mm512_fmadd_ps(_mm512_mul_ps(sx, sw[j]), t, _mm512_setzero_ps()));
                     } else {
@@ -3096,7 +3098,7 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
             }
         }
     }
-    if (!macc)
+    if (out == AMXK__Q8V_TO_Y)
         for (r = 0; r < mr; r++)
             for (j = 0; j < nb; j++) amxk__linear_store16__avx512(a, row + (size_t)r, b + (size_t)j, acc[r][j]);
 }
@@ -3199,10 +3201,14 @@ AMXK__FORCE_INLINE void amxk__q8v_decode__avx512vnni(const amxk__q8_args *a, siz
         for (b = b0; b < b1; b += AMXK__Q8V_DNB) {
             if (b + AMXK__Q8V_DNB <= b1 && a->w->blk_bytes > AMXK__Q8V_D1B) {
                 switch (AMXK__MIN((size_t)4, c1 - i)) {
-                case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, 0, NULL, NULL, NULL, 0, xu); break;
-                case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, 0, NULL, NULL, NULL, 0, xu); break;
-                case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, 0, NULL, NULL, NULL, 0, xu); break;
-                default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, 0, NULL, NULL, NULL, 0, xu); break;
+                case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, 0, xu);
+                    break;
+                case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, 0, xu);
+                    break;
+                case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, 0, xu);
+                    break;
+                default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, 0, xu);
+                    break;
                 }
             } else {
                 for (bb = b; bb < AMXK__MIN(b1, b + AMXK__Q8V_DNB); bb++) switch (AMXK__MIN((size_t)4, c1 - i)) {
@@ -3236,70 +3242,66 @@ AMXK__Q8V_DECODE(2, u8, 1)
    AMXK__Q8V_KC columns at a time; the x rows of one k step go to unit-major panels in xpb, 8 rows per
    tile, which stay in L1 while MR x NB tiles sweep them; groups cut by a k step keep their int32 sums
    in accs), then go to y (amxk_linear_q8_ws with per-channel packs: each tile stores its outputs
-   itself, macc 2, no panel); the last c1 - c0 < MR rows (and decode) run 1-4 row x 4 block tiles with
+   itself, GROUP_TO_Y, no panel); the last c1 - c0 < MR rows (and decode) run 1-4 row x 4 block tiles with
    register accumulators (four weight streams at once). */
-#define AMXK__Q8V_TILES(BITS)                                                                                      \
-    AMXK__PRIV void amxk__linear_q8_tiles##BITS##__avx512vnni(const amxk__q8_args *a, size_t c0, size_t c1, size_t b0, size_t b1, \
-                                                             const int32_t *xsum, const float *sxt, float *accm,     \
-                                                             int32_t *accs, uint32_t *xpb) {                         \
-        const size_t nbk = a->w->nbk, span = (size_t)(32 / (BITS)), nq = a->w->k / span;                          \
-        /* the call's panels (amxk_linear_q8_ws): tile i at xpan + i / 8 * 8 * nux, read in place, all of K   \
-           in one step (no panel to stay in L1), AMXK__Q8V_NCW blocks per column chunk */                           \
-        const int xw = AMXK__Q8V_MR == AMXK__Q8_XPAN_ROWS && a->xpan && c0 % AMXK__Q8V_MR == 0;                   \
-        const int dw = xw && nbk == 1; /* one group: the tiles store to y themselves (macc 2) */            \
-        const size_t nux = AMXK__Q8_XPAN_UNITS(a->k);                                                              \
-        const size_t kq = xw ? nq : AMXK__MAX((size_t)1, (size_t)AMXK__Q8V_KC / span);                            \
-        const size_t cm = c0 + (c1 - c0) / AMXK__Q8V_MR * AMXK__Q8V_MR;                                           \
-        size_t i, b, p0, p1, q0, q1, k0, k1;                                                                       \
-        for (q0 = b0; q0 < b1 && cm > c0; q0 = q1) {                                                               \
-            q1 = AMXK__MIN(b1, q0 + (xw ? (size_t)AMXK__Q8V_NCW : (size_t)AMXK__Q8V_NC));                          \
-            for (p0 = c0; p0 < cm; p0 = p1) {                                                                      \
-                p1 = AMXK__MIN(cm, p0 + AMXK__Q8V_P);                                                              \
-                if (!dw) memset(accm, 0, (p1 - p0) * AMXK__Q8V_LDA * sizeof(float));                               \
-                for (k0 = 0; k0 < nq; k0 = k1) {                                                                   \
-                    const size_t nu = ((k1 = AMXK__MIN(nq, k0 + kq)) - k0) * span / 4; /* x units per row */       \
-                    for (i = p0; i < p1 && !xw; i += AMXK__Q8V_MR)                                                 \
-                        amxk__xpanel32__avx512(a->xq + i * a->ldq + k0 * span, a->ldq, nu * 4, nu, AMXK__Q8V_MR,   \
-                                               a->xflip, xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu);                                            \
-                    for (b = q0; b < q1; b += AMXK__Q8V_NB)                                                        \
-                        for (i = p0; i < p1; i += AMXK__Q8V_MR) {                                                  \
-                            const int32_t *xt = xsum + (i - c0) * nbk;                                             \
-                            const float *st = sxt + (i - c0) * nbk;                                                \
-                            const size_t o = (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB;                   \
-                            const uint32_t *xp = xw ? a->xpan + (i / AMXK__Q8V_MR * nux + k0 * span / 4) * 8                \
-                                                    : xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu;                              \
-                            const size_t pf = i == p0 && AMXK__Q8V_PFN ? AMXK__Q8V_NB * a->w->blk_bytes : 0;       \
-                            if (b + AMXK__Q8V_NB <= q1 && dw)                                                      \
-                                amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, BITS, xt, st, k0, k1, 2, \
-                                                                  NULL, NULL, xp, pf, 0);                          \
-                            else if (b + AMXK__Q8V_NB <= q1)                                                       \
-                                amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, BITS, xt, st, k0, k1, 1, \
-                                                                  accm + o, accs + o, xp, pf, 0);                  \
-                            else {                                                                                 \
-                                size_t bb;                                                                         \
-                                for (bb = b; bb < q1; bb++)                                                        \
-                                    if (dw)                                                                        \
-                                        amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, BITS, xt, st, k0, k1, 2, \
-                                                                          NULL, NULL, xp, 0, 0);                   \
-                                    else                                                                           \
-                                        amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, BITS, xt, st, k0, k1, 1, \
-                                                                          accm + o + (bb - b) * AMXK__LIN_NB,      \
-                                                                          accs + o + (bb - b) * AMXK__LIN_NB, xp, 0, 0); \
-                            }                                                                                      \
-                        }                                                                                          \
-                }                                                                                                  \
-                for (i = p0; i < p1 && !dw; i++)                                                                   \
-                    for (b = q0; b < q1; b++)                                                                      \
-                        amxk__linear_store16__avx512(a, i, b, _mm512_loadu_ps(accm + (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB)); \
-            }                                                                                                      \
-        }                                                                                                          \
-        if (a->xflip) amxk__q8v_decode##BITS##_u8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);                  \
-        else amxk__q8v_decode##BITS##_i8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);                           \
+AMXK__FORCE_INLINE void amxk__linear_q8_tiles__avx512vnni(const amxk__q8_args *a, size_t c0, size_t c1, size_t b0, size_t b1,
+                                                          const int32_t *xsum, const float *sxt, float *accm, int32_t *accs,
+                                                          uint32_t *xpb, int bits) {
+    const size_t nbk = a->w->nbk, span = (size_t)(32 / bits), nq = a->w->k / span;
+    /* the call's panels (amxk_linear_q8_ws): tile i at xpan + i / 8 * 8 * nux, read in place, all of K
+       in one step (no panel to stay in L1), AMXK__Q8V_NCW blocks per column chunk */
+    const int xw = AMXK__Q8V_MR == AMXK__Q8_XPAN_ROWS && a->xpan && c0 % AMXK__Q8V_MR == 0;
+    const int dw = xw && nbk == 1; /* one group: the tiles store to y themselves (GROUP_TO_Y) */
+    const size_t nux = AMXK__Q8_XPAN_UNITS(a->k);
+    const size_t kq = xw ? nq : AMXK__MAX((size_t)1, (size_t)AMXK__Q8V_KC / span);
+    const size_t cm = c0 + (c1 - c0) / AMXK__Q8V_MR * AMXK__Q8V_MR;
+    size_t i, b, bb, p0, p1, q0, q1, k0, k1;
+    for (q0 = b0; q0 < b1 && cm > c0; q0 = q1) {
+        q1 = AMXK__MIN(b1, q0 + (xw ? (size_t)AMXK__Q8V_NCW : (size_t)AMXK__Q8V_NC));
+        for (p0 = c0; p0 < cm; p0 = p1) {
+            p1 = AMXK__MIN(cm, p0 + AMXK__Q8V_P);
+            if (!dw) memset(accm, 0, (p1 - p0) * AMXK__Q8V_LDA * sizeof(float));
+            for (k0 = 0; k0 < nq; k0 = k1) {
+                const size_t nu = ((k1 = AMXK__MIN(nq, k0 + kq)) - k0) * span / 4; /* x units per row */
+                for (i = p0; i < p1 && !xw; i += AMXK__Q8V_MR)
+                    amxk__xpanel32__avx512(a->xq + i * a->ldq + k0 * span, a->ldq, nu * 4, nu, AMXK__Q8V_MR, a->xflip,
+                                           xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu);
+                for (b = q0; b < q1; b += AMXK__Q8V_NB)
+                    for (i = p0; i < p1; i += AMXK__Q8V_MR) {
+                        const int32_t *xt = xsum + (i - c0) * nbk;
+                        const float *st = sxt + (i - c0) * nbk;
+                        const size_t o = (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB;
+                        const uint32_t *xp = xw ? a->xpan + (i / AMXK__Q8V_MR * nux + k0 * span / 4) * 8 : xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu;
+                        const size_t pf = i == p0 && AMXK__Q8V_PFN ? AMXK__Q8V_NB * a->w->blk_bytes : 0;
+                        if (b + AMXK__Q8V_NB <= q1 && dw)
+                            amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, bits, xt, st, k0, k1, AMXK__Q8V_GROUP_TO_Y,
+                                                              NULL, NULL, xp, pf, 0);
+                        else if (b + AMXK__Q8V_NB <= q1)
+                            amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, bits, xt, st, k0, k1, AMXK__Q8V_TO_PANEL,
+                                                              accm + o, accs + o, xp, pf, 0);
+                        else
+                            for (bb = b; bb < q1; bb++)
+                                if (dw)
+                                    amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, bits, xt, st, k0, k1, AMXK__Q8V_GROUP_TO_Y,
+                                                                      NULL, NULL, xp, 0, 0);
+                                else
+                                    amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, bits, xt, st, k0, k1, AMXK__Q8V_TO_PANEL,
+                                                                      accm + o + (bb - b) * AMXK__LIN_NB, accs + o + (bb - b) * AMXK__LIN_NB,
+                                                                      xp, 0, 0);
+                    }
+            }
+            for (i = p0; i < p1 && !dw; i++)
+                for (b = q0; b < q1; b++)
+                    amxk__linear_store16__avx512(a, i, b, _mm512_loadu_ps(accm + (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB));
+        }
     }
-AMXK__Q8V_TILES(8)
-AMXK__Q8V_TILES(4)
-AMXK__Q8V_TILES(2)
-#undef AMXK__Q8V_TILES
+    if (bits == 8 && a->xflip) amxk__q8v_decode8_u8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);
+    else if (bits == 8) amxk__q8v_decode8_i8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);
+    else if (bits == 4 && a->xflip) amxk__q8v_decode4_u8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);
+    else if (bits == 4) amxk__q8v_decode4_i8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);
+    else if (a->xflip) amxk__q8v_decode2_u8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);
+    else amxk__q8v_decode2_i8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);
+}
 
 /* amxk_linear_q8_ws's x panels (the table's q8_xpan): 8-row tiles [t0, t1) of x, all of K, as the
    prefill tiles read them (amxk__xpanel32__avx512: unit-major, U8 codes made int8). */
@@ -3333,9 +3335,9 @@ AMXK__PRIV void amxk__linear_q8_block__avx512vnni(const amxk__q8_args *a, size_t
     for (c0 = m0; c0 < m1; c0 = c1) {
         c1 = AMXK__MIN(m1, c0 + chunk);
         amxk__q8_xtab__avx512vnni(a, c0, c1, xsum, sxt);
-        if (a->w->bits == 8) amxk__linear_q8_tiles8__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb);
-        else if (a->w->bits == 4) amxk__linear_q8_tiles4__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb);
-        else amxk__linear_q8_tiles2__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb);
+        if (a->w->bits == 8) amxk__linear_q8_tiles__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb, 8);
+        else if (a->w->bits == 4) amxk__linear_q8_tiles__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb, 4);
+        else amxk__linear_q8_tiles__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb, 2);
     }
 }
 AMXK__TARGET_END
