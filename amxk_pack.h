@@ -1158,29 +1158,27 @@ AMXK__PRIV void amxk__linear_widen__avx2(const uint16_t *wb, amxk_dtype dt, size
         }
 }
 
+/* amxk__linear__6x16__avx2 with a constant row count (dt: a constant at the call site). */
+AMXK__FORCE_INLINE void amxk__linear__6x16_rows__avx2(const float *xf, size_t kp, const void *wb, amxk_dtype dt, int mr, float *out,
+                                                      const char *pf, size_t pf_bytes) {
+    switch (mr) {
+    case 6: amxk__linear__6x16__avx2(xf, kp, wb, dt, 6, out, pf, pf_bytes); break;
+    case 5: amxk__linear__6x16__avx2(xf, kp, wb, dt, 5, out, pf, pf_bytes); break;
+    case 4: amxk__linear__6x16__avx2(xf, kp, wb, dt, 4, out, pf, pf_bytes); break;
+    case 3: amxk__linear__6x16__avx2(xf, kp, wb, dt, 3, out, pf, pf_bytes); break;
+    case 2: amxk__linear__6x16__avx2(xf, kp, wb, dt, 2, out, pf, pf_bytes); break;
+    default: amxk__linear__6x16__avx2(xf, kp, wb, dt, 1, out, pf, pf_bytes); break;
+    }
+}
 /* One MR x 16 tile: the kernel with constant row count and weight dtype, then the epilogue. */
 AMXK__PRIV void amxk__linear_tile__avx2(const amxk__linear_args *a, const float *xf, const void *wb, amxk_dtype wt, size_t row,
                                         int mr, size_t b, const char *pf, size_t pf_bytes) {
     float out[AMXK__LIN_MR * AMXK__LIN_NB];
     size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
     int r;
-#define AMXK__LIN_CASES(DT)                                                                          \
-    switch (mr) {                                                                                    \
-    case 6: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 6, out, pf, pf_bytes); break;                              \
-    case 5: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 5, out, pf, pf_bytes); break;                              \
-    case 4: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 4, out, pf, pf_bytes); break;                              \
-    case 3: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 3, out, pf, pf_bytes); break;                              \
-    case 2: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 2, out, pf, pf_bytes); break;                              \
-    default: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 1, out, pf, pf_bytes); break;                             \
-    }
-    if (wt == AMXK_DTYPE_F32) {
-        AMXK__LIN_CASES(AMXK_DTYPE_F32)
-    } else if (wt == AMXK_DTYPE_BF16) {
-        AMXK__LIN_CASES(AMXK_DTYPE_BF16)
-    } else {
-        AMXK__LIN_CASES(AMXK_DTYPE_F16)
-    }
-#undef AMXK__LIN_CASES
+    if (wt == AMXK_DTYPE_F32) amxk__linear__6x16_rows__avx2(xf, a->kp, wb, AMXK_DTYPE_F32, mr, out, pf, pf_bytes);
+    else if (wt == AMXK_DTYPE_BF16) amxk__linear__6x16_rows__avx2(xf, a->kp, wb, AMXK_DTYPE_BF16, mr, out, pf, pf_bytes);
+    else amxk__linear__6x16_rows__avx2(xf, a->kp, wb, AMXK_DTYPE_F16, mr, out, pf, pf_bytes);
     for (r = 0; r < mr; r++) amxk__linear_store_row(a, row + (size_t)r, n0, cnt, out + r * AMXK__LIN_NB);
 }
 
@@ -1656,6 +1654,18 @@ AMXK__FORCE_INLINE void amxk__linear__4x16__avx2(const float *xf, size_t kp, con
 /* Rows [m0, m1) x blocks [b0, b1) of a bf16/fp16 pack on the small-M path (panels of AMXK__LIN_MR
    rows, each against every block): panels of one row two blocks at a time, of 2..4 rows block by
    block with the kernels above, larger panels with amxk__linear_tile__avx2. ws: the x panel. */
+/* The decode kernels with a constant row count (mr <= 4) and nb (one row: 1 or 2 blocks, bs bytes apart). */
+AMXK__FORCE_INLINE void amxk__linear_small__avx2(const float *xf, size_t kp, const void *wb, size_t bs, amxk_dtype dt, int mr, int nb,
+                                                 float *out) {
+    switch (mr) {
+    case 4: amxk__linear__4x16__avx2(xf, kp, wb, dt, 4, out); break;
+    case 3: amxk__linear__4x16__avx2(xf, kp, wb, dt, 3, out); break;
+    case 2: amxk__linear__4x16__avx2(xf, kp, wb, dt, 2, out); break;
+    default:
+        if (nb == 2) amxk__linear__1x32__avx2(xf, kp, wb, bs, dt, 2, out);
+        else amxk__linear__1x32__avx2(xf, kp, wb, bs, dt, 1, out);
+    }
+}
 AMXK__PRIV void amxk__linear_rows__avx2(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     float *xf = (float *)ws, out[4 * AMXK__LIN_NB];
     const size_t bs = amxk__lin_blk_bytes(a->wt, a->kp);
@@ -1670,23 +1680,9 @@ AMXK__PRIV void amxk__linear_rows__avx2(const amxk__linear_args *a, size_t m0, s
         for (b = b0; b < b1; b += mr == 1 ? 2 : 1) {
             const void *wb = amxk__lin_blk(a, b);
             const int nb = mr == 1 && b + 1 < b1 ? 2 : 1;
-#define AMXK__LIN_SMALL(DT)                                                                          \
-    switch (mr) {                                                                                    \
-    case 4: amxk__linear__4x16__avx2(xf, a->kp, wb, DT, 4, out); break;                              \
-    case 3: amxk__linear__4x16__avx2(xf, a->kp, wb, DT, 3, out); break;                              \
-    case 2: amxk__linear__4x16__avx2(xf, a->kp, wb, DT, 2, out); break;                              \
-    default:                                                                                         \
-        if (nb == 2) amxk__linear__1x32__avx2(xf, a->kp, wb, bs, DT, 2, out);                        \
-        else amxk__linear__1x32__avx2(xf, a->kp, wb, bs, DT, 1, out);                                \
-    }
-            if (a->wt == AMXK_DTYPE_F32) {
-                AMXK__LIN_SMALL(AMXK_DTYPE_F32)
-            } else if (a->wt == AMXK_DTYPE_BF16) {
-                AMXK__LIN_SMALL(AMXK_DTYPE_BF16)
-            } else {
-                AMXK__LIN_SMALL(AMXK_DTYPE_F16)
-            }
-#undef AMXK__LIN_SMALL
+            if (a->wt == AMXK_DTYPE_F32) amxk__linear_small__avx2(xf, a->kp, wb, bs, AMXK_DTYPE_F32, mr, nb, out);
+            else if (a->wt == AMXK_DTYPE_BF16) amxk__linear_small__avx2(xf, a->kp, wb, bs, AMXK_DTYPE_BF16, mr, nb, out);
+            else amxk__linear_small__avx2(xf, a->kp, wb, bs, AMXK_DTYPE_F16, mr, nb, out);
             for (j = 0; j < (size_t)(mr == 1 ? nb : mr); j++) { /* out rows: blocks b, b+1 (one row) or rows of block b */
                 const size_t n0 = (mr == 1 ? b + j : b) * AMXK__LIN_NB;
                 amxk__linear_store_row(a, i + (mr == 1 ? 0 : j), n0, AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0), out + j * AMXK__LIN_NB);
@@ -2201,40 +2197,45 @@ AMXK__TARGET_END
             _Pragma("GCC unroll 4") for (j = 0; j < nr; j++)                                             \
                 out[r * 4 + j] = split ? _mm512_add_ps(acc[0][r][j], acc[1][r][j]) : acc[0][r][j];       \
     }
-/* The kernel with constant shapes: prefill tiles (mr <= MR16 rows, NR16 or 1 blocks: the accumulators
+/* NAME##_decode and NAME##_prefill: the kernel with constant shapes (AMXK__LIN16_SHAPES(NAME, ADDRW),
+   beside each AMXK__LIN16_KERNEL): prefill tiles (mr <= MR16 rows, NR16 or 1 blocks: the accumulators
    stay in registers) and decode (mr <= 4 rows, 4 or 1 weight streams; split chains for mr <= 2). Only
    full-width tiles and single blocks are instantiated (callers run a ragged end block by block): each
    instance is a fully unrolled kernel, and compile time (clang with sanitizers most) grows with their
-   number. */
-#define AMXK__LIN16_NR(KERNEL, DT, MR, SPLIT, NRMAX, XS, PF)                                             \
-    if (nr == (NRMAX)) KERNEL(xp, ns, w, bs, DT, MR, NRMAX, SPLIT, PF, XS, 0, out);                      \
-    else KERNEL(xp, ns, w, bs, DT, MR, 1, SPLIT, PF, XS, 0, out);
-#define AMXK__LIN16_DECODE(KERNEL, DT)                                                                   \
-    switch (mr) {                                                                                        \
-    case 4: AMXK__LIN16_NR(KERNEL, DT, 4, 0, AMXK__LIN_DNR16, AMXK__LIN_XS16, 1) break;                                                \
-    case 3: AMXK__LIN16_NR(KERNEL, DT, 3, 0, AMXK__LIN_DNR16, AMXK__LIN_XS16, 1) break;                                                   \
-    case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 1, AMXK__LIN_DNR16, 2, 1) break;                                                 \
-    default: AMXK__LIN16_NR(KERNEL, DT, 1, 1, AMXK__LIN_DNR16, 1, 1) break;                                                 \
-    }
-/* TALL (a constant): mr 16 runs the tall tile, 16 rows (two 8-row panels, AMXK__LIN_XS16 * ns units
-   apart) x 1 block, once per block, with the weight stream prefetched (pf 2); T: w's element type */
-#define AMXK__LIN16_PREFILL(KERNEL, DT, T, TALL)                                                         \
-    switch (TALL || mr <= 8 ? mr : 8) {                                                                     \
-    case 16: {                                                                                           \
-        int jt;                                                                                          \
-        for (jt = 0; jt < nr; jt++)                                                                      \
-            KERNEL(xp, ns, (const T *)w + (size_t)jt * bs, bs, DT, 16, 1, 0, 2, AMXK__LIN_XS16,           \
-                   (size_t)AMXK__LIN_XS16 * ns, out + jt);                                               \
-        break;                                                                                           \
+   number. tall (a constant): mr 16 runs the tall tile, 16 rows (two 8-row panels, AMXK__LIN_XS16 * ns
+   units apart) x 1 block, once per block, with the weight stream prefetched (pf 2). */
+#define AMXK__LIN16_SHAPES(NAME, ADDRW)                                                                  \
+    AMXK__FORCE_INLINE void NAME##_nr(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, \
+                                      int nrmax, int split, int pf, size_t xs, __m512 *out) {            \
+        if (nr == nrmax) NAME(xp, ns, w, bs, dt, mr, nrmax, split, pf, xs, 0, out);                      \
+        else NAME(xp, ns, w, bs, dt, mr, 1, split, pf, xs, 0, out);                                      \
     }                                                                                                    \
-    case 8: AMXK__LIN16_NR(KERNEL, DT, 8, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
-    case 7: AMXK__LIN16_NR(KERNEL, DT, 7, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
-    case 6: AMXK__LIN16_NR(KERNEL, DT, 6, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
-    case 5: AMXK__LIN16_NR(KERNEL, DT, 5, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
-    case 4: AMXK__LIN16_NR(KERNEL, DT, 4, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
-    case 3: AMXK__LIN16_NR(KERNEL, DT, 3, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
-    case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
-    default: AMXK__LIN16_NR(KERNEL, DT, 1, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                     \
+    AMXK__FORCE_INLINE void NAME##_decode(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, \
+                                          __m512 *out) {                                                 \
+        switch (mr) {                                                                                    \
+        case 4: NAME##_nr(xp, ns, w, bs, dt, 4, nr, AMXK__LIN_DNR16, 0, 1, AMXK__LIN_XS16, out); break;  \
+        case 3: NAME##_nr(xp, ns, w, bs, dt, 3, nr, AMXK__LIN_DNR16, 0, 1, AMXK__LIN_XS16, out); break;  \
+        case 2: NAME##_nr(xp, ns, w, bs, dt, 2, nr, AMXK__LIN_DNR16, 1, 1, 2, out); break;               \
+        default: NAME##_nr(xp, ns, w, bs, dt, 1, nr, AMXK__LIN_DNR16, 1, 1, 1, out); break;              \
+        }                                                                                                \
+    }                                                                                                    \
+    AMXK__FORCE_INLINE void NAME##_prefill(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, \
+                                           int tall, __m512 *out) {                                      \
+        int jt;                                                                                          \
+        switch (tall || mr <= 8 ? mr : 8) {                                                              \
+        case 16:                                                                                         \
+            for (jt = 0; jt < nr; jt++)                                                                  \
+                NAME(xp, ns, ADDRW(w, (size_t)jt * bs, 0), bs, dt, 16, 1, 0, 2, AMXK__LIN_XS16, (size_t)AMXK__LIN_XS16 * ns, out + jt); \
+            break;                                                                                       \
+        case 8: NAME##_nr(xp, ns, w, bs, dt, 8, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
+        case 7: NAME##_nr(xp, ns, w, bs, dt, 7, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
+        case 6: NAME##_nr(xp, ns, w, bs, dt, 6, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
+        case 5: NAME##_nr(xp, ns, w, bs, dt, 5, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
+        case 4: NAME##_nr(xp, ns, w, bs, dt, 4, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
+        case 3: NAME##_nr(xp, ns, w, bs, dt, 3, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
+        case 2: NAME##_nr(xp, ns, w, bs, dt, 2, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
+        default: NAME##_nr(xp, ns, w, bs, dt, 1, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;  \
+        }                                                                                                \
     }
 #if AMXK__HAS_AVX512
 /* tiles16's run function: the kernel of one level for a tile (decode or prefill), into out[r * 4 + j] */
@@ -2534,17 +2535,15 @@ AMXK__FORCE_INLINE __m512 amxk__lin_w16__avx512(const uint16_t *wb, size_t k) {
    (decode); each output sums x[k] * w[k] in fp32, k increasing (decode with 1-2 rows: even and odd k
    in two chains, added at the end). */
 AMXK__LIN16_KERNEL(amxk__linear_f32__8x64__avx512, __m512, __m512, AMXK__LIN16_LD_F32, AMXK__LIN16_BC_F32, AMXK__LIN16_FMA, AMXK__LIN16_AD_F32)
+AMXK__LIN16_SHAPES(amxk__linear_f32__8x64__avx512, AMXK__LIN16_AD_F32)
 AMXK__LIN16_KERNEL(amxk__linear_w16__4x64__avx512, __m512, __m512, AMXK__LIN16_LD_PACKED, AMXK__LIN16_BC_F32, AMXK__LIN16_FMA, AMXK__LIN16_AD_16)
+AMXK__LIN16_SHAPES(amxk__linear_w16__4x64__avx512, AMXK__LIN16_AD_16)
 AMXK__PRIV void amxk__linear_run16__avx512(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, int decode,
                                            __m512 *out) {
     /* dt: what w holds, f32 blocks or (decode) packed bf16 pairs (fp16 packs run amxk__linear_run16f16__avx512) */
-    if (decode && dt == AMXK_DTYPE_F32) {
-        AMXK__LIN16_DECODE(amxk__linear_f32__8x64__avx512, AMXK_DTYPE_F32)
-    } else if (!decode) {
-        AMXK__LIN16_PREFILL(amxk__linear_f32__8x64__avx512, AMXK_DTYPE_F32, float, 0)
-    } else {
-        AMXK__LIN16_DECODE(amxk__linear_w16__4x64__avx512, AMXK_DTYPE_BF16)
-    }
+    if (decode && dt == AMXK_DTYPE_F32) amxk__linear_f32__8x64__avx512_decode(xp, ns, w, bs, AMXK_DTYPE_F32, mr, nr, out);
+    else if (!decode) amxk__linear_f32__8x64__avx512_prefill(xp, ns, w, bs, AMXK_DTYPE_F32, mr, nr, 0, out);
+    else amxk__linear_w16__4x64__avx512_decode(xp, ns, w, bs, AMXK_DTYPE_BF16, mr, nr, out);
 }
 
 /* fp16 packs at 16 lanes, straight on the packed pairs: vcvtph2ps widens one 32-byte half of a pair row
@@ -2750,14 +2749,12 @@ AMXK__FORCE_INLINE __m512 amxk__dpbf16b(__m512 acc, __m512i w, const uint32_t *p
 typedef const uint32_t *amxk__u32cp; /* the kernel's x "vector": a pointer to the unit (const X_T: no duplicate const) */
 AMXK__LIN16_KERNEL(amxk__linear_bf16__8x64__avx512bf16, __m512i, amxk__u32cp, AMXK__LIN16_LD_PAIRS, AMXK__LIN16_BC_PTR, AMXK__LIN16_DPBF16B,
                    AMXK__LIN16_AD_16)
+AMXK__LIN16_SHAPES(amxk__linear_bf16__8x64__avx512bf16, AMXK__LIN16_AD_16)
 AMXK__PRIV void amxk__linear_run16__avx512bf16(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr,
                                                int decode, __m512 *out) {
     (void)dt;
-    if (decode) {
-        AMXK__LIN16_DECODE(amxk__linear_bf16__8x64__avx512bf16, AMXK_DTYPE_BF16)
-    } else {
-        AMXK__LIN16_PREFILL(amxk__linear_bf16__8x64__avx512bf16, AMXK_DTYPE_BF16, uint16_t, 1)
-    }
+    if (decode) amxk__linear_bf16__8x64__avx512bf16_decode(xp, ns, w, bs, AMXK_DTYPE_BF16, mr, nr, out);
+    else amxk__linear_bf16__8x64__avx512bf16_prefill(xp, ns, w, bs, AMXK_DTYPE_BF16, mr, nr, 1, out);
 }
 
 /* ---- int4 packs with bf16 x, decode (w4a16): vdpbf16ps on fields turned into bf16 ---- */
