@@ -723,6 +723,9 @@ typedef struct amxk__pack_kernels {
     /* NULL, or the x rows [m0, m1) of one row chunk as lin_block's tile-major x panels at xa (the
        AMX level's: what lin_block reads from a->xpan) */
     void (*lin_xpanel)(const amxk__linear_args *a, size_t m0, size_t m1, uint16_t *xa);
+    /* NULL, or the table whose w8a8 kernels run the packs this (vector) table's q8_takes refuses, on
+       this table's task grid */
+    const struct amxk__pack_kernels *q8_else;
 } amxk__pack_kernels;
 /* q8_xpan tiles: rows, and 32-bit units per row (x bytes padded with zeros to whole units) */
 #define AMXK__Q8_XPAN_ROWS 8
@@ -3300,6 +3303,12 @@ AMXK__FORCE_INLINE void amxk__linear_q8_tiles__avx512vnni(const amxk__q8_args *a
     else amxk__q8v_decode2_i8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);
 }
 
+/* The table's q8_takes: packs of at most AMXK__Q8V_TAB / AMXK__Q8V_MR groups (the table's q8_else,
+   the AVX2 level's, runs the others). */
+AMXK__PRIV int amxk__linear_q8_takes__avx512vnni(const amxk__qview *v, size_t m, int u8) {
+    (void)m, (void)u8;
+    return v->nbk * AMXK__Q8V_MR <= AMXK__Q8V_TAB;
+}
 /* amxk_linear_q8_ws's x panels (the table's q8_xpan): 8-row tiles [t0, t1) of x, all of K, as the
    prefill tiles read them (amxk__xpanel32__avx512: unit-major, U8 codes made int8). */
 AMXK__PRIV void amxk__linear_q8_xpan__avx512vnni(const amxk__q8_args *a, size_t t0, size_t t1, uint32_t *xpan) {
@@ -3312,22 +3321,17 @@ AMXK__PRIV void amxk__linear_q8_xpan__avx512vnni(const amxk__q8_args *a, size_t 
 /* The table's q8_xpan_takes: amxk__linear_q8_block__avx512vnni's tiles run pack v (at most
    AMXK__Q8V_TAB / AMXK__Q8V_MR groups) and read a->xpan (8-row tiles). */
 AMXK__PRIV int amxk__linear_q8_xpan_takes__avx512vnni(const amxk__qview *v) {
-    return AMXK__Q8V_MR == AMXK__Q8_XPAN_ROWS && v->nbk * AMXK__Q8V_MR <= AMXK__Q8V_TAB;
+    return AMXK__Q8V_MR == AMXK__Q8_XPAN_ROWS && amxk__linear_q8_takes__avx512vnni(v, 0, 0);
 }
 
 /* Rows [m0, m1) x blocks [b0, b1): the x sums and scales of up to AMXK__Q8V_TAB (row, group) pairs
-   at a time, then the tiles. Packs with more than AMXK__Q8V_TAB / AMXK__Q8V_MR groups run the AVX2
-   kernel. */
+   at a time, then the tiles. */
 AMXK__PRIV void amxk__linear_q8_block__avx512vnni(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
     int32_t xsum[AMXK__Q8V_TAB], accs[AMXK__Q8V_P * AMXK__Q8V_LDA];
     float sxt[AMXK__Q8V_TAB], accm[AMXK__Q8V_P * AMXK__Q8V_LDA];
     uint32_t xpb[AMXK__Q8V_P / AMXK__Q8V_MR * 8 * AMXK__Q8V_KC / 4]; /* 8-row unit-major panels of MR rows */
     const size_t nbk = a->w->nbk;
     size_t c0, c1, chunk;
-    if (nbk * AMXK__Q8V_MR > AMXK__Q8V_TAB) {
-        amxk__linear_q8_block__avx2(a, m0, m1, b0, b1);
-        return;
-    }
     chunk = AMXK__Q8V_TAB / nbk / AMXK__Q8V_MR * AMXK__Q8V_MR;
     for (c0 = m0; c0 < m1; c0 = c1) {
         c1 = AMXK__MIN(m1, c0 + chunk);
@@ -3736,43 +3740,45 @@ AMXK__PRIV void amxk__linear_q8_grid__amx(amxk__linear_plan *p, const amxk__qvie
 
 static const amxk__pack_kernels amxk__pack_kernels_scalar = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__scalar, amxk__linear__1x16__scalar, NULL, amxk__linear_q8__1x16__scalar, NULL,
-    amxk__q_block_16, amxk__linear_store_rows__scalar, NULL, amxk__q8_bprep__scalar, amxk__q8_epi__scalar, 1, NULL, NULL, NULL, NULL, NULL};
+    amxk__q_block_16, amxk__linear_store_rows__scalar, NULL, amxk__q8_bprep__scalar, amxk__q8_epi__scalar, 1, NULL, NULL, NULL, NULL, NULL, NULL};
 #if AMXK__HAS_AVX2
 static const amxk__pack_kernels amxk__pack_kernels_avx2 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avx2,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL, NULL};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL, NULL, NULL};
 #endif
 #if AMXK__HAS_AVXVNNI
 /* the AVX2 level on a CPU with AVX-VNNI: w8a8 on VEX vpdpbusd */
 static const amxk__pack_kernels amxk__pack_kernels_avx2vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avxvnni,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL, NULL};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL, NULL, NULL};
 #endif
 #if AMXK__HAS_AVX512
 static const amxk__pack_kernels amxk__pack_kernels_avx512 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx2,
     amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512, 1, NULL, NULL, NULL, NULL, NULL};
+    amxk__q8_epi__avx512, 1, NULL, NULL, NULL, NULL, NULL, NULL};
 static const amxk__pack_kernels amxk__pack_kernels_avx512vnni = {
-    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx512vnni,
-    amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni, amxk__linear_q8_xpan_takes__avx512vnni, NULL};
-static const amxk__pack_kernels amxk__pack_kernels_avx512bf16 = {
-    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512bf16, NULL,
+    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, amxk__linear_q8_takes__avx512vnni,
     amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni, amxk__linear_q8_xpan_takes__avx512vnni, NULL};
+    amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni, amxk__linear_q8_xpan_takes__avx512vnni, NULL,
+    &amxk__pack_kernels_avx2};
+static const amxk__pack_kernels amxk__pack_kernels_avx512bf16 = {
+    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512bf16, amxk__linear_q8_takes__avx512vnni,
+    amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
+    amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni, amxk__linear_q8_xpan_takes__avx512vnni, NULL,
+    &amxk__pack_kernels_avx2};
 #endif
 #if AMXK__HAS_AMX
 /* AMX-TILE/BF16/INT8 (Sapphire / Emerald Rapids): fp16 x runs the vector level */
 static const amxk__pack_kernels amxk__pack_kernels_amx = {
     AMXK__LIN_MC, AMXK__LIN_AMX_MIN_M, AMXK__LIN_NC, amxk__linear_takes__amx, amxk__linear_ws__amx, amxk__linear_block__32x32__amx,
     amxk__linear_q8_takes__amx, amxk__linear_q8_block__32x32__amx, NULL, NULL, NULL, amxk__linear_q8_grid__amx, NULL, NULL, 2,
-    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx, NULL, NULL, amxk__xpanel__amx};
+    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx, NULL, NULL, amxk__xpanel__amx, NULL};
 /* the AMX level with AMX-FP16 (Granite Rapids): fp16 x on TDPFP16PS too */
 static const amxk__pack_kernels amxk__pack_kernels_amxfp16 = {
     AMXK__LIN_MC, AMXK__LIN_AMX_MIN_M, AMXK__LIN_NC, amxk__linear_takes__amxfp16, amxk__linear_ws__amx, amxk__linear_block__32x32__amx,
     amxk__linear_q8_takes__amx, amxk__linear_q8_block__32x32__amx, NULL, NULL, NULL, amxk__linear_q8_grid__amx, NULL, NULL, 2,
-    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx, NULL, NULL, amxk__xpanel__amx};
+    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx, NULL, NULL, amxk__xpanel__amx, NULL};
 #endif
 
 /* The table of ISA level `level` (a context's tier, or a vector level) with the context's features
@@ -3824,7 +3830,8 @@ AMXK__INLINE int amxk__q8_xpan_used(const amxk__linear_plan *p, const amxk__qvie
    packs (amxk__lin_mul_dt); AMXK__OP_Q8: the x codes' dtype (I8 or U8). The context level's table
    when its kernel takes the call (w8a8: its q8_takes alone decides, min_m is the linear op's), else
    the vector level's; row chunks of the table's mc; decode (m <= 4) splits N so that every worker
-   streams its own part of the weights; a table's q8_grid replaces this grid for w8a8. quant: 0 bf16/fp16/f32 pack; 1 quantized; 2 quantized int format whose groups hold
+   streams its own part of the weights; a table's q8_grid replaces this grid for w8a8, and a vector
+   table's q8_else runs the w8a8 packs its q8_takes refuses, on that table's grid. quant: 0 bf16/fp16/f32 pack; 1 quantized; 2 quantized int format whose groups hold
    whole 64-byte rows of the packed block (amxk__q_kind). */
 AMXK__PRIV void amxk__pack_layout(const amxk_ctx *ctx, int op, size_t m, size_t n, size_t k, amxk_dtype dt, const amxk__qview *q,
                                   amxk__linear_plan *p) {
@@ -3844,6 +3851,7 @@ AMXK__PRIV void amxk__pack_layout(const amxk_ctx *ctx, int op, size_t m, size_t 
     p->m_tasks = AMXK__CEIL_DIV(m, p->mc);
     p->n_tasks = AMXK__CEIL_DIV(nblk, p->nc);
     if (op == AMXK__OP_Q8 && p->kt->q8_grid) p->kt->q8_grid(p, q, m, dt == AMXK_DTYPE_U8, workers); /* sets its own tasks */
+    if (op == AMXK__OP_Q8 && p->kt->q8_else && !p->kt->q8_takes(q, m, dt == AMXK_DTYPE_U8)) p->kt = p->kt->q8_else; /* same grid */
     p->ws_worker = amxk__sz_add(amxk__sz_add(p->ws_a, p->ws_w, &p->ws_overflow), p->ws_c, &p->ws_overflow);
     p->ws_total = amxk__sz_mul(p->ws_worker, workers, &p->ws_overflow);
     if (op == AMXK__OP_Q8) /* amxk_linear_q8_ws: one set of x panels per call, of the vector level's tiles (where they run) */
