@@ -302,28 +302,16 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    columns per activation scale. packed: an INT8 (symmetric), INT4 or INT2 (symmetric or asymmetric)
    pack whose group divides act_group (per-token activations: act_group = K). y as in amxk_linear.
    No workspace (amxk_linear_q8_ws: the same with one).
-   Levels: AVX512-VNNI (avx512_vnni and up; also the amx level where its rule picks VNNI - small M,
-   small groups, see amxk__q8_amx_wins - or without AMX-INT8): 512-bit
-   vpdpbusd on the unsigned weight (int8 w + 128, symmetric int4/int2 q + 2^(b-1), asymmetric q) and
-   4 broadcast x bytes; the wrapped int32 sum less 2^(b-1) sum x (sym) is exact; asymmetric: less
-   z * sum x in f32; 8-row x 2-block tiles on unit-major x panels of 24 rows, k steps of 1024 columns,
-   f32 accumulators per 24 x 256 panel (prefill), 1-4 rows x 4 blocks (decode; no software prefetch);
-   packs with more than 256 groups run the AVX2 kernel. Uses ~88 KiB of stack (no workspace;
-   amxk_linear_q8_ws builds the x panels once per call in its workspace and its tiles read them in
-   place over all of K, 24 x 128 panels: the same results; amxk_moe.h's act_int8 units the same
-   through >>linop's amxk__linop_xpanel_*).
-   AVX-VNNI (the avx2 level on CPUs that have it: Alder Lake and later, Sapphire Rapids and later,
-   Sierra Forest, Zen 5): the AVX2 kernel's loops with one VEX vpdpbusd per vpmaddubsw + vpmaddwd
-   pair (exact int32). AVX2 (avx2, avx512): int8: vpmaddubsw on |w| and sign(x, w) - exact,
-   no 16-bit saturation since |w| <= 128 and |x| <= 127; int4/int2: vpmaddubsw on the unsigned field
-   u (symmetric values offset by 2^(b-1), which the x sum corrects) and x, exact since u <= 15,
-   summed in 16-bit lanes over 8 (int4) or 32 (int2) steps, which cannot overflow, then vpmaddwd to
-   int32. AMX (AMX-INT8 or the emulator, where amxk__q8_amx_wins says so: e.g. int8 g128 from 4
-   rows, int4 g128 from 8, groups of 16 or less never): TDPBSSD (U8: TDPBUSD on the codes as they
-   are, less 128 * the group's weight sums in int32: the same integers) on 2 x 2 tiles of up to 16
-   rows x 16 columns, one tile configuration per worker and call, int4/int2 widened to int8 once per
-   block pair and k chunk of <= 1024 columns (groups wider than that: the vector level), the group
-   epilogue at the vector level's width (amxk__linear_q8_block__32x32__amx); ~77 KiB of stack.
+   Levels (every one exact in int32 per group, so all give the same bits): AVX512-VNNI (avx512_vnni
+   and up, and the amx level where its rule picks VNNI: amxk__q8_amx_wins) on 512-bit vpdpbusd, 8-row
+   x 2-block prefill tiles and 1-4 row x 4-block decode tiles, packs of more than 256 groups on the
+   AVX2 kernel; ~88 KiB of stack (amxk_linear_q8_ws: the x panels once per call in its workspace).
+   AVX2 (avx2, avx512) on vpmaddubsw / vpmaddwd, or one VEX vpdpbusd each on CPUs with AVX-VNNI. AMX
+   (AMX-INT8 or the emulator, where amxk__q8_amx_wins says so: e.g. int8 g128 from 4 rows, int4 g128
+   from 8, groups of 16 or less never): TDPBSSD / TDPBUSD on 2 x 2 tiles, int4 / int2 widened to int8
+   once per block pair and k chunk of <= 1024 columns (wider groups: the vector level); ~77 KiB of
+   stack. Kernel details: amxk__linear_q8__4x16__avx2, amxk__linear_q8__8x64__avx512vnni,
+   amxk__linear_q8_block_ts__32x32__amx.
    Scalar: int32 loops. U8 codes become the int8 values where x is read (XOR 0x80: the prefill x
    panels, the x sums, the decode broadcasts in kernel instances of their own so that I8 reads get
    no XOR), so every level computes the same integers from the same values. Same parallel
