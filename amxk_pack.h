@@ -1,9 +1,10 @@
-/* amxk_pack.h - v0.1.0 - amxk module: VNNI weight packing and packed linear (bf16 / fp16 / fp32)
+/* amxk_pack.h - v0.1.0 - amxk module: weight packing, quantized formats, checkpoint importers,
+   activation quantization and the packed linear (w*a16 and w8a8)
    Public domain or MIT, your choice (see amxk.h).
 
    Include after or without amxk.h (this header includes it). Define AMXK_IMPLEMENTATION in exactly one
    file before including it to emit the implementation. Conventions (strides in elements, status codes,
-   workspace, threading, ISA levels): see the top of amxk.h.
+   workspace, threading, ISA levels): see the top of amxk.h. Measurements: docs/notes/pack.md.
 
    USE
        size_t bytes;  amxk_pack_linear_size(AMXK_DTYPE_BF16, N, K, &bytes);
@@ -12,6 +13,14 @@
        amxk_linear_workspace_size(ctx, M, N, K, &ws_bytes);                              // per shape
        amxk_linear(ctx, M, N, K, x, AMXK_DTYPE_BF16, K, wp, bytes, bias, y, AMXK_DTYPE_F32, N, ws, ws_bytes);
 
+   WHAT IT DOES
+       packing (amxk_pack_linear: bf16 / fp16 / fp32 packs), quantized packs (amxk_quantize_pack,
+       amxk_pack_quant: int8 / int4 / int2 sym or asym, fp8 e4m3 / e5m2, MXFP4; amxk_dequantize),
+       checkpoint importers (GPTQ, AWQ, DeepSeek fp8, MXFP4), activation quantization
+       (amxk_quantize_act: int8 / u8 / e4m3 per token group), the linear y = x W^T + bias
+       (amxk_linear on any pack, x bf16 / fp16 / f32), the w8a8 linear (amxk_linear_q8: int x int8
+       activations), and >>linop, the private interface amxk_moe.h runs its experts through.
+
    PACKED FORMAT (identical at every level: a buffer packed anywhere runs anywhere)
        A 64-byte header (amxk__pack_hdr: magic "AMXKPACK", format version, element dtype, N, K) followed
        by ceil(N/16) column blocks. Block j holds output rows n = 16j .. 16j+15 of W[N,K] as VNNI pairs:
@@ -19,107 +28,51 @@
        j*16*Kp + (k/2)*32 + (n%16)*2 + (k%2), where Kp = K rounded up to a multiple of 32. Padding rows
        (n >= N) and columns (k >= K) hold zero. A 16-pair slice of one block is exactly an AMX B tile
        (16 rows x 64 bytes); a pair row is 16 lanes of 32 bits for the vector kernels.
-       fp32 packs (packed dtype F32: router / gate weights) have the same header and blocks of 16 rows x
-       Kp, k-major instead of paired: element (n, k) at element offset j*16*Kp + k*16 + (n%16) (one
-       64-byte row per k: the layout of the f32-widened blocks the vector kernels read), zero padding.
+       fp32 packs (router / gate weights): the same header and blocks of 16 rows x Kp, k-major: element
+       (n, k) at j*16*Kp + k*16 + (n%16) (the layout of the f32-widened blocks the vector kernels read).
+       Quantized packs: see "quantized weights" below.
 
-   PATHS
-       AMX (level amx; M >= 5): 2R x 32 output tiles (2x2: 2 A, 2 B, 4 C tiles; the rows cut into
-       uniform tiles of R = ceil(rows / ceil(rows / 16)) <= 16 rows), TDPBF16PS (TDPFP16PS
-       for fp16 where the context has AMX-FP16: Granite Rapids, or the emulator presenting it), fp32 accumulation over all of K in the
-       C tiles. Each worker owns an N range and all the rows (up to 512: AMXK__LIN_AMX_MC); its x rows
-       are copied once into tile-major panels (1 KiB tiles) in workspace; its blocks are taken in B
-       blocks of ~1 MiB of 16-bit weights (AMXK__LIN_AMX_BBYTES; quantized packs dequantized once into
-       workspace) that every row panel sweeps while they sit in L2, the next B block prefetched
-       meanwhile (amxk__linear_block__32x32__amx). Below 5 rows (or fp16 without AMX-FP16) the amx
-       level runs its vector level's kernels. amxk_linear / amxk_linear_q8: one tile configuration
-       per worker and call. Other modules (amxk_moe.h) run several kernel calls per task in a tile
-       session (amxk__tiles, >>linop): the configuration is loaded again only when R changes and
-       released once per task, and consecutive calls on the same x rows (MoE gate and up) share one
-       x panel; a module may also build a call's x panels once (>>linop, amxk__linop_xpanel_*: the MoE
-       down calls, sliced over many tasks), which every kernel call of it then reads in place.
-       AVX512_BF16 (levels avx512_bf16, avx512_fp16), bf16 x: vdpbf16ps straight on the packed pairs (a
-       64-byte pair row of a block is its operand) against x pairs broadcast from a unit-major panel
-       (the 8 rows of one pair row adjacent: amxk__xpanel32__avx512; x read by the embedded-broadcast
-       memory operand). Prefill: 8 rows x 3 blocks (24 accumulators), every row panel of the task
-       sweeping the 3 blocks over all of K, except the task's first 16 rows (AMXK__LIN_TALL16): 16 rows
-       x 1 block, block by block, each weight row prefetched into L2 16 KiB ahead, so that the weights
-       come from DRAM in one stream at half the rate 8 x 3 tiles ask, prefetched, instead of in bursts
-       that stall the first panel (Zen 4, N = K = 4096, against oneDNN bf16 in the same rounds: M = 16
-       1.17x -> 1.25x with 1 thread, 1.17x -> 1.23x with 2; M = 64 1.03x -> 1.04x / 1.08x -> 1.10x; the
-       Qwen3-30B-A3B MoE prefill M = 512 1.09x -> 1.17x; the per-output arithmetic is unchanged); decode
-       (M <= 4): 4 blocks (weight streams) at a time, even and odd pair rows in two chains for 1-2 rows.
-       Each output: fp32, pair rows in increasing order, each pair as vdpbf16ps does (odd k then even k,
-       one fma rounding each; bf16 subnormal inputs read as zero, subnormal results flushed, as on AMX).
-       AVX-512 without BF16 (avx512, avx512_vnni), bf16 packs: the same tiles on fp32 FMA, decode on the
-       packed pairs widened in registers (shift / AND), prefill on blocks widened to f32 once per task;
-       each output k increasing (decode with 1-2 rows: even and odd k in two chains).
-       fp16 packs at every AVX-512 level: fp32 FMA straight on the packed pairs, vcvtph2ps widening a
-       32-byte half pair row (8 columns x (k even, k odd)) from memory against x's pair (x[2q], x[2q+1])
-       in f32 broadcast as a 64-bit unit (x converted once per task): each output as two chains, even k
-       and odd k (each k increasing), added at the end. Tiles of 1-2 rows x 4 blocks, 3-4 x 2, 5-8 x 1.
-       AVX2 (level avx2): fp32 FMA on weights widened from bf16 pairs (a
-       shift and an and per 16 values) or fp16 (vcvtph2ps), x converted to fp32 once per 6-row panel.
-       M < 12: panels of one row run against two adjacent blocks at once (1x32: two memory streams), of
-       2-4 rows block by block (4x16), both with software prefetch 1 KiB ahead; 5-6 rows and M >= 12
-       (blocks widened to f32 once per task) the 6x16 microkernel. Scalar: portable C, fp32 accumulation.
-       Every path accumulates each output in fp32 in a fixed order: k increasing, except the two-chain
-       (even / odd) forms stated above, vdpbf16ps's pair order and the AMX path's 32-wide k steps (as
-       the hardware does); bias is added after the sum; one rounding to the output dtype.
-       fp32 packs (x F32, BF16 or F16, converted to f32 once per row panel: exact): every level runs the
-       fp32 FMA kernels straight on the packed blocks, which already have the f32-widened layout (no
-       staging, no widening): AVX-512 levels the 16-lane tiles (decode M <= 4: 4 blocks (weight
-       streams) at a time, 1-2 rows in even / odd k chains; prefill: 8 rows x 3 blocks), AVX2 the
-       1x32 / 4x16 decode kernels and the 6x16 microkernel, scalar the portable loop; the amx level
-       runs its vector level (AMX has no fp32 tiles). Sums and orders as for the bf16 pack on fp32
-       FMA at the same level (k increasing; even / odd k chains where stated above); the products
-       x * w are rounded to fp32 (fused into the FMA on the vector levels). bf16/fp16 packs keep x
-       of their own dtype; amxk_linear_q8 and the MoE experts do not take fp32 packs. Measured (Zen 4,
-       2 vCPU VM shared with compile jobs, 1 thread, N = 128, K = 2048, y f32, `amxk_bench linear
-       --dtype f32 --act bf16`, medians): M = 1 with the weights from DRAM (--rotate-mb 256) 62 us,
-       16.9 GB/s (the bf16 pack: 31 us, 16.8 GB/s: both at the memory bandwidth, fp32 twice the
-       bytes); from cache 13 us (27 us before the decode tiles' compact x panel; AVX2 level 16.6 us;
-       bf16 pack 7.4 us);
-       M = 256 1.37 ms, 98 GFLOPS (fp32 FMA bound; x f32 the same; the bf16 pack on vdpbf16ps 0.64 ms).
-       Quantized packs (x bf16/fp16, "w*a16": activations are not quantized):
-         M < 12 on AVX2 (decode): fields unpacked in registers, per group t = sum x*q in fp32 (k split
-           over 2-4 interleaved partial sums), then acc += s * (t - z * sum x) (scale applied once per
-           group; not the same rounding as s*q); software prefetch 2 KiB ahead of the stream.
-           symmetric int fields are sign-extended in registers (moved to the top bits of their
-           32-bit lane: q * 2^(32-b), one vpshufb or AND each after one shift and AND per load),
-           asymmetric ones read unsigned by one AND each (u * 2^sh); the power of two is folded into
-           a pre-scale of x (exact; x rows also scaled so that no product nears the f32 range ends).
-           So a symmetric group of zero fields contributes exactly 0, and only asymmetric packs use
-           the z * sum x correction;
-           fp8 codes are decoded by integer shifts and masks straight into f32 fields (the value times
-           2^-120 / 2^-112, exact; x rows pre-scaled by a power of two so that no product comes near
-           the subnormal range, undone exactly at the end) when the pack holds no NaN / inf code
-           (a header flag the packers set), MXCSR.DAZ is clear (subnormal codes become f32
-           subnormals) and |x| < 2^100; otherwise through fp16 and vcvtph2ps (slower, also exact);
-         the AVX-512 levels run the same decode kernels at 16 lanes (one vector holds the 16 rows of a
-           block); at AVX512_BF16 with bf16 x, int4 and MXFP4 packs instead turn their nibbles into exact
-           bf16 by one vpermw per nibble of a 16-bit element (a 16-entry table of bf16 codes) and sum
-           x * q on vdpbf16ps against x pairs (k, k+2) (no pre-scale of x; group scale applied once per
-           group; one row streams 4 blocks at a time, software prefetch to L2 2 KiB ahead);
-         M >= 12 on AVX2 (prefill): each block dequantized to f32 (s * (q - z), one rounding) once per
-           task, then the f32 6x16 kernel; fp8 decoded exactly through fp16 (bf16/fp16 packs take the
-           same route: widened once per block per task; the next block is prefetched into L2 during
-           the first panel's sweep); the AVX-512 levels: the same f32 blocks on the 16-lane FMA tiles,
-           or, AVX512_BF16 with bf16 x, blocks dequantized to bf16 (one more rounding: the weight is
-           rounded to bf16, as on AMX) on the vdpbf16ps tiles;
-         scalar: dequantized blocks; AMX: blocks dequantized to x's 16-bit type (one more rounding:
-           the weight is rounded to bf16/fp16; through the AVX2 f32 dequantizer when the CPU has AVX2)
-           and the bf16/fp16 tile kernel.
-         Group sizes that are not a multiple of 32/b columns use the generic (scalar) dequantizer.
-         MXFP4 packs run every int4 path above with one change, the code -> value step: a 16-entry
-         table (amxk__mxfp4_x2, twice the e2m1 value: exact integers) instead of the two's complement
-         - scalar decoder; AVX2 / AVX-512 decode (the table by vpshufb where int4 sign-extends; the x
-         pre-scale divided by 2^25 instead of 2^28); f32 and bf16 dequantizers (prefill, AMX); the
-         AVX512_BF16 decode (its vpermw table: the bf16 codes of the e2m1 values). The e8m0 scale bytes are
-         widened by a shift into the f32 exponent field (e = 0: 2^-127, e = 255: NaN). The weight
-         2^(e - 127) * e2m1 is exact in f32 and bf16 (bf16 subnormal below 2^-126, which vdpbf16ps and
-         AMX read as zero), in fp16 only within its range. No w*a8 path (amxk_linear_q8: FORMAT;
-         amxk_moe_experts with act_int8: UNSUPPORTED).
+   DESIGN
+       amxk__pack_kernels: one table of kernels per ISA level (amxk__pack_kernels_for, the one place
+       that maps levels and features to kernels); every operator (linear, linear_q8, quantize_act,
+       linop) takes its kernels from the context's table, and an AMX table hands what it does not run
+       to the vector level below it. Kernels follow reference (scalar) -> microkernel (names say
+       dtype, op, tile, ISA) -> operator; kernels of 8 and 16 lanes are written once over the
+       AMXK__V8_* / AMXK__V16_* vocabulary.
+
+   PATHS (each level's kernels; every output is summed in a fixed order, see NUMERICS)
+       AMX (M >= 5): 2R x 32 output tiles (2 A, 2 B, 4 C tiles; R = ceil(rows / ceil(rows / 16)) <= 16),
+       TDPBF16PS (TDPFP16PS with AMX-FP16), fp32 accumulation over all of K in the C tiles. Each worker
+       owns an N range and all the rows (up to AMXK__LIN_AMX_MC); its x rows are copied once into
+       tile-major panels; its blocks are taken in B blocks of ~1 MiB of 16-bit weights
+       (AMXK__LIN_AMX_BBYTES; quantized packs dequantized into workspace) that every row panel sweeps
+       in L2, the next prefetched. Below 5 rows (or fp16 without AMX-FP16) the vector level runs.
+       Modules running several calls per task use a tile session (amxk__tiles, >>linop): the
+       configuration is loaded only when R changes; calls on the same x rows share one x panel.
+       AVX512_BF16, bf16 x: vdpbf16ps straight on the packed pairs against x pairs broadcast from a
+       unit-major panel. Prefill 8 rows x 3 blocks; a task's first 16 rows as 16 x 1 tiles with the
+       weight stream prefetched 16 KiB ahead (one DRAM stream instead of bursts); decode (M <= 4) 4
+       blocks at a time. AVX-512 without BF16, bf16 packs: the same tiles on fp32 FMA (decode on pairs
+       widened in registers, prefill on blocks widened to f32 once per task). fp16 packs at every
+       AVX-512 level: fp32 FMA on vcvtph2ps-widened half pair rows, even and odd k in two chains.
+       AVX2: fp32 FMA on widened bf16 / fp16; M < 12: 1x32 (one row, two blocks) and 4x16 decode
+       kernels with software prefetch; 5-6 rows and M >= 12 the 6x16 microkernel on f32-widened blocks.
+       fp32 packs: every level's fp32 FMA kernels straight on the blocks (the amx level: its vector
+       level; bf16 / fp16 packs keep x of their own dtype; amxk_linear_q8 and the MoE experts do not
+       take fp32 packs). Scalar: portable C.
+       Quantized packs (w*a16: x not quantized): decode (M < 12) unpacks fields in registers, sums
+       t = sum x*q per group in fp32 and applies the scale once per group, acc += s * (t - z * sum x)
+       (not the rounding of s*q); symmetric int fields sign-extended into the top bits of their lane,
+       the power of two folded into an exact pre-scale of x (so a zero group contributes exactly 0);
+       fp8 decoded exactly by integer shifts into f32 when the pack holds no NaN / inf code, MXCSR.DAZ
+       is clear and |x| < 2^100, else through fp16. AVX-512 levels: the same at 16 lanes; AVX512_BF16
+       with bf16 x: int4 / MXFP4 nibbles turned into bf16 by vpermw and summed on vdpbf16ps. Prefill
+       (M >= 12), scalar and AMX: blocks dequantized once per task (s * (q - z), one rounding; to bf16
+       for vdpbf16ps and AMX: one more rounding). MXFP4 runs the int4 paths with a 16-entry e2m1 table
+       as the code -> value step and e8m0 scales widened into the f32 exponent (2^(e-127) * e2m1 is
+       exact in f32 and bf16 - bf16 subnormal below 2^-126 -, in fp16 only within its range); no w*a8
+       path (amxk_linear_q8: FORMAT; amxk_moe_experts with act_int8: UNSUPPORTED). Group sizes not a
+       multiple of 32/b columns use the generic (scalar) dequantizer.
        w8a8 (int8, or u8 = int8 + 128, activations): amxk_quantize_act + amxk_linear_q8, see there.
 
    THREADING
@@ -131,11 +84,14 @@
        per worker: an N range of an even number of blocks over all the rows).
 
    NUMERICS
-       fp32 accumulation of exact products (bf16 x bf16 and fp16 x fp16 are exact in fp32). Measured in
-       tests/test_pack.c against a double-precision reference: see the tolerance stated there (bf16
-       output: no result more than 1 bf16 ulp from the correctly rounded fp64 value in that sweep, K up
-       to 4096). The AMX path inherits the hardware's rules: bf16 subnormal inputs count as zero and
-       subnormal fp32 partial sums are flushed (TDPBF16PS); scalar and AVX2 paths compute them exactly.
+       Each output accumulates in fp32 in a fixed order: k increasing, except the two-chain (even / odd
+       k) decode forms, vdpbf16ps's pair order (odd k then even k, one fma rounding each) and the AMX
+       path's 32-wide k steps (as the hardware does); bias is added after the sum; one rounding to the
+       output dtype. bf16 x bf16 and fp16 x fp16 products are exact in fp32; fp32 packs round x * w
+       to fp32 (fused into the FMA on the vector levels). vdpbf16ps and AMX read bf16 subnormal inputs
+       as zero and flush subnormal results; scalar and AVX2 paths compute them exactly. Accuracy
+       against a double-precision reference: tests/test_pack.c (bf16 output: within 1 bf16 ulp of the
+       correctly rounded value, K up to 4096).
 */
 #ifndef AMXK_PACK_H_INCLUDED
 #define AMXK_PACK_H_INCLUDED
@@ -316,9 +272,9 @@ AMXK_DEF amxk_status amxk_import_mxfp4(const amxk_ctx *ctx, void *dst, size_t ds
      AMXK_SCALES_ROW_MAJOR    scales[m * ld_s + g], ld_s >= K / group   ([M, K/g])
      AMXK_SCALES_GROUP_MAJOR  scales[g * ld_s + m], ld_s >= M           ([K/g, M])
    Parallel over rows; serial loop: for (m = 0; m < M; m++) quantize_row(m). Levels: AVX-512 (avx512
-   and up) for I8 / U8 with group % 16 == 0, AVX2 (avx2, and the AVX-512 levels for group % 16 == 8)
-   with group % 8 == 0: the same values as the scalar loop (IEEE division, RNE via vroundps /
-   vrndscaleps); groups holding NaN or infinity, E4M3 and other group sizes run the scalar loop.
+   and up, 16 lanes) and AVX2 (8 lanes) for I8 / U8 with group % 8 == 0: the same values as the
+   scalar loop (IEEE division, RNE via vroundps / vrndscaleps); groups holding NaN or infinity, E4M3
+   and other group sizes run the scalar loop.
    Non-finite input: a group holding a NaN or an infinity gets scale NaN and every code 0 (U8: 128),
    so that amxk_linear_q8 (and amxk_moe_experts with act_int8) gives NaN in every output of that row,
    as a NaN x does on the w*a16 path (an infinite x there gives +-inf or NaN).
@@ -346,28 +302,16 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    columns per activation scale. packed: an INT8 (symmetric), INT4 or INT2 (symmetric or asymmetric)
    pack whose group divides act_group (per-token activations: act_group = K). y as in amxk_linear.
    No workspace (amxk_linear_q8_ws: the same with one).
-   Levels: AVX512-VNNI (avx512_vnni and up; also the amx level where its rule picks VNNI - small M,
-   small groups, see amxk__q8_amx_wins - or without AMX-INT8): 512-bit
-   vpdpbusd on the unsigned weight (int8 w + 128, symmetric int4/int2 q + 2^(b-1), asymmetric q) and
-   4 broadcast x bytes; the wrapped int32 sum less 2^(b-1) sum x (sym) is exact; asymmetric: less
-   z * sum x in f32; 8-row x 2-block tiles on unit-major x panels of 24 rows, k steps of 1024 columns,
-   f32 accumulators per 24 x 256 panel (prefill), 1-4 rows x 4 blocks (decode; no software prefetch);
-   packs with more than 256 groups run the AVX2 kernel. Uses ~88 KiB of stack (no workspace;
-   amxk_linear_q8_ws builds the x panels once per call in its workspace and its tiles read them in
-   place over all of K, 24 x 128 panels: same results, +4-8% at M = 256 on Zen 4; amxk_moe.h's
-   act_int8 units the same through >>linop's amxk__linop_xpanel_*).
-   AVX-VNNI (the avx2 level on CPUs that have it: Alder Lake and later, Sapphire Rapids and later,
-   Sierra Forest, Zen 5): the AVX2 kernel's loops with one VEX vpdpbusd per vpmaddubsw + vpmaddwd
-   pair (exact int32). AVX2 (avx2, avx512): int8: vpmaddubsw on |w| and sign(x, w) - exact,
-   no 16-bit saturation since |w| <= 128 and |x| <= 127; int4/int2: vpmaddubsw on the unsigned field
-   u (symmetric values offset by 2^(b-1), which the x sum corrects) and x, exact since u <= 15,
-   summed in 16-bit lanes over 8 (int4) or 32 (int2) steps, which cannot overflow, then vpmaddwd to
-   int32. AMX (AMX-INT8 or the emulator, where amxk__q8_amx_wins says so: e.g. int8 g128 from 4
-   rows, int4 g128 from 8, groups of 16 or less never): TDPBSSD (U8: TDPBUSD on the codes as they
-   are, less 128 * the group's weight sums in int32: the same integers) on 2 x 2 tiles of up to 16
-   rows x 16 columns, one tile configuration per worker and call, int4/int2 widened to int8 once per
-   block pair and k chunk of <= 1024 columns (groups wider than that: the vector level), the group
-   epilogue at the vector level's width (amxk__linear_q8_block__32x32__amx); ~77 KiB of stack.
+   Levels (every one exact in int32 per group, so all give the same bits): AVX512-VNNI (avx512_vnni
+   and up, and the amx level where its rule picks VNNI: amxk__q8_amx_wins) on 512-bit vpdpbusd, 8-row
+   x 2-block prefill tiles and 1-4 row x 4-block decode tiles, packs of more than 256 groups on the
+   AVX2 kernel; ~88 KiB of stack (amxk_linear_q8_ws: the x panels once per call in its workspace).
+   AVX2 (avx2, avx512) on vpmaddubsw / vpmaddwd, or one VEX vpdpbusd each on CPUs with AVX-VNNI. AMX
+   (AMX-INT8 or the emulator, where amxk__q8_amx_wins says so: e.g. int8 g128 from 4 rows, int4 g128
+   from 8, groups of 16 or less never): TDPBSSD / TDPBUSD on 2 x 2 tiles, int4 / int2 widened to int8
+   once per block pair and k chunk of <= 1024 columns (wider groups: the vector level); ~77 KiB of
+   stack. Kernel details: amxk__linear_q8__4x16__avx2, amxk__linear_q8__8x64__avx512vnni,
+   amxk__linear_q8_block_ts__32x32__amx.
    Scalar: int32 loops. U8 codes become the int8 values where x is read (XOR 0x80: the prefill x
    panels, the x sums, the decode broadcasts in kernel instances of their own so that I8 reads get
    no XOR), so every level computes the same integers from the same values. Same parallel
@@ -813,6 +757,9 @@ typedef struct amxk__pack_kernels {
     /* NULL, or the x rows [m0, m1) of one row chunk as lin_block's tile-major x panels at xa (the
        AMX level's: what lin_block reads from a->xpan) */
     void (*lin_xpanel)(const amxk__linear_args *a, size_t m0, size_t m1, uint16_t *xa);
+    /* NULL, or the table whose w8a8 kernels run the packs this (vector) table's q8_takes refuses, on
+       this table's task grid */
+    const struct amxk__pack_kernels *q8_else;
 } amxk__pack_kernels;
 /* q8_xpan tiles: rows, and 32-bit units per row (x bytes padded with zeros to whole units) */
 #define AMXK__Q8_XPAN_ROWS 8
@@ -1235,29 +1182,27 @@ AMXK__PRIV void amxk__linear_widen__avx2(const uint16_t *wb, amxk_dtype dt, size
         }
 }
 
+/* amxk__linear__6x16__avx2 with a constant row count (dt: a constant at the call site). */
+AMXK__FORCE_INLINE void amxk__linear__6x16_rows__avx2(const float *xf, size_t kp, const void *wb, amxk_dtype dt, int mr, float *out,
+                                                      const char *pf, size_t pf_bytes) {
+    switch (mr) {
+    case 6: amxk__linear__6x16__avx2(xf, kp, wb, dt, 6, out, pf, pf_bytes); break;
+    case 5: amxk__linear__6x16__avx2(xf, kp, wb, dt, 5, out, pf, pf_bytes); break;
+    case 4: amxk__linear__6x16__avx2(xf, kp, wb, dt, 4, out, pf, pf_bytes); break;
+    case 3: amxk__linear__6x16__avx2(xf, kp, wb, dt, 3, out, pf, pf_bytes); break;
+    case 2: amxk__linear__6x16__avx2(xf, kp, wb, dt, 2, out, pf, pf_bytes); break;
+    default: amxk__linear__6x16__avx2(xf, kp, wb, dt, 1, out, pf, pf_bytes); break;
+    }
+}
 /* One MR x 16 tile: the kernel with constant row count and weight dtype, then the epilogue. */
 AMXK__PRIV void amxk__linear_tile__avx2(const amxk__linear_args *a, const float *xf, const void *wb, amxk_dtype wt, size_t row,
                                         int mr, size_t b, const char *pf, size_t pf_bytes) {
     float out[AMXK__LIN_MR * AMXK__LIN_NB];
     size_t n0 = b * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0);
     int r;
-#define AMXK__LIN_CASES(DT)                                                                          \
-    switch (mr) {                                                                                    \
-    case 6: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 6, out, pf, pf_bytes); break;                              \
-    case 5: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 5, out, pf, pf_bytes); break;                              \
-    case 4: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 4, out, pf, pf_bytes); break;                              \
-    case 3: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 3, out, pf, pf_bytes); break;                              \
-    case 2: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 2, out, pf, pf_bytes); break;                              \
-    default: amxk__linear__6x16__avx2(xf, a->kp, wb, DT, 1, out, pf, pf_bytes); break;                             \
-    }
-    if (wt == AMXK_DTYPE_F32) {
-        AMXK__LIN_CASES(AMXK_DTYPE_F32)
-    } else if (wt == AMXK_DTYPE_BF16) {
-        AMXK__LIN_CASES(AMXK_DTYPE_BF16)
-    } else {
-        AMXK__LIN_CASES(AMXK_DTYPE_F16)
-    }
-#undef AMXK__LIN_CASES
+    if (wt == AMXK_DTYPE_F32) amxk__linear__6x16_rows__avx2(xf, a->kp, wb, AMXK_DTYPE_F32, mr, out, pf, pf_bytes);
+    else if (wt == AMXK_DTYPE_BF16) amxk__linear__6x16_rows__avx2(xf, a->kp, wb, AMXK_DTYPE_BF16, mr, out, pf, pf_bytes);
+    else amxk__linear__6x16_rows__avx2(xf, a->kp, wb, AMXK_DTYPE_F16, mr, out, pf, pf_bytes);
     for (r = 0; r < mr; r++) amxk__linear_store_row(a, row + (size_t)r, n0, cnt, out + r * AMXK__LIN_NB);
 }
 
@@ -1689,8 +1634,7 @@ AMXK__QD_KERNELS_DEFINE(avx2, AMXK__V8)
 /* One x row against nb (1 or 2) adjacent blocks (bstride elements apart), prefetching
    AMXK__LIN_PREFETCH bytes ahead in each: the same sums as amxk__linear__6x16__avx2 with mr = 1
    (even and odd k in separate accumulators, k increasing, added at the end). Two blocks are two
-   memory streams and twice the independent FMA chains: measured (Zen 3, 1 thread, 4096 x 4096 bf16
-   from DRAM) 15.5 -> 21 GB/s, above a one-stream `stream` read. */
+   memory streams and twice the independent FMA chains (docs/notes/pack.md). */
 AMXK__FORCE_INLINE void amxk__linear__1x32__avx2(const float *xf, size_t kp, const void *wb, size_t bstride,
                                                                           amxk_dtype dt, int nb, float *out) {
     const size_t prow = dt == AMXK_DTYPE_F32 ? 128 : 64; /* bytes per pair row */
@@ -1757,6 +1701,18 @@ AMXK__FORCE_INLINE void amxk__linear__4x16__avx2(const float *xf, size_t kp, con
 /* Rows [m0, m1) x blocks [b0, b1) of a bf16/fp16 pack on the small-M path (panels of AMXK__LIN_MR
    rows, each against every block): panels of one row two blocks at a time, of 2..4 rows block by
    block with the kernels above, larger panels with amxk__linear_tile__avx2. ws: the x panel. */
+/* The decode kernels with a constant row count (mr <= 4) and nb (one row: 1 or 2 blocks, bs bytes apart). */
+AMXK__FORCE_INLINE void amxk__linear_small__avx2(const float *xf, size_t kp, const void *wb, size_t bs, amxk_dtype dt, int mr, int nb,
+                                                 float *out) {
+    switch (mr) {
+    case 4: amxk__linear__4x16__avx2(xf, kp, wb, dt, 4, out); break;
+    case 3: amxk__linear__4x16__avx2(xf, kp, wb, dt, 3, out); break;
+    case 2: amxk__linear__4x16__avx2(xf, kp, wb, dt, 2, out); break;
+    default:
+        if (nb == 2) amxk__linear__1x32__avx2(xf, kp, wb, bs, dt, 2, out);
+        else amxk__linear__1x32__avx2(xf, kp, wb, bs, dt, 1, out);
+    }
+}
 AMXK__PRIV void amxk__linear_rows__avx2(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     float *xf = (float *)ws, out[4 * AMXK__LIN_NB];
     const size_t bs = amxk__lin_blk_bytes(a->wt, a->kp);
@@ -1771,23 +1727,9 @@ AMXK__PRIV void amxk__linear_rows__avx2(const amxk__linear_args *a, size_t m0, s
         for (b = b0; b < b1; b += mr == 1 ? 2 : 1) {
             const void *wb = amxk__lin_blk(a, b);
             const int nb = mr == 1 && b + 1 < b1 ? 2 : 1;
-#define AMXK__LIN_SMALL(DT)                                                                          \
-    switch (mr) {                                                                                    \
-    case 4: amxk__linear__4x16__avx2(xf, a->kp, wb, DT, 4, out); break;                              \
-    case 3: amxk__linear__4x16__avx2(xf, a->kp, wb, DT, 3, out); break;                              \
-    case 2: amxk__linear__4x16__avx2(xf, a->kp, wb, DT, 2, out); break;                              \
-    default:                                                                                         \
-        if (nb == 2) amxk__linear__1x32__avx2(xf, a->kp, wb, bs, DT, 2, out);                        \
-        else amxk__linear__1x32__avx2(xf, a->kp, wb, bs, DT, 1, out);                                \
-    }
-            if (a->wt == AMXK_DTYPE_F32) {
-                AMXK__LIN_SMALL(AMXK_DTYPE_F32)
-            } else if (a->wt == AMXK_DTYPE_BF16) {
-                AMXK__LIN_SMALL(AMXK_DTYPE_BF16)
-            } else {
-                AMXK__LIN_SMALL(AMXK_DTYPE_F16)
-            }
-#undef AMXK__LIN_SMALL
+            if (a->wt == AMXK_DTYPE_F32) amxk__linear_small__avx2(xf, a->kp, wb, bs, AMXK_DTYPE_F32, mr, nb, out);
+            else if (a->wt == AMXK_DTYPE_BF16) amxk__linear_small__avx2(xf, a->kp, wb, bs, AMXK_DTYPE_BF16, mr, nb, out);
+            else amxk__linear_small__avx2(xf, a->kp, wb, bs, AMXK_DTYPE_F16, mr, nb, out);
             for (j = 0; j < (size_t)(mr == 1 ? nb : mr); j++) { /* out rows: blocks b, b+1 (one row) or rows of block b */
                 const size_t n0 = (mr == 1 ? b + j : b) * AMXK__LIN_NB;
                 amxk__linear_store_row(a, i + (mr == 1 ? 0 : j), n0, AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0), out + j * AMXK__LIN_NB);
@@ -1860,167 +1802,170 @@ AMXK__TARGET_AVX2_BEGIN
 /* The w8a8 kernel of the AVX2 level, in two instantiations: AVX2 (vpmaddubsw / vpmaddwd) and, on CPUs
    with AVX-VNNI (Alder Lake and later client cores, Sapphire Rapids and later, Sierra Forest, Zen 5),
    the same loops with each vpmaddubsw + vpmaddwd pair replaced by one VEX vpdpbusd (exact int32: no
-   16-bit step at all, so the int4 / int2 16-bit runs flush nothing). DOT8(s, u, x): s += 4-byte dot
-   products into int32 lanes; DOTU(h, s, u, x): the same for fields (AVX2: into the 16-bit run h);
-   FLUSH(s, h): the run into s.
+   16-bit step at all, so the int4 / int2 16-bit runs flush nothing). DOT8(s, u, x, ones): s += 4-byte
+   dot products into int32 lanes (ones: vpmaddwd's 16-bit ones); DOTU(h, s, u, x): the same for
+   fields (AVX2: into the 16-bit run h); FLUSH(s, h, ones): the run into s.
    MR rows (<= 4) x 16 columns of block b; per weight group, int32 lanes (one per column) summed over
    4 k per vpmaddubsw step. bits 8: signed weights (sign trick), vpmaddwd after every vpmaddubsw.
    bits 4 / 2: unsigned fields u = q (asym) or q + 2^(b-1) (sym, by an XOR of each field's top bit);
    the vpmaddubsw pairs (|u0 x0 + u1 x1| <= 2 * (2^b - 1) * 127) are summed in 16-bit lanes for 8
    (int4) or 32 (int2) steps, which cannot overflow, before one vpmaddwd widens them; then corrected
    with the x sums: t = sum u x - z sum x (sym: exactly, in int32). acc += sx * sw * t in f32. */
-#define AMXK__Q8_ROWS(KNAME, BITS, PRE)                                                                     \
-    switch (AMXK__MIN((size_t)4, m1 - i)) {                                                          \
-    case 4: KNAME(a, i, 4, b, BITS, PRE, xt, st, m0, xu); break;               \
-    case 3: KNAME(a, i, 3, b, BITS, PRE, xt, st, m0, xu); break;               \
-    case 2: KNAME(a, i, 2, b, BITS, PRE, xt, st, m0, xu); break;               \
-    default: KNAME(a, i, 1, b, BITS, PRE, xt, st, m0, xu); break;              \
+/* x's 4 bytes at p broadcast to 8 lanes (xu, a compile-time constant: U8 codes, XORed to int8). */
+AMXK__FORCE_INLINE __m256i amxk__q8_xb__avx2(const int8_t *p, int xu) {
+    int32_t x4;
+    memcpy(&x4, p, 4);
+    return _mm256_set1_epi32(xu ? x4 ^ (int32_t)0x80808080u : x4);
+}
+/* The end of a weight group for one row: t from the int32 sums s[0..1] (8 columns each) less the x
+   sum (sym int4 / int2: 2^(b-1) sum x in int32, exact; asym: z * sum x in f32; int8: none), then
+   acc += (sx * sw) * t. The x sum: the task table's xs_tab (pre) or the kernel's lanes xs_vec. */
+AMXK__FORCE_INLINE void amxk__q8_group__avx2(int bits, int asym, int pre, float sx1, int32_t xs_tab, __m256i xs_vec, const __m256i *s,
+                                             const __m256 *sw, const __m256 *zw, __m256 *acc) {
+    const __m256 sx = _mm256_set1_ps(sx1);
+    __m256 t0, t1;
+    if (bits != 8 && !asym) {
+        const __m256i xs = _mm256_slli_epi32(pre ? _mm256_set1_epi32(xs_tab) : xs_vec, bits - 1);
+        t0 = _mm256_cvtepi32_ps(_mm256_sub_epi32(s[0], xs));
+        t1 = _mm256_cvtepi32_ps(_mm256_sub_epi32(s[1], xs));
+    } else if (bits != 8) {
+        const __m256 xs = pre ? _mm256_set1_ps((float)xs_tab) : _mm256_cvtepi32_ps(xs_vec);
+        t0 = _mm256_fnmadd_ps(zw[0], xs, _mm256_cvtepi32_ps(s[0]));
+        t1 = _mm256_fnmadd_ps(zw[1], xs, _mm256_cvtepi32_ps(s[1]));
+    } else {
+        t0 = _mm256_cvtepi32_ps(s[0]);
+        t1 = _mm256_cvtepi32_ps(s[1]);
+    }
+    acc[0] = _mm256_fmadd_ps(_mm256_mul_ps(sx, sw[0]), t0, acc[0]);
+    acc[1] = _mm256_fmadd_ps(_mm256_mul_ps(sx, sw[1]), t1, acc[1]);
+}
+/* The kernel KNAME over the dot-product words DOT8 / DOTU / FLUSH (above), and KNAME##_rows: its
+   instance of mr = min(4, rows) rows (mr a constant in each call). Group sums per row r: s[r][0..1]
+   (int32), the 16-bit runs h[r][0..1], the kernel's x sums xsum[r] (int4 / int2 without a table). */
+#define AMXK__Q8_AVX2_KERNEL(KNAME, DOT8, DOTU, FLUSH)                                                   \
+    AMXK__FORCE_INLINE void KNAME(const amxk__q8_args *a, size_t row, int mr, size_t b, int bits, int pre, const int32_t *xsum_tab, \
+                                  const float *sx_tab, size_t m0, int xu) {                              \
+        const amxk__qview *v = a->w;                                                                     \
+        const uint8_t *blk = v->data + b * v->blk_bytes;                                                 \
+        const __m256i ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);                         \
+        const int per = 8 / bits, span = 4 * per, flush = bits == 4 ? 4 : 8; /* 64-byte rows per 16-bit run */ \
+        const __m256i fmask = _mm256_set1_epi8((char)((1 << bits) - 1));                                 \
+        const __m256i flip = _mm256_set1_epi8((char)(bits == 4 ? 0x88 : 0xaa)); /* top bit of every field */ \
+        __m256 acc[4][2];                                                                                \
+        float out[AMXK__LIN_NB];                                                                         \
+        size_t g, rg, rc;                                                                                \
+        int r, f;                                                                                        \
+        for (r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();                             \
+        for (g = 0; g < v->nbk; g++) {                                                                   \
+            const size_t rg0 = g * v->bk / (size_t)span, rg1 = (g + 1) * v->bk / (size_t)span;           \
+            __m256i s[4][2], xsum[4];                                                                    \
+            __m256 sw[2], zw[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};                            \
+            for (r = 0; r < 4; r++) s[r][0] = s[r][1] = xsum[r] = _mm256_setzero_si256();                \
+            for (rc = rg0; rc < rg1; rc += (size_t)flush) {                                              \
+                __m256i h[4][2];                                                                         \
+                for (r = 0; r < 4; r++) h[r][0] = h[r][1] = _mm256_setzero_si256();                      \
+                for (rg = rc; rg < AMXK__MIN(rg1, rc + (size_t)flush); rg++) {                           \
+                    __m256i w0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64));                   \
+                    __m256i w1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));              \
+                    _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);         \
+                    if (bits == 8) {                                                                     \
+                        const __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);                \
+                        _Pragma("GCC unroll 4") for (r = 0; r < mr; r++) {                               \
+                            const __m256i xb = amxk__q8_xb__avx2(a->xq + (row + (size_t)r) * a->ldq + rg * 4, xu); \
+                            DOT8(s[r][0], a0, _mm256_sign_epi8(xb, w0), ones);                           \
+                            DOT8(s[r][1], a1, _mm256_sign_epi8(xb, w1), ones);                           \
+                        }                                                                                \
+                        continue;                                                                        \
+                    }                                                                                    \
+                    if (!v->asym) w0 = _mm256_xor_si256(w0, flip), w1 = _mm256_xor_si256(w1, flip);      \
+                    _Pragma("GCC unroll 4") for (f = 0; f < per; f++) { /* field f: columns rg*span + 4f .. +3 */ \
+                        const __m256i u0 = _mm256_and_si256(_mm256_srli_epi16(w0, f * bits), fmask);     \
+                        const __m256i u1 = _mm256_and_si256(_mm256_srli_epi16(w1, f * bits), fmask);     \
+                        _Pragma("GCC unroll 4") for (r = 0; r < mr; r++) {                               \
+                            const __m256i xb = amxk__q8_xb__avx2(a->xq + (row + (size_t)r) * a->ldq + rg * (size_t)span + 4 * (size_t)f, xu); \
+                            DOTU(h[r][0], s[r][0], u0, xb);                                              \
+                            DOTU(h[r][1], s[r][1], u1, xb);                                              \
+                            if (!pre) DOT8(xsum[r], ones8, xb, ones);                                    \
+                        }                                                                                \
+                    }                                                                                    \
+                }                                                                                        \
+                if (bits != 8)                                                                           \
+                    _Pragma("GCC unroll 4") for (r = 0; r < mr; r++) {                                   \
+                        FLUSH(s[r][0], h[r][0], ones);                                                   \
+                        FLUSH(s[r][1], h[r][1], ones);                                                   \
+                    }                                                                                    \
+            }                                                                                            \
+            amxk__q_grid16(v, v->scales, b, g, &sw[0], &sw[1]);                                          \
+            if (v->asym) amxk__q_grid16(v, v->zeros, b, g, &zw[0], &zw[1]);                              \
+            _Pragma("GCC unroll 4") for (r = 0; r < mr; r++) {                                           \
+                const size_t ti = (row + (size_t)r - m0) * v->nbk + g; /* the task table's entry */      \
+                amxk__q8_group__avx2(bits, v->asym, pre, sx_tab ? sx_tab[ti] : amxk__q8_xscale(a, row + (size_t)r, g * v->bk), \
+                                     pre ? xsum_tab[ti] : 0, xsum[r], s[r], sw, zw, acc[r]);             \
+            }                                                                                            \
+        }                                                                                                \
+        for (r = 0; r < mr; r++) {                                                                       \
+            _mm256_storeu_ps(out, acc[r][0]);                                                            \
+            _mm256_storeu_ps(out + 8, acc[r][1]);                                                        \
+            amxk__q8_store(a, row + (size_t)r, b, out);                                                  \
+        }                                                                                                \
+    }                                                                                                    \
+    AMXK__FORCE_INLINE void KNAME##_rows(const amxk__q8_args *a, size_t row, size_t rows, size_t b, int bits, int pre, \
+                                         const int32_t *xsum_tab, const float *sx_tab, size_t m0, int xu) { \
+        switch (AMXK__MIN((size_t)4, rows)) {                                                            \
+        case 4: KNAME(a, row, 4, b, bits, pre, xsum_tab, sx_tab, m0, xu); break;                         \
+        case 3: KNAME(a, row, 3, b, bits, pre, xsum_tab, sx_tab, m0, xu); break;                         \
+        case 2: KNAME(a, row, 2, b, bits, pre, xsum_tab, sx_tab, m0, xu); break;                         \
+        default: KNAME(a, row, 1, b, bits, pre, xsum_tab, sx_tab, m0, xu); break;                        \
+        }                                                                                                \
+    }
+/* The x scale and (int4 / int2) the x sum per (row, weight group) of rows [m0, m1) into tab / sxt when
+   they fit (1024 entries: decode), once per task instead of once per block inside the kernel; 0 when
+   they do not. */
+AMXK__PRIV int amxk__q8_xtab__avx2(const amxk__q8_args *a, size_t m0, size_t m1, int32_t *tab, float *sxt) {
+    size_t r, g, kk;
+    if ((m1 - m0) * a->w->nbk > 1024) return 0;
+    for (r = m0; r < m1; r++)
+        for (g = 0; g < a->w->nbk; g++) {
+            int32_t sum = 0;
+            if (a->w->bits < 8)
+                for (kk = g * a->w->bk; kk < (g + 1) * a->w->bk; kk++) sum += amxk__q8_x(a, r, kk);
+            tab[(r - m0) * a->w->nbk + g] = sum;
+            sxt[(r - m0) * a->w->nbk + g] = amxk__q8_xscale(a, r, g * a->w->bk);
+        }
+    return 1;
+}
+/* The table's q8_block BNAME over the kernel KNAME: BNAME##_i8 / _u8 (xu a compile-time constant: I8
+   calls read x without the XOR), each with the instances of every bit width and table use. */
+#define AMXK__Q8_AVX2_BLOCK(BNAME, KNAME)                                                                \
+    AMXK__FORCE_INLINE void BNAME##_x(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1, int xu) { \
+        int32_t tab[1024];                                                                               \
+        float sxt[1024];                                                                                 \
+        const int pre = amxk__q8_xtab__avx2(a, m0, m1, tab, sxt), bits = a->w->bits;                     \
+        const float *st = pre ? sxt : NULL;                                                              \
+        size_t i, b;                                                                                     \
+        for (b = b0; b < b1; b++)                                                                        \
+            for (i = m0; i < m1; i += 4) {                                                               \
+                if (bits == 8) KNAME##_rows(a, i, m1 - i, b, 8, 0, NULL, st, m0, xu);                    \
+                else if (bits == 4 && pre) KNAME##_rows(a, i, m1 - i, b, 4, 1, tab, st, m0, xu);         \
+                else if (bits == 4) KNAME##_rows(a, i, m1 - i, b, 4, 0, NULL, st, m0, xu);               \
+                else if (pre) KNAME##_rows(a, i, m1 - i, b, 2, 1, tab, st, m0, xu);                      \
+                else KNAME##_rows(a, i, m1 - i, b, 2, 0, NULL, st, m0, xu);                              \
+            }                                                                                            \
+    }                                                                                                    \
+    __attribute__((noinline)) AMXK__PRIV void BNAME##_i8(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) { \
+        BNAME##_x(a, m0, m1, b0, b1, 0);                                                                 \
+    }                                                                                                    \
+    __attribute__((noinline)) AMXK__PRIV void BNAME##_u8(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) { \
+        BNAME##_x(a, m0, m1, b0, b1, 1);                                                                 \
+    }                                                                                                    \
+    AMXK__PRIV void BNAME(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {          \
+        if (a->xflip) BNAME##_u8(a, m0, m1, b0, b1);                                                     \
+        else BNAME##_i8(a, m0, m1, b0, b1);                                                              \
     }
 
-#define AMXK__Q8_AVX2_KERNEL(KNAME, DOT8, DOTU, FLUSH) \
-AMXK__FORCE_INLINE void KNAME(const amxk__q8_args *a, size_t row, int mr, size_t b,                                             \
-                                                                             int bits, int pre, const int32_t *xsum_tab, const float *sx_tab,             \
-                                                                             size_t m0, int xu) {                                                         \
-    const amxk__qview *v = a->w;                                                                                                                          \
-    const uint8_t *blk = v->data + b * v->blk_bytes;                                                                                                      \
-    const __m256i ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);                                                                               \
-    const int per = 8 / bits, span = 4 * per, flush = bits == 4 ? 4 : 8; /* 64-byte rows per 16-bit run */                                                \
-    const __m256i fmask = _mm256_set1_epi8((char)((1 << bits) - 1));                                                                                      \
-    const __m256i flip = _mm256_set1_epi8((char)(bits == 4 ? 0x88 : 0xaa)); /* top bit of every field */                                                  \
-    __m256 acc[4][2];                                                                                                                                     \
-    float out[AMXK__LIN_NB];                                                                                                                              \
-    size_t g, rg, rc;                                                                                                                                     \
-    int r, f;                                                                                                                                             \
-    for (r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();                                                                                  \
-    for (g = 0; g < v->nbk; g++) {                                                                                                                        \
-        const size_t rg0 = g * v->bk / (size_t)span, rg1 = (g + 1) * v->bk / (size_t)span;                                                                \
-        __m256i s[4][2], xsum[4];                                                                                                                         \
-        __m256 sw0, sw1, zw0 = _mm256_setzero_ps(), zw1 = _mm256_setzero_ps();                                                                            \
-        for (r = 0; r < 4; r++) s[r][0] = s[r][1] = xsum[r] = _mm256_setzero_si256();                                                                     \
-        for (rc = rg0; rc < rg1; rc += (size_t)flush) {                                                                                                   \
-            __m256i h[4][2];                                                                                                                              \
-            for (r = 0; r < 4; r++) h[r][0] = h[r][1] = _mm256_setzero_si256();                                                                           \
-            for (rg = rc; rg < AMXK__MIN(rg1, rc + (size_t)flush); rg++) {                                                                                \
-                __m256i w0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), w1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));        \
-                _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);                                                              \
-                if (bits == 8) {                                                                                                                          \
-                    __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);                                                                           \
-_Pragma("GCC unroll 4")                                                                                                                                   \
-                    for (r = 0; r < mr; r++) {                                                                                                            \
-                        int32_t x4;                                                                                                                       \
-                        __m256i xb;                                                                                                                       \
-                        memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * 4, 4);                                                                      \
-                        xb = _mm256_set1_epi32(xu ? x4 ^ (int32_t)0x80808080u : x4);                                                                      \
-                        DOT8(s[r][0], a0, _mm256_sign_epi8(xb, w0));                                                                                      \
-                        DOT8(s[r][1], a1, _mm256_sign_epi8(xb, w1));                                                                                      \
-                    }                                                                                                                                     \
-                    continue;                                                                                                                             \
-                }                                                                                                                                         \
-                if (!v->asym) w0 = _mm256_xor_si256(w0, flip), w1 = _mm256_xor_si256(w1, flip);                                                           \
-_Pragma("GCC unroll 4")                                                                                                                                   \
-                for (f = 0; f < per; f++) { /* field f holds columns rg*span + 4f .. +3 of every row */                                                   \
-                    __m256i u0 = _mm256_and_si256(_mm256_srli_epi16(w0, f * bits), fmask), u1 = _mm256_and_si256(_mm256_srli_epi16(w1, f * bits), fmask); \
-_Pragma("GCC unroll 4")                                                                                                                                   \
-                    for (r = 0; r < mr; r++) {                                                                                                            \
-                        int32_t x4;                                                                                                                       \
-                        __m256i xb;                                                                                                                       \
-                        memcpy(&x4, a->xq + (row + (size_t)r) * a->ldq + rg * (size_t)span + 4 * (size_t)f, 4);                                           \
-                        xb = _mm256_set1_epi32(xu ? x4 ^ (int32_t)0x80808080u : x4);                                                                      \
-                        DOTU(h[r][0], s[r][0], u0, xb);                                                                                                   \
-                        DOTU(h[r][1], s[r][1], u1, xb);                                                                                                   \
-                        if (!pre) DOT8(xsum[r], ones8, xb);                                                                                               \
-                    }                                                                                                                                     \
-                }                                                                                                                                         \
-            }                                                                                                                                             \
-            if (bits != 8)                                                                                                                                \
-_Pragma("GCC unroll 4")                                                                                                                                   \
-                for (r = 0; r < mr; r++) {                                                                                                                \
-                    FLUSH(s[r][0], h[r][0]);                                                                                                              \
-                    FLUSH(s[r][1], h[r][1]);                                                                                                              \
-                }                                                                                                                                         \
-        }                                                                                                                                                 \
-        amxk__q_grid16(v, v->scales, b, g, &sw0, &sw1);                                                                                                   \
-        if (v->asym) amxk__q_grid16(v, v->zeros, b, g, &zw0, &zw1);                                                                                       \
-_Pragma("GCC unroll 4")                                                                                                                                   \
-        for (r = 0; r < mr; r++) {                                                                                                                        \
-            __m256 sx = _mm256_set1_ps(sx_tab ? sx_tab[(row + (size_t)r - m0) * v->nbk + g] : amxk__q8_xscale(a, row + (size_t)r, g * v->bk)), t0, t1;    \
-            if (bits != 8 && !v->asym) { /* sym: t = sum u x - 2^(b-1) sum x, exact in int32 */                                                           \
-                __m256i xs = pre ? _mm256_set1_epi32(xsum_tab[(row + (size_t)r - m0) * v->nbk + g]) : xsum[r];                                            \
-                xs = _mm256_slli_epi32(xs, bits - 1);                                                                                                     \
-                t0 = _mm256_cvtepi32_ps(_mm256_sub_epi32(s[r][0], xs));                                                                                   \
-                t1 = _mm256_cvtepi32_ps(_mm256_sub_epi32(s[r][1], xs));                                                                                   \
-            } else if (bits != 8) {                                                                                                                       \
-                __m256 xs = pre ? _mm256_set1_ps((float)xsum_tab[(row + (size_t)r - m0) * v->nbk + g]) : _mm256_cvtepi32_ps(xsum[r]);                     \
-                t0 = _mm256_fnmadd_ps(zw0, xs, _mm256_cvtepi32_ps(s[r][0]));                                                                              \
-                t1 = _mm256_fnmadd_ps(zw1, xs, _mm256_cvtepi32_ps(s[r][1]));                                                                              \
-            } else {                                                                                                                                      \
-                t0 = _mm256_cvtepi32_ps(s[r][0]);                                                                                                         \
-                t1 = _mm256_cvtepi32_ps(s[r][1]);                                                                                                         \
-            }                                                                                                                                             \
-            acc[r][0] = _mm256_fmadd_ps(_mm256_mul_ps(sx, sw0), t0, acc[r][0]);                                                                           \
-            acc[r][1] = _mm256_fmadd_ps(_mm256_mul_ps(sx, sw1), t1, acc[r][1]);                                                                           \
-        }                                                                                                                                                 \
-    }                                                                                                                                                     \
-    for (r = 0; r < mr; r++) {                                                                                                                            \
-        _mm256_storeu_ps(out, acc[r][0]);                                                                                                                 \
-        _mm256_storeu_ps(out + 8, acc[r][1]);                                                                                                             \
-        amxk__q8_store(a, row + (size_t)r, b, out);                                                                                                       \
-    }                                                                                                                                                     \
-}
-#define AMXK__Q8_AVX2_BLOCK(BNAME, KNAME) \
-AMXK__FORCE_INLINE void BNAME##_x(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1, \
-                                                            int xu) {                                     \
-    /* the x scale and (int4/int2) the x sum per (row, weight group) once per task when they fit a        \
-       small table (decode), instead of once per block inside the kernel */                               \
-    int32_t tab[1024];                                                                                    \
-    float sxt[1024];                                                                                      \
-    const int32_t *xt = NULL;                                                                             \
-    const float *st = NULL;                                                                               \
-    size_t i, b;                                                                                          \
-    if ((m1 - m0) * a->w->nbk <= 1024) {                                                                  \
-        size_t r, g, kk;                                                                                  \
-        for (r = m0; r < m1; r++)                                                                         \
-            for (g = 0; g < a->w->nbk; g++) {                                                             \
-                int32_t sum = 0;                                                                          \
-                if (a->w->bits < 8)                                                                       \
-                    for (kk = g * a->w->bk; kk < (g + 1) * a->w->bk; kk++) sum += amxk__q8_x(a, r, kk);   \
-                tab[(r - m0) * a->w->nbk + g] = sum;                                                      \
-                sxt[(r - m0) * a->w->nbk + g] = amxk__q8_xscale(a, r, g * a->w->bk);                      \
-            }                                                                                             \
-        xt = a->w->bits < 8 ? tab : NULL, st = sxt;                                                       \
-    }                                                                                                     \
-    for (b = b0; b < b1; b++)                                                                             \
-        for (i = m0; i < m1; i += 4) {                                                                    \
-            if (a->w->bits == 8) {                                                                        \
-                AMXK__Q8_ROWS(KNAME, 8, 0)                                                                \
-            } else if (a->w->bits == 4) {                                                                 \
-                if (xt) {                                                                                 \
-                    AMXK__Q8_ROWS(KNAME, 4, 1)                                                            \
-                } else {                                                                                  \
-                    AMXK__Q8_ROWS(KNAME, 4, 0)                                                            \
-                }                                                                                         \
-            } else if (xt) {                                                                              \
-                AMXK__Q8_ROWS(KNAME, 2, 1)                                                                \
-            } else {                                                                                      \
-                AMXK__Q8_ROWS(KNAME, 2, 0)                                                                \
-            }                                                                                             \
-        }                                                                                                 \
-}                                                                                                         \
-/* xu (U8 codes, XORed as read) a compile-time constant: I8 calls read x without it */                    \
-__attribute__((noinline)) AMXK__PRIV void BNAME##_i8(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) { \
-    BNAME##_x(a, m0, m1, b0, b1, 0);                                                                      \
-}                                                                                                         \
-__attribute__((noinline)) AMXK__PRIV void BNAME##_u8(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) { \
-    BNAME##_x(a, m0, m1, b0, b1, 1);                                                                      \
-}                                                                                                         \
-AMXK__PRIV void BNAME(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {               \
-    if (a->xflip) BNAME##_u8(a, m0, m1, b0, b1);                                                          \
-    else BNAME##_i8(a, m0, m1, b0, b1);                                                                   \
-}
-
-#define AMXK__Q8_DOT8__AVX2(s, u, x) ((s) = _mm256_add_epi32((s), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (x)), ones)))
+#define AMXK__Q8_DOT8__AVX2(s, u, x, ones) ((s) = _mm256_add_epi32((s), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (x)), (ones))))
 #define AMXK__Q8_DOTU__AVX2(h, s, u, x) ((h) = _mm256_add_epi16((h), _mm256_maddubs_epi16((u), (x))))
-#define AMXK__Q8_FLUSH__AVX2(s, h) ((s) = _mm256_add_epi32((s), _mm256_madd_epi16((h), ones)))
+#define AMXK__Q8_FLUSH__AVX2(s, h, ones) ((s) = _mm256_add_epi32((s), _mm256_madd_epi16((h), (ones))))
 AMXK__Q8_AVX2_KERNEL(amxk__linear_q8__4x16__avx2, AMXK__Q8_DOT8__AVX2, AMXK__Q8_DOTU__AVX2, AMXK__Q8_FLUSH__AVX2)
 AMXK__Q8_AVX2_BLOCK(amxk__linear_q8_block__avx2, amxk__linear_q8__4x16__avx2)
 
@@ -2083,49 +2028,71 @@ AMXK__PRIV void amxk__q8_bprep__avx2(const amxk__qview *v, size_t b, size_t k0, 
     }
 }
 
-/* q8_epi (amxk__q8_epi__scalar's contract) at 8 lanes. */
-AMXK__PRIV void amxk__q8_epi__avx2(const amxk__q8_args *a, size_t row, size_t rows, size_t b, int nb, size_t g, const int32_t *c,
-                                   const int32_t *corr, float *acc, int first, int last) {
-    const amxk__qview *v = a->w;
-    const size_t es = amxk_dtype_size(a->yt), xg = g * v->bk / a->ag;
-    size_t r, h, j;
-    for (r = 0; r < rows; r++) {
-        const __m256 sx = _mm256_set1_ps(amxk__q8_xscale_g(a, row + r, xg));
-        const __m256 xs = _mm256_set1_ps(v->asym ? (float)amxk__q8_xsum__avx2(a->xq + (row + r) * a->ldq + g * v->bk, v->bk, a->xflip) : 0.0f);
-        for (h = 0; h < (size_t)nb; h++) {
-            const size_t n0 = (b + h) * AMXK__LIN_NB, cnt = AMXK__MIN((size_t)AMXK__LIN_NB, a->n - n0), gi = amxk__q_gidx(v, n0, g);
-            float out[AMXK__LIN_NB];
-            for (j = 0; j < AMXK__LIN_NB; j += 8) {
-                const size_t e = h * AMXK__LIN_NB + j;
-                __m256i ci = _mm256_loadu_si256((const __m256i *)(const void *)(c + r * AMXK__Q8A_LD + e));
-                __m256 t, p, s;
-                float *ac = acc + r * AMXK__Q8A_LD + e;
-                if (corr) ci = _mm256_add_epi32(ci, _mm256_loadu_si256((const __m256i *)(const void *)(corr + e)));
-                t = _mm256_cvtepi32_ps(ci);
-                if (v->asym) t = _mm256_fnmadd_ps(_mm256_loadu_ps(v->zeros + gi + j), xs, t);
-                p = _mm256_mul_ps(sx, _mm256_loadu_ps(v->scales + gi + j)); /* the grid holds 16 entries per block */
-                s = first ? _mm256_mul_ps(p, t) : _mm256_fmadd_ps(p, t, _mm256_loadu_ps(ac));
-                if (!last) _mm256_storeu_ps(ac, s);
-                else if (j + 8 <= cnt) amxk__vstore__avx2((char *)a->y + ((row + r) * a->ldy + n0 + j) * es, a->yt,
-                                                           a->bias ? _mm256_add_ps(s, _mm256_loadu_ps(a->bias + n0 + j)) : s);
-                else _mm256_storeu_ps(out + j, s);
-            }
-            if (last && cnt % 8) { /* the ragged columns: the row store's values */
-                const size_t j0 = cnt - cnt % 8;
-                for (j = j0; j < cnt; j++)
-                    amxk__st_elem(a->y, a->yt, (row + r) * a->ldy + n0 + j, out[j] + (a->bias ? a->bias[n0 + j] : 0.0f));
-            }
-        }
+/* The 8-lane words of this module's width-generic kernels (AMXK__Q8_EPI_DEFINE, AMXK__ACTQ_DEFINE),
+   beside amxk.h's AMXK__V8_* (n: lanes left, at least 8 at this width). */
+#define AMXK__V8_LDI(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define AMXK__V8_ADDI(a, b) _mm256_add_epi32(a, b)
+#define AMXK__V8_LD(p) _mm256_loadu_ps(p)
+#define AMXK__V8_ST(p, v) _mm256_storeu_ps(p, v)
+#define AMXK__V8_YSTORE(a, row, n0, cnt, v) amxk__q8_ystore__avx2((a), (row), (n0), (cnt), (v))
+#define AMXK__V8_LOADN(p, t, n) amxk__vload__avx2((p), (t))
+#define AMXK__V8_NONFIN(v) _mm256_movemask_ps(_mm256_cmp_ps((v), _mm256_set1_ps(3.4028235e38f), _CMP_NLE_UQ))
+#define AMXK__V8_HMAX(v) amxk__hmax__avx2(v)
+#define AMXK__V8_STQ8(p, v, u8, n) amxk__stq8__avx2((p), (v), (u8))
+
+/* q8_epi (amxk__q8_epi__scalar's contract) at V lanes (AMXK__Q8_EPI_DEFINE(isa, V)): per 16-column
+   block and V columns one int32 load (plus the U8 corrections), vcvtdq2ps, (asymmetric: vfnmadd of
+   z * xsum), p = sx * sw, vfmadd into acc; the last group goes out through V_YSTORE (bias, one
+   rounding, the columns < N). */
+#define AMXK__Q8_EPI_DEFINE(isa, V)                                                                      \
+    AMXK__PRIV void amxk__q8_epi__##isa(const amxk__q8_args *a, size_t row, size_t rows, size_t b, int nb, size_t g, \
+                                        const int32_t *c, const int32_t *corr, float *acc, int first, int last) { \
+        const amxk__qview *v = a->w;                                                                     \
+        const size_t xg = g * v->bk / a->ag;                                                             \
+        size_t r, h, j;                                                                                  \
+        for (r = 0; r < rows; r++) {                                                                     \
+            const int8_t *xq = a->xq + (row + r) * a->ldq + g * v->bk;                                   \
+            const V##_T sx = V##_SET1(amxk__q8_xscale_g(a, row + r, xg));                                \
+            const V##_T xs = V##_SET1(v->asym ? (float)amxk__q8_xsum__avx2(xq, v->bk, a->xflip) : 0.0f); \
+            for (h = 0; h < (size_t)nb; h++) {                                                           \
+                const size_t n0 = (b + h) * AMXK__LIN_NB, gi = amxk__q_gidx(v, n0, g);                   \
+                for (j = 0; j < AMXK__LIN_NB; j += V##_N) {                                              \
+                    const size_t e = h * AMXK__LIN_NB + j;                                               \
+                    float *ac = acc + r * AMXK__Q8A_LD + e;                                              \
+                    V##_I ci = V##_LDI(c + r * AMXK__Q8A_LD + e);                                        \
+                    V##_T t, p, s;                                                                       \
+                    if (corr) ci = V##_ADDI(ci, V##_LDI(corr + e));                                      \
+                    t = V##_CVTI(ci);                                                                    \
+                    if (v->asym) t = V##_FNMADD(V##_LD(v->zeros + gi + j), xs, t);                       \
+                    p = V##_MUL(sx, V##_LD(v->scales + gi + j)); /* the grid holds 16 entries per block */ \
+                    s = first ? V##_MUL(p, t) : V##_FMADD(p, t, V##_LD(ac));                             \
+                    if (!last) V##_ST(ac, s);                                                            \
+                    else if (n0 + j < a->n) V##_YSTORE(a, row + r, n0 + j, a->n - n0 - j, s);            \
+                }                                                                                        \
+            }                                                                                            \
+        }                                                                                                \
     }
+/* y[row][n0 .. n0 + min(n, 8)) = v (+ bias), one rounding to y's dtype: the values of amxk__q8_store */
+AMXK__FORCE_INLINE void amxk__q8_ystore__avx2(const amxk__q8_args *a, size_t row, size_t n0, size_t n, __m256 v) {
+    float out[8];
+    size_t j;
+    if (n >= 8) {
+        amxk__vstore__avx2((char *)a->y + (row * a->ldy + n0) * amxk_dtype_size(a->yt), a->yt,
+                           a->bias ? _mm256_add_ps(v, _mm256_loadu_ps(a->bias + n0)) : v);
+        return;
+    }
+    _mm256_storeu_ps(out, v); /* the ragged columns: the row store's values */
+    for (j = 0; j < n; j++) amxk__st_elem(a->y, a->yt, row * a->ldy + n0 + j, out[j] + (a->bias ? a->bias[n0 + j] : 0.0f));
 }
+AMXK__Q8_EPI_DEFINE(avx2, AMXK__V8)
 AMXK__TARGET_END
 #endif
 
 #if AMXK__HAS_AVXVNNI
 AMXK__TARGET_AVXVNNI_BEGIN
-#define AMXK__Q8_DOT8__AVXVNNI(s, u, x) ((s) = AMXK__DPBUSD256((s), (u), (x)))
+#define AMXK__Q8_DOT8__AVXVNNI(s, u, x, ones) ((void)(ones), (s) = AMXK__DPBUSD256((s), (u), (x)))
 #define AMXK__Q8_DOTU__AVXVNNI(h, s, u, x) ((void)(h), (s) = AMXK__DPBUSD256((s), (u), (x)))
-#define AMXK__Q8_FLUSH__AVXVNNI(s, h) ((void)(s), (void)(h), (void)ones)
+#define AMXK__Q8_FLUSH__AVXVNNI(s, h, ones) ((void)(s), (void)(h), (void)(ones))
 AMXK__Q8_AVX2_KERNEL(amxk__linear_q8__4x16__avxvnni, AMXK__Q8_DOT8__AVXVNNI, AMXK__Q8_DOTU__AVXVNNI, AMXK__Q8_FLUSH__AVXVNNI)
 AMXK__Q8_AVX2_BLOCK(amxk__linear_q8_block__avxvnni, amxk__linear_q8__4x16__avxvnni)
 AMXK__TARGET_END
@@ -2136,44 +2103,54 @@ AMXK__TARGET_END
 
 #if AMXK__HAS_AVX2
 AMXK__TARGET_AVX2_BEGIN
-/* int8 / uint8 quantization of one group (group % 8 == 0) with the scalar loop's exact values (IEEE
-   division, round to nearest even, clamp to +-127); returns 0 without writing anything for E4M3, other
-   group sizes and groups holding a NaN or infinity (the scalar loop then defines the result). */
-AMXK__PRIV int amxk__actq_group__avx2(const amxk__actq_args *a, size_t row, size_t k0, float *scale) {
-    const size_t base = row * a->ldx + k0;
-    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    __m256 vmax = _mm256_setzero_ps(), inv_ok;
-    float lanes[8], amax = 0.0f, sc;
-    int8_t *d = (int8_t *)a->q + row * a->ldq + k0;
-    size_t j;
+/* The group kernel of amxk_quantize_act at V lanes (AMXK__ACTQ_DEFINE(isa, V), V: AMXK__V8 or
+   AMXK__V16): int8 / uint8 codes of one group of row `row` from k0 (group % 8 == 0; 16 lanes: the
+   last vector masked when group % 16 == 8) with the scalar loop's exact values: amax (exact in any
+   order), IEEE division by s = amax / 127, round to nearest even, clamp to +-127. Returns 0 without
+   writing anything for E4M3, other group sizes and groups holding a NaN or infinity (the scalar loop
+   then defines the result). Per-width words: V_N lanes, V_LOADN (n lanes of dtype t, as f32),
+   V_NONFIN (a lane of |v| NaN or inf), V_HMAX, V_STQ8 (the rounded values as int8, U8: + 128). */
+#define AMXK__ACTQ_DEFINE(isa, V)                                                                        \
+    AMXK__PRIV int amxk__actq_group__##isa(const amxk__actq_args *a, size_t row, size_t k0, float *scale) { \
+        const size_t es = amxk_dtype_size(a->xt);                                                        \
+        const char *x = (const char *)a->x + (row * a->ldx + k0) * es;                                   \
+        int8_t *d = (int8_t *)a->q + row * a->ldq + k0;                                                  \
+        V##_T vmax = V##_SET1(0.0f);                                                                     \
+        int bad = 0;                                                                                     \
+        float sc;                                                                                        \
+        size_t j;                                                                                        \
+        if (a->ot == AMXK_DTYPE_FP8_E4M3 || a->group % 8) return 0;                                      \
+        for (j = 0; j < a->group; j += V##_N) {                                                          \
+            const V##_T v = V##_ABS(V##_LOADN(x + j * es, a->xt, a->group - j));                         \
+            vmax = V##_MAX(vmax, v);                                                                     \
+            bad |= V##_NONFIN(v);                                                                        \
+        }                                                                                                \
+        if (bad) return 0;                                                                               \
+        sc = V##_HMAX(vmax) / 127.0f;                                                                    \
+        if (!(sc > 0.0f)) sc = 1.0f;                                                                     \
+        for (j = 0; j < a->group; j += V##_N) {                                                          \
+            const V##_T t = V##_DIV(V##_LOADN(x + j * es, a->xt, a->group - j), V##_SET1(sc));           \
+            V##_STQ8(d + j, V##_ROUND(V##_MAX(V##_MIN(t, V##_SET1(127.0f)), V##_SET1(-127.0f))),         \
+                     a->ot == AMXK_DTYPE_U8, a->group - j);                                              \
+        }                                                                                                \
+        *scale = sc;                                                                                     \
+        return 1;                                                                                        \
+    }
+AMXK__FORCE_INLINE float amxk__hmax__avx2(__m256 v) {
+    float lanes[8], m = 0.0f;
     int i;
-    if (a->ot == AMXK_DTYPE_FP8_E4M3 || a->group % 8) return 0;
-#define AMXK__LD8(i) (a->xt == AMXK_DTYPE_F32 ? _mm256_loadu_ps((const float *)a->x + base + (i)) \
-                      : a->xt == AMXK_DTYPE_BF16 ? amxk__cvt_bf16_f32__avx2(_mm_loadu_si128((const __m128i *)((const uint16_t *)a->x + base + (i)))) \
-                      : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)a->x + base + (i)))))
-    for (j = 0; j < a->group; j += 8) vmax = _mm256_max_ps(vmax, _mm256_and_ps(AMXK__LD8(j), absmask)); /* NaN lanes: ignored */
-    _mm256_storeu_ps(lanes, vmax);
-    for (i = 0; i < 8; i++) amax = AMXK__MAX(amax, lanes[i]);
-    for (j = 0, inv_ok = _mm256_setzero_ps(); j < a->group; j += 8) {
-        __m256 v = _mm256_and_ps(AMXK__LD8(j), absmask);
-        inv_ok = _mm256_or_ps(inv_ok, _mm256_cmp_ps(v, _mm256_set1_ps(3.4028235e38f), _CMP_NLE_UQ)); /* NaN or inf */
-    }
-    if (_mm256_movemask_ps(inv_ok)) return 0;
-    sc = amax / 127.0f;
-    if (!(sc > 0.0f)) sc = 1.0f;
-    for (j = 0; j < a->group; j += 8) {
-        __m256 t = _mm256_div_ps(AMXK__LD8(j), _mm256_set1_ps(sc));
-        __m256i q = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_max_ps(_mm256_min_ps(t, _mm256_set1_ps(127.0f)), _mm256_set1_ps(-127.0f)),
-                                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        q = _mm256_packs_epi16(_mm256_packs_epi32(q, q), q); /* bytes 0-3 of each 128-bit lane */
-        q = _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
-        if (a->ot == AMXK_DTYPE_U8) q = _mm256_xor_si256(q, _mm256_set1_epi8((char)0x80));
-        _mm_storel_epi64((__m128i *)(d + j), _mm256_castsi256_si128(q));
-    }
-#undef AMXK__LD8
-    *scale = sc;
-    return 1;
+    _mm256_storeu_ps(lanes, v);
+    for (i = 0; i < 8; i++) m = AMXK__MAX(m, lanes[i]);
+    return m;
 }
+AMXK__FORCE_INLINE void amxk__stq8__avx2(int8_t *p, __m256 v, int u8) {
+    __m256i q = _mm256_cvtps_epi32(v);
+    q = _mm256_packs_epi16(_mm256_packs_epi32(q, q), q); /* bytes 0-3 of each 128-bit lane */
+    q = _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
+    if (u8) q = _mm256_xor_si256(q, _mm256_set1_epi8((char)0x80));
+    _mm_storel_epi64((__m128i *)(void *)p, _mm256_castsi256_si128(q));
+}
+AMXK__ACTQ_DEFINE(avx2, AMXK__V8)
 AMXK__TARGET_END
 #endif
 
@@ -2264,40 +2241,45 @@ AMXK__TARGET_END
             _Pragma("GCC unroll 4") for (j = 0; j < nr; j++)                                             \
                 out[r * 4 + j] = split ? _mm512_add_ps(acc[0][r][j], acc[1][r][j]) : acc[0][r][j];       \
     }
-/* The kernel with constant shapes: prefill tiles (mr <= MR16 rows, NR16 or 1 blocks: the accumulators
+/* NAME##_decode and NAME##_prefill: the kernel with constant shapes (AMXK__LIN16_SHAPES(NAME, ADDRW),
+   beside each AMXK__LIN16_KERNEL): prefill tiles (mr <= MR16 rows, NR16 or 1 blocks: the accumulators
    stay in registers) and decode (mr <= 4 rows, 4 or 1 weight streams; split chains for mr <= 2). Only
    full-width tiles and single blocks are instantiated (callers run a ragged end block by block): each
    instance is a fully unrolled kernel, and compile time (clang with sanitizers most) grows with their
-   number. */
-#define AMXK__LIN16_NR(KERNEL, DT, MR, SPLIT, NRMAX, XS, PF)                                             \
-    if (nr == (NRMAX)) KERNEL(xp, ns, w, bs, DT, MR, NRMAX, SPLIT, PF, XS, 0, out);                      \
-    else KERNEL(xp, ns, w, bs, DT, MR, 1, SPLIT, PF, XS, 0, out);
-#define AMXK__LIN16_DECODE(KERNEL, DT)                                                                   \
-    switch (mr) {                                                                                        \
-    case 4: AMXK__LIN16_NR(KERNEL, DT, 4, 0, AMXK__LIN_DNR16, AMXK__LIN_XS16, 1) break;                                                \
-    case 3: AMXK__LIN16_NR(KERNEL, DT, 3, 0, AMXK__LIN_DNR16, AMXK__LIN_XS16, 1) break;                                                   \
-    case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 1, AMXK__LIN_DNR16, 2, 1) break;                                                 \
-    default: AMXK__LIN16_NR(KERNEL, DT, 1, 1, AMXK__LIN_DNR16, 1, 1) break;                                                 \
-    }
-/* TALL (a constant): mr 16 runs the tall tile, 16 rows (two 8-row panels, AMXK__LIN_XS16 * ns units
-   apart) x 1 block, once per block, with the weight stream prefetched (pf 2); T: w's element type */
-#define AMXK__LIN16_PREFILL(KERNEL, DT, T, TALL)                                                         \
-    switch (TALL || mr <= 8 ? mr : 8) {                                                                     \
-    case 16: {                                                                                           \
-        int jt;                                                                                          \
-        for (jt = 0; jt < nr; jt++)                                                                      \
-            KERNEL(xp, ns, (const T *)w + (size_t)jt * bs, bs, DT, 16, 1, 0, 2, AMXK__LIN_XS16,           \
-                   (size_t)AMXK__LIN_XS16 * ns, out + jt);                                               \
-        break;                                                                                           \
+   number. tall (a constant): mr 16 runs the tall tile, 16 rows (two 8-row panels, AMXK__LIN_XS16 * ns
+   units apart) x 1 block, once per block, with the weight stream prefetched (pf 2). */
+#define AMXK__LIN16_SHAPES(NAME, ADDRW)                                                                  \
+    AMXK__FORCE_INLINE void NAME##_nr(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, \
+                                      int nrmax, int split, int pf, size_t xs, __m512 *out) {            \
+        if (nr == nrmax) NAME(xp, ns, w, bs, dt, mr, nrmax, split, pf, xs, 0, out);                      \
+        else NAME(xp, ns, w, bs, dt, mr, 1, split, pf, xs, 0, out);                                      \
     }                                                                                                    \
-    case 8: AMXK__LIN16_NR(KERNEL, DT, 8, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
-    case 7: AMXK__LIN16_NR(KERNEL, DT, 7, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
-    case 6: AMXK__LIN16_NR(KERNEL, DT, 6, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
-    case 5: AMXK__LIN16_NR(KERNEL, DT, 5, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
-    case 4: AMXK__LIN16_NR(KERNEL, DT, 4, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
-    case 3: AMXK__LIN16_NR(KERNEL, DT, 3, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
-    case 2: AMXK__LIN16_NR(KERNEL, DT, 2, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                      \
-    default: AMXK__LIN16_NR(KERNEL, DT, 1, 0, AMXK__LIN_NR16, AMXK__LIN_XS16, 0) break;                                     \
+    AMXK__FORCE_INLINE void NAME##_decode(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, \
+                                          __m512 *out) {                                                 \
+        switch (mr) {                                                                                    \
+        case 4: NAME##_nr(xp, ns, w, bs, dt, 4, nr, AMXK__LIN_DNR16, 0, 1, AMXK__LIN_XS16, out); break;  \
+        case 3: NAME##_nr(xp, ns, w, bs, dt, 3, nr, AMXK__LIN_DNR16, 0, 1, AMXK__LIN_XS16, out); break;  \
+        case 2: NAME##_nr(xp, ns, w, bs, dt, 2, nr, AMXK__LIN_DNR16, 1, 1, 2, out); break;               \
+        default: NAME##_nr(xp, ns, w, bs, dt, 1, nr, AMXK__LIN_DNR16, 1, 1, 1, out); break;              \
+        }                                                                                                \
+    }                                                                                                    \
+    AMXK__FORCE_INLINE void NAME##_prefill(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, \
+                                           int tall, __m512 *out) {                                      \
+        int jt;                                                                                          \
+        switch (tall || mr <= 8 ? mr : 8) {                                                              \
+        case 16:                                                                                         \
+            for (jt = 0; jt < nr; jt++)                                                                  \
+                NAME(xp, ns, ADDRW(w, (size_t)jt * bs, 0), bs, dt, 16, 1, 0, 2, AMXK__LIN_XS16, (size_t)AMXK__LIN_XS16 * ns, out + jt); \
+            break;                                                                                       \
+        case 8: NAME##_nr(xp, ns, w, bs, dt, 8, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
+        case 7: NAME##_nr(xp, ns, w, bs, dt, 7, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
+        case 6: NAME##_nr(xp, ns, w, bs, dt, 6, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
+        case 5: NAME##_nr(xp, ns, w, bs, dt, 5, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
+        case 4: NAME##_nr(xp, ns, w, bs, dt, 4, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
+        case 3: NAME##_nr(xp, ns, w, bs, dt, 3, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
+        case 2: NAME##_nr(xp, ns, w, bs, dt, 2, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
+        default: NAME##_nr(xp, ns, w, bs, dt, 1, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;  \
+        }                                                                                                \
     }
 #if AMXK__HAS_AVX512
 /* tiles16's run function: the kernel of one level for a tile (decode or prefill), into out[r * 4 + j] */
@@ -2333,32 +2315,20 @@ AMXK__PRIV void amxk__linear_store_rows__avx512(const amxk__linear_args *a, size
         }
     }
 }
-/* q8_epi (amxk__q8_epi__scalar's contract) at 16 lanes: per 16-column block one int32 load (plus the
-   U8 corrections), vcvtdq2ps, (asymmetric: vfnmadd of z * xsum), p = sx * sw, vfmadd into acc; the
-   last group goes out through amxk__store16__avx512 (bias, one rounding, masked columns past N). */
-AMXK__PRIV void amxk__q8_epi__avx512(const amxk__q8_args *a, size_t row, size_t rows, size_t b, int nb, size_t g, const int32_t *c,
-                                     const int32_t *corr, float *acc, int first, int last) {
-    const amxk__qview *v = a->w;
-    const size_t xg = g * v->bk / a->ag;
-    size_t r, h;
-    for (r = 0; r < rows; r++) {
-        const __m512 sx = _mm512_set1_ps(amxk__q8_xscale_g(a, row + r, xg));
-        const __m512 xs = _mm512_set1_ps(v->asym ? (float)amxk__q8_xsum__avx2(a->xq + (row + r) * a->ldq + g * v->bk, v->bk, a->xflip) : 0.0f);
-        for (h = 0; h < (size_t)nb; h++) {
-            const size_t e = h * AMXK__LIN_NB, gi = amxk__q_gidx(v, (b + h) * AMXK__LIN_NB, g);
-            __m512i ci = _mm512_loadu_si512((const void *)(c + r * AMXK__Q8A_LD + e));
-            __m512 t, p, s;
-            float *ac = acc + r * AMXK__Q8A_LD + e;
-            if (corr) ci = _mm512_add_epi32(ci, _mm512_loadu_si512((const void *)(corr + e)));
-            t = _mm512_cvtepi32_ps(ci);
-            if (v->asym) t = _mm512_fnmadd_ps(_mm512_loadu_ps(v->zeros + gi), xs, t);
-            p = _mm512_mul_ps(sx, _mm512_loadu_ps(v->scales + gi)); /* the grid holds 16 entries per block */
-            s = first ? _mm512_mul_ps(p, t) : _mm512_fmadd_ps(p, t, _mm512_loadu_ps(ac));
-            if (last) amxk__store16__avx512(a->y, a->yt, a->ldy, a->n, a->bias, row + r, b + h, s);
-            else _mm512_storeu_ps(ac, s);
-        }
-    }
-}
+/* The 16-lane words of this module's width-generic kernels (see AMXK__V8_N; n: lanes left, the
+   masked lanes read as 0). */
+#define AMXK__V16_I __m512i
+#define AMXK__V16_LDI(p) _mm512_loadu_si512((const void *)(p))
+#define AMXK__V16_ADDI(a, b) _mm512_add_epi32(a, b)
+#define AMXK__V16_CVTI(a) _mm512_cvtepi32_ps(a)
+#define AMXK__V16_LD(p) _mm512_loadu_ps(p)
+#define AMXK__V16_ST(p, v) _mm512_storeu_ps(p, v)
+#define AMXK__V16_YSTORE(a, row, n0, cnt, v) amxk__store16__avx512((a)->y, (a)->yt, (a)->ldy, (a)->n, (a)->bias, (row), (n0) / AMXK__LIN_NB, (v))
+#define AMXK__V16_LOADN(p, t, n) amxk__vload__avx512((p), (t), AMXK__V16_MASK(n))
+#define AMXK__V16_NONFIN(v) (_mm512_cmp_ps_mask((v), _mm512_set1_ps(3.4028235e38f), _CMP_NLE_UQ) != 0)
+#define AMXK__V16_HMAX(v) amxk__hmax__avx512(v)
+#define AMXK__V16_STQ8(p, v, u8, n) amxk__stq8__avx512((p), (v), (u8), AMXK__V16_MASK(n))
+AMXK__Q8_EPI_DEFINE(avx512, AMXK__V16)
 /* mr rows (mr <= 8) of x (bytes rows ldx apart, kbytes each) as a panel of 32-bit units, unit-major:
    xp[u * 8 + r] = bytes [4u, 4u + 4) of row r, zero past kbytes and for rows r >= mr, units u < nu:
    one broadcast operand per row and unit (a bf16 pair for vdpbf16ps, 4 int8 for vpdpbusd), the rows
@@ -2454,7 +2424,6 @@ AMXK__INLINE __m512 amxk__q_sgrid16__avx512(const amxk__qview *v, size_t b, size
     return _mm512_loadu_ps(t);
 }
 /* The decode kernels at 16 lanes (AMXK__QD_KERNELS_DEFINE): the 16 rows of a block in one vector. */
-#define AMXK__V16_I __m512i
 #define AMXK__V16_LANES 16
 #define AMXK__V16_NH 1
 #define AMXK__V16_LOADU(p) _mm512_loadu_ps(p)
@@ -2468,7 +2437,6 @@ AMXK__INLINE __m512 amxk__q_sgrid16__avx512(const amxk__qview *v, size_t b, size
 #define AMXK__V16_SET1I8(c) _mm512_set1_epi8(c)
 #define AMXK__V16_SET1I32(c) _mm512_set1_epi32(c)
 #define AMXK__V16_SHUFB(a, b) _mm512_shuffle_epi8(a, b)
-#define AMXK__V16_CVTI(a) _mm512_cvtepi32_ps(a)
 #define AMXK__V16_CASTIF(a) _mm512_castsi512_ps(a)
 #define AMXK__V16_BCAST128I(a) _mm512_broadcast_i32x4(a)
 #define AMXK__V16_FP8_BAD_T __mmask64
@@ -2499,17 +2467,15 @@ AMXK__FORCE_INLINE __m512 amxk__lin_w16__avx512(const uint16_t *wb, size_t k) {
    (decode); each output sums x[k] * w[k] in fp32, k increasing (decode with 1-2 rows: even and odd k
    in two chains, added at the end). */
 AMXK__LIN16_KERNEL(amxk__linear_f32__8x64__avx512, __m512, __m512, AMXK__LIN16_LD_F32, AMXK__LIN16_BC_F32, AMXK__LIN16_FMA, AMXK__LIN16_AD_F32)
+AMXK__LIN16_SHAPES(amxk__linear_f32__8x64__avx512, AMXK__LIN16_AD_F32)
 AMXK__LIN16_KERNEL(amxk__linear_w16__4x64__avx512, __m512, __m512, AMXK__LIN16_LD_PACKED, AMXK__LIN16_BC_F32, AMXK__LIN16_FMA, AMXK__LIN16_AD_16)
+AMXK__LIN16_SHAPES(amxk__linear_w16__4x64__avx512, AMXK__LIN16_AD_16)
 AMXK__PRIV void amxk__linear_run16__avx512(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, int decode,
                                            __m512 *out) {
     /* dt: what w holds, f32 blocks or (decode) packed bf16 pairs (fp16 packs run amxk__linear_run16f16__avx512) */
-    if (decode && dt == AMXK_DTYPE_F32) {
-        AMXK__LIN16_DECODE(amxk__linear_f32__8x64__avx512, AMXK_DTYPE_F32)
-    } else if (!decode) {
-        AMXK__LIN16_PREFILL(amxk__linear_f32__8x64__avx512, AMXK_DTYPE_F32, float, 0)
-    } else {
-        AMXK__LIN16_DECODE(amxk__linear_w16__4x64__avx512, AMXK_DTYPE_BF16)
-    }
+    if (decode && dt == AMXK_DTYPE_F32) amxk__linear_f32__8x64__avx512_decode(xp, ns, w, bs, AMXK_DTYPE_F32, mr, nr, out);
+    else if (!decode) amxk__linear_f32__8x64__avx512_prefill(xp, ns, w, bs, AMXK_DTYPE_F32, mr, nr, 0, out);
+    else amxk__linear_w16__4x64__avx512_decode(xp, ns, w, bs, AMXK_DTYPE_BF16, mr, nr, out);
 }
 
 /* fp16 packs at 16 lanes, straight on the packed pairs: vcvtph2ps widens one 32-byte half of a pair row
@@ -2603,8 +2569,7 @@ AMXK__PRIV void amxk__linear_run16f16__avx512(const uint32_t *xp, size_t ns, con
    Prefill: per group of NR16 blocks, the group's weights (the packed blocks for vdpbf16ps on a bf16
    pack; else blocks dequantized (quantized packs) or widened once per task: to bf16 pairs for
    vdpbf16ps - amxk__q_block_16__avx2, one more rounding, as on AMX - or to f32), then every panel's
-   tile over all of K (the group stays in L2 across the panels; on Zen 4, k-chunking it for L1 measured
-   slower). ws: amxk__linear_ws__avx512's layout. */
+   tile over all of K (the group stays in L2 across the panels). ws: amxk__linear_ws__avx512's layout. */
 AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws, int pairs,
                                              amxk__lin16_run_fn run) {
     const size_t units = pairs == 1 ? a->kp / 2 : a->kp, panel = (size_t)AMXK__LIN_XS16 * units, bs = (size_t)AMXK__LIN_NB * a->kp;
@@ -2672,9 +2637,7 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
 
 /* Rows [m0, m1) x blocks [b0, b1) at the AVX-512 levels: quantized packs on the decode path (M <
    AMXK__LIN_WIDE_M, whole-row groups) run the decode kernels above (the AVX2 workspace layout:
-   f32 panel, then group sums and x rows); fp16 packs the fp16 pair kernel (measured on Zen 4 against
-   the AVX2 kernel: M = 1 from DRAM 25.2 vs 19.3 GB/s; M = 16 1.10x; M = 64-256 2-3% slower, Zen 4's
-   zmm FMA having the ymm rate; the f32-widened FMA tiles measured slower still at M = 16 - 256);
+   f32 panel, then group sums and x rows); fp16 packs the fp16 pair kernel (docs/notes/pack.md);
    everything else the fp32 FMA tiles. */
 AMXK__PRIV void amxk__linear_block__avx512(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     float *xf = (float *)ws, *xs = (float *)(ws + a->plan->ws_a);
@@ -2699,12 +2662,10 @@ AMXK__TARGET_AVX512BF16_BEGIN
 /* vdpbf16ps tiles straight on the packed pairs (or bf16-dequantized blocks): each output accumulates in
    fp32, pair rows in increasing order, each pair as vdpbf16ps does (odd k, then even k, one fma
    rounding each; bf16 subnormal inputs read as zero, subnormal results flushed). Decode: the
-   template's sparse L2 prefetch (pf), 8 KiB ahead once per KiB (prefetching every row 512-2048 bytes
-   ahead measured slower on Zen 4). */
+   template's sparse L2 prefetch (pf), 8 KiB ahead once per KiB. */
 #define AMXK__LIN16_LD_PAIRS(w, off, q, dt) _mm512_loadu_si512((const void *)AMXK__LIN16_AD_16(w, off, q))
 /* x's pair (a 32-bit unit of the panel) as vdpbf16ps's embedded-broadcast memory operand ({1to16}),
-   not a separate vpbroadcastd (gcc 12 does not fold it; Zen 4, the 16-row tile before its prefetch:
-   1.55x the 8 x 3 tiles' time with vpbroadcastd, 1.42x with the embedded broadcast). Same
+   not a separate vpbroadcastd (gcc 12 does not fold it; slower: docs/notes/pack.md). Same
    instruction, same bits; the emulated build (and compilers without GNU asm) broadcast by
    _mm512_set1_epi32. */
 #define AMXK__LIN16_BC_PTR(p) (p)
@@ -2720,14 +2681,12 @@ AMXK__FORCE_INLINE __m512 amxk__dpbf16b(__m512 acc, __m512i w, const uint32_t *p
 typedef const uint32_t *amxk__u32cp; /* the kernel's x "vector": a pointer to the unit (const X_T: no duplicate const) */
 AMXK__LIN16_KERNEL(amxk__linear_bf16__8x64__avx512bf16, __m512i, amxk__u32cp, AMXK__LIN16_LD_PAIRS, AMXK__LIN16_BC_PTR, AMXK__LIN16_DPBF16B,
                    AMXK__LIN16_AD_16)
+AMXK__LIN16_SHAPES(amxk__linear_bf16__8x64__avx512bf16, AMXK__LIN16_AD_16)
 AMXK__PRIV void amxk__linear_run16__avx512bf16(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr,
                                                int decode, __m512 *out) {
     (void)dt;
-    if (decode) {
-        AMXK__LIN16_DECODE(amxk__linear_bf16__8x64__avx512bf16, AMXK_DTYPE_BF16)
-    } else {
-        AMXK__LIN16_PREFILL(amxk__linear_bf16__8x64__avx512bf16, AMXK_DTYPE_BF16, uint16_t, 1)
-    }
+    if (decode) amxk__linear_bf16__8x64__avx512bf16_decode(xp, ns, w, bs, AMXK_DTYPE_BF16, mr, nr, out);
+    else amxk__linear_bf16__8x64__avx512bf16_prefill(xp, ns, w, bs, AMXK_DTYPE_BF16, mr, nr, 1, out);
 }
 
 /* ---- int4 packs with bf16 x, decode (w4a16): vdpbf16ps on fields turned into bf16 ---- */
@@ -2735,13 +2694,13 @@ AMXK__PRIV void amxk__linear_run16__avx512bf16(const uint32_t *xp, size_t ns, co
 #define AMXK__Q4_PREFETCH 2048 /* decode kernel: software prefetch distance in packed bytes (0: none) ... */
 #endif
 #ifndef AMXK__Q4_HINT
-#define AMXK__Q4_HINT _MM_HINT_T1 /* ... into L2 (docs/notes/formats.md) */
+#define AMXK__Q4_HINT _MM_HINT_T1 /* ... into L2 */
 #endif
 #ifndef AMXK__Q4_NB
 #define AMXK__Q4_NB 4 /* blocks (weight streams) per call of the decode kernel for one row ... */
 #endif
 #ifndef AMXK__Q4_D1B
-#define AMXK__Q4_D1B 16384 /* ... when a packed block has more bytes than this; else one block at a time (notes) */
+#define AMXK__Q4_D1B 16384 /* ... when a packed block has more bytes than this; else one block at a time */
 #endif
 
 /* Rows 0 .. mr-1 (mr <= 2) of xr against nb 4-bit blocks b .. b+nb-1 (nb 1 or 4; 4 only for
@@ -2865,48 +2824,19 @@ AMXK__TARGET_END
 
 #if AMXK__HAS_AVX512
 AMXK__TARGET_AVX512_BEGIN
-/* amxk__actq_group__avx2 with 16 lanes (group % 16 == 0; else amxk__actq_group__avx2): the same
-   values (IEEE division, round to nearest even, clamp to +-127); 0 without writing anything for E4M3
-   and for groups holding a NaN or infinity. */
-AMXK__PRIV int amxk__actq_group__avx512(const amxk__actq_args *a, size_t row, size_t k0, float *scale) {
-    const size_t base = row * a->ldx + k0;
-    const __m512i absmask = _mm512_set1_epi32(0x7fffffff);
-    __m512 vmax = _mm512_setzero_ps();
-    __mmask16 bad = 0;
-    float lanes[16], amax = 0.0f, sc;
-    int8_t *d = (int8_t *)a->q + row * a->ldq + k0;
-    size_t j;
+AMXK__FORCE_INLINE float amxk__hmax__avx512(__m512 v) {
+    float lanes[16], m = 0.0f;
     int i;
-    if (a->group % 16) return amxk__actq_group__avx2(a, row, k0, scale); /* 0 unless group % 8 == 0 */
-    if (a->ot == AMXK_DTYPE_FP8_E4M3) return 0;
-#define AMXK__LD16(i)                                                                                             \
-    (a->xt == AMXK_DTYPE_F32 ? _mm512_loadu_ps((const float *)a->x + base + (i))                                  \
-     : a->xt == AMXK_DTYPE_BF16                                                                                   \
-         ? _mm512_castsi512_ps(_mm512_slli_epi32(                                                                 \
-               _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)a->x + base + (i)))), 16)) \
-         : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)a->x + base + (i)))))
-    for (j = 0; j < a->group; j += 16) {
-        __m512 v = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(AMXK__LD16(j)), absmask));
-        vmax = _mm512_max_ps(vmax, v);
-        bad |= _mm512_cmp_ps_mask(v, _mm512_set1_ps(3.4028235e38f), _CMP_NLE_UQ); /* NaN or inf */
-    }
-    if (bad) return 0;
-    _mm512_storeu_ps(lanes, vmax);
-    for (i = 0; i < 16; i++) amax = AMXK__MAX(amax, lanes[i]);
-    sc = amax / 127.0f;
-    if (!(sc > 0.0f)) sc = 1.0f;
-    for (j = 0; j < a->group; j += 16) {
-        __m512 t = _mm512_div_ps(AMXK__LD16(j), _mm512_set1_ps(sc));
-        __m512i q = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_max_ps(_mm512_min_ps(t, _mm512_set1_ps(127.0f)), _mm512_set1_ps(-127.0f)),
-                                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        __m128i qb = _mm512_cvtepi32_epi8(q); /* |q| <= 127: the low byte */
-        if (a->ot == AMXK_DTYPE_U8) qb = _mm_xor_si128(qb, _mm_set1_epi8((char)0x80));
-        _mm_storeu_si128((__m128i *)(d + j), qb);
-    }
-#undef AMXK__LD16
-    *scale = sc;
-    return 1;
+    _mm512_storeu_ps(lanes, v);
+    for (i = 0; i < 16; i++) m = AMXK__MAX(m, lanes[i]);
+    return m;
 }
+AMXK__FORCE_INLINE void amxk__stq8__avx512(int8_t *p, __m512 v, int u8, __mmask16 k) {
+    __m128i q = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)); /* |q| <= 127: the low byte */
+    if (u8) q = _mm_xor_si128(q, _mm_set1_epi8((char)0x80));
+    _mm_mask_storeu_epi8(p, k, q);
+}
+AMXK__ACTQ_DEFINE(avx512, AMXK__V16)
 AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX512 */
 
@@ -2941,7 +2871,7 @@ AMXK__TARGET_AVX512VNNI_BEGIN
 #define AMXK__Q8V_PFN 1 /* prefill: the first row tile of a k step prefetches the next blocks' weights of that step */
 #endif
 #ifndef AMXK__Q8V_PFH
-#define AMXK__Q8V_PFH _MM_HINT_T1 /* ... into L2 (T0, the hint before: 4% slower at M = 256 on Zen 4) */
+#define AMXK__Q8V_PFH _MM_HINT_T1 /* ... into L2 */
 #endif
 /* acc = vpdpbusd(acc, u (unsigned bytes), x (signed bytes)). GCC 12 copies the accumulator to
    another register and back around each intrinsic call in these loops (several moves per
@@ -2973,21 +2903,23 @@ AMXK__FORCE_INLINE __m512 amxk__q_grid16__avx512vnni(const amxk__qview *v, const
    term) is exact in int32 (the true sum fits); asymmetric: t = sum u x - z sum x in f32 (fnmadd), as
    the AVX2 kernel. acc += (sx * sw) * t in f32, once per group. A group that [q0, q1) cuts keeps its
    int32 sums in accs (same layout as accm) between calls, so every group's t is the same whatever the
-   k steps. macc 0: acc in registers, from 0 over every group, then stored to y (q0 = 0, q1 = K / span);
-   macc 1: acc in memory, accm[r * AMXK__Q8V_LDA + 16 j] (a k-blocked panel, stored by the caller);
-   macc 2: one group that [q0, q1) covers whole (per-channel packs, all of K in one call): each
-   output goes to y at the group's end as fma(sx * sw, t, +0), the value macc 1 leaves in a zeroed
+   k steps. out (amxk__q8v_out) says where the outputs go: AMXK__Q8V_TO_Y: acc in registers, from 0
+   over every group, then stored to y (q0 = 0, q1 = K / span); AMXK__Q8V_TO_PANEL: acc in memory,
+   accm[r * AMXK__Q8V_LDA + 16 j] (a k-blocked panel, stored by the caller); AMXK__Q8V_GROUP_TO_Y: one
+   group that [q0, q1) covers whole (per-channel packs, all of K in one call): each output goes to y
+   at the group's end as fma(sx * sw, t, +0), the value AMXK__Q8V_TO_PANEL leaves in a zeroed
    accm (so the same bits), with no accumulator kept and no panel stored.
    x: xp NULL: the rows of x (a->xq); else a unit-major panel of 8 rows from k = q0 * span
    (amxk__xpanel32__avx512), read by embedded-broadcast vpdpbusd.
    xsum / sxt: the table rows of `row` (x sums and x scales per group, stride nbk). xu (x rows only):
    1 for U8 codes (each broadcast unit XORed with 0x80808080), 0 for I8 (no XOR at all); the panel
-   holds int8 already. mr, nb, bits, macc, xu: compile-time constants at the call site (always_inline).
+   holds int8 already. mr, nb, bits, out, xu: compile-time constants at the call site (always_inline).
    pf: each weight stream is prefetched pf bytes ahead (0: none). */
 #define AMXK__Q8V_LDA (AMXK__Q8V_NC * AMXK__LIN_NB)
+typedef enum amxk__q8v_out { AMXK__Q8V_TO_Y, AMXK__Q8V_TO_PANEL, AMXK__Q8V_GROUP_TO_Y } amxk__q8v_out;
 AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
                                                                                    int nb, int bits, const int32_t *xsum,
-                                                                                   const float *sxt, size_t q0, size_t q1, int macc,
+                                                                                   const float *sxt, size_t q0, size_t q1, amxk__q8v_out out,
                                                                                    float *accm, int32_t *accs, const uint32_t *xp,
                                                                                    size_t pf, int xu) {
     const amxk__qview *v = a->w;
@@ -3012,7 +2944,7 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
     for (g = q0 / gq; g * gq < q1; g++) {
         const size_t ra = AMXK__MAX(q0, g * gq), rb = AMXK__MIN(q1, (g + 1) * gq);
         __m512i s[AMXK__Q8V_MR][AMXK__Q8V_DNB];
-        if (macc != 1 || ra == g * gq) { /* macc 0, 2: every group whole */
+        if (out != AMXK__Q8V_TO_PANEL || ra == g * gq) { /* TO_Y, GROUP_TO_Y: every group whole */
 #pragma GCC unroll 8
             for (r = 0; r < mr; r++) { /* symmetric: start from -2^(b-1) sum x (the offset of u) */
                 const __m512i s0 = sym ? _mm512_slli_epi32(_mm512_set1_epi32(-xsum[(size_t)r * nbk + g]), (unsigned)(bits - 1))
@@ -3060,7 +2992,7 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
                 }
             }
         }
-        if (macc == 1 && rb < (g + 1) * gq) { /* the group goes on in the next k step */
+        if (out == AMXK__Q8V_TO_PANEL && rb < (g + 1) * gq) { /* the group goes on in the next k step */
 #pragma GCC unroll 8
             for (r = 0; r < mr; r++)
 #pragma GCC unroll 4
@@ -3082,10 +3014,10 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
                 for (j = 0; j < nb; j++) {
                     const __m512 t = sym ? _mm512_cvtepi32_ps(s[r][j])
                                          : _mm512_fnmadd_ps(zw[j], xf, _mm512_cvtepi32_ps(s[r][j]));
-                    if (macc == 1) { /* accm is NULL otherwise: no pointer arithmetic on it */
+                    if (out == AMXK__Q8V_TO_PANEL) { /* accm is NULL otherwise: no pointer arithmetic on it */
                         float *pm = accm + (size_t)r * AMXK__Q8V_LDA + (size_t)j * AMXK__LIN_NB;
                         _mm512_storeu_ps(pm, _mm512_fmadd_ps(_mm512_mul_ps(sx, sw[j]), t, _mm512_loadu_ps(pm)));
-                    } else if (macc == 2) {
+                    } else if (out == AMXK__Q8V_GROUP_TO_Y) {
                         amxk__linear_store16__avx512(a, row + (size_t)r, b + (size_t)j,
                                                      _mm512_fmadd_ps(_mm512_mul_ps(sx, sw[j]), t, _mm512_setzero_ps()));
                     } else {
@@ -3095,17 +3027,14 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
             }
         }
     }
-    if (!macc)
+    if (out == AMXK__Q8V_TO_Y)
         for (r = 0; r < mr; r++)
             for (j = 0; j < nb; j++) amxk__linear_store16__avx512(a, row + (size_t)r, b + (size_t)j, acc[r][j]);
 }
 
 /* Decode (mr <= 4 rows) x ONE 16-column block b, every group: one sequential weight stream (the
    block's 64-byte rows in order), used for packed blocks of at most AMXK__Q8V_D1B bytes (larger ones
-   stream four blocks at once through amxk__linear_q8__8x64__avx512vnni). Measured on Zen 4 (1 thread,
-   M = 1, int4 g128 from DRAM, medians, noisy VM): N x K = 16384 x 768 (6 KiB blocks) 280-320 us one
-   block at a time vs 450-470 four at once; 12288 x 2048 (16 KiB) 590 vs 670; 4096 x 1536 133 vs 180;
-   but 4096 x 4096 (32 KiB) 420-460 vs 380 and 8192 x 8192 2000+ vs 1400. The vpdpbusd of a block rotate over
+   stream four blocks at once through amxk__linear_q8__8x64__avx512vnni; docs/notes/pack.md). The vpdpbusd of a block rotate over
    four int32 chains (c = the dot product's index mod 4) so that latency does not bound one stream;
    per group t = the chains' wrapped int32 sum (exact: see amxk__linear_q8__8x64__avx512vnni, whose
    sums and epilogue this repeats: the same t and the same f32 operations, so the same bits). xu: as
@@ -3201,10 +3130,14 @@ AMXK__FORCE_INLINE void amxk__q8v_decode__avx512vnni(const amxk__q8_args *a, siz
         for (b = b0; b < b1; b += AMXK__Q8V_DNB) {
             if (b + AMXK__Q8V_DNB <= b1 && a->w->blk_bytes > AMXK__Q8V_D1B) {
                 switch (AMXK__MIN((size_t)4, c1 - i)) {
-                case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, 0, NULL, NULL, NULL, 0, xu); break;
-                case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, 0, NULL, NULL, NULL, 0, xu); break;
-                case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, 0, NULL, NULL, NULL, 0, xu); break;
-                default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, 0, NULL, NULL, NULL, 0, xu); break;
+                case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, 0, xu);
+                    break;
+                case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, 0, xu);
+                    break;
+                case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, 0, xu);
+                    break;
+                default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, 0, xu);
+                    break;
                 }
             } else {
                 for (bb = b; bb < AMXK__MIN(b1, b + AMXK__Q8V_DNB); bb++) switch (AMXK__MIN((size_t)4, c1 - i)) {
@@ -3219,9 +3152,7 @@ AMXK__FORCE_INLINE void amxk__q8v_decode__avx512vnni(const amxk__q8_args *a, siz
 }
 
 /* Its instances per bit width and x dtype: I8 rows with no XOR at all, and functions of their own, out
-   of the prefill tiles' function (Zen 4, 1 thread, M = 4, N = K = 4096 int4 g128 from DRAM, medians of
-   4 interleaved rounds: inline in the tiles function with a run-time XOR 538 us, inline with the two
-   instances 570-610, these 493, before U8 support 489). */
+   of the prefill tiles' function (faster than inline: docs/notes/pack.md). */
 #define AMXK__Q8V_DECODE(BITS, NAME, XU)                                                                              \
     __attribute__((noinline)) AMXK__PRIV void amxk__q8v_decode##BITS##_##NAME##__avx512vnni(                         \
         const amxk__q8_args *a, size_t cm, size_t c0, size_t c1, size_t b0, size_t b1, const int32_t *xsum, const float *sxt) { \
@@ -3240,71 +3171,73 @@ AMXK__Q8V_DECODE(2, u8, 1)
    AMXK__Q8V_KC columns at a time; the x rows of one k step go to unit-major panels in xpb, 8 rows per
    tile, which stay in L1 while MR x NB tiles sweep them; groups cut by a k step keep their int32 sums
    in accs), then go to y (amxk_linear_q8_ws with per-channel packs: each tile stores its outputs
-   itself, macc 2, no panel); the last c1 - c0 < MR rows (and decode) run 1-4 row x 4 block tiles with
+   itself, GROUP_TO_Y, no panel); the last c1 - c0 < MR rows (and decode) run 1-4 row x 4 block tiles with
    register accumulators (four weight streams at once). */
-#define AMXK__Q8V_TILES(BITS)                                                                                      \
-    AMXK__PRIV void amxk__linear_q8_tiles##BITS##__avx512vnni(const amxk__q8_args *a, size_t c0, size_t c1, size_t b0, size_t b1, \
-                                                             const int32_t *xsum, const float *sxt, float *accm,     \
-                                                             int32_t *accs, uint32_t *xpb) {                         \
-        const size_t nbk = a->w->nbk, span = (size_t)(32 / (BITS)), nq = a->w->k / span;                          \
-        /* the call's panels (amxk_linear_q8_ws): tile i at xpan + i / 8 * 8 * nux, read in place, all of K   \
-           in one step (no panel to stay in L1), AMXK__Q8V_NCW blocks per column chunk */                           \
-        const int xw = AMXK__Q8V_MR == AMXK__Q8_XPAN_ROWS && a->xpan && c0 % AMXK__Q8V_MR == 0;                   \
-        const int dw = xw && nbk == 1; /* one group: the tiles store to y themselves (macc 2) */            \
-        const size_t nux = AMXK__Q8_XPAN_UNITS(a->k);                                                              \
-        const size_t kq = xw ? nq : AMXK__MAX((size_t)1, (size_t)AMXK__Q8V_KC / span);                            \
-        const size_t cm = c0 + (c1 - c0) / AMXK__Q8V_MR * AMXK__Q8V_MR;                                           \
-        size_t i, b, p0, p1, q0, q1, k0, k1;                                                                       \
-        for (q0 = b0; q0 < b1 && cm > c0; q0 = q1) {                                                               \
-            q1 = AMXK__MIN(b1, q0 + (xw ? (size_t)AMXK__Q8V_NCW : (size_t)AMXK__Q8V_NC));                          \
-            for (p0 = c0; p0 < cm; p0 = p1) {                                                                      \
-                p1 = AMXK__MIN(cm, p0 + AMXK__Q8V_P);                                                              \
-                if (!dw) memset(accm, 0, (p1 - p0) * AMXK__Q8V_LDA * sizeof(float));                               \
-                for (k0 = 0; k0 < nq; k0 = k1) {                                                                   \
-                    const size_t nu = ((k1 = AMXK__MIN(nq, k0 + kq)) - k0) * span / 4; /* x units per row */       \
-                    for (i = p0; i < p1 && !xw; i += AMXK__Q8V_MR)                                                 \
-                        amxk__xpanel32__avx512(a->xq + i * a->ldq + k0 * span, a->ldq, nu * 4, nu, AMXK__Q8V_MR,   \
-                                               a->xflip, xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu);                                            \
-                    for (b = q0; b < q1; b += AMXK__Q8V_NB)                                                        \
-                        for (i = p0; i < p1; i += AMXK__Q8V_MR) {                                                  \
-                            const int32_t *xt = xsum + (i - c0) * nbk;                                             \
-                            const float *st = sxt + (i - c0) * nbk;                                                \
-                            const size_t o = (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB;                   \
-                            const uint32_t *xp = xw ? a->xpan + (i / AMXK__Q8V_MR * nux + k0 * span / 4) * 8                \
-                                                    : xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu;                              \
-                            const size_t pf = i == p0 && AMXK__Q8V_PFN ? AMXK__Q8V_NB * a->w->blk_bytes : 0;       \
-                            if (b + AMXK__Q8V_NB <= q1 && dw)                                                      \
-                                amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, BITS, xt, st, k0, k1, 2, \
-                                                                  NULL, NULL, xp, pf, 0);                          \
-                            else if (b + AMXK__Q8V_NB <= q1)                                                       \
-                                amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, BITS, xt, st, k0, k1, 1, \
-                                                                  accm + o, accs + o, xp, pf, 0);                  \
-                            else {                                                                                 \
-                                size_t bb;                                                                         \
-                                for (bb = b; bb < q1; bb++)                                                        \
-                                    if (dw)                                                                        \
-                                        amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, BITS, xt, st, k0, k1, 2, \
-                                                                          NULL, NULL, xp, 0, 0);                   \
-                                    else                                                                           \
-                                        amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, BITS, xt, st, k0, k1, 1, \
-                                                                          accm + o + (bb - b) * AMXK__LIN_NB,      \
-                                                                          accs + o + (bb - b) * AMXK__LIN_NB, xp, 0, 0); \
-                            }                                                                                      \
-                        }                                                                                          \
-                }                                                                                                  \
-                for (i = p0; i < p1 && !dw; i++)                                                                   \
-                    for (b = q0; b < q1; b++)                                                                      \
-                        amxk__linear_store16__avx512(a, i, b, _mm512_loadu_ps(accm + (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB)); \
-            }                                                                                                      \
-        }                                                                                                          \
-        if (a->xflip) amxk__q8v_decode##BITS##_u8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);                  \
-        else amxk__q8v_decode##BITS##_i8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);                           \
+AMXK__FORCE_INLINE void amxk__linear_q8_tiles__avx512vnni(const amxk__q8_args *a, size_t c0, size_t c1, size_t b0, size_t b1,
+                                                          const int32_t *xsum, const float *sxt, float *accm, int32_t *accs,
+                                                          uint32_t *xpb, int bits) {
+    const size_t nbk = a->w->nbk, span = (size_t)(32 / bits), nq = a->w->k / span;
+    /* the call's panels (amxk_linear_q8_ws): tile i at xpan + i / 8 * 8 * nux, read in place, all of K
+       in one step (no panel to stay in L1), AMXK__Q8V_NCW blocks per column chunk */
+    const int xw = AMXK__Q8V_MR == AMXK__Q8_XPAN_ROWS && a->xpan && c0 % AMXK__Q8V_MR == 0;
+    const int dw = xw && nbk == 1; /* one group: the tiles store to y themselves (GROUP_TO_Y) */
+    const size_t nux = AMXK__Q8_XPAN_UNITS(a->k);
+    const size_t kq = xw ? nq : AMXK__MAX((size_t)1, (size_t)AMXK__Q8V_KC / span);
+    const size_t cm = c0 + (c1 - c0) / AMXK__Q8V_MR * AMXK__Q8V_MR;
+    size_t i, b, bb, p0, p1, q0, q1, k0, k1;
+    for (q0 = b0; q0 < b1 && cm > c0; q0 = q1) {
+        q1 = AMXK__MIN(b1, q0 + (xw ? (size_t)AMXK__Q8V_NCW : (size_t)AMXK__Q8V_NC));
+        for (p0 = c0; p0 < cm; p0 = p1) {
+            p1 = AMXK__MIN(cm, p0 + AMXK__Q8V_P);
+            if (!dw) memset(accm, 0, (p1 - p0) * AMXK__Q8V_LDA * sizeof(float));
+            for (k0 = 0; k0 < nq; k0 = k1) {
+                const size_t nu = ((k1 = AMXK__MIN(nq, k0 + kq)) - k0) * span / 4; /* x units per row */
+                for (i = p0; i < p1 && !xw; i += AMXK__Q8V_MR)
+                    amxk__xpanel32__avx512(a->xq + i * a->ldq + k0 * span, a->ldq, nu * 4, nu, AMXK__Q8V_MR, a->xflip,
+                                           xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu);
+                for (b = q0; b < q1; b += AMXK__Q8V_NB)
+                    for (i = p0; i < p1; i += AMXK__Q8V_MR) {
+                        const int32_t *xt = xsum + (i - c0) * nbk;
+                        const float *st = sxt + (i - c0) * nbk;
+                        const size_t o = (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB;
+                        const uint32_t *xp = xw ? a->xpan + (i / AMXK__Q8V_MR * nux + k0 * span / 4) * 8 : xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu;
+                        const size_t pf = i == p0 && AMXK__Q8V_PFN ? AMXK__Q8V_NB * a->w->blk_bytes : 0;
+                        if (b + AMXK__Q8V_NB <= q1 && dw)
+                            amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, bits, xt, st, k0, k1, AMXK__Q8V_GROUP_TO_Y,
+                                                              NULL, NULL, xp, pf, 0);
+                        else if (b + AMXK__Q8V_NB <= q1)
+                            amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, bits, xt, st, k0, k1, AMXK__Q8V_TO_PANEL,
+                                                              accm + o, accs + o, xp, pf, 0);
+                        else
+                            for (bb = b; bb < q1; bb++)
+                                if (dw)
+                                    amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, bits, xt, st, k0, k1, AMXK__Q8V_GROUP_TO_Y,
+                                                                      NULL, NULL, xp, 0, 0);
+                                else
+                                    amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, bits, xt, st, k0, k1, AMXK__Q8V_TO_PANEL,
+                                                                      accm + o + (bb - b) * AMXK__LIN_NB, accs + o + (bb - b) * AMXK__LIN_NB,
+                                                                      xp, 0, 0);
+                    }
+            }
+            for (i = p0; i < p1 && !dw; i++)
+                for (b = q0; b < q1; b++)
+                    amxk__linear_store16__avx512(a, i, b, _mm512_loadu_ps(accm + (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB));
+        }
     }
-AMXK__Q8V_TILES(8)
-AMXK__Q8V_TILES(4)
-AMXK__Q8V_TILES(2)
-#undef AMXK__Q8V_TILES
+    if (bits == 8 && a->xflip) amxk__q8v_decode8_u8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);
+    else if (bits == 8) amxk__q8v_decode8_i8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);
+    else if (bits == 4 && a->xflip) amxk__q8v_decode4_u8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);
+    else if (bits == 4) amxk__q8v_decode4_i8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);
+    else if (a->xflip) amxk__q8v_decode2_u8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);
+    else amxk__q8v_decode2_i8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);
+}
 
+/* The table's q8_takes: packs of at most AMXK__Q8V_TAB / AMXK__Q8V_MR groups (the table's q8_else,
+   the AVX2 level's, runs the others). */
+AMXK__PRIV int amxk__linear_q8_takes__avx512vnni(const amxk__qview *v, size_t m, int u8) {
+    (void)m, (void)u8;
+    return v->nbk * AMXK__Q8V_MR <= AMXK__Q8V_TAB;
+}
 /* amxk_linear_q8_ws's x panels (the table's q8_xpan): 8-row tiles [t0, t1) of x, all of K, as the
    prefill tiles read them (amxk__xpanel32__avx512: unit-major, U8 codes made int8). */
 AMXK__PRIV void amxk__linear_q8_xpan__avx512vnni(const amxk__q8_args *a, size_t t0, size_t t1, uint32_t *xpan) {
@@ -3317,29 +3250,24 @@ AMXK__PRIV void amxk__linear_q8_xpan__avx512vnni(const amxk__q8_args *a, size_t 
 /* The table's q8_xpan_takes: amxk__linear_q8_block__avx512vnni's tiles run pack v (at most
    AMXK__Q8V_TAB / AMXK__Q8V_MR groups) and read a->xpan (8-row tiles). */
 AMXK__PRIV int amxk__linear_q8_xpan_takes__avx512vnni(const amxk__qview *v) {
-    return AMXK__Q8V_MR == AMXK__Q8_XPAN_ROWS && v->nbk * AMXK__Q8V_MR <= AMXK__Q8V_TAB;
+    return AMXK__Q8V_MR == AMXK__Q8_XPAN_ROWS && amxk__linear_q8_takes__avx512vnni(v, 0, 0);
 }
 
 /* Rows [m0, m1) x blocks [b0, b1): the x sums and scales of up to AMXK__Q8V_TAB (row, group) pairs
-   at a time, then the tiles. Packs with more than AMXK__Q8V_TAB / AMXK__Q8V_MR groups run the AVX2
-   kernel. */
+   at a time, then the tiles. */
 AMXK__PRIV void amxk__linear_q8_block__avx512vnni(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) {
     int32_t xsum[AMXK__Q8V_TAB], accs[AMXK__Q8V_P * AMXK__Q8V_LDA];
     float sxt[AMXK__Q8V_TAB], accm[AMXK__Q8V_P * AMXK__Q8V_LDA];
     uint32_t xpb[AMXK__Q8V_P / AMXK__Q8V_MR * 8 * AMXK__Q8V_KC / 4]; /* 8-row unit-major panels of MR rows */
     const size_t nbk = a->w->nbk;
     size_t c0, c1, chunk;
-    if (nbk * AMXK__Q8V_MR > AMXK__Q8V_TAB) {
-        amxk__linear_q8_block__avx2(a, m0, m1, b0, b1);
-        return;
-    }
     chunk = AMXK__Q8V_TAB / nbk / AMXK__Q8V_MR * AMXK__Q8V_MR;
     for (c0 = m0; c0 < m1; c0 = c1) {
         c1 = AMXK__MIN(m1, c0 + chunk);
         amxk__q8_xtab__avx512vnni(a, c0, c1, xsum, sxt);
-        if (a->w->bits == 8) amxk__linear_q8_tiles8__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb);
-        else if (a->w->bits == 4) amxk__linear_q8_tiles4__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb);
-        else amxk__linear_q8_tiles2__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb);
+        if (a->w->bits == 8) amxk__linear_q8_tiles__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb, 8);
+        else if (a->w->bits == 4) amxk__linear_q8_tiles__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb, 4);
+        else amxk__linear_q8_tiles__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb, 2);
     }
 }
 AMXK__TARGET_END
@@ -3655,8 +3583,7 @@ AMXK__PRIV void amxk__linear_ws__avx2(amxk__linear_plan *p, size_t m, size_t kp,
    AMXK__LIN_NC16 blocks over as many rows as AMXK__LIN_XP16_BYTES of x panels hold (all of them up to
    256 rows at K = 4096), so that each staged group of NR16 blocks serves every row of its task from L2,
    the weights come from beyond L2 once per row chunk and each x row becomes a panel once per N task
-   (measured on Zen 4, N = K = 4096, 1 thread, against oneDNN bf16 in the same rounds: 48 rows x 24
-   blocks per task M = 256 0.94x, M = 1024 0.98x; these tasks 1.00x / 1.05x; README). Rows per task
+   (docs/notes/pack.md). Rows per task
    (mc) never depend on the worker count: callers chunk rows by it (amxk__linop_chunk), and a chunk of
    at most 4 rows runs the decode kernels (another summation order), so results stay the same bits for
    any worker count. Narrow N gets more row chunks so that the grid can hold AMXK__LIN_TASKS16 tasks
@@ -3709,26 +3636,14 @@ AMXK__PRIV void amxk__linear_ws__amx(amxk__linear_plan *p, size_t m, size_t kp, 
    the vector level). */
 AMXK__PRIV int amxk__linear_takes__amx(amxk_dtype dt) { return dt == AMXK_DTYPE_BF16; }
 AMXK__PRIV int amxk__linear_takes__amxfp16(amxk_dtype dt) { return dt == AMXK_DTYPE_BF16 || dt == AMXK_DTYPE_F16; }
-/* w8a8 on AMX-INT8 or on the vector level: the rule (a PREDICTED cycle model of one Sapphire Rapids
-   core; not measured: the AMX Xeon runs so far checked correctness, not this rule). Assumptions: one TDPBSSD / TDPBUSD issues
-   every 16 cycles whatever its row count R <= 16 and k step ks <= 64 (a 16 x 16 x 64 tile: 1024
-   MACs / cycle; a tile of fewer rows or a narrower k step costs the same); TILESTORED of a 16 x 16
-   int32 tile ~16 cycles; the epilogue 3 vector ops (cvt, sx * sw, fma) per row and 16 columns on 2
-   vector ports; int4 / int2 widening ~g / 2 cycles per 16 columns and group (once per weight; not
-   amortized over rows in this rule, so it errs towards VNNI); 512-bit vpdpbusd 2 per cycle (64 MACs
-   each: 128 MACs / cycle) plus ~1 cycle per row and 16 columns of group epilogue. Per 16 output
-   columns and weight group of g columns, for m rows:
+/* w8a8 on AMX-INT8 or on the vector level: a cycle model of one Sapphire Rapids core (its
+   assumptions and the thresholds it gives: docs/notes/pack.md), per 16 output columns and weight
+   group of g columns, for m rows (ks: the k step):
        AMX   ceil(m / 16) * (16 g / ks + 16) + 1.5 m  (+ g / 2 for int4 / int2)
        VNNI  m * (g / 8 + 1)
-   AMX is taken where its figure is smaller. Predicted thresholds: int8 g = 128: m >= 4; g = 64:
-   m >= 5; g = 32 (ks 32): m >= 10, except just past multiples of 16 (m = 17: a second tile of one
-   row costs more than VNNI's row); g <= 16: never (one TDP does a quarter of its work or less); per
-   channel g = K = 4096: m >= 3; int4 g = 128: m >= 8; so decode (m <= 2) stays on VNNI.
-   llvm-mca-19 -mcpu=sapphirerapids models one 512-bit port for these ops instead (the epilogue's cvt,
-   mul and fma at 3.0 cycles per row and 16 columns; vpdpbusd 1 per cycle): with it both sides slow
-   down and AMX wins from fewer rows (g = 128: m >= 2; g = 32: m >= 5), so the rule errs towards
-   VNNI. The AMX kernel also needs a k step (amxk__q8_kstep) and, for int4 / int2,
-   g <= AMXK__Q8A_KC (its widening buffer). (AMX-INT8 is one of the AMX level's own features.) */
+   AMX is taken where its figure is smaller (e.g. int8 g128 from 4 rows, int4 g128 from 8, groups of
+   16 or less never, so decode stays on VNNI). The AMX kernel also needs a k step (amxk__q8_kstep)
+   and, for int4 / int2, g <= AMXK__Q8A_KC (its widening buffer). */
 AMXK__INLINE int amxk__q8_amx_wins(size_t m, size_t g, size_t ks, int bits) {
     const double amx = (double)AMXK__CEIL_DIV(m, (size_t)16) * (16.0 * (double)g / (double)ks + 16.0) + 1.5 * (double)m +
                        (bits < 8 ? 0.5 * (double)g : 0.0);
@@ -3754,43 +3669,45 @@ AMXK__PRIV void amxk__linear_q8_grid__amx(amxk__linear_plan *p, const amxk__qvie
 
 static const amxk__pack_kernels amxk__pack_kernels_scalar = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__scalar, amxk__linear__1x16__scalar, NULL, amxk__linear_q8__1x16__scalar, NULL,
-    amxk__q_block_16, amxk__linear_store_rows__scalar, NULL, amxk__q8_bprep__scalar, amxk__q8_epi__scalar, 1, NULL, NULL, NULL, NULL, NULL};
+    amxk__q_block_16, amxk__linear_store_rows__scalar, NULL, amxk__q8_bprep__scalar, amxk__q8_epi__scalar, 1, NULL, NULL, NULL, NULL, NULL, NULL};
 #if AMXK__HAS_AVX2
 static const amxk__pack_kernels amxk__pack_kernels_avx2 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avx2,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL, NULL};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL, NULL, NULL};
 #endif
 #if AMXK__HAS_AVXVNNI
 /* the AVX2 level on a CPU with AVX-VNNI: w8a8 on VEX vpdpbusd */
 static const amxk__pack_kernels amxk__pack_kernels_avx2vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avxvnni,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL, NULL};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL, NULL, NULL};
 #endif
 #if AMXK__HAS_AVX512
 static const amxk__pack_kernels amxk__pack_kernels_avx512 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx2,
     amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512, 1, NULL, NULL, NULL, NULL, NULL};
+    amxk__q8_epi__avx512, 1, NULL, NULL, NULL, NULL, NULL, NULL};
 static const amxk__pack_kernels amxk__pack_kernels_avx512vnni = {
-    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx512vnni,
-    amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni, amxk__linear_q8_xpan_takes__avx512vnni, NULL};
-static const amxk__pack_kernels amxk__pack_kernels_avx512bf16 = {
-    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512bf16, NULL,
+    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, amxk__linear_q8_takes__avx512vnni,
     amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni, amxk__linear_q8_xpan_takes__avx512vnni, NULL};
+    amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni, amxk__linear_q8_xpan_takes__avx512vnni, NULL,
+    &amxk__pack_kernels_avx2};
+static const amxk__pack_kernels amxk__pack_kernels_avx512bf16 = {
+    AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512bf16, amxk__linear_q8_takes__avx512vnni,
+    amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
+    amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni, amxk__linear_q8_xpan_takes__avx512vnni, NULL,
+    &amxk__pack_kernels_avx2};
 #endif
 #if AMXK__HAS_AMX
 /* AMX-TILE/BF16/INT8 (Sapphire / Emerald Rapids): fp16 x runs the vector level */
 static const amxk__pack_kernels amxk__pack_kernels_amx = {
     AMXK__LIN_MC, AMXK__LIN_AMX_MIN_M, AMXK__LIN_NC, amxk__linear_takes__amx, amxk__linear_ws__amx, amxk__linear_block__32x32__amx,
     amxk__linear_q8_takes__amx, amxk__linear_q8_block__32x32__amx, NULL, NULL, NULL, amxk__linear_q8_grid__amx, NULL, NULL, 2,
-    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx, NULL, NULL, amxk__xpanel__amx};
+    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx, NULL, NULL, amxk__xpanel__amx, NULL};
 /* the AMX level with AMX-FP16 (Granite Rapids): fp16 x on TDPFP16PS too */
 static const amxk__pack_kernels amxk__pack_kernels_amxfp16 = {
     AMXK__LIN_MC, AMXK__LIN_AMX_MIN_M, AMXK__LIN_NC, amxk__linear_takes__amxfp16, amxk__linear_ws__amx, amxk__linear_block__32x32__amx,
     amxk__linear_q8_takes__amx, amxk__linear_q8_block__32x32__amx, NULL, NULL, NULL, amxk__linear_q8_grid__amx, NULL, NULL, 2,
-    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx, NULL, NULL, amxk__xpanel__amx};
+    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx, NULL, NULL, amxk__xpanel__amx, NULL};
 #endif
 
 /* The table of ISA level `level` (a context's tier, or a vector level) with the context's features
@@ -3842,7 +3759,8 @@ AMXK__INLINE int amxk__q8_xpan_used(const amxk__linear_plan *p, const amxk__qvie
    packs (amxk__lin_mul_dt); AMXK__OP_Q8: the x codes' dtype (I8 or U8). The context level's table
    when its kernel takes the call (w8a8: its q8_takes alone decides, min_m is the linear op's), else
    the vector level's; row chunks of the table's mc; decode (m <= 4) splits N so that every worker
-   streams its own part of the weights; a table's q8_grid replaces this grid for w8a8. quant: 0 bf16/fp16/f32 pack; 1 quantized; 2 quantized int format whose groups hold
+   streams its own part of the weights; a table's q8_grid replaces this grid for w8a8, and a vector
+   table's q8_else runs the w8a8 packs its q8_takes refuses, on that table's grid. quant: 0 bf16/fp16/f32 pack; 1 quantized; 2 quantized int format whose groups hold
    whole 64-byte rows of the packed block (amxk__q_kind). */
 AMXK__PRIV void amxk__pack_layout(const amxk_ctx *ctx, int op, size_t m, size_t n, size_t k, amxk_dtype dt, const amxk__qview *q,
                                   amxk__linear_plan *p) {
@@ -3862,6 +3780,7 @@ AMXK__PRIV void amxk__pack_layout(const amxk_ctx *ctx, int op, size_t m, size_t 
     p->m_tasks = AMXK__CEIL_DIV(m, p->mc);
     p->n_tasks = AMXK__CEIL_DIV(nblk, p->nc);
     if (op == AMXK__OP_Q8 && p->kt->q8_grid) p->kt->q8_grid(p, q, m, dt == AMXK_DTYPE_U8, workers); /* sets its own tasks */
+    if (op == AMXK__OP_Q8 && p->kt->q8_else && !p->kt->q8_takes(q, m, dt == AMXK_DTYPE_U8)) p->kt = p->kt->q8_else; /* same grid */
     p->ws_worker = amxk__sz_add(amxk__sz_add(p->ws_a, p->ws_w, &p->ws_overflow), p->ws_c, &p->ws_overflow);
     p->ws_total = amxk__sz_mul(p->ws_worker, workers, &p->ws_overflow);
     if (op == AMXK__OP_Q8) /* amxk_linear_q8_ws: one set of x panels per call, of the vector level's tiles (where they run) */
