@@ -27,9 +27,8 @@
                             the AMX tier is then available on every CPU (AMX kernels use nothing
                             but tile operations and portable C, so they need no other ISA)
        AMXK_AVX512_EMULATE  TEST BUILDS ONLY: the AVX-512 levels' kernels are compiled through SIMDe
-                            (Debian libsimde-dev) for AVX2 and count as usable on every AVX2 CPU, so
-                            they run the test matrix there. Hardware AMX is then off (combine with
-                            AMXK_AMX_EMULATE). The library itself needs no SIMDe.
+                            (Debian libsimde-dev) for AVX2 and count as usable on every AVX2 CPU;
+                            hardware AMX is then off (combine with AMXK_AMX_EMULATE).
        AMXK_NO_AVX2         do not compile AVX2 code
        AMXK_NO_AVX512       do not compile AVX-512 code (and no hardware AMX code)
        AMXK_NO_AMX          do not compile AMX code
@@ -204,10 +203,9 @@ typedef struct amxk_cpu {
     uint32_t emulated;
 } amxk_cpu;
 
-/* Detect the CPU once (idempotent, thread-compatible: concurrent first calls compute the same
-   values) and, on Linux and unless AMXK_NO_SYSCALLS, request AMX tile-data permission for the
-   process (arch_prctl ARCH_REQ_XCOMP_PERM, 18), then verify it with ARCH_GET_XCOMP_PERM. A refusal
-   demotes AMX; it never crashes. Returns a pointer to a static, never NULL. */
+/* Detect the CPU once (idempotent; concurrent first calls compute the same values) and, on Linux
+   unless AMXK_NO_SYSCALLS, request and verify AMX tile-data permission (arch_prctl
+   ARCH_REQ_XCOMP_PERM / ARCH_GET_XCOMP_PERM, 18); a refusal demotes AMX. Never NULL (a static). */
 AMXK_DEF const amxk_cpu *amxk_cpu_init(void);
 
 /* Parallel-for callback: see THREADING in the top comment. */
@@ -271,14 +269,12 @@ AMXK_DEF amxk_status amxk_convert(const amxk_ctx *ctx, void *dst, amxk_dtype dst
 typedef void (*amxk_amx_fault_fn)(const char *message);
 AMXK_DEF amxk_amx_fault_fn amxk_amx_emu_set_fault_handler(amxk_amx_fault_fn fn);
 
-/* The AMX features the emulated tile unit presents: an OR of AMXK_CPU_AMX_TILE, AMXK_CPU_AMX_BF16,
-   AMXK_CPU_AMX_INT8 and AMXK_CPU_AMX_FP16 (other bits are ignored). Default: all four (a Granite
-   Rapids core); AMXK_CPU_AMX_TILE | AMXK_CPU_AMX_BF16 | AMXK_CPU_AMX_INT8 is a Sapphire / Emerald
-   Rapids core. A TDP* of a feature not presented faults (#UD on hardware); without AMX_TILE every
-   tile instruction does. Contexts initialised afterwards see only these features (amxk_ctx.features;
-   the AMX level needs TILE, BF16 and INT8); contexts initialised before keep theirs and are refused
-   (AMXK_ERR_CONTEXT) when they claim one no longer presented. Process-wide; not thread-safe against
-   concurrent calls. Returns the previous set. */
+/* The AMX features the emulated tile unit presents: an OR of AMXK_CPU_AMX_TILE, _BF16, _INT8 and _FP16
+   (other bits ignored). Default: all four (Granite Rapids); without FP16: Sapphire / Emerald Rapids. A
+   TDP* of a feature not presented faults (#UD on hardware); without AMX_TILE every tile instruction
+   does. Contexts initialised afterwards see only these features (the AMX level needs TILE, BF16 and
+   INT8); older contexts that claim one no longer presented are refused (AMXK_ERR_CONTEXT).
+   Process-wide; not thread-safe against concurrent calls. Returns the previous set. */
 AMXK_DEF uint32_t amxk_amx_emu_set_features(uint32_t features);
 
 /* Direct access to the emulated tile operations, for tests and for callers who write their own AMX
@@ -1673,9 +1669,8 @@ AMXK__PRIV void amxk__parallel(const amxk_ctx *ctx, amxk_task_fn fn, void *task_
     for (t = 0; t < n_tasks; t++) fn(task_ctx, t, 0);
 }
 
-/* The core's kernel table. Every op of every module picks its microkernels the same way: one const
-   table per level that has kernels of its own, and one function that maps a level to its table (a
-   level without its own kernels uses the table of the level below). Drivers never test the level. */
+/* The core's kernel table: one const table per level with kernels of its own and one function that
+   maps a level to its table, as every module does (see ISA LEVELS); drivers never test the level. */
 typedef void (*amxk__convert_fn)(void *dst, amxk_dtype dt, const void *src, amxk_dtype st, size_t n);
 typedef struct amxk__core_kernels {
     amxk__convert_fn convert; /* amxk_convert's body, bitwise equal on every level */

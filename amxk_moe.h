@@ -60,15 +60,15 @@
        without shared expert and routed input 0, so per-shard outputs can be summed by the caller).
        Duplicate ids within a token are allowed (each slot counts).
 
-   ACT_INT8 (opts.act_int8 = 1: w8a8 / w4a8 / w2a8): both GEMMs on int8 activations,
-   q8(v) = amxk_quantize_act's I8 row quantizer: s = amax |v| / 127 (1 when amax is 0), q = clamp(
-   rne(v / s), -127, 127) (sglang rounds v * (127 / amax): a code may differ by 1). xin is quantized
-   per token (per token and slot with apply-on-input); h = amxk_linear_q8(q8(xin), W13_e) + b13_e;
-   a = act(gate, up) in fp32, NOT rounded to 16 bits, then q8 per row; y = amxk_linear_q8(q8(a), W2_e)
-   + b2_e. Results equal per-expert amxk_quantize_act + amxk_linear_q8 calls on the same rows (AMX
-   TDPBSSD where amxk_linear_q8's rule sends the unit's rows, else the vector level). Every pack of
-   the shard and the shared expert must be one amxk_linear_q8 takes (INT8 symmetric, INT4 / INT2 with
-   groups of whole 64-byte rows), else AMXK_ERR_UNSUPPORTED; x stays BF16 / F16.
+   ACT_INT8 (opts.act_int8 = 1: w8a8 / w4a8 / w2a8): both GEMMs on int8 activations, q8(v) =
+   amxk_quantize_act's I8 row quantizer (sglang rounds v * (127 / amax): a code may differ by 1).
+   xin is quantized per token (per token and slot with apply-on-input); h = amxk_linear_q8(q8(xin),
+   W13_e) + b13_e; a = act(gate, up) in fp32, NOT rounded to 16 bits, then q8 per row;
+   y = amxk_linear_q8(q8(a), W2_e) + b2_e. Results equal per-expert amxk_quantize_act +
+   amxk_linear_q8 calls on the same rows (AMX TDPBSSD where amxk_linear_q8's rule sends the unit's
+   rows, else the vector level). Every pack of the shard and the shared expert must be one
+   amxk_linear_q8 takes (INT8 symmetric, INT4 / INT2 with groups of whole 64-byte rows), else
+   AMXK_ERR_UNSUPPORTED; x stays BF16 / F16.
 
    WEIGHTS (amxk_moe_weights): per expert a w13 pack [2N, K] (gate rows then up rows, or interleaved
    pairs) and a w2 pack [K, N], any format amxk_linear takes (formats may differ between experts);
@@ -120,11 +120,10 @@ typedef struct amxk_moe_router {
 /* Top-k routing of M tokens over E experts (see ROUTING). logits: element (t, e) at
    logits[t * ld_logits + e], ld_logits >= E. Outputs contiguous [M, topk]: topk_weights (f32) and
    topk_ids (int32), slot order = the ORDER of ROUTING (best first). Tasks: chunks of tokens.
-   Errors (nothing written): CONTEXT, NULL, SHAPE (M, E or topk 0, topk > E), STRIDE, ARG (score kind,
-   grouping: G does not divide E, topk_group 0 or > G, topk > topk_group * E/G, top2 with E/G < 2;
-   renormalize not 0/1; non-finite logit, bias or scaling factor; softcap < 0 or not finite), STRIDE
-   also when the logits' extent ((M - 1) * ld_logits + E floats) does not fit a size_t, ALIAS (the
-   outputs, M * topk elements each, overlap each other or a byte the tasks read: the logits' extent,
+   Errors (nothing written): CONTEXT, NULL, SHAPE (M, E or topk 0, topk > E), STRIDE (also the logits'
+   extent, (M - 1) * ld_logits + E floats, not fitting a size_t), ARG (a router field outside the
+   range its comment gives; a non-finite logit, bias, scaling factor or softcap), ALIAS (the outputs,
+   M * topk elements each, overlap each other or a byte the tasks read: the logits' extent,
    correction_bias (E floats)). *router and *ctx are copied at entry (the outputs may overlap them). */
 AMXK_DEF amxk_status amxk_moe_topk(const amxk_ctx *ctx, const amxk_moe_router *router, size_t m, size_t n_experts,
                                    const float *logits, size_t ld_logits, size_t topk, float *topk_weights,
