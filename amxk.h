@@ -908,8 +908,7 @@ AMXK__PRIV void amxk__convert__scalar(void *dst, amxk_dtype dt, const void *src,
     }
 
 // >>avx2 -----------------------------------------------------------------------------------------
-/* The AVX2 + FMA + F16C tier: x86 CPUs without AVX-512. Vector bodies of 8 lanes; tails reuse the
-   scalar functions, which are bitwise identical. */
+/* Vector bodies of 8 lanes; tails reuse the scalar functions, which are bitwise identical. */
 
 #if AMXK__HAS_AVX2
 AMXK__TARGET_AVX2_BEGIN
@@ -1099,9 +1098,8 @@ AMXK__INLINE __m128i amxk__cvt_f32_fp8__avx512(__m512 x, int e5m2) {
 #  define AMXK__DPBF16(acc, a, b) _mm512_dpbf16_ps((acc), (__m512bh)(a), (__m512bh)(b))
 #endif
 
-/* The vector math layer at 16 lanes (see AMXK__VMATH_DEFINE), and 16-lane loads / stores of F32,
-   BF16 and F16 arrays as f32, with a lane mask for tails (lanes outside k are neither read nor
-   written). */
+/* The vector math layer at 16 lanes, and 16-lane loads / stores of F32, BF16 and F16 arrays as f32
+   with a lane mask for tails (lanes outside k are neither read nor written). */
 #define AMXK__V16_T __m512
 #define AMXK__V16_SET1(f) _mm512_set1_ps(f)
 #define AMXK__V16_ADD(a, b) _mm512_add_ps(a, b)

@@ -965,8 +965,7 @@ AMXK__PRIV void amxk__moe_up_item(const amxk__moe_args *a, size_t item, char *ws
     amxk__moe_act_rows(a, u, m0, m1, s0 * AMXK__LINOP_NB, s1 * AMXK__LINOP_NB);
 }
 
-/* Gate+up task: items [task * ipt1, + ipt1) in order, in one tile session (one worker: all items in
-   one task, so one session for the loop). */
+/* Gate+up task: items [task * ipt1, + ipt1) in order, in one tile session. */
 AMXK__PRIV void amxk__moe_up_task(void *task_ctx, size_t task, int worker) {
     const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
     char *ws = a->lin + (size_t)worker * a->lin_worker;
