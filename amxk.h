@@ -27,26 +27,22 @@
                             the AMX tier is then available on every CPU (AMX kernels use nothing
                             but tile operations and portable C, so they need no other ISA)
        AMXK_AVX512_EMULATE  TEST BUILDS ONLY: the AVX-512 levels' kernels are compiled through SIMDe
-                            (Debian libsimde-dev) for AVX2 and count as usable on every AVX2 CPU, so
-                            they run the test matrix there. Hardware AMX is then off (combine with
-                            AMXK_AMX_EMULATE). The library itself needs no SIMDe.
+                            (Debian libsimde-dev) for AVX2 and count as usable on every AVX2 CPU;
+                            hardware AMX is then off (combine with AMXK_AMX_EMULATE).
        AMXK_NO_AVX2         do not compile AVX2 code
        AMXK_NO_AVX512       do not compile AVX-512 code (and no hardware AMX code)
        AMXK_NO_AMX          do not compile AMX code
-       AMXK_NO_SYSCALLS     never call arch_prctl: AMX is used only if the process already has
-                            tile-data permission (checked without a syscall: it is not, so AMX stays
-                            off unless emulated). Nothing else in amxk makes system calls.
+       AMXK_NO_SYSCALLS     never call arch_prctl (Linux tile-data permission is then unknown, so
+                            hardware AMX stays off). Nothing else in amxk makes system calls.
        AMXK_ASSERT(x)       internal invariant check (default: assert from <assert.h>)
 
    ISA LEVELS AND DISPATCH
-       Seven levels (enum amxk_tier: the features and CPUs of each). Every kernel sits in the target
-       region of its level, which enables only what that level requires, so no function is reached on
-       a CPU that lacks an instruction it contains. All levels are compiled into one build at plain
-       -O2. The CPU is detected once (amxk_cpu_init, called lazily); amxk_ctx_init chooses the highest
-       level allowed by ctx->isa_allow and usable here, and every op picks its microkernels from that
-       level's kernel table (a level without kernels of its own for an op uses the table of the level
-       below). Ops validate the context against the CPU on every call (one compare, no CPUID). An op
-       may run a lower level than ctx->tier for shapes where that is faster, never a higher one.
+       Seven levels (enum amxk_tier), all compiled into one build at plain -O2; each kernel sits in the
+       target region of its level, so no function is reached on a CPU that lacks an instruction it
+       contains. Every op picks its microkernels from the kernel table of the context's level (a level
+       without kernels of its own for an op uses the table of the level below), validates the context
+       on every call (one compare, no CPUID), and may run a lower level than ctx->tier for shapes where
+       that is faster, never a higher one.
 
    THREADING
        amxk creates no threads. A context may carry a parallel-for callback (see amxk_parallel_for_fn):
@@ -140,9 +136,8 @@ typedef uint16_t amxk_bf16; /* raw bfloat16 bits */
 typedef uint16_t amxk_f16;  /* raw IEEE binary16 bits */
 typedef uint8_t amxk_fp8;   /* raw fp8 bits (e4m3fn or e5m2, as the dtype says) */
 
-/* ISA levels ("tiers"), in increasing order. Each level requires every CPU feature of the levels
-   below it plus its own, so a CPU runs the highest level whose features it all has, and any level
-   below it can be selected too (the tests run every one). Levels and the CPUs that have them:
+/* ISA levels ("tiers"), in increasing order; each requires the features of the levels below plus its
+   own, so any level below a CPU's best can be selected too. Levels and the CPUs that have them:
      SCALAR        portable C (every CPU, every architecture)
      AVX2          AVX2 + FMA + F16C: Haswell .. Alder Lake, AMD Zen 1-3 (AVX-VNNI used where present)
      AVX512        + AVX-512 F/BW/VL/DQ: Skylake-SP/X
@@ -203,17 +198,14 @@ typedef struct amxk_cpu {
     amxk_tier best_tier;
     int amx_emulated;    /* 1 when built with AMXK_AMX_EMULATE */
     int avx512_emulated; /* 1 when built with AMXK_AVX512_EMULATE (the AVX-512 levels run through SIMDe) */
-    /* The features an emulator of this build provides on top of `usable` (AMXK_AVX512_EMULATE: the
-       AVX-512 ones and AVX-VNNI, when AVX2 is usable; AMXK_AMX_EMULATE: the AMX ones the emulated tile
-       unit presents, amxk_amx_emu_set_features, read when this struct is filled). A context may use
-       usable | emulated, less its cpu_deny. */
+    /* The features an emulator of this build adds to `usable` (AMXK_AVX512_EMULATE: the AVX-512 ones
+       and AVX-VNNI, when AVX2 is usable; AMXK_AMX_EMULATE: amxk_amx_emu_set_features' AMX ones). */
     uint32_t emulated;
 } amxk_cpu;
 
-/* Detect the CPU once (idempotent, thread-compatible: concurrent first calls compute the same
-   values) and, on Linux and unless AMXK_NO_SYSCALLS, request AMX tile-data permission for the
-   process (arch_prctl ARCH_REQ_XCOMP_PERM, 18), then verify it with ARCH_GET_XCOMP_PERM. A refusal
-   demotes AMX; it never crashes. Returns a pointer to a static, never NULL. */
+/* Detect the CPU once (idempotent; concurrent first calls compute the same values) and, on Linux
+   unless AMXK_NO_SYSCALLS, request and verify AMX tile-data permission (arch_prctl
+   ARCH_REQ_XCOMP_PERM / ARCH_GET_XCOMP_PERM, 18); a refusal demotes AMX. Never NULL (a static). */
 AMXK_DEF const amxk_cpu *amxk_cpu_init(void);
 
 /* Parallel-for callback: see THREADING in the top comment. */
@@ -221,8 +213,7 @@ typedef void (*amxk_task_fn)(void *task_ctx, size_t task, int worker);
 typedef void (*amxk_parallel_for_fn)(void *user, amxk_task_fn fn, void *task_ctx, size_t n_tasks);
 
 /* Context. Zero-initialise, set the public fields, call amxk_ctx_init once; then pass it (const)
-   to any number of concurrent calls. A NULL context pointer in an op means: serial, one worker,
-   highest usable tier. */
+   to any number of concurrent calls. A NULL context: serial, one worker, highest usable tier. */
 typedef struct amxk_ctx {
     amxk_parallel_for_fn parallel_for; /* NULL: serial on the caller */
     void *parallel_user;               /* first argument of parallel_for */
@@ -235,11 +226,10 @@ typedef struct amxk_ctx {
     uint32_t features; /* the AMXK_CPU_* features ops may use: (usable | emulated) & ~cpu_deny */
 } amxk_ctx;
 
-/* Resolves ctx->features (the CPU's usable and emulated features less ctx->cpu_deny) and ctx->tier
-   (the highest level allowed by isa_allow whose features are all in ctx->features); normalises
-   n_workers (0 -> 1). Features a level's tables consult at run time beyond the level's own (AVX-VNNI
-   at the AVX2 level, AMX-FP16 at the AMX level) come from ctx->features too, so cpu_deny reproduces
-   every smaller CPU of the same family on a larger one.
+/* Resolves ctx->features and ctx->tier (the highest level allowed by isa_allow whose features are all
+   in ctx->features); n_workers 0 -> 1. Features a level's tables consult beyond the level's own
+   (AVX-VNNI at AVX2, AMX-FP16 at AMX) come from ctx->features too, so cpu_deny reproduces every
+   smaller CPU of the same family on a larger one.
    AMXK_ERR_NULL: ctx NULL. AMXK_ERR_ARG: n_workers < 0, or isa_allow / cpu_deny has bits outside the
    tiers / features. AMXK_ERR_UNSUPPORTED: none of the allowed tiers is usable here (ctx unchanged). */
 AMXK_DEF amxk_status amxk_ctx_init(amxk_ctx *ctx);
@@ -279,14 +269,12 @@ AMXK_DEF amxk_status amxk_convert(const amxk_ctx *ctx, void *dst, amxk_dtype dst
 typedef void (*amxk_amx_fault_fn)(const char *message);
 AMXK_DEF amxk_amx_fault_fn amxk_amx_emu_set_fault_handler(amxk_amx_fault_fn fn);
 
-/* The AMX features the emulated tile unit presents: an OR of AMXK_CPU_AMX_TILE, AMXK_CPU_AMX_BF16,
-   AMXK_CPU_AMX_INT8 and AMXK_CPU_AMX_FP16 (other bits are ignored). Default: all four (a Granite
-   Rapids core); AMXK_CPU_AMX_TILE | AMXK_CPU_AMX_BF16 | AMXK_CPU_AMX_INT8 is a Sapphire / Emerald
-   Rapids core. A TDP* of a feature not presented faults (#UD on hardware); without AMX_TILE every
-   tile instruction does. Contexts initialised afterwards see only these features (amxk_ctx.features;
-   the AMX level needs TILE, BF16 and INT8); contexts initialised before keep theirs and are refused
-   (AMXK_ERR_CONTEXT) when they claim one no longer presented. Process-wide; not thread-safe against
-   concurrent calls. Returns the previous set. */
+/* The AMX features the emulated tile unit presents: an OR of AMXK_CPU_AMX_TILE, _BF16, _INT8 and _FP16
+   (other bits ignored). Default: all four (Granite Rapids); without FP16: Sapphire / Emerald Rapids. A
+   TDP* of a feature not presented faults (#UD on hardware); without AMX_TILE every tile instruction
+   does. Contexts initialised afterwards see only these features (the AMX level needs TILE, BF16 and
+   INT8); older contexts that claim one no longer presented are refused (AMXK_ERR_CONTEXT).
+   Process-wide; not thread-safe against concurrent calls. Returns the previous set. */
 AMXK_DEF uint32_t amxk_amx_emu_set_features(uint32_t features);
 
 /* Direct access to the emulated tile operations, for tests and for callers who write their own AMX
@@ -306,21 +294,17 @@ AMXK_DEF void amxk_amx_emu_dpbusd(int c, int a, int b);
 AMXK_DEF void amxk_amx_emu_dpbuud(int c, int a, int b);
 
 #if defined(AMXK_AMX_EMU_COUNT)
-/* Tile counters: the emulator as a performance model (AMXK_AMX_EMU_COUNT together with
-   AMXK_AMX_EMULATE; GCC or clang: atomic adds). Every emulated tile operation of every thread adds to
-   process-wide counters. A TILELOADD adds rows x colsb bytes to load_bytes[src], src the first range
-   registered with amxk_amx_emu_count_range (1..3) that contains its base address, else 0 (amxk_bench:
-   1 x, 2 the packs, 3 the workspace). dequant_blocks: 16-column blocks dequantized to 16 bits for the
-   AMX path (amxk_pack.h). Not for production builds: the counters cost an atomic add per op.
-   L2 model: each thread (worker) has its own LRU cache of AMXK_AMX_EMU_L2_BYTES (default 2 MiB, a
-   Sapphire Rapids core's L2), AMXK_AMX_EMU_L2_WAYS ways (16) and 64-byte lines, cold after
-   amxk_amx_emu_counts_reset. It sees every tile load and tile store and every amxk_amx_emu_touch
-   (the kernels' vector reads and writes: x panel copies, dequantizers reading the pack and writing
-   their blocks); l2_miss_bytes[src] adds 64 per line that was not in it (bytes from beyond L2).
-   Lines are numbered by their offset inside the registered range (alignment- and address-
-   independent: the same counts on every CPU); accesses outside the ranges (src 0) are not modelled.
-   The model is per thread, not per task: counts of multi-worker calls can vary from run to run with a
-   dynamic pool; one worker gives exact, repeatable counts. */
+/* Tile counters: the emulator as a performance model (AMXK_AMX_EMU_COUNT with AMXK_AMX_EMULATE; GCC
+   or clang; an atomic add per op: not for production). Every emulated tile operation of every thread
+   adds to process-wide counters. A TILELOADD adds rows x colsb bytes to load_bytes[src], src the
+   first range registered with amxk_amx_emu_count_range (1..3) that contains its base, else 0
+   (amxk_bench: 1 x, 2 the packs, 3 the workspace). dequant_blocks: 16-column blocks dequantized to 16
+   bits for the AMX path (amxk_pack.h). L2 model: per thread an LRU cache of AMXK_AMX_EMU_L2_BYTES
+   (2 MiB), AMXK_AMX_EMU_L2_WAYS ways (16), 64-byte lines, cold after amxk_amx_emu_counts_reset; it
+   sees every tile load and store and every amxk_amx_emu_touch (the kernels' vector accesses), and
+   l2_miss_bytes[src] adds 64 per line not in it. Lines are numbered by their offset in the range
+   (the same counts on every CPU); src 0 is not modelled. Per thread, not per task: multi-worker
+   counts can vary with a dynamic pool; one worker gives exact, repeatable counts. */
 typedef struct amxk_amx_emu_counts {
     uint64_t ldtilecfg, release, tileloadd, tilestored, tilezero, tdp, dequant_blocks;
     uint64_t load_bytes[4], store_bytes;
@@ -406,11 +390,10 @@ AMXK_DEF void amxk_amx_emu_touch(const void *p, size_t bytes);
 #else
 #  define AMXK__HAS_AVX512FP16 0
 #endif
-/* AVX-VNNI (VEX vpdpbusd, the AVX2 level's w8a8 kernel where the CPU has it) and the hardware AMX
-   targets and intrinsics need gcc >= 11 / clang >= 12; the emulated-AVX-512 test build runs the
-   AVX-VNNI kernel on any AVX2 CPU through an exact AVX2 shim. AMX kernels are compiled when emulated
-   (any CPU) or for real AMX; AMXK_AVX512_EMULATE turns hardware AMX off (its region would enable
-   real AVX-512). */
+/* AVX-VNNI (the AVX2 level's w8a8 kernel where the CPU has it) and the hardware AMX targets need
+   gcc >= 11 / clang >= 12 (AMXK_AVX512_EMULATE: an AVX2 shim, amxk__sim_dpbusd256). AMX kernels are
+   compiled when emulated or for real AMX, which AMXK_AVX512_EMULATE turns off (its region would
+   enable real AVX-512). */
 #if defined(__clang__)
 #  define AMXK__CC_AVXVNNI_AMX (__clang_major__ >= 12)
 #elif defined(__GNUC__)
@@ -430,61 +413,40 @@ AMXK_DEF void amxk_amx_emu_touch(const void *p, size_t bytes);
 #endif
 
 /* Target regions, one per level. Every function between BEGIN and END is compiled for that level's
-   features and nothing more (see amxk_tier_features); helpers the kernels call must sit inside the
-   same region or a lower one (an always_inline intrinsic cannot cross into a lower target). The
-   hardware AMX region is the AVX512_BF16 region plus the AMX targets. Under AMXK_AMX_EMULATE the AMX
+   features and nothing more (amxk_tier_features); helpers the kernels call must sit inside the same
+   region or a lower one (an always_inline intrinsic cannot cross into a lower target). Under AMXK_AMX_EMULATE the AMX
    region is empty (no target), so emulated AMX kernels run on any CPU; under AMXK_AVX512_EMULATE the
-   AVX-512 regions are empty and their intrinsics come from SIMDe. */
+   AVX-512 regions are the AVX2 region (never a zmm register) and their intrinsics come from SIMDe. */
+#define AMXK__PRAGMA(x) _Pragma(#x)
 #if defined(__clang__)
-#  define AMXK__TARGET_AVX2_BEGIN _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c\"))), apply_to = function)")
-#  define AMXK__TARGET_AVXVNNI_BEGIN _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,avxvnni\"))), apply_to = function)")
-#  define AMXK__TARGET_AVX512_BEGIN                                                                  \
-      _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq\"))), apply_to = function)")
-#  define AMXK__TARGET_AVX512VNNI_BEGIN                                                              \
-      _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni\"))), apply_to = function)")
-#  define AMXK__TARGET_AVX512BF16_BEGIN                                                              \
-      _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16\"))), apply_to = function)")
-#  define AMXK__TARGET_AVX512FP16_BEGIN                                                              \
-      _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx512fp16\"))), apply_to = function)")
-#  define AMXK__TARGET_AMX_BEGIN                                                                     \
-      _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,amx-tile,amx-int8,amx-bf16\"))), apply_to = function)")
+#  define AMXK__TARGET_BEGIN(t) AMXK__PRAGMA(clang attribute push(__attribute__((target(t))), apply_to = function))
 #  define AMXK__TARGET_END _Pragma("clang attribute pop")
 #elif defined(__GNUC__)
-#  define AMXK__TARGET_AVX2_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c\")")
-#  define AMXK__TARGET_AVXVNNI_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c,avxvnni\")")
-#  define AMXK__TARGET_AVX512_BEGIN                                                                  \
-      _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq\")")
-#  define AMXK__TARGET_AVX512VNNI_BEGIN                                                              \
-      _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni\")")
-#  define AMXK__TARGET_AVX512BF16_BEGIN                                                              \
-      _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16\")")
-#  define AMXK__TARGET_AVX512FP16_BEGIN                                                              \
-      _Pragma("GCC push_options")                                                                    \
-      _Pragma("GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx512fp16\")")
-#  define AMXK__TARGET_AMX_BEGIN                                                                     \
-      _Pragma("GCC push_options")                                                                    \
-      _Pragma("GCC target(\"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,amx-tile,amx-int8,amx-bf16\")")
+#  define AMXK__TARGET_BEGIN(t) _Pragma("GCC push_options") AMXK__PRAGMA(GCC target(t))
 #  define AMXK__TARGET_END _Pragma("GCC pop_options")
 #endif
-#if defined(AMXK_AMX_EMULATE)
-#  undef AMXK__TARGET_AMX_BEGIN
-#  define AMXK__TARGET_AMX_BEGIN
-#  define AMXK__TARGET_AMX_END
-#else
-#  define AMXK__TARGET_AMX_END AMXK__TARGET_END
-#endif
+#define AMXK__TARGET_AVX2_BEGIN AMXK__TARGET_BEGIN("avx2,fma,f16c")
 #if defined(AMXK_AVX512_EMULATE)
-/* The AVX-512 levels' SIMDe code is compiled for AVX2 (256-bit vectors; never a zmm register). */
-#  undef AMXK__TARGET_AVXVNNI_BEGIN
 #  define AMXK__TARGET_AVXVNNI_BEGIN AMXK__TARGET_AVX2_BEGIN
-#  undef AMXK__TARGET_AVX512_BEGIN
-#  undef AMXK__TARGET_AVX512VNNI_BEGIN
-#  undef AMXK__TARGET_AVX512BF16_BEGIN
-#  undef AMXK__TARGET_AVX512FP16_BEGIN
 #  define AMXK__TARGET_AVX512_BEGIN AMXK__TARGET_AVX2_BEGIN
 #  define AMXK__TARGET_AVX512VNNI_BEGIN AMXK__TARGET_AVX2_BEGIN
 #  define AMXK__TARGET_AVX512BF16_BEGIN AMXK__TARGET_AVX2_BEGIN
 #  define AMXK__TARGET_AVX512FP16_BEGIN AMXK__TARGET_AVX2_BEGIN
+#else
+#  define AMXK__TARGET_AVXVNNI_BEGIN AMXK__TARGET_BEGIN("avx2,fma,f16c,avxvnni")
+#  define AMXK__TARGET_AVX512_BEGIN AMXK__TARGET_BEGIN("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")
+#  define AMXK__TARGET_AVX512VNNI_BEGIN AMXK__TARGET_BEGIN("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
+#  define AMXK__TARGET_AVX512BF16_BEGIN AMXK__TARGET_BEGIN("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16")
+#  define AMXK__TARGET_AVX512FP16_BEGIN                                                              \
+      AMXK__TARGET_BEGIN("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx512fp16")
+#endif
+#if defined(AMXK_AMX_EMULATE)
+#  define AMXK__TARGET_AMX_BEGIN
+#  define AMXK__TARGET_AMX_END
+#else
+#  define AMXK__TARGET_AMX_BEGIN                                                                     \
+      AMXK__TARGET_BEGIN("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,amx-tile,amx-int8,amx-bf16")
+#  define AMXK__TARGET_AMX_END AMXK__TARGET_END
 #endif
 
 #if defined(AMXK_AVX512_EMULATE) && (AMXK__HAS_AVX2 || AMXK__HAS_AVX512)
@@ -946,8 +908,7 @@ AMXK__PRIV void amxk__convert__scalar(void *dst, amxk_dtype dt, const void *src,
     }
 
 // >>avx2 -----------------------------------------------------------------------------------------
-/* The AVX2 + FMA + F16C tier: x86 CPUs without AVX-512. Vector bodies of 8 lanes; tails reuse the
-   scalar functions, which are bitwise identical. */
+/* Vector bodies of 8 lanes; tails reuse the scalar functions, which are bitwise identical. */
 
 #if AMXK__HAS_AVX2
 AMXK__TARGET_AVX2_BEGIN
@@ -1058,9 +1019,8 @@ AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX2 */
 
 /* acc + the 4-byte dot products of u (unsigned bytes) and x (signed bytes) per 32-bit lane, wrapping:
-   AVX-VNNI's VEX vpdpbusd (AVXVNNI regions only). The emulated-AVX-512 build runs an exact AVX2
-   equivalent (even and odd bytes widened to 16 bits, vpmaddwd: no saturation), so the AVX-VNNI
-   kernel is tested on any AVX2 CPU. */
+   VEX vpdpbusd (AVXVNNI regions only); the emulated-AVX-512 build runs an exact AVX2 equivalent
+   (even and odd bytes widened to 16 bits, vpmaddwd: no saturation) on any AVX2 CPU. */
 #if AMXK__HAS_AVXVNNI && defined(AMXK_AVX512_EMULATE)
 AMXK__TARGET_AVX2_BEGIN
 AMXK__INLINE __m256i amxk__sim_dpbusd256(__m256i acc, __m256i u, __m256i x) {
@@ -1138,9 +1098,8 @@ AMXK__INLINE __m128i amxk__cvt_f32_fp8__avx512(__m512 x, int e5m2) {
 #  define AMXK__DPBF16(acc, a, b) _mm512_dpbf16_ps((acc), (__m512bh)(a), (__m512bh)(b))
 #endif
 
-/* The vector math layer at 16 lanes (see AMXK__VMATH_DEFINE), and 16-lane loads / stores of F32,
-   BF16 and F16 arrays as f32, with a lane mask for tails (lanes outside k are neither read nor
-   written). */
+/* The vector math layer at 16 lanes, and 16-lane loads / stores of F32, BF16 and F16 arrays as f32
+   with a lane mask for tails (lanes outside k are neither read nor written). */
 #define AMXK__V16_T __m512
 #define AMXK__V16_SET1(f) _mm512_set1_ps(f)
 #define AMXK__V16_ADD(a, b) _mm512_add_ps(a, b)
@@ -1431,8 +1390,7 @@ AMXK__INLINE float amxk__emu_f16(const uint8_t *p) {
    throughout: every denormal result is flushed to a zero of its sign (flushed when the rounded fp32
    value is denormal), a denormal C is read as zero, bf16 denormal inputs are treated as zero; fp16
    denormal inputs are honoured (the TDPFP16PS text says so; every fp16 value is an fp32 normal).
-   Where the CPU has AMX, `make test` compares every tile path against this emulator bit for bit
-   (tests/amx_silicon.c). fmaf is C99 <math.h> (link with -lm, as amxk needs anyway). */
+   tests/amx_silicon.c compares every tile path against this emulator bit for bit where AMX exists. */
 AMXK__PRIV void amxk__emu_dp_float(int c, int a, int b, int fp16) {
     int m, n, k, M, N, K;
     float lane[32]; /* 2 per output column, N <= 16 */
@@ -1709,9 +1667,8 @@ AMXK__PRIV void amxk__parallel(const amxk_ctx *ctx, amxk_task_fn fn, void *task_
     for (t = 0; t < n_tasks; t++) fn(task_ctx, t, 0);
 }
 
-/* The core's kernel table. Every op of every module picks its microkernels the same way: one const
-   table per level that has kernels of its own, and one function that maps a level to its table (a
-   level without its own kernels uses the table of the level below). Drivers never test the level. */
+/* The core's kernel table: one const table per level with kernels of its own and one function that
+   maps a level to its table, as every module does (see ISA LEVELS); drivers never test the level. */
 typedef void (*amxk__convert_fn)(void *dst, amxk_dtype dt, const void *src, amxk_dtype st, size_t n);
 typedef struct amxk__core_kernels {
     amxk__convert_fn convert; /* amxk_convert's body, bitwise equal on every level */

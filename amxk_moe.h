@@ -55,21 +55,20 @@
        local. The shard range applies to the local ids.
        ROUTED INPUT (opts.routed_in): R, [M, K] computed elsewhere. topk = 0 (topk_weights / topk_ids
        may be NULL; of w only hidden is read) makes the call sglang's shared_expert_cpu(x, ...,
-       fused_experts_out = R, routed_scaling_factor = r). routed_in may be out itself (same pointer,
-       dtype and stride), else must not overlap out or the workspace.
+       fused_experts_out = R, routed_scaling_factor = r).
        PAD ROWS: every row t < M of out is written (a token with no expert here gets S_t + r R_t;
        without shared expert and routed input 0, so per-shard outputs can be summed by the caller).
        Duplicate ids within a token are allowed (each slot counts).
 
-   ACT_INT8 (opts.act_int8 = 1: w8a8 / w4a8 / w2a8): both GEMMs on int8 activations,
-   q8(v) = amxk_quantize_act's I8 row quantizer: s = amax |v| / 127 (1 when amax is 0), q = clamp(
-   rne(v / s), -127, 127) (sglang rounds v * (127 / amax): a code may differ by 1). xin is quantized
-   per token (per token and slot with apply-on-input); h = amxk_linear_q8(q8(xin), W13_e) + b13_e;
-   a = act(gate, up) in fp32, NOT rounded to 16 bits, then q8 per row; y = amxk_linear_q8(q8(a), W2_e)
-   + b2_e. Results equal per-expert amxk_quantize_act + amxk_linear_q8 calls on the same rows (AMX
-   TDPBSSD where amxk_linear_q8's rule sends the unit's rows, else the vector level). Every pack of
-   the shard and the shared expert must be one amxk_linear_q8 takes (INT8 symmetric, INT4 / INT2 with
-   groups of whole 64-byte rows), else AMXK_ERR_UNSUPPORTED; x stays BF16 / F16.
+   ACT_INT8 (opts.act_int8 = 1: w8a8 / w4a8 / w2a8): both GEMMs on int8 activations, q8(v) =
+   amxk_quantize_act's I8 row quantizer (sglang rounds v * (127 / amax): a code may differ by 1).
+   xin is quantized per token (per token and slot with apply-on-input); h = amxk_linear_q8(q8(xin),
+   W13_e) + b13_e; a = act(gate, up) in fp32, NOT rounded to 16 bits, then q8 per row;
+   y = amxk_linear_q8(q8(a), W2_e) + b2_e. Results equal per-expert amxk_quantize_act +
+   amxk_linear_q8 calls on the same rows (AMX TDPBSSD where amxk_linear_q8's rule sends the unit's
+   rows, else the vector level). Every pack of the shard and the shared expert must be one
+   amxk_linear_q8 takes (INT8 symmetric, INT4 / INT2 with groups of whole 64-byte rows), else
+   AMXK_ERR_UNSUPPORTED; x stays BF16 / F16.
 
    WEIGHTS (amxk_moe_weights): per expert a w13 pack [2N, K] (gate rows then up rows, or interleaved
    pairs) and a w2 pack [K, N], any format amxk_linear takes (formats may differ between experts);
@@ -78,25 +77,13 @@
    pointer array NULL, a base and a per-expert byte stride (amxk_pack_linear_batched's layout).
    Biases: b13 NULL or [E, 2N] f32 in w13's row order; b2 NULL or [E, K] f32.
 
-   DESIGN AND THREADING. Every active expert, and the shared expert, is a unit of two GEMMs run by
-   amxk_pack.h's operator (>>linop: the plan and kernels amxk_linear / amxk_linear_q8 would use for the
-   unit's row count, so the same sums), but all units' work forms one parallel loop per phase:
-   gather (act_int8: quantization) of the input rows, gate+up items (unit x row chunk x column slice,
-   the activation fused in when N and Ns are multiples of 16, else a pass over 64-row chunks, which
-   with act_int8 also quantizes), the down calls' x panels, down items (a slice of K for every unit,
-   then the weighted top-k sum of those columns for every token). Small gathers and quantizations run
-   on the caller: decode makes 2 parallel launches. With several workers there are at least
-   AMXK__MOE_ITEMS_PER_WORKER items per worker, each slice whole kernel column tiles. On AMX the
-   units are ordered by their tile rows R = ceil(rows / ceil(rows / 16)) (then expert id; the shared
-   expert last), and each task runs its calls in one tile session, so a tile configuration is loaded
-   only when R changes. Each output is computed by one item in a fixed order: results are bitwise
-   identical for any worker count. Routing: tasks over token chunks; align: serial. This module's own
-   elementwise kernels (activations, combine) come from amxk__moe_kernels_for: 8 lanes at avx2, 16
-   from avx512 up; the GEMMs' levels are amxk_pack.h's.
-
-   IN PLACE AND ERRORS: out may overlap x (read before out is written), no other buffer the call
-   reads; the workspace none (AMXK_ERR_ALIAS: the table at amxk_moe_experts). The structs are copied
-   at entry. Everything (each pack of the shard, every id) is validated before anything is written.
+   THREADING. Every active expert, and the shared expert, is a unit of two GEMMs run by amxk_pack.h's
+   operator (>>linop: the plan and kernels amxk_linear / amxk_linear_q8 would use for the unit's row
+   count, so the same sums); all units' work forms one parallel loop per phase (the phases: at
+   amxk_moe_experts' definition). Each output is computed by one item in a fixed order: results are
+   bitwise identical for any worker count. Routing: tasks over token chunks; align: serial. This
+   module's elementwise kernels: 8 lanes at avx2, 16 from avx512 up; the GEMMs' levels are
+   amxk_pack.h's.
 */
 #ifndef AMXK_MOE_H_INCLUDED
 #define AMXK_MOE_H_INCLUDED
@@ -126,19 +113,17 @@ typedef struct amxk_moe_router {
     size_t topk_group;            /* with G >= 2: groups kept, 1..G, topk <= topk_group * E/G */
     int group_score_top2;         /* with G >= 2: 0 group max, 1 sum of the two best (E/G >= 2) */
     const float *correction_bias; /* NULL or E floats: added to the scores for the selection only */
-    float routed_scaling_factor;  /* final multiplier of the returned weights; 0 means 1. NOT the experts'
-                                     factor (amxk_moe_opts): if both are set, both apply (ROUTING) */
+    float routed_scaling_factor;  /* final multiplier of the returned weights; 0 means 1 (see ROUTING) */
     float softcap;                /* 0: none; c > 0: logits -> c * tanh(l / c) before scoring */
 } amxk_moe_router;
 
 /* Top-k routing of M tokens over E experts (see ROUTING). logits: element (t, e) at
    logits[t * ld_logits + e], ld_logits >= E. Outputs contiguous [M, topk]: topk_weights (f32) and
    topk_ids (int32), slot order = the ORDER of ROUTING (best first). Tasks: chunks of tokens.
-   Errors (nothing written): CONTEXT, NULL, SHAPE (M, E or topk 0, topk > E), STRIDE, ARG (score kind,
-   grouping: G does not divide E, topk_group 0 or > G, topk > topk_group * E/G, top2 with E/G < 2;
-   renormalize not 0/1; non-finite logit, bias or scaling factor; softcap < 0 or not finite), STRIDE
-   also when the logits' extent ((M - 1) * ld_logits + E floats) does not fit a size_t, ALIAS (the
-   outputs, M * topk elements each, overlap each other or a byte the tasks read: the logits' extent,
+   Errors (nothing written): CONTEXT, NULL, SHAPE (M, E or topk 0, topk > E), STRIDE (also the logits'
+   extent, (M - 1) * ld_logits + E floats, not fitting a size_t), ARG (a router field outside the
+   range its comment gives; a non-finite logit, bias, scaling factor or softcap), ALIAS (the outputs,
+   M * topk elements each, overlap each other or a byte the tasks read: the logits' extent,
    correction_bias (E floats)). *router and *ctx are copied at entry (the outputs may overlap them). */
 AMXK_DEF amxk_status amxk_moe_topk(const amxk_ctx *ctx, const amxk_moe_router *router, size_t m, size_t n_experts,
                                    const float *logits, size_t ld_logits, size_t topk, float *topk_weights,
@@ -204,9 +189,7 @@ typedef struct amxk_moe_shared {
     int w13_interleaved;
     const float *b13; /* NULL or [2Ns] */
     const float *b2;  /* NULL or [K] */
-    /* Sigmoid gate (Qwen3-Next shared_expert_gate, sglang fused_linear_sigmoid_mul): NULL, or K fp32
-       weights: the shared output of token t is multiplied by sigmoid(x_t . gate + gate_bias) */
-    const float *gate;
+    const float *gate; /* SHARED GATE: NULL or K fp32 weights (Qwen3-Next shared_expert_gate) */
     float gate_bias;
 } amxk_moe_shared;
 
@@ -218,15 +201,10 @@ typedef struct amxk_moe_opts {
     int apply_router_weight_on_input; /* 0 or 1 */
     size_t e_begin, e_end;            /* shard [e_begin, e_end); both 0: [0, E) */
     float routed_scaling_factor;      /* r in out = shared + r * routed; 0 means 1 */
-    int act_int8;                     /* 0: w*a16 (16-bit activations); 1: w8a8 / w4a8 / w2a8, int8
-                                         activations (see ACT_INT8 above) */
-    /* Non-contiguous expert placement (EXPERT MAP above): NULL, or n_global_experts int32, expert_map[g]
-       = the local expert (index into w) of global id g, or -1 (not on this rank) */
-    const int32_t *expert_map;
+    int act_int8;                     /* 0: w*a16; 1: int8 activations (ACT_INT8) */
+    const int32_t *expert_map;        /* EXPERT MAP: NULL or n_global_experts int32 */
     size_t n_global_experts;
-    /* A routed output computed elsewhere (ROUTED INPUT above): NULL, or [M, K] of routed_dtype (F32, BF16
-       or F16), row stride ld_routed >= K: out = S + r * (R + routed sum) */
-    const void *routed_in;
+    const void *routed_in;            /* ROUTED INPUT: NULL or [M, K] F32 / BF16 / F16, stride ld_routed >= K */
     amxk_dtype routed_dtype;
     size_t ld_routed;
 } amxk_moe_opts;
@@ -242,8 +220,7 @@ AMXK_DEF amxk_status amxk_moe_workspace_size(const amxk_ctx *ctx, const amxk_moe
    (no routed pairs: see ROUTED INPUT). out: [M, K] F32, BF16 or F16, row stride ldo >= K; may alias x.
    shared: NULL or the shared expert. workspace: >= amxk_moe_workspace_size bytes, AMXK_ALIGN aligned.
    Every pack of the shard and the shared expert's is validated as amxk_packed_linear_info says
-   (untrusted bytes), each element on its own (a pack equal in size and header to the previous
-   expert's skips only the re-parse of its header); sizes are overflow-checked.
+   (untrusted bytes), each element on its own; sizes are overflow-checked.
    Errors (nothing written): CONTEXT, NULL (w, x, out, topk_weights / topk_ids with topk > 0, a size
    array with its pointer array, a NULL pack inside the shard: checked for the whole shard before any
    pack byte is read, so this is the status whatever else is wrong), SHAPE (M or K 0; with topk > 0:
@@ -432,10 +409,8 @@ AMXK__INLINE void amxk__moe_w(const amxk_moe_weights *w, size_t e, int down, con
     }
 }
 
-/* One GEMM pair of a call: an active routed expert (its compact rows) or the shared expert (every
-   token). Both GEMMs are amxk_pack.h operator calls (>>linop there: the plan, kernels and row chunks
-   amxk_linear / amxk_linear_q8 would use for the same row count, so the same sums), but the column
-   blocks are split by this module so that all experts' work forms one parallel loop. */
+/* One GEMM pair of a call (a unit, see THREADING): an active routed expert (its compact rows) or the
+   shared expert (every token); this module splits the column blocks into the items. */
 typedef struct amxk__moe_unit {
     amxk__linop_call g1, g2;  /* gate+up (y = h, f32) and down (x = the activation, y f32); act_int8:
                                  on the int8 rows */
@@ -473,11 +448,9 @@ typedef struct amxk__moe_plan {
     size_t lin_worker, total; /* per-worker slice of the GEMM scratch */
 } amxk__moe_plan;
 
-/* Opens one pack of the call as an [n, k] operator (validated: x's dtype for a bf16/fp16 pack; with
-   act_int8 a pack amxk_linear_q8 takes, else AMXK_ERR_UNSUPPORTED), widens the per-worker GEMM
-   scratch bound lin for up to rows rows (w*a16 only: the q8 kernels take none) and, xp not NULL,
-   the bound *xp of the x panels of `calls` calls of this pack with `rows` rows in all
-   (amxk__linop_xpanel_bound; overflow sets *ovf). */
+/* Validates one pack of the call as an [n, k] operator (see WEIGHTS, ACT_INT8), widens the per-worker
+   GEMM scratch bound lin for up to rows rows and, xp not NULL, the bound *xp of the x panels of
+   `calls` calls of this pack with `rows` rows in all (overflow sets *ovf). */
 AMXK__PRIV amxk_status amxk__moe_use_pack(const amxk_ctx *ctx, const void *pk, size_t bytes, size_t n, size_t k, amxk_dtype xt,
                                           int q8, size_t rows, size_t calls, size_t *lin, size_t *xp, int *ovf) {
     amxk__linop op;
@@ -498,8 +471,8 @@ AMXK__INLINE size_t amxk__moe_take(size_t *off, size_t a, size_t b, int *ovf) {
 
 AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *sh,
                                         const amxk_moe_opts *o, size_t m, size_t topk, amxk_dtype xt, amxk__moe_plan *p) {
-    size_t e, K, N, R, off = 0, lin = 0, pb, prevb13 = 0, prevb2 = 0, units, xp13 = 0, xp2 = 0, sxp13 = 0, sxp2 = 0;
-    const void *pw, *prev13 = NULL, *prev2 = NULL;
+    size_t e, K, N, R, off = 0, lin = 0, pb, prevb[2] = {0, 0}, units, xp13 = 0, xp2 = 0, sxp13 = 0, sxp2 = 0;
+    const void *pw, *prev[2] = {NULL, NULL};
     amxk_status s;
     int ovf = 0;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
@@ -527,35 +500,25 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
         if (o->expert_map && (o->n_global_experts == 0 || o->n_global_experts > 0x7fffffff)) return AMXK_ERR_ARG;
         p->q8 = o->act_int8;
     }
-    /* every element of the shard, before any pack byte is read: a NULL pack is AMXK_ERR_NULL
-       whatever else is wrong (a corrupt header elsewhere, an overlap) */
-    for (e = p->e_begin; e < p->e_end; e++) {
-        amxk__moe_w(w, e, 0, &pw, &pb);
-        if (!pw) return AMXK_ERR_NULL;
-        amxk__moe_w(w, e, 1, &pw, &pb);
+    /* every element of the shard, before any pack byte is read (NULL wins, see amxk_moe_experts) */
+    for (e = 0; e < 2 * (p->e_end - p->e_begin); e++) {
+        amxk__moe_w(w, p->e_begin + e / 2, (int)(e % 2), &pw, &pb);
         if (!pw) return AMXK_ERR_NULL;
     }
-    /* then every pack of the shard, each element on its own: a pack whose size and 64-byte header
-       equal the previous validated pack's (amxk__linop_same) passes the same format checks and
-       needs the same scratch, so only its header is compared - but its own address is still
-       checked (AMXK_ALIGN, what amxk__linop_open would return for it). x panels
-       (amxk__moe_xpanel_at): at most one call per active expert, R rows in all */
+    /* then every pack of the shard: one equal in size and 64-byte header to the previous validated
+       pack of its kind (amxk__linop_same) passes the same checks and needs the same scratch, so only
+       its address is checked. x panels: at most one call per active expert, R rows in all */
     units = AMXK__MIN(p->e_end - p->e_begin, R);
-    for (e = p->e_begin; e < p->e_end; e++) {
-        amxk__moe_w(w, e, 0, &pw, &pb);
-        if (amxk__linop_same(prev13, prevb13, pw, pb)) {
+    for (e = 0; e < 2 * (p->e_end - p->e_begin); e++) { /* expert by expert: w13, then w2 (d = 1) */
+        const int d = (int)(e % 2);
+        amxk__moe_w(w, p->e_begin + e / 2, d, &pw, &pb);
+        if (amxk__linop_same(prev[d], prevb[d], pw, pb)) {
             if ((uintptr_t)pw % AMXK_ALIGN) return AMXK_ERR_ALIGN;
-        } else {
-            if ((s = amxk__moe_use_pack(ctx, pw, pb, 2 * N, K, xt, p->q8, R, units, &lin, p->q8 ? &xp13 : NULL, &ovf)) != AMXK_OK) return s;
-            prev13 = pw, prevb13 = pb;
+            continue;
         }
-        amxk__moe_w(w, e, 1, &pw, &pb);
-        if (amxk__linop_same(prev2, prevb2, pw, pb)) {
-            if ((uintptr_t)pw % AMXK_ALIGN) return AMXK_ERR_ALIGN;
-        } else {
-            if ((s = amxk__moe_use_pack(ctx, pw, pb, K, N, xt, p->q8, R, units, &lin, &xp2, &ovf)) != AMXK_OK) return s;
-            prev2 = pw, prevb2 = pb;
-        }
+        if ((s = amxk__moe_use_pack(ctx, pw, pb, d ? K : 2 * N, d ? N : K, xt, p->q8, R, units, &lin, d ? &xp2 : p->q8 ? &xp13 : NULL, &ovf)) != AMXK_OK)
+            return s;
+        prev[d] = pw, prevb[d] = pb;
     }
     p->off_cnt = amxk__moe_take(&off, (topk ? w->n_experts : 0) + 1, 4, &ovf);
     p->off_order = amxk__moe_take(&off, R, 4, &ovf);
@@ -603,11 +566,10 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
     return AMXK_OK;
 }
 
-/* The combine of one token row (the weighted top-k sum, see FUSED EXPERTS): for columns k,
+/* The combine of one token row (out_t of FUSED EXPERTS), every multiply and add rounded separately:
    out[k] = round_out(sy[k] * sg (or sy[k], or nothing) + rscale * (rin[k] (or 0) + sum_j w_j y_j[k])),
-   in fp32 with every multiply and add rounded separately, slots in order j = 0..topk-1 (slot j adds
-   nothing when pos[j] < 0; w_j = 1 with on_input, else tw[j]; y_j = y + pos[j] * K). Pointers are
-   row starts (rin, sy, out: the token's row). */
+   slots j in order (none where pos[j] < 0), w_j = 1 with on_input, else tw[j], y_j = y + pos[j] * K.
+   rin, sy, out: the token's row. */
 typedef struct amxk__moe_comb {
     const void *rin;     /* NULL: none */
     amxk_dtype rt, ot;
@@ -646,16 +608,14 @@ AMXK__PRIV void amxk__moe_combine__1__scalar(const amxk__moe_comb *c, size_t k0,
 
 // >>avx2 -----------------------------------------------------------------------------------------
 
-/* This module's vector kernels at width V (AMXK__V8 at avx2, AMXK__V16 from avx512 up; w its lanes).
-   Each returns the end of the columns it did from n0 / k0 (V8: whole vectors; V16: all); the caller
-   does the rest. amxk__moe_act__<w>__<isa>: the activation (FUSED EXPERTS: act) of one row's columns
-   [n0, n1), gate / up from h as amxk__moe_act_rows reads them, stored as t (RNE). amxk.h's vector
-   math (sigmoid(v) = 1 / (1 + exp(-v)) on every v; GELU_ERF within 8 ulp of gate Phi(gate)): a few
-   ulp from the scalar formulas, far below the 16-bit rounding or int8 quantization of the result.
-   GELU_TANH as gate sigmoid(2 y) up, y = sqrt(2/pi) (gate + 0.044715 gate^3) (0.5 (1 + tanh y) =
-   sigmoid(2 y), without cancellation for negative y); SWIGLU_OAI clamps as the scalar loop (a NaN
-   gate becomes limit, a NaN up stays NaN). amxk__moe_combine__<w>__<isa>: columns [k0, k1) of a
-   combine, lane-wise amxk__moe_combine__1__scalar's operations in its order. */
+/* This module's vector kernels at width V (w its lanes). Each returns the end of the columns it did
+   from n0 / k0 (V8: whole vectors; V16: all); the caller does the rest. amxk__moe_act__<w>__<isa>:
+   the activation of one row's columns [n0, n1) as amxk__moe_act_rows computes it, through amxk.h's
+   vector math (sigmoid on every v as 1 / (1 + exp(-v)); GELU_ERF within 8 ulp of gate Phi(gate)): a
+   few ulp from the scalar formulas, far below the rounding or quantization of the result. GELU_TANH
+   as gate sigmoid(2 y) up, y = sqrt(2/pi) (gate + 0.044715 gate^3) (no cancellation for negative y);
+   SWIGLU_OAI clamps as the scalar loop (a NaN gate becomes limit, a NaN up stays NaN).
+   amxk__moe_combine__<w>__<isa>: amxk__moe_combine__1__scalar lane-wise, its operations in its order. */
 #define AMXK__MOE_KERNELS_DEFINE(w, isa, V)                                                                      \
     AMXK__PRIV size_t amxk__moe_act__##w##__##isa(amxk_moe_act act, float alpha, float limit, const float *h, size_t N, int inter, \
                                                   void *out, size_t n0, size_t n1, amxk_dtype t) {               \
@@ -740,8 +700,7 @@ AMXK__TARGET_END
 
 /* This module's own kernels of one vector level (the GEMMs are amxk_pack.h's, chosen there). */
 typedef struct amxk__moe_kernels {
-    /* amxk__moe_act__<w>__<isa>, amxk__moe_combine__<w>__<isa> (the caller does the columns after
-       the one returned, the combine's with amxk__moe_combine__1__scalar); NULL: none */
+    /* amxk__moe_act__<w>__<isa>, amxk__moe_combine__<w>__<isa>; NULL: none */
     size_t (*act)(amxk_moe_act act, float alpha, float limit, const float *h, size_t N, int inter, void *out, size_t n0, size_t n1,
                   amxk_dtype t);
     size_t (*combine)(const amxk__moe_comb *c, size_t k0, size_t k1);
@@ -755,8 +714,7 @@ static const amxk__moe_kernels amxk__moe_kernels_avx2 = {amxk__moe_act__8__avx2,
 static const amxk__moe_kernels amxk__moe_kernels_avx512 = {amxk__moe_act__16__avx512, amxk__moe_combine__16__avx512};
 #endif
 
-/* The table of vector level `level` (amxk__vec_level of a context's): the one place that maps levels
-   to this module's kernels. */
+/* The table of vector level `level` (amxk__vec_level of a context's). */
 AMXK__PRIV const amxk__moe_kernels *amxk__moe_kernels_for(amxk_tier level) {
 #if AMXK__HAS_AVX512
     if (level >= AMXK_TIER_AVX512) return &amxk__moe_kernels_avx512;
@@ -909,9 +867,8 @@ AMXK__PRIV void amxk__moe_act_rows(const amxk__moe_args *a, const amxk__moe_unit
     }
 }
 
-/* Activation pass over 64-row tasks (units in order, ceil(rows / 64) tasks each), after the gate+up
-   loop: the activation when it was not fused into the gate+up items, then (act_int8) the per-row
-   int8 quantization of the f32 activation rows. */
+/* Activation pass over 64-row tasks (units in order): the activation when not fused into the gate+up
+   items, then (act_int8) the per-row int8 quantization of the f32 activation rows. */
 AMXK__PRIV void amxk__moe_act_task(void *task_ctx, size_t task, int worker) {
     const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
     size_t i, r;
@@ -931,10 +888,8 @@ AMXK__PRIV void amxk__moe_act_task(void *task_ctx, size_t task, int worker) {
     }
 }
 
-/* The x panels of unit u's calls that the plan's xp_bytes bound (amxk__linop_xpanel_*: built once
-   per call by amxk__moe_xpanels, read by every item / task), at base + off: the down call's (w*a16:
-   the AMX kernel's, of the activation rows; act_int8: the VNNI tiles', of the int8 activation) and,
-   act_int8, the gate+up call's (of the int8 x rows); returns the next free offset. */
+/* Places unit u's x panels (the plan's xp_bytes: the down call's and, act_int8, the gate+up call's) at
+   base + off; returns the next free offset. */
 AMXK__PRIV size_t amxk__moe_xpanel_at(const amxk__moe_args *a, amxk__moe_unit *u, char *base, size_t off) {
     size_t bytes = amxk__linop_xpanel_bytes(&u->g2);
     if (bytes) amxk__linop_xpanel_set(&u->g2, base + off), off += bytes;
@@ -1010,8 +965,7 @@ AMXK__PRIV void amxk__moe_up_item(const amxk__moe_args *a, size_t item, char *ws
     amxk__moe_act_rows(a, u, m0, m1, s0 * AMXK__LINOP_NB, s1 * AMXK__LINOP_NB);
 }
 
-/* Gate+up task: items [task * ipt1, + ipt1) in order, in one tile session (one worker: all items in
-   one task, so one session for the loop). */
+/* Gate+up task: items [task * ipt1, + ipt1) in order, in one tile session. */
 AMXK__PRIV void amxk__moe_up_task(void *task_ctx, size_t task, int worker) {
     const amxk__moe_args *a = (const amxk__moe_args *)task_ctx;
     char *ws = a->lin + (size_t)worker * a->lin_worker;
@@ -1083,8 +1037,7 @@ AMXK__PRIV size_t amxk__moe_split(amxk__moe_unit *u, int fused, size_t want, siz
 }
 
 /* amxk_moe_experts' overlap table (see there), checked after every other argument and before the
-   first write: inputs are read after the workspace's first bytes are written. Reads no pack byte.
-   Extents that do not fit a size_t: AMXK_ERR_STRIDE (x, out, routed_in), AMXK_ERR_SHAPE (biases). */
+   first write: inputs are read after the workspace's first bytes are written. Reads no pack byte. */
 AMXK__PRIV amxk_status amxk__moe_experts_alias(const amxk_moe_weights *w, const amxk_moe_shared *sh, const amxk_moe_opts *o, const amxk__moe_plan *p, size_t m, const void *x, size_t ldx, const float *tw,
                                                const int32_t *ids, const void *out, amxk_dtype ot, size_t ldo, const void *ws) {
     const size_t K = w->hidden, R = p->rows, NE = R ? w->n_experts : 0, N = R ? w->inter : 0;
@@ -1120,14 +1073,12 @@ AMXK__PRIV amxk_status amxk__moe_experts_alias(const amxk_moe_weights *w, const 
         in[n++] = amxk__rgn_of(sh->gate, K * 4, 0);
     }
     if ((s = amxk__alias(outs, 2, in, n)) != AMXK_OK) return s;
-    for (e = p->e_begin; e < p->e_end; e++) { /* each element of the shard: its own packs */
+    for (e = 0; e < 2 * (p->e_end - p->e_begin); e++) { /* every pack of the shard on its own */
         const void *pw;
         size_t pb;
-        amxk__moe_w(w, e, 0, &pw, &pb);
+        amxk__moe_w(w, p->e_begin + e / 2, (int)(e % 2), &pw, &pb);
         in[0] = amxk__rgn_of(pw, pb, 0);
-        amxk__moe_w(w, e, 1, &pw, &pb);
-        in[1] = amxk__rgn_of(pw, pb, 0);
-        if ((s = amxk__alias(outs, 2, in, 2)) != AMXK_OK) return s;
+        if ((s = amxk__alias(outs, 2, in, 1)) != AMXK_OK) return s;
     }
     return AMXK_OK;
 }
@@ -1260,8 +1211,6 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     amxk_moe_weights wc;
     amxk_moe_shared shc;
     amxk_moe_opts oc;
-    /* the structs are copied at entry: out and the workspace may overlap the caller's (not what they
-       point to) */
     if (ctx) cc = *ctx, ctx = &cc;
     if (w) wc = *w, w = &wc;
     if (sh) shc = *sh, sh = &shc;
@@ -1319,10 +1268,8 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     for (e = NE; e > 0; e--) cnt[e] = cnt[e - 1];
     cnt[0] = 0;
     a.routed = (size_t)cnt[NE];
-    /* units: the active experts by the AMX kernels' tile rows (amxk__linop_tile_rows: units of one
-       tile configuration adjacent, so a task's tile session loads each configuration once), then
-       increasing id; then the shared expert. The order changes no result (each unit's outputs are
-       its own items'). */
+    /* units: the active experts by tile rows (amxk__linop_tile_rows: a task's tile session loads each
+       configuration once), then id; then the shared expert. The order changes no result. */
     a.fused = N % AMXK__LINOP_NB == 0 && (!sh || sh->inter % AMXK__LINOP_NB == 0);
     gathered = 0;
     for (i = 0; i < 16 * (p.e_end - p.e_begin); i++) {
