@@ -5,24 +5,14 @@
    file before including it to emit the implementation (the core's and this module's, once each).
    Conventions (strides in elements, status codes, workspace, threading, ISA levels): see amxk.h.
 
-   WHAT IS HERE (the linear-attention layers of Qwen3-Next / Qwen3.5)
+   WHAT IS HERE (the linear-attention layers of Qwen3-Next / Qwen3.5; one layer: examples/gdn_layer.c)
        amxk_conv1d_pack_size / amxk_conv1d_pack   depthwise conv weight [dim, W] (+ bias) -> packed f32
-       amxk_conv1d_prefill    causal conv1d over packed variable-length sequences, conv-state pool
-       amxk_conv1d_update     decode: one or more new tokens per sequence (shift or circular state;
-                              speculative decoding: num_accepted_tokens)
-       amxk_gdn_gating        g = -exp(A_log) * softplus(a + dt_bias), beta = sigmoid(b)
-       amxk_gdn               the gated delta rule: recurrent (decode, short sequences) or chunked
-                              (prefill, chunk 64), varlen, fp32 state pool, optional fused gating and
-                              in-kernel q/k l2norm, GVA, speculative decoding (a slot per token)
-       amxk_gdn_workspace_size
-
-   USE (one GDN layer; see examples/gdn_layer.c)
-       amxk_conv1d_pack(ctx, cw, cw_bytes, conv_weight, AMXK_DTYPE_BF16, dim, 4, 4, NULL);      // at load
-       amxk_conv1d_prefill(ctx, cw, cw_bytes, 1, n, qsl, slots, has_init, qkv, BF16, dim, y, BF16, dim, &cst);
-       p = amxk_gdn_params_default(H, HV, 128, 128);      // scale 128^-0.5, l2norm on, eps 1e-6, K-first
-       in.q = y, in.k = y + H*Dk, in.v = y + 2*H*Dk, in.ldq = in.ldk = in.ldv = dim, in.dtype = BF16;
-       in.a = a, in.b = b, in.A_log = A_log, in.dt_bias = dt_bias     (fused gating; or in.g/in.beta)
-       amxk_gdn(ctx, &p, AMXK_GDN_AUTO, &in, n, qsl, slots, has_init, &sst, o, BF16, HV*Dv, ws, ws_bytes);
+       amxk_conv1d_prefill / amxk_conv1d_update   causal conv1d over packed variable-length sequences,
+                              conv-state pool (update: decode, shift or circular state)
+       amxk_gdn_gating        g and beta of the gated delta rule (MATH)
+       amxk_gdn_workspace_size / amxk_gdn   the gated delta rule, recurrent or chunked (chunk 64): fp32
+                              state pool, optional fused gating and in-kernel q/k l2norm, GVA
+       conv and gdn: speculative decoding (num_accepted_tokens; gdn: a slot per token).
 
    MATH (per sequence and value head hv; key head h = hv / (HV/H); S is Dk x Dv, "K-first")
        conv:    y[t,c] = bias[c] + sum_{j<W} w[c,j] * x[t-(W-1)+j, c]  (history before the sequence from
@@ -47,31 +37,29 @@
        p*tok_stride], p = 0 the oldest of state_len positions. "SD" (vLLM default): dim_stride 1,
        tok_stride dim. "DS": dim_stride state_len, tok_stride 1. Any other non-overlapping strides work.
 
+   SEQUENCES AND SLOTS (amxk_conv1d_prefill / _update, amxk_gdn)
+       query_start_loc: n_seqs+1 int32 values, qsl[0] >= 0, non-decreasing: sequence n owns token rows
+       [qsl[n], qsl[n+1]). slot_idx: NULL (sequence n uses slot n) or n_seqs int32 in [0, n_slots) or -1;
+       slots other than -1 must be distinct. has_initial_state: NULL (all 1) or n_seqs bytes; 0 => the
+       sequence starts from zeros (the slot's content is ignored). Else AMXK_ERR_ARG. Per sequence:
+         s == -1    (pad) its output rows are written as zeros (vLLM leaves them untouched); no state is
+                    read or written.
+         len == 0   no output; with has_initial_state[n] == 0 the slot is set to zeros (the state after
+                    zero tokens from zeros), else it is left bit for bit unchanged.
+         otherwise  the op runs from the slot's state (or zeros) over its tokens; the slot then holds the
+                    final state.
+
    DESIGN AND LEVELS
        Each op has one driver (>>dispatch: tiling, task split, workspace layout) that reaches its
        microkernels through the kernel table of the context's level (amxk__gdn_kernels_for, the only place
        that looks at the level): amxk__gdn_kernels_scalar; _avx2 (avx2); _avx512 (avx512, avx512_vnni);
-       _avx512bf16 (avx512_bf16, avx512_fp16 and amx: no AMX kernels here). Kernel names say op, dtype,
-       tile and ISA. Kernels with one algorithm at 8 and 16 lanes are written once over amxk.h's V8 / V16
-       vocabulary (AMXK__GDN_*_DEFINE, AMXK__CONV_ROWS_DEFINE); 16-lane tails go through lane masks.
-       conv: channel blocks whose taps and x rows stay in L1, two tokens per pass, bias then FMAs in tap
-       order, silu, one rounding; bf16 x split into even / odd channel lanes (taps copied in that order).
-       AVX-512, W = 4: slabs of 8 tokens swept in 32-channel columns (taps in registers, each x row loaded
-       once). Outputs >= 8 MiB with aligned rows: streaming stores. silu = y / (1 + exp(-y)) by a 2^(j/8)
-       table and a cubic (8 lanes) or a 2^(j/16) table and a quadratic (16 lanes), then one division: the
-       widths differ in the last bits; within a level prefill, update and edges agree bit for bit. The
-       avx512_bf16 table rounds bf16 conv outputs with vcvtne2ps2bf16 (subnormal outputs become zeros).
-       recurrent: q/k normalised once per chunk of 64 tokens for all value heads of a task, one 32-column
-       state block kept in L1, tokens through it two per read-modify-write sweep (the second token's S^T k
-       and the first output from the first's products and the chunk's k.k / k.q dots), the decay deferred
-       within a chunk (the block holds S / gamma, restarted below 2^-60); an odd last token and decode one
-       per sweep; software prefetch of v rows, the next chunk's q/k rows and (decode) the next task's state.
-       chunked: the WY form over the level's fp32 GEMM. AMXK_GDN_AUTO picks the recurrent form on every
-       level (faster without AMX tile matmuls; bench/cmd_gdn.h); the chunked form agrees with it.
-       gating: libm on the scalar level; 8 / 16 heads per vector by one body (amxk.h's amxk__vexp /
-       amxk__vsigmoid), the same bits at both widths; fused gating runs the level's kernel one head at a
-       time, so it gives amxk_gdn_gating's values (tests/test_gdn.c checks it bitwise).
-       Measurements, predictions and what was tried: docs/notes/gdn.md.
+       _avx512bf16 (avx512_bf16, avx512_fp16 and amx: no AMX kernels here). Kernels with one algorithm at
+       8 and 16 lanes are written once over amxk.h's V8 / V16 vocabulary (AMXK__GDN_*_DEFINE,
+       AMXK__CONV_ROWS_DEFINE, each with its blocking and numerics; W = 4 conv on AVX-512:
+       amxk__conv_rows__Tx32__avx512). The conv's silu differs between 8 and 16 lanes in the last bits;
+       within a level prefill, update and edges agree bit for bit. AMXK_GDN_AUTO picks the recurrent form
+       on every level (faster without AMX tile matmuls; bench/cmd_gdn.h); the chunked form (WY, over the
+       level's fp32 GEMM) agrees with it. Measurements and what was tried: docs/notes/gdn.md.
 
    THREADING
        conv: tasks = sequences x time blocks (>= max(64, W) tokens, at most 64 blocks per sequence; every
@@ -79,24 +67,26 @@
        serial loop  for (t = 0; t < n_seqs * n_blocks; t++) conv_task(t, worker 0);
        gdn: units = sequences x groups of vg value heads of one key head: vg = 1 for decode-length calls
        (fewer than 8 tokens per sequence on average), else the largest divisor of HV/H that leaves at
-       least 4 units per worker. A task runs upt consecutive units: upt = 1, except for decode-length
-       calls, where upt = max(1, units / (8 * workers)) (a task prefetches its next unit's state while it
-       works on one; with one unit per task the next unit would usually be another worker's); serial loop
+       least 4 units per worker. A task runs upt consecutive units: upt = 1, or for decode-length calls
+       max(1, units / (8 * workers)) (a task prefetches its next unit's state, which with one unit per
+       task would usually be another worker's); serial loop
            for (u = 0; u < n_seqs * HV / vg; u++) gdn_unit(u, worker 0);
-       vg and upt change only which task computes a value, never the value itself.
-       Each output element and state element is owned by one task with a fixed order of operations, so
-       results are bitwise identical for any worker count. The worker index selects the workspace slice.
+       vg and upt change only which task computes a value, never the value itself. Each output and
+       state element is owned by one task with a fixed order of operations, so results are bitwise
+       identical for any worker count. The worker index selects the workspace slice.
 
    ERRORS
        Every argument (slots, query_start_loc monotonicity, strides, shapes, dtypes, workspace, aliasing)
        is validated before anything is written: on error the outputs and every state slot are untouched.
-       ALIASING, one rule for every entry point (>>alias, amxk.h's amxk__alias): what a call writes (out / o,
-       g / beta, the conv and recurrent state pools, the workspace, a packed weight) must overlap neither
-       each other nor anything the call reads after its first write (x, q, k, v, the packed weight, the
-       gates and their parameters, query_start_loc, slot_idx, has_initial_state, num_accepted_tokens,
-       cache_seqlens), each taken by its exact byte extent (listed in each contract): AMXK_ERR_ALIAS.
-       Inputs may overlap each other. The amxk_gdn_params / amxk_gdn_inputs structs are copied at entry
-       (an output may overlap them).
+       ALIASING, one rule for every entry point (>>alias): what a call writes (out / o, g / beta, the
+       conv and recurrent state pools, the workspace, a packed weight) must overlap neither each other
+       nor anything the call reads after its first write (x, q, k, v, the packed weight, the gates and
+       their parameters, and the index arrays: query_start_loc n_seqs + 1 int32, slot_idx n_seqs int32
+       (SPECULATIVE amxk_gdn: n_seqs * spec_cols), has_initial_state n_seqs bytes, num_accepted_tokens
+       and cache_seqlens n_seqs int32), each taken by its exact byte extent (the others' in each
+       contract): AMXK_ERR_ALIAS. Inputs may overlap each other. The amxk_gdn_params / amxk_gdn_inputs
+       structs are copied at entry (an output may overlap them). A call with no tokens (T = qsl[n_seqs]
+       == 0) returns AMXK_OK before the aliasing check and writes nothing.
 */
 #ifndef AMXK_GDN_H_INCLUDED
 #define AMXK_GDN_H_INCLUDED
@@ -120,14 +110,11 @@ typedef struct amxk_conv_state {
     size_t n_slots;
     size_t state_len;
     size_t slot_stride, dim_stride, tok_stride;
-    /* Speculative decoding, per call (SPECULATIVE in amxk_conv1d_prefill's contract): NULL, or one int32
-       per sequence of the call, a_n in [1, state_len - W + 2]: the number of tokens of the sequence's
-       previous step that were accepted. */
+    /* NULL, or per sequence a_n in [1, state_len - W + 2] (SPECULATIVE in amxk_conv1d_prefill) */
     const int32_t *num_accepted_tokens;
 } amxk_conv_state;
 
-/* Bytes of a packed conv weight for `dim` channels of width W (multiple of 64). Errors: NULL, SHAPE
-   (dim or width == 0, width > 64). */
+/* Bytes (a multiple of 64) of a packed conv weight. Errors: NULL, SHAPE (dim or W 0, W > 64). */
 AMXK_DEF amxk_status amxk_conv1d_pack_size(size_t dim, size_t width, size_t *bytes);
 
 /* Packs w[dim, W] (element (c, j) at w[c*ldw + j], ldw >= W; dtype F32, BF16 or F16; j = W-1 multiplies
@@ -139,41 +126,27 @@ AMXK_DEF amxk_status amxk_conv1d_pack_size(size_t dim, size_t width, size_t *byt
 AMXK_DEF amxk_status amxk_conv1d_pack(const amxk_ctx *ctx, void *dst, size_t dst_bytes, const void *w, amxk_dtype w_dtype,
                                       size_t dim, size_t width, size_t ldw, const float *bias);
 
-/* Causal conv1d prefill over n_seqs packed sequences: sequence n owns x rows [qsl[n], qsl[n+1]) (row t,
-   channel c at x[t*ldx + c], ldx >= dim; x dtype F32 or BF16). query_start_loc: n_seqs+1 int32 values,
-   qsl[0] >= 0, non-decreasing (else AMXK_ERR_ARG). out: row t at out[t*ldo + c] (F32 or BF16), only rows
-   of the sequences and columns < dim are written.
-   state: NULL (zero history, nothing stored) or a pool; slot_idx: NULL (sequence n uses slot n) or
-   n_seqs int32 slots in [0, n_slots) or -1. Slots other than -1 must be distinct (AMXK_ERR_ARG).
-   has_initial_state: NULL (all 1) or n_seqs bytes; 0 => zero history (the slot's content is ignored).
-   Per sequence with slot s:
-     s == -1    (pad) its output rows are written as zeros (vLLM leaves them untouched); no state is read
-                or written.
-     len == 0   no output; with has_initial_state[n] == 0 the slot is set to zeros (the state after zero
-                tokens from a zero history), else it is left bit for bit unchanged.
-     otherwise  out = silu?(conv(history ++ x)), history = the slot's last W-1 positions or zeros; then
-                the slot holds the last state_len inputs of (history' ++ x), where history' is the old
-                state (or zeros): for len < state_len the old tail shifts in front of x.
-   SPECULATIVE (state->num_accepted_tokens given, vLLM's spec-decode conv update): the slot holds
-   state_len = W - 1 + num_spec positions, the last inputs of the previous step including its draft
-   tokens, of which a_n were accepted. The valid history then ends at position he = a_n - 1 + W - 1:
-   the W-1 positions [a_n - 1, he) are the history, positions >= he (rejected drafts) are never read,
-   and the slot then holds the last state_len inputs of (zeros ++ positions [0, he) ++ x). Without it, he =
-   state_len. With num_spec + 1 tokens per sequence this is vLLM's causal_conv1d_update with
-   num_accepted_tokens. Not with cache_seqlens (AMXK_ERR_ARG).
+/* Causal conv1d prefill over n_seqs packed sequences (SEQUENCES AND SLOTS): x row t, channel c at
+   x[t*ldx + c], ldx >= dim; x dtype F32 or BF16. out: row t at out[t*ldo + c] (F32 or BF16), only rows
+   of the sequences and columns < dim are written. state: NULL (zero history, nothing stored) or a pool.
+   A sequence with a slot: out = silu?(conv(history ++ x)), history = the slot's last W-1 positions or
+   zeros; then the slot holds the last state_len inputs of (history' ++ x), where history' is the old
+   state (or zeros): for len < state_len the old tail shifts in front of x.
+   SPECULATIVE (state->num_accepted_tokens given; with num_spec + 1 tokens per sequence vLLM's
+   causal_conv1d_update with num_accepted_tokens): the slot holds state_len = W - 1 + num_spec
+   positions, the last inputs of the previous step including its drafts, of which a_n were accepted:
+   the history is positions [a_n - 1, he), he = a_n - 1 + W - 1 (positions >= he, rejected drafts, are
+   never read), and the slot then holds the last state_len inputs of (zeros ++ positions [0, he) ++ x).
+   Without it, he = state_len. Not with cache_seqlens (AMXK_ERR_ARG).
    WIDER STATES: without num_accepted_tokens the history is the LAST W-1 of state_len positions (vLLM's
    non-speculative kernels read the FIRST W-1 of a wider buffer and shift it by the number of new
-   tokens): to get vLLM's reading pass the same buffer with state_len = W - 1 (its first W-1 positions,
-   same data and strides); to keep the last W-1 of a wider buffer as the only state, point data at
-   position state_len - (W - 1).
+   tokens): for vLLM's reading pass the same buffer with state_len = W - 1; to keep the last W-1 of a
+   wider buffer as the only state, point data at position state_len - (W - 1).
    Fp32 accumulation from the bias in tap order j = 0..W-1, silu in fp32, one rounding to out's dtype.
    Bitwise identical to feeding the same tokens through amxk_conv1d_update in any grouping.
-   ALIASING (see ERRORS; AMXK_ERR_ALIAS): out ((qsl[n_seqs] - 1) * ldo + dim elements) and the state pool
-   ((n_slots-1)*slot_stride + (dim-1)*dim_stride + (state_len-1)*tok_stride + 1 elements; none when
-   state is NULL or state_len is 0) may overlap neither each other nor x ((qsl[n_seqs] - 1) * ldx + dim
-   elements), the packed weight (packed_bytes), query_start_loc (n_seqs + 1 int32), slot_idx (n_seqs
-   int32), has_initial_state (n_seqs bytes) or num_accepted_tokens (n_seqs int32). (With qsl[n_seqs]
-   == 0 the call returns AMXK_OK before these checks, and writes nothing.)
+   ALIASING (see ERRORS): out (T-1)*ldo + dim and x (T-1)*ldx + dim elements, T = qsl[n_seqs]; the state
+   pool (n_slots-1)*slot_stride + (dim-1)*dim_stride + (state_len-1)*tok_stride + 1 elements (none when
+   state is NULL or state_len is 0); the packed weight packed_bytes.
    Errors (nothing written): CONTEXT, NULL, SHAPE, STRIDE, DTYPE, FORMAT, ARG (also: a num_accepted_tokens
    entry out of range, or given with cache_seqlens), ALIAS. */
 AMXK_DEF amxk_status amxk_conv1d_prefill(const amxk_ctx *ctx, const void *packed, size_t packed_bytes, int silu,
@@ -187,10 +160,7 @@ AMXK_DEF amxk_status amxk_conv1d_prefill(const amxk_ctx *ctx, const void *packed
    L = state_len, the W-1 inputs before new token i are state[(c + i - (W-1) + j) mod L], j < W-1, and
    new token i is written to position (c + i) mod L after all outputs of the sequence are computed
    (cache_seqlens itself is not advanced). state is required (AMXK_ERR_NULL). ALIASING as in prefill,
-   with n_tokens = qsl[n_seqs] (n_seqs without query_start_loc) for the extents of out and x, and
-   cache_seqlens (n_seqs int32) among the inputs: out and the state pool vs each other, x, the packed
-   weight, query_start_loc (n_seqs + 1 int32, when given), slot_idx, cache_seqlens and
-   num_accepted_tokens (n_seqs int32 each): AMXK_ERR_ALIAS. */
+   with T = qsl[n_seqs] (n_seqs without query_start_loc) and cache_seqlens among the inputs. */
 AMXK_DEF amxk_status amxk_conv1d_update(const amxk_ctx *ctx, const void *packed, size_t packed_bytes, int silu,
                                         size_t n_seqs, const int32_t *query_start_loc, const int32_t *slot_idx,
                                         const int32_t *cache_seqlens, const void *x, amxk_dtype x_dtype, size_t ldx,
@@ -199,20 +169,16 @@ AMXK_DEF amxk_status amxk_conv1d_update(const amxk_ctx *ctx, const void *packed,
 /* ---- gating ----------------------------------------------------------------------------------- */
 
 /* For t < n_tokens, h < HV: g[t*ldg + h] = -exp(A_log[h]) * softplus(a[t*lda + h] + dt_bias[h]) and
-   beta[t*ldbeta + h] = sigmoid(b[t*ldb + h]) (see MATH). a and b: ab_dtype F32 or BF16; A_log [HV] of
-   A_log_dtype, dt_bias [HV] of dt_bias_dtype: F32 or BF16 (0 also means F32, as in amxk_gdn_inputs; vLLM
-   keeps dt_bias in the model dtype, sglang A_log too), widened exactly to f32; g fp32; beta: beta_dtype
-   F32 or BF16. The same f32 arithmetic as amxk_gdn's fused gating on the same level (the same values).
-   softplus_beta > 0 (default 1), threshold (default 20). g <= 0 and beta in [0, 1] for every finite
-   input; overflow-free (log1p/exp of bounded values). The scalar tier uses libm; the AVX2 and
-   AVX-512 levels an 8- / 16-lane kernel, one body, the same values (exp clamped to [-87, 87]: a
-   softplus or beta below 1.6e-38 comes out as about 1.6e-38); within 4e-6 relative of fp64 for g
-   (+1e-30 absolute), 1e-6 absolute for f32 beta (tests/test_gdn.c; measured on a 2^21-point sweep and
-   random inputs: g within 3.4e-7 relative where |g| >= 1e-30, f32 beta within 9e-8). Serial. n_tokens == 0 is a no-op. Errors:
-   CONTEXT, NULL, SHAPE (hv == 0), STRIDE, DTYPE, ARG (softplus_beta <= 0), ALIAS (see ERRORS; rows are
-   read after earlier rows are written, so no in-place use: g ((n_tokens-1)*ldg + hv floats) and beta
-   ((n_tokens-1)*ldbeta + hv elements) vs each other and vs a, b ((n_tokens-1)*lda|ldb + hv elements),
-   A_log and dt_bias (hv elements each)). */
+   beta[t*ldbeta + h] = sigmoid(b[t*ldb + h]) (MATH). a, b: ab_dtype F32 or BF16; A_log, dt_bias [HV]
+   as in amxk_gdn_inputs, widened exactly; g fp32; beta: beta_dtype F32 or BF16. softplus_beta > 0
+   (default 1), threshold (default 20). The values of amxk_gdn's fused gating on the same level.
+   g <= 0 and beta in [0, 1] for every finite input; overflow-free. Scalar level: libm; AVX2 / AVX-512:
+   one 8- / 16-lane body, the same values (exp clamped to [-87, 87]: a softplus or beta below 1.6e-38
+   comes out as about 1.6e-38). Within 4e-6 relative of fp64 for g (+1e-30 absolute), 1e-6 absolute
+   for f32 beta (tests/test_gdn.c). Serial. n_tokens == 0 is a no-op. Errors: CONTEXT, NULL, SHAPE
+   (hv == 0), STRIDE, DTYPE, ARG (softplus_beta <= 0), ALIAS (rows are read after earlier rows are
+   written, so no in-place use: g (n_tokens-1)*ldg + hv floats, beta (n_tokens-1)*ldbeta + hv, a, b
+   (n_tokens-1)*ld + hv elements, A_log and dt_bias hv elements). */
 AMXK_DEF amxk_status amxk_gdn_gating(const amxk_ctx *ctx, size_t n_tokens, size_t hv, const void *a, size_t lda,
                                      const void *b, size_t ldb, amxk_dtype ab_dtype, const void *A_log, amxk_dtype A_log_dtype,
                                      const void *dt_bias, amxk_dtype dt_bias_dtype, float softplus_beta, float threshold, float *g,
@@ -247,9 +213,8 @@ AMXK_DEF amxk_gdn_params amxk_gdn_params_default(size_t n_k_heads, size_t n_v_he
    dtype F32 or BF16 for all three. Gates: either g and beta (fp32, [t*ldg + hv], [t*ldbeta + hv]) or,
    when g == NULL, the fused form: a, b (ab_dtype F32 or BF16, [t*lda + hv], [t*ldb + hv]) with A_log[HV]
    and dt_bias[HV] of A_log_dtype / dt_bias_dtype (0 means F32; or BF16: vLLM keeps dt_bias in the model
-   dtype, sglang A_log too), read as f32 (see amxk_gdn_gating; params give softplus beta and threshold).
-   Speculative decoding: num_accepted_tokens and spec_cols (SPECULATIVE in amxk_gdn's contract); NULL
-   and 0 otherwise. */
+   dtype, sglang A_log too), read as f32 (amxk_gdn_gating with params' softplus beta and threshold).
+   num_accepted_tokens, spec_cols: SPECULATIVE in amxk_gdn's contract; NULL and 0 otherwise. */
 typedef struct amxk_gdn_inputs {
     amxk_dtype dtype;
     const void *q, *k, *v;
@@ -265,49 +230,34 @@ typedef struct amxk_gdn_inputs {
     size_t spec_cols;                     /* with num_accepted_tokens: slot_idx is [n_seqs][spec_cols] */
 } amxk_gdn_inputs;
 
-/* Recurrent-state pool: slot s at data + s*slot_stride floats (slot_stride >= HV*Dk*Dv; ignored when
-   n_slots == 1), laid out as params.state_v_first says. */
+/* Recurrent-state pool (STATE LAYOUTS): slot_stride >= HV*Dk*Dv floats, ignored when n_slots == 1. */
 typedef struct amxk_gdn_state {
     float *data;
     size_t n_slots;
     size_t slot_stride;
 } amxk_gdn_state;
 
-/* Workspace bytes amxk_gdn needs for this context (its level's kernels and its worker count), params and
-   mode; independent of the number of tokens. AMXK_GDN_AUTO gives the largest of the modes. */
+/* Workspace bytes of amxk_gdn for this context (level, workers), params and mode (AUTO: the largest of
+   the modes), whatever the number of tokens. */
 AMXK_DEF amxk_status amxk_gdn_workspace_size(const amxk_ctx *ctx, const amxk_gdn_params *params, amxk_gdn_mode mode,
                                              size_t *bytes);
 
-/* The gated delta rule over n_seqs packed sequences (sequence n owns tokens [qsl[n], qsl[n+1]);
-   query_start_loc: n_seqs+1 int32 values, qsl[0] >= 0, non-decreasing). Output o[t*ldo + hv*Dv + j]
+/* The gated delta rule over n_seqs packed sequences (SEQUENCES AND SLOTS). Output o[t*ldo + hv*Dv + j]
    (o_dtype F32 or BF16, ldo >= HV*Dv).
-   ALIASING (see ERRORS; AMXK_ERR_ALIAS): o ((T-1)*ldo + HV*Dv elements, T = qsl[n_seqs]), the state pool
-   ((n_slots-1)*slot_stride + HV*Dk*Dv floats) and the workspace (its amxk_gdn_workspace_size bytes) may
-   overlap neither each other nor q, k ((T-1)*ld + H*Dk elements), v ((T-1)*ldv + HV*Dv), the gates the
-   call reads (g, beta: (T-1)*ld + HV floats; or fused: a, b (T-1)*ld + HV elements, A_log, dt_bias HV
-   elements; the other pair is not read and not checked), query_start_loc (n_seqs + 1 int32), slot_idx
-   (n_seqs int32; SPECULATIVE: n_seqs * spec_cols), has_initial_state (n_seqs bytes) or
-   num_accepted_tokens (n_seqs int32). *params and *in are copied at entry (o may overlap them). (With
-   T == 0 the call returns AMXK_OK before these checks, and writes nothing.)
-   slot_idx: NULL (sequence n uses slot n) or n_seqs int32 in [0, n_slots) or -1; slots other than -1
-   must be distinct. has_initial_state: NULL (all 1) or n_seqs bytes; 0 => the sequence starts from a
-   zero state (the slot's content is ignored). Per sequence with slot s:
-     s == -1    its output rows are zeros; no state is read or written.
-     len == 0   no output; with has_initial_state[n] == 0 the slot is set to zeros (the state after zero
-                tokens from a zero state), else it is left bit for bit unchanged.
-     otherwise  the recurrence runs from the slot's state (or zeros) over its tokens; the slot then holds
-                the final state.
+   ALIASING (see ERRORS): o (T-1)*ldo + HV*Dv elements, T = qsl[n_seqs]; the state pool
+   (n_slots-1)*slot_stride + HV*Dk*Dv floats; the workspace its amxk_gdn_workspace_size bytes; q, k
+   (T-1)*ld + H*Dk elements, v (T-1)*ldv + HV*Dv; the gates the call reads (g, beta (T-1)*ld + HV floats;
+   or fused: a, b (T-1)*ld + HV elements, A_log, dt_bias HV elements; the other pair is not checked).
    Decode is a call with one token per sequence; speculative verification, several. A prefill split
    into several calls (the state carried in the slot) equals one call up to rounding.
    SPECULATIVE (in->num_accepted_tokens given; vLLM's spec-decode recurrent GDN with 2-D
-   ssm_state_indices): slot_idx (required) is [n_seqs][spec_cols], row r_n; a_n = the number of tokens of
-   the sequence's previous step that were accepted, len_n <= spec_cols. The sequence starts from slot
-   r_n[a_n - 1] (or zeros with has_initial_state 0) and the state after its token t is stored in slot
-   r_n[t], t < len_n (every intermediate state is kept: the next step, knowing how many were accepted,
-   starts from the right one). r_n[a_n - 1] == -1: a pad (zero output rows, no state read or written);
-   else r_n[t] for t < len_n must be valid slots, distinct over the whole call, and no sequence may
-   start from a slot another sequence writes (AMXK_ERR_ARG). len_n == 0: nothing happens. Each token
-   costs one extra copy of the state (a head at a time) when r_n[t] differs from the slot it starts from.
+   ssm_state_indices): slot_idx (required) is [n_seqs][spec_cols], row r_n; a_n = the number of tokens
+   of the previous step that were accepted, len_n <= spec_cols. The sequence starts from slot
+   r_n[a_n - 1] (or zeros with has_initial_state 0); the state after its token t goes to slot r_n[t],
+   t < len_n (every intermediate state is kept for the next step). r_n[a_n - 1] == -1: a pad (zero
+   output rows, no state read or written); else r_n[t], t < len_n, must be valid slots, distinct over
+   the call, and no sequence may start from a slot another one writes (AMXK_ERR_ARG). len_n == 0:
+   nothing happens. A token costs one extra state copy (a head at a time) unless r_n[t] is its source.
    workspace: >= amxk_gdn_workspace_size(ctx, params, mode) bytes, AMXK_ALIGN aligned.
    Accuracy (tests/test_gdn.c, fp64 reference on the same inputs): state max error <= 1e-4 * max|S|
    over 1000 tokens; outputs within 1e-2*|ref| + 1e-3*rms(ref) (bf16 output rounding included).
@@ -356,8 +306,6 @@ typedef struct amxk__conv_hdr {
 
 AMXK__INLINE size_t amxk__conv_dimp(size_t dim) { return AMXK__ROUND_UP(dim, (size_t)16); }
 
-/* Element i of an F32 or BF16 array as f32. */
-
 AMXK__INLINE float amxk__gdn_softplus(float x, float bsp, float thr) {
     float z = bsp * x;
     if (z > thr) return x;
@@ -391,9 +339,8 @@ typedef struct amxk__conv_args {
 
 /* One sequence of a conv task: rows [t0, t0 + len) of x and out; its state slot's base (NULL: no state
    pool), whether it has an initial state, the circular-buffer start (-1: shift mode) and, in shift mode,
-   the history end he (state_len, or a - 1 + W - 1 with num_accepted_tokens a: SPECULATIVE). Kernels take
-   it by value: a local copy stays in registers (through a pointer, every output store could alias it
-   and force reloads). */
+   the history end he (state_len, or a - 1 + W - 1 with num_accepted_tokens a: SPECULATIVE). Taken by
+   value: through a pointer, every output store could alias it and force reloads. */
 typedef struct amxk__conv_sq {
     size_t t0, len;
     char *sb;
@@ -407,8 +354,7 @@ AMXK__INLINE void amxk__conv_seq(const amxk__conv_args *a, size_t n, size_t *t0,
 }
 AMXK__INLINE int32_t amxk__conv_slot(const amxk__conv_args *a, size_t n) { return a->slot ? a->slot[n] : (int32_t)n; }
 
-/* The state position of history position p < 0 (relative to the sequence start): shift mode he + p;
-   circular (c0 + p) mod L. */
+/* The state position of history position p < 0: shift mode he + p; circular (cs + p) mod L. */
 AMXK__INLINE size_t amxk__conv_hpos(const amxk__conv_args *a, amxk__conv_sq q, long p) {
     long L = (long)a->slen, r;
     if (q.cs < 0) return (size_t)(q.he + p);
@@ -429,38 +375,25 @@ AMXK__INLINE float amxk__conv_hist(const amxk__conv_args *a, amxk__conv_sq q, lo
 AMXK__PRIV void amxk__conv_store_state(const amxk__conv_args *a, amxk__conv_sq q, size_t c0, size_t c1) {
     size_t c, i, L = a->slen, es = a->esz, len = q.len, t0 = q.t0;
     const long d = q.he + (long)len - (long)L;
+    /* a channel-contiguous (SD) state moves channels [c0, c1) as one group of whole rows, else each
+       channel alone (its positions contiguous in the DS layout); the same values either way */
+    const size_t cg = a->s_dim == 1 ? c1 - c0 : 1, nbytes = cg * es;
     char *sb = q.sb;
     const char *x = (const char *)a->x;
     if (!sb || L == 0) return;
-    if (q.cs >= 0) { /* circular: the new tokens at (c0 + i) mod L */
-        for (i = 0; i < len; i++) {
-            size_t pos = (size_t)(((size_t)q.cs + i) % L);
-            if (a->s_dim == 1) memcpy(sb + (pos * a->s_tok + c0) * es, x + ((t0 + i) * a->ldx + c0) * es, (c1 - c0) * es);
-            else
-                for (c = c0; c < c1; c++) memcpy(sb + (c * a->s_dim + pos * a->s_tok) * es, x + ((t0 + i) * a->ldx + c) * es, es);
-        }
-        return;
-    }
-    if (a->s_dim == 1) { /* channel-contiguous (SD) state: whole-row copies, same values */
-        const size_t nbytes = (c1 - c0) * es;
-        for (i = 0; i < L; i++) {
-            const size_t pos = d >= 0 ? i : L - 1 - i;
-            const long p = (long)len - (long)L + (long)pos;
-            char *dst = sb + (pos * a->s_tok + c0) * es;
-            if (p >= 0) memcpy(dst, x + ((t0 + (size_t)p) * a->ldx + c0) * es, nbytes);
-            else if (q.init && q.he + p >= 0) memmove(dst, sb + ((size_t)(q.he + p) * a->s_tok + c0) * es, nbytes);
-            else memset(dst, 0, nbytes);
-        }
-        return;
-    }
-    for (c = c0; c < c1; c++) /* a channel's positions at a time (contiguous in the DS layout) */
-        for (i = 0; i < L; i++) {
-            const size_t pos = d >= 0 ? i : L - 1 - i;
-            const long p = (long)len - (long)L + (long)pos;
-            char *dst = sb + (c * a->s_dim + pos * a->s_tok) * es;
-            if (p >= 0) memcpy(dst, x + ((t0 + (size_t)p) * a->ldx + c) * es, es);
-            else if (q.init && q.he + p >= 0) memmove(dst, sb + (c * a->s_dim + (size_t)(q.he + p) * a->s_tok) * es, es);
-            else memset(dst, 0, es);
+    for (c = c0; c < c1; c += cg)
+        for (i = 0; i < (q.cs >= 0 ? len : L); i++) {
+            if (q.cs >= 0) { /* circular: the new tokens at (cs + i) mod L */
+                const size_t pos = (size_t)(((size_t)q.cs + i) % L);
+                memcpy(sb + (c * a->s_dim + pos * a->s_tok) * es, x + ((t0 + i) * a->ldx + c) * es, nbytes);
+            } else {
+                const size_t pos = d >= 0 ? i : L - 1 - i;
+                const long p = (long)len - (long)L + (long)pos;
+                char *dst = sb + (c * a->s_dim + pos * a->s_tok) * es;
+                if (p >= 0) memcpy(dst, x + ((t0 + (size_t)p) * a->ldx + c) * es, nbytes);
+                else if (q.init && q.he + p >= 0) memmove(dst, sb + (c * a->s_dim + (size_t)(q.he + p) * a->s_tok) * es, nbytes);
+                else memset(dst, 0, nbytes);
+            }
         }
 }
 
@@ -500,21 +433,19 @@ typedef struct amxk__gating_args {
     size_t ldg, ldbeta;
 } amxk__gating_args;
 
-/* The dtype of A_log / dt_bias (0 means F32). */
+/* The dtype of A_log / dt_bias (0 means F32); whether a dtype is F32 or BF16. */
 AMXK__INLINE amxk_dtype amxk__gdn_pdt(amxk_dtype t) { return t == AMXK_DTYPE_INVALID ? AMXK_DTYPE_F32 : t; }
+AMXK__INLINE int amxk__gdn_fb(amxk_dtype t) { return t == AMXK_DTYPE_F32 || t == AMXK_DTYPE_BF16; }
 
-
-/* Workspace plan: per-worker floats of each mode, and the call's kernels (their block sizes and
-   scratch needs shape the recurrent workspace). */
+/* Workspace plan: bytes per worker and in all, and the call's kernels (they shape the layout). */
 typedef struct amxk__gdn_plan {
-    size_t rec_floats, chunk_floats, ws_worker, ws_total, n_cb;
+    size_t ws_worker, ws_total, n_cb;
     const amxk__gdn_kernels *k;
 } amxk__gdn_plan;
 
 /* Recurrent prefill: the raw q/k rows of the next chunk, prefetched a few lines per token sweep over the
-   current chunk (consecutive tokens' rows are far apart, so the hardware prefetchers miss them and the
-   first load of each row would wait on memory). Item x: row x / nl (k and q of token row / 2
-   alternately), line x % nl. */
+   current chunk (the hardware prefetchers miss rows this far apart). Item x: row x / nl (k and q of
+   token row / 2 alternately), line x % nl. */
 typedef struct amxk__gdn_qkpf {
     const char *base[2]; /* k, q row of the next chunk's first token at key head h */
     size_t ld[2];        /* bytes between tokens */
@@ -523,11 +454,8 @@ typedef struct amxk__gdn_qkpf {
     size_t start;        /* first item of the current block call */
 } amxk__gdn_qkpf;
 
-/* A level's microkernels. One static const table per ISA that has kernels of its own
-   (amxk__gdn_kernels_scalar, amxk__gdn_kernels_avx2 in >>dispatch); amxk__gdn_kernels_for maps a level
-   to its table, once per call, and the op's arguments carry it. The drivers (>>dispatch) do the tiling,
-   the task split and the workspace and reach every level-dependent piece of code through the table;
-   block sizes and scratch needs that depend on the kernels are fields the layouts read. */
+/* A level's microkernels (DESIGN AND LEVELS; the tables are in >>dispatch, the op's arguments carry the
+   call's). Block sizes and scratch needs that depend on the kernels are fields the layouts read. */
 typedef void (*amxk__conv_rows_fn)(const amxk__conv_args *a, amxk__conv_sq q, size_t td, size_t tb1, size_t nch);
 typedef void (*amxk__conv_edge_fn)(const amxk__conv_args *a, amxk__conv_sq q, size_t t, size_t c0, size_t c1);
 typedef void (*amxk__gating_fn)(const amxk__gating_args *ga, size_t t0, size_t t1);
@@ -540,9 +468,8 @@ typedef void (*amxk__gdn_block_fn)(const amxk__gdn_args *a, float *S, size_t lds
                                    size_t nb, const float *kh, const float *qh, const float *al, const float *be, const float *kk,
                                    const float *kq, float *sm, const char *pf, size_t pfb, const amxk__gdn_qkpf *qp, int defer);
 struct amxk__gdn_kernels {
-    /* conv: the tokens [td, tb1) of a sequence whose taps all lie in x, channels [0, nch), nch a
-       multiple of conv_cols; conv_edge: one token t of the sequence (history from the state or zeros),
-       channels [c0, c1) (the first W-1 tokens, and the channels past the last multiple of conv_cols) */
+    /* conv_rows: tokens [td, tb1) of a sequence whose taps all lie in x, channels [0, nch), nch a multiple
+       of conv_cols; conv_edge: one token t, channels [c0, c1), any history (AMXK__CONV_ROWS_DEFINE) */
     amxk__conv_rows_fn conv_rows;
     amxk__conv_edge_fn conv_edge;
     size_t conv_cols;
@@ -550,10 +477,9 @@ struct amxk__gdn_kernels {
     amxk__gdn_qk_fn qk;     /* one normalised (q: and scaled) head row */
     amxk__gdn_gemm_fn gemm; /* C (+)= A B in fp32: the chunked form's products */
     amxk__gdn_copy_fn copy; /* rows x nb (<= rec_cb) floats between a state column block and its scratch */
-    /* recurrent: per chunk, what rec_block needs besides the normalised rows (pair dot products kk, kq);
-       rec_block: a column block of nb state columns, nb a multiple of rec_cols (<= rec_cb <=
-       AMXK__GDN_CB); the block's remaining columns go to rec_tail, which takes any nb (both the block's
-       arguments; see amxk__gdn_recurrent_f32__32col__avx2); rec_sm: floats of block scratch (sm) */
+    /* recurrent: rec_prep (or NULL), per chunk, the pair dot products kk, kq; rec_block: nb state columns, nb a
+       multiple of rec_cols (<= rec_cb <= AMXK__GDN_CB); rec_tail: the block's other columns, any nb
+       (arguments: amxk__gdn_recurrent_f32__1col__scalar); rec_sm: floats of block scratch (sm) */
     amxk__gdn_prep_fn rec_prep;
     amxk__gdn_block_fn rec_block, rec_tail;
     size_t rec_cols, rec_cb, rec_sm;
@@ -599,20 +525,13 @@ AMXK__PRIV void amxk__gdn_rec_layout(size_t dk, const amxk__gdn_kernels *k, amxk
 }
 #undef AMXK__GDN_TAKE
 
-/* The mode a sequence of `len` tokens runs (AUTO: recurrent; see DESIGN AND LEVELS). */
-AMXK__INLINE amxk_gdn_mode amxk__gdn_seq_mode(const amxk__gdn_args *a, size_t len) {
-    (void)len;
-    return a->mode == AMXK_GDN_CHUNKED ? AMXK_GDN_CHUNKED : AMXK_GDN_RECURRENT;
-}
-
 AMXK__INLINE float *amxk__gdn_head(const amxk__gdn_args *a, int32_t s, size_t hv) {
     return a->st + (size_t)s * a->s_slot + hv * a->hsz;
 }
 
 // >>scalar ---------------------------------------------------------------------------------------
 
-/* Conv outputs of token t of a sequence (index in the sequence), channels [c0, c1), any history: bias,
-   then the taps in order j = 0..W-1, silu, one rounding. */
+/* Conv outputs of token t (in the sequence), channels [c0, c1), any history, in the contract's order. */
 AMXK__PRIV void amxk__conv_edge_f32__1x1__scalar(const amxk__conv_args *a, amxk__conv_sq q, size_t t, size_t c0, size_t c1) {
     const size_t W = a->width;
     size_t c, j;
@@ -666,12 +585,6 @@ AMXK__PRIV void amxk__gdn_copy_f32__1col__scalar(float *dst, size_t ldd, const f
     for (r = 0; r < rows; r++) memcpy(dst + r * ldd, src + r * lds, nb * sizeof(float));
 }
 
-/* The one-token block needs nothing besides the normalised rows. */
-AMXK__PRIV void amxk__gdn_recurrent_prep_f32__none__scalar(const float *kh, const float *qh, size_t n, size_t dk, size_t dkp,
-                                                           float *kk, float *kq) {
-    (void)kh, (void)qh, (void)n, (void)dk, (void)dkp, (void)kk, (void)kq;
-}
-
 /* C[m][n] (+)= sum_k A[m][k] B[k][n]; row-major, leading dimensions in floats. */
 AMXK__PRIV void amxk__gdn_gemm_f32__1x1__scalar(int acc, size_t m, size_t n, size_t k, const float *A, size_t lda,
                                                 const float *B, size_t ldb, float *C, size_t ldc) {
@@ -689,9 +602,8 @@ AMXK__PRIV void amxk__gdn_gemm_f32__1x1__scalar(int acc, size_t m, size_t n, siz
 }
 
 /* Recurrent column block: S points at S[0][j0] (rows lds apart, K-first), nb (<= 32) columns, tokens
-   [t0, t0+n) of value head hv with precomputed normalised rows kh/qh (dkp apart), alpha and beta,
-   one token at a time. sm: 4 x 32 floats of scratch. Output columns [j0, j0+nb). The arguments after
-   sm (pair products, prefetch) are the vector blocks'; this one ignores them. */
+   [t0, t0+n) of value head hv with normalised rows kh/qh (dkp apart), alpha and beta, one token at a
+   time; output columns [j0, j0+nb). sm: 4 x 32 floats. Ignores the vector blocks' later arguments. */
 AMXK__PRIV void amxk__gdn_recurrent_f32__1col__scalar(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t n,
                                                       size_t hv, size_t j0, size_t nb, const float *kh, const float *qh,
                                                       const float *al, const float *be, const float *kk, const float *kq, float *sm,
@@ -727,22 +639,19 @@ AMXK__PRIV void amxk__gdn_recurrent_f32__1col__scalar(const amxk__gdn_args *a, f
 
 /* Gating at one vector width: AMXK__GDN_GATING_DEFINE(name, isa, V, L, LD, ST) defines
    amxk__gdn_log1p01__<isa> and the kernel `name` (amxk_gdn_gating rows [t0, t1), L heads per vector)
-   from the vector vocabulary V of amxk.h's math layer (AMXK__V8 / AMXK__V16: amxk__vexp__<isa>,
-   amxk__vsigmoid__<isa>) and the element access LD(p, dtype, i, cnt) / ST(p, dtype, i, cnt, v) of L
-   elements from element i, the first min(cnt, L) of them real (lane masks at 16; at 8 a tail is
-   built in registers on load and stored through a scalar copy).
-   The AVX2 kernel (8 lanes) and the AVX-512 one (16) are this one body, so they run the same
-   arithmetic per lane; fused gating calls a level's kernel one head at a time (hv = 1: one live lane),
-   and lanes are independent, so it gets amxk_gdn_gating's values on the same level.
+   over V (amxk.h's amxk__vexp__<isa>, amxk__vsigmoid__<isa>) and the element access LD(p, dtype, i,
+   cnt) / ST(p, dtype, i, cnt, v) of L elements from element i, the first min(cnt, L) of them real
+   (lane masks at 16; at 8 a tail built in registers on load, stored through a scalar copy). One body:
+   the same arithmetic per lane at both widths; lanes are independent, so fused gating (one live lane)
+   gets amxk_gdn_gating's values on the same level.
    log1p(u) for u in [0, 1] (NaN stays NaN): 2 atanh(v), v = u / (2 + u) in [0, 1/3] (no cancellation
    in 1 + u: tiny u keep their relative accuracy), atanh(v) = v (1 + v^2/3 + ... + v^12/13) (the
    series' remainder is below 1.6e-8 relative at v = 1/3).
    The kernel: per L heads -exp(A_log) and dt_bias once, then down the rows. softplus(x) = x where bsp x
    > thr, else (max(z, 0) + log1p(exp(-|z|))) / bsp, z = bsp x (the scalar's two branches in one); beta
-   = 1 / (1 + exp(-b)). exp: amxk__vexp__<isa> (argument clamped to [-87, 87]: softplus and beta of
-   arguments below -87 come out near 1.6e-38 instead of smaller). */
+   = 1 / (1 + exp(-b)). exp: amxk__vexp__<isa> (clamped: see amxk_gdn_gating). */
 #define AMXK__GDN_GATING_DEFINE(NAME, isa, V, L, LD, ST)                                                      \
-    AMXK__FORCE_INLINE V##_T amxk__gdn_log1p01__##isa(V##_T u) {                  \
+    AMXK__FORCE_INLINE V##_T amxk__gdn_log1p01__##isa(V##_T u) {                                            \
         const V##_T v = V##_DIV(u, V##_ADD(u, V##_SET1(2.0f))), v2 = V##_MUL(v, v);                         \
         V##_T p = V##_SET1(1.0f / 13.0f);                                                                   \
         p = V##_FMADD(p, v2, V##_SET1(1.0f / 11.0f));                                                       \
@@ -772,9 +681,7 @@ AMXK__PRIV void amxk__gdn_recurrent_f32__1col__scalar(const amxk__gdn_args *a, f
 
 /* The recurrent column block at one vector width: AMXK__GDN_RECURRENT_DEFINE(isa, V, L, TAILS) defines
    the sweeps and the block kernel amxk__gdn_recurrent_f32__32col__<isa> (contract: the scalar version)
-   over V: V_T, V_SET1, V_MUL, V_FMADD, V_FNMADD, f32 rows V_LDU / V_STU, lane masks V_LMASK_T,
-   V_LMASK(cnt), V_LDM / V_STM, element access V_LDE / V_STE (F32 / BF16 as f32, the first min(cnt, L)
-   lanes). TAILS = 0: nb is a multiple of L (rec_cols; the rest goes to rec_tail); 1: any nb <= 32, the
+   over V. TAILS = 0: nb is a multiple of L (rec_cols; the rest goes to rec_tail); 1: any nb <= 32, the
    last vector masked (its own tail). Both widths run the same operations per lane in the same order.
    Tokens go through the block two at a time (one read and one write of the block per pair), an odd
    last token alone. With S the block before token r (= 1) and pk = S^T k: u1 = b1 (v1 - a1 pk1);
@@ -848,16 +755,14 @@ typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk_
         }                                                                                                    \
     }                                                                                                        \
     /* The sweep instantiations: NV (1, 2) x tail (0, 1) x NX (0..2) x MUL (0, 1); sweep: NV 1..4. */       \
-    AMXK__FORCE_INLINE void amxk__gdn_sweep2m__##isa(float *S, size_t lds, size_t dk, const amxk__gdn_pair *p, int NX, int NV, \
-                                                     int TL, int mul, V##_LMASK_T km) {                       \
-        if (mul) amxk__gdn_sweep2__##isa(S, lds, dk, p, NX, NV, 1, TL, km);                                  \
-        else amxk__gdn_sweep2__##isa(S, lds, dk, p, NX, NV, 0, TL, km);                                      \
-    }                                                                                                        \
     AMXK__FORCE_INLINE void amxk__gdn_sweep2x__##isa(float *S, size_t lds, size_t dk, const amxk__gdn_pair *p, int nx, int NV, \
                                                      int TL, int mul, V##_LMASK_T km) {                       \
-        if (nx == 2) amxk__gdn_sweep2m__##isa(S, lds, dk, p, 2, NV, TL, mul, km);                            \
-        else if (nx == 1) amxk__gdn_sweep2m__##isa(S, lds, dk, p, 1, NV, TL, mul, km);                       \
-        else amxk__gdn_sweep2m__##isa(S, lds, dk, p, 0, NV, TL, mul, km);                                    \
+        if (nx == 2 && mul) amxk__gdn_sweep2__##isa(S, lds, dk, p, 2, NV, 1, TL, km);                        \
+        else if (nx == 2) amxk__gdn_sweep2__##isa(S, lds, dk, p, 2, NV, 0, TL, km);                          \
+        else if (nx == 1 && mul) amxk__gdn_sweep2__##isa(S, lds, dk, p, 1, NV, 1, TL, km);                   \
+        else if (nx == 1) amxk__gdn_sweep2__##isa(S, lds, dk, p, 1, NV, 0, TL, km);                          \
+        else if (mul) amxk__gdn_sweep2__##isa(S, lds, dk, p, 0, NV, 1, TL, km);                              \
+        else amxk__gdn_sweep2__##isa(S, lds, dk, p, 0, NV, 0, TL, km);                                       \
     }                                                                                                        \
     AMXK__PRIV void amxk__gdn_sweep2sel__##isa(float *S, size_t lds, size_t dk, const amxk__gdn_pair *p, int nx, int nv, int mul, \
                                                int tl, V##_LMASK_T km) {                                      \
@@ -994,23 +899,21 @@ typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk_
         }                                                                                                    \
     }
 
-/* The conv at one vector width: AMXK__CONV_ROWS_DEFINE(isa, V, L, TAILS) defines, over V (V_T, V_LDU,
-   V_FMADD, V_LDE / V_STE) and the width's helpers amxk__conv_<x>__<isa> (ldg / stg: 2L channels as two
-   vectors, split even / odd for bf16 x; splitg: taps into that order; pfg: a group's prefetches; stream:
-   a staged row out by streaming stores; silu; ste: the edge's store; BF: the AVX512_BF16 rounding):
-     amxk__conv_rows__<isa>   NT (1 or 2) tokens whose W taps all lie in x: xr[0 .. W+NT-2] point at x
-                              rows t-(W-1) .. t+NT-1, orow[0 .. NT-1] at the output rows, at the first
-                              channel of ngrp groups; taps j at wt + j*ldw, bias at bs (group lane order);
-                              pf: the two x rows the next pair reads first. xt/ot/W/NT/BF compile-time (W
-                              = 0: runtime). Per token: bias, FMA in tap order, silu, one rounding.
-     amxk__conv_rows2__<isa>  tokens [td, tb1) whose taps all lie in x, channels [0, nch) (a multiple of
-                              2L): channel blocks whose taps and x rows stay in L1 (taps copied
-                              contiguous: rows dimp apart share L1 sets when dim is a large power of
-                              two), two tokens at a time, groups inner; large outputs (a->nts) through
-                              an L1 buffer, then out in whole lines by streaming stores.
-     amxk__conv_edge__<isa>   token t, channels [c0, c1), any history (the first W-1 tokens, the channel
-                              tail), L lanes at a time (tail masked with TAILS, else a scalar copy): the
-                              rows' fp32 values and FMA order, so prefill and update agree bit for bit. */
+/* The conv at one vector width: AMXK__CONV_ROWS_DEFINE(isa, V, L, TAILS) defines, over V and the
+   width's helpers amxk__conv_<x>__<isa> (ldg / stg: 2L channels as two vectors, split even / odd for
+   bf16 x; splitg: taps into that order; pfg: a group's prefetches; stream: a staged row out by
+   streaming stores; silu; ste: the edge's store; BF: the AVX512_BF16 rounding):
+   amxk__conv_rows__<isa>: NT (1 or 2) tokens whose W taps all lie in x: xr[0 .. W+NT-2] point at x
+   rows t-(W-1) .. t+NT-1, orow[0 .. NT-1] at the output rows, at the first channel of ngrp groups; taps
+   j at wt + j*ldw, bias at bs (group lane order); pf: the two x rows the next pair reads first.
+   xt/ot/W/NT/BF compile-time (W = 0: runtime). Per token: bias, FMA in tap order, silu, one rounding.
+   amxk__conv_rows2__<isa>: tokens [td, tb1) whose taps all lie in x, channels [0, nch) (a multiple of
+   2L): channel blocks whose taps and x rows stay in L1 (taps copied contiguous: rows dimp apart share
+   L1 sets when dim is a large power of two), two tokens at a time, groups inner; large outputs
+   (a->nts) through an L1 buffer, then out in whole lines by streaming stores.
+   amxk__conv_edge__<isa>: token t, channels [c0, c1), any history (the first W-1 tokens, the channel
+   tail), L lanes at a time (tail masked with TAILS, else a scalar copy): the rows' fp32 values and FMA
+   order, so prefill and update agree bit for bit. */
 #define AMXK__CONV_ROWS_DEFINE(isa, V, L, TAILS)                                                               \
     AMXK__FORCE_INLINE void amxk__conv_rows__##isa(const amxk__conv_args *a, const char *const *xr, char *const *orow, \
                                                    const char *const *pf, size_t ngrp, const float *wt, size_t ldw, \
@@ -1123,14 +1026,12 @@ typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk_
         }                                                                                                    \
     }
 
-/* Row kernels at one vector width: AMXK__GDN_QK_DEFINE(isa, V, L, TAILS) defines
-   amxk__gdn_qk_f32__<L>col__<isa>, the normalised (and for q scaled) head vector of token t (see the
-   scalar version; the sum of squares in two accumulators, even and odd vectors, then V_HSUM), and
-   amxk__gdn_copy_f32__32col__<isa>: dst[r*ldd + c] = src[r*lds + c] for r < rows, c < nb (<= 32),
-   32-float rows by vector moves (memcpy of 128 bytes per row went through rep movs and its start-up
-   cost), other widths by lane masks (TAILS) or memcpy; and amxk__gdn_recurrent_prep_f32__<L>col__<isa>:
-   k_r.k_{r+1} (kk[r], r + 1 < n) and k_r.q_r (kq[r]) of a chunk's normalised rows (dkp apart), in
-   vectors (TAILS: the last one masked; else a scalar tail added after V_HSUM). */
+/* Row kernels at one vector width (AMXK__GDN_QK_DEFINE(isa, V, L, TAILS)), the scalar versions'
+   contracts: amxk__gdn_qk_f32__<L>col__<isa> (the sum of squares in two accumulators, even and odd
+   vectors, then V_HSUM); amxk__gdn_copy_f32__32col__<isa> (nb <= 32; 32-float rows by vector moves,
+   not memcpy: docs/notes/gdn.md; other widths by lane masks (TAILS) or memcpy);
+   amxk__gdn_recurrent_prep_f32__<L>col__<isa>: k_r.k_{r+1} (kk[r], r + 1 < n) and k_r.q_r (kq[r]) of
+   a chunk's normalised rows (dkp apart), in vectors (TAILS: the last masked; else a scalar tail). */
 #define AMXK__GDN_QK_DEFINE(isa, V, L, TAILS)                                                                  \
     AMXK__PRIV void amxk__gdn_qk_f32__##L##col__##isa(const amxk__gdn_args *a, size_t t, size_t h, int which, float *dst) { \
         const amxk_gdn_inputs *in = a->in;                                                                   \
@@ -1258,21 +1159,21 @@ typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk_
     }
 
 // >>avx2 -----------------------------------------------------------------------------------------
-/* AVX2 kernels (the AVX2 level's table; the AVX-512 and AMX levels have their own, >>avx512). */
+/* AVX2 kernels (the AVX2 level's table). */
 
 #if AMXK__HAS_AVX2
 AMXK__TARGET_AVX2_BEGIN
 
-/* 8 values (f32 or bf16) at p as f32; cnt < 8 reads only cnt values (rest 0). */
+/* 8 values (f32 or bf16) at p as f32; cnt < 8 reads only cnt values, built in registers (the other
+   lanes 0): a stack copy's reload would stall (docs/notes/gdn.md). */
 AMXK__FORCE_INLINE __m256 amxk__gdn_ld8__avx2(const void *p, amxk_dtype t, size_t i, size_t cnt) {
-    if (cnt >= 8) {
-        return amxk__vload__avx2((const char *)p + i * (t == AMXK_DTYPE_F32 ? 4 : 2), t);
-    } else {
-        float tmp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        size_t k;
-        for (k = 0; k < cnt; k++) tmp[k] = amxk__ld_elem(p, t, i + k);
-        return _mm256_loadu_ps(tmp);
-    }
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256 v = _mm256_setzero_ps();
+    size_t k;
+    if (cnt >= 8) return amxk__vload__avx2((const char *)p + i * (t == AMXK_DTYPE_F32 ? 4 : 2), t);
+    for (k = 0; k < cnt; k++)
+        v = _mm256_blendv_ps(v, _mm256_set1_ps(amxk__ld_elem(p, t, i + k)), _mm256_castsi256_ps(_mm256_cmpeq_epi32(lane, _mm256_set1_epi32((int)k))));
+    return v;
 }
 AMXK__FORCE_INLINE void amxk__gdn_st8__avx2(void *p, amxk_dtype t, size_t i, size_t cnt, __m256 v) {
     if (cnt >= 8) {
@@ -1285,8 +1186,7 @@ AMXK__FORCE_INLINE void amxk__gdn_st8__avx2(void *p, amxk_dtype t, size_t i, siz
     }
 }
 
-/* gdn's 8-lane vocabulary beside AMXK__V8 (amxk.h): f32 rows, lane masks (the first min(cnt, 8) lanes),
-   F32 / BF16 element access. */
+/* gdn's 8-lane vocabulary beside AMXK__V8: f32 rows, lane masks (first min(cnt, 8)), F32 / BF16 elements. */
 #define AMXK__V8_LDU(p) _mm256_loadu_ps(p)
 #define AMXK__V8_STU(p, x) _mm256_storeu_ps((p), (x))
 #define AMXK__V8_LMASK_T __m256i
@@ -1296,34 +1196,15 @@ AMXK__FORCE_INLINE void amxk__gdn_st8__avx2(void *p, amxk_dtype t, size_t i, siz
 #define AMXK__V8_LDE amxk__gdn_ld8__avx2
 #define AMXK__V8_STE amxk__gdn_st8__avx2
 
-/* amxk__gdn_ld8__avx2 with a tail (cnt < 8) built in registers: one broadcast and blend per element,
-   the other lanes 0. The gating kernel's tails (fused gating calls it with one head: every row is a
-   tail) stay off the stack copy, whose 8-lane reload of narrow stores is not store-forwarded and
-   stalls. */
-AMXK__FORCE_INLINE __m256 amxk__gdn_ldr8__avx2(const void *p, amxk_dtype t, size_t i, size_t cnt) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    __m256 v = _mm256_setzero_ps();
-    size_t k;
-    if (cnt >= 8) return amxk__gdn_ld8__avx2(p, t, i, 8);
-    for (k = 0; k < cnt; k++)
-        v = _mm256_blendv_ps(v, _mm256_set1_ps(amxk__ld_elem(p, t, i + k)), _mm256_castsi256_ps(_mm256_cmpeq_epi32(lane, _mm256_set1_epi32((int)k))));
-    return v;
-}
-
-/* amxk_gdn_gating rows [t0, t1), 8 heads per vector (a tail of fewer than 8 heads built in registers,
-   stored through a scalar copy): AMXK__GDN_GATING_DEFINE. */
-AMXK__GDN_GATING_DEFINE(amxk__gdn_gating_f32__1x8__avx2, avx2, AMXK__V8, 8, amxk__gdn_ldr8__avx2, amxk__gdn_st8__avx2)
+/* amxk_gdn_gating rows [t0, t1), 8 heads per vector: AMXK__GDN_GATING_DEFINE. */
+AMXK__GDN_GATING_DEFINE(amxk__gdn_gating_f32__1x8__avx2, avx2, AMXK__V8, 8, amxk__gdn_ld8__avx2, amxk__gdn_st8__avx2)
 
 /* silu(y) = y / (1 + exp(-y)) for the conv, 8 lanes (prefill rows, update and tails all use this one, so
-   they agree bit for bit). exp(-y) = 2^(n/8) with n/8 = -y log2 e: x = -8 y log2 e in one multiply, n =
-   round(x) by the 1.5*2^23 rounding trick, f = x - n exactly (|f| <= 1/2); 2^(n/8) = 2^k * 2^(j/8) (n = 8k
-   + j) from an 8-entry table (vpermps on the low index bits) and the exponent bits; 2^(f/8) by a cubic
-   minimax polynomial (1.9e-8 relative). The rounding of x adds 6e-8 |x| ulps of the exponent: exp(-y)
-   within 2.4e-7 relative for |y| <= 8, 1.3e-6 for |y| <= 87 (where silu(y) for y << 0 is tiny next to |y|).
-   1 + e in one FMA, then one IEEE division: silu within 2.4e-7 relative of fp64 for |y| <= 8, 4.2e-7
-   for |y| <= 20. The reduction uses one multiply and three adds instead of FMAs (FMA-pipe work bounds
-   the conv). y is clamped to [-87, 87] inside exp only (NaN in, NaN out). Not amxk__vsilu__avx2 (amxk.h:
-   Cody-Waite exp and a degree-6 polynomial): different bits, and the conv's bits are fixed. */
+   they agree bit for bit). x = -8 y log2 e in one multiply, n = round(x) (1.5*2^23 trick), f = x - n
+   exactly; 2^(n/8) = 2^k 2^(j/8) (n = 8k + j) from an 8-entry vpermps table and the exponent bits;
+   2^(f/8) by a cubic minimax polynomial (1.9e-8 relative); 1 + e in one FMA, one IEEE division: silu
+   within 2.4e-7 relative of fp64 for |y| <= 8, 4.2e-7 for |y| <= 20 (docs/notes/gdn.md). y is clamped
+   to [-87, 87] inside exp only (NaN in, NaN out). Not amxk__vsilu__avx2: different bits. */
 AMXK__FORCE_INLINE __m256 amxk__conv_silu__avx2(__m256 y) {
     const __m256 magic = _mm256_set1_ps(12582912.0f);
     const __m256 tab = _mm256_setr_ps(1.0f, 1.0905077327f, 1.1892071150f, 1.2968395547f, 1.4142135624f, 1.5422108254f, 1.6817928305f,
@@ -1341,18 +1222,16 @@ AMXK__FORCE_INLINE __m256 amxk__conv_silu__avx2(__m256 y) {
     return _mm256_div_ps(y, _mm256_fmadd_ps(p, s, _mm256_set1_ps(1.0f)));
 }
 
-/* 8 fp32 lanes -> bf16 (round to nearest even) in the high 16 bits of each 32-bit lane. v comes out of
-   an FMA or the silu, so a NaN is already quiet and is kept as it is (what the library's converters
-   give: they set the quiet bit). Kept beside amxk__cvt_f32_bf16__avx2 (the same values for such v): that
-   one packs words, the conv's split-lane stores need the rounded word in place in its 32-bit lane. */
+/* 8 fp32 lanes -> bf16 (round to nearest even) in the high 16 bits of each 32-bit lane; a NaN (already
+   quiet: v comes out of an FMA or the silu) is kept. Not amxk__cvt_f32_bf16__avx2 (the same values for
+   such v): that one packs words, the split-lane stores need the word in place in its 32-bit lane. */
 AMXK__FORCE_INLINE __m256i amxk__conv_rne__avx2(__m256 v) {
     __m256i u = _mm256_castps_si256(v);
     __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1)), _mm256_set1_epi32(0x7fff)));
     return _mm256_blendv_epi8(r, u, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
 }
 
-/* 16 channels of x as two fp32 vectors: f32 x in channel order (0-7, 8-15); bf16 x split into the even
-   and the odd channels (one shift, one mask: no shuffles). */
+/* 16 channels of x as two fp32 vectors: f32 in channel order; bf16 split into even / odd channels. */
 AMXK__FORCE_INLINE void amxk__conv_ldg__avx2(const char *p, amxk_dtype xt, __m256 *v0, __m256 *v1) {
     if (xt == AMXK_DTYPE_F32) {
         *v0 = _mm256_loadu_ps((const float *)p), *v1 = _mm256_loadu_ps((const float *)p + 8);
@@ -1368,8 +1247,7 @@ AMXK__FORCE_INLINE void amxk__conv_splitg__avx2(const float *p, float *dst) {
     _mm256_storeu_ps(dst, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0x88)), 0xD8)));
     _mm256_storeu_ps(dst + 8, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xDD)), 0xD8)));
 }
-/* 16 channels in the lane order of amxk__conv_ldg__avx2 for xt to p as ot. bf16 from split lanes: one
-   blend puts the channels back in order. */
+/* 16 channels in amxk__conv_ldg__avx2's lane order for xt to p as ot (bf16 split lanes: one blend). */
 AMXK__FORCE_INLINE void amxk__conv_stg__avx2(char *p, amxk_dtype xt, amxk_dtype ot, __m256 v0, __m256 v1, int BF, int NTS) {
     __m256i r0, r1;
     (void)BF, (void)NTS; /* (16 lanes only) */
@@ -1419,8 +1297,7 @@ AMXK__FORCE_INLINE float amxk__gdn_hsum8(__m256 v) {
 #define AMXK__V8_HSUM amxk__gdn_hsum8
 AMXK__GDN_QK_DEFINE(avx2, AMXK__V8, 8, 0)
 
-/* The recurrent column block, nb a multiple of 8 (<= 32; the rest goes to the scalar tail): up to four
-   vectors per one-token sweep, two per pair sweep (AMXK__GDN_RECURRENT_DEFINE). */
+/* The recurrent block, nb a multiple of 8 (the rest: the scalar tail): AMXK__GDN_RECURRENT_DEFINE. */
 AMXK__GDN_RECURRENT_DEFINE(avx2, AMXK__V8, 8, 0)
 
 /* C (+)= A B in 4x16 register tiles, then 4x8, the rest scalar. */
@@ -1430,17 +1307,12 @@ AMXK__TARGET_END
 #endif /* AMXK__HAS_AVX2 */
 
 // >>avx512 ---------------------------------------------------------------------------------------
-/* AVX-512 (F/BW/VL/DQ) kernels: amxk__gdn_kernels_avx512 (avx512, avx512_vnni) and
-   amxk__gdn_kernels_avx512bf16 (avx512_bf16 and up, amx: no AMX kernels here; it differs only in the
-   conv's bf16 output rounding). 16 lanes; every tail goes through lane masks (no scalar tails). */
+/* AVX-512 (F/BW/VL/DQ) kernels of the two AVX-512 tables (they differ only in the conv's bf16 output
+   rounding). 16 lanes; every tail goes through lane masks (no scalar tails). */
 
 #if AMXK__HAS_AVX512
 AMXK__TARGET_AVX512_BEGIN
 
-/* The lane mask of the first min(cnt, 16) lanes. */
-AMXK__FORCE_INLINE __mmask16 amxk__gdn_mask16(size_t cnt) {
-    return (__mmask16)(cnt >= 16 ? 0xffffu : (1u << cnt) - 1u);
-}
 /* The sum of 16 lanes in a fixed order. */
 AMXK__FORCE_INLINE float amxk__gdn_hsum16(__m512 v) {
     float t[16];
@@ -1449,41 +1321,33 @@ AMXK__FORCE_INLINE float amxk__gdn_hsum16(__m512 v) {
            (((t[1] + t[9]) + (t[5] + t[13])) + ((t[3] + t[11]) + (t[7] + t[15])));
 }
 
-/* 16 values (f32 or bf16) from element i of p as f32 (lanes past cnt read as 0), and the store of the
-   first min(cnt, 16): amxk__gdn_ld8__avx2's interface at 16 lanes (lane masks, no scalar tail). */
+/* amxk__gdn_ld8__avx2 / st8's interface at 16 lanes (lane masks, no scalar tail). */
 AMXK__FORCE_INLINE __m512 amxk__gdn_ld16__avx512(const void *p, amxk_dtype t, size_t i, size_t cnt) {
-    return amxk__vload__avx512((const char *)p + i * (t == AMXK_DTYPE_F32 ? 4 : 2), t, amxk__gdn_mask16(cnt));
+    return amxk__vload__avx512((const char *)p + i * (t == AMXK_DTYPE_F32 ? 4 : 2), t, AMXK__V16_MASK(cnt));
 }
 AMXK__FORCE_INLINE void amxk__gdn_st16__avx512(void *p, amxk_dtype t, size_t i, size_t cnt, __m512 v) {
-    amxk__vstore__avx512((char *)p + i * (t == AMXK_DTYPE_F32 ? 4 : 2), t, v, amxk__gdn_mask16(cnt));
+    amxk__vstore__avx512((char *)p + i * (t == AMXK_DTYPE_F32 ? 4 : 2), t, v, AMXK__V16_MASK(cnt));
 }
 
-/* gdn's 16-lane vocabulary beside AMXK__V16 (amxk.h): f32 rows, lane masks (the first min(cnt, 16)
-   lanes), F32 / BF16 element access. */
+/* gdn's 16-lane vocabulary beside AMXK__V16: f32 rows, lane masks, F32 / BF16 elements. */
 #define AMXK__V16_LDU(p) _mm512_loadu_ps(p)
 #define AMXK__V16_STU(p, x) _mm512_storeu_ps((p), (x))
 #define AMXK__V16_LMASK_T __mmask16
-#define AMXK__V16_LMASK(cnt) amxk__gdn_mask16(cnt)
+#define AMXK__V16_LMASK(cnt) AMXK__V16_MASK(cnt)
 #define AMXK__V16_LDM(p, m) _mm512_maskz_loadu_ps((m), (p))
 #define AMXK__V16_STM(p, m, x) _mm512_mask_storeu_ps((p), (m), (x))
 #define AMXK__V16_LDE amxk__gdn_ld16__avx512
 #define AMXK__V16_STE amxk__gdn_st16__avx512
 
 /* silu(y) = y / (1 + exp(-y)) at 16 lanes, for the conv (prefill rows, update and tails all use this
-   one, so they agree bit for bit). exp(-y) = 2^(n/16) 2^(f/16) with x = -16 y log2 e: t = fma(y, -16
-   log2 e, 1.5*2^23) is 1.5*2^23 + n, n = round(x) (the rounding trick inside the FMA); 2^(n/16) = 2^k
-   2^(j/16) (n = 16k + j) as integer bits: the 16-entry vpermps table holds bits(A 2^(j/16)) - (j << 19),
-   and t's bits shifted left by 19 are (k << 23) + (j << 19) (the 1.5*2^23 bits leave the word), so one
-   shift and one integer add give bits(A 2^(j/16)) + (k << 23). 2^(f/16) (|f| <= 1/2) by a quadratic
-   written as A ((f + 23)^2 + B): the table carries A, and g = f + 23 comes out of the fraction's FMA
-   itself, fma(y, -16 log2 e, (1.5*2^23 + 23) - t) (x - n + 23 with one rounding; 23 is an integer, so
-   the constant is exact), so the polynomial is one FMA, fma(g, g, B), and 1 + exp(-y) one more:
-   four FMAs and the divide (2^(f/16) within 6.8e-7 relative). Against long double (sweeps and 6.7e7
-   random operands per range): silu within 1.0e-6 relative for |y| <= 8, 1.2e-6 for |y| <= 20, 1.9e-6
-   up to |y| = 79. y is clamped to [-79.5, 79.5] inside exp only by one vrangeps (A 2^(n/16) stays a
-   normal float there; NaN in, NaN out through the final y / ...): beyond it 1 + exp(-y) is 1 (y > 0) or
-   silu(y) comes out as about y e^-79.5 (y < 0: absolute error below 3e-35 |y|). Differs from the AVX2
-   silu and from amxk__vsilu__avx512 in the last bits. */
+   one, so they agree bit for bit). exp(-y) = 2^(n/16) 2^(f/16), x = -16 y log2 e, n = round(x) by the
+   1.5*2^23 trick inside an FMA; 2^(n/16) = 2^k 2^(j/16) from a 16-entry vpermps table of
+   bits(A 2^(j/16)) - (j << 19) plus t's bits << 19; 2^(f/16) = A ((f + 23)^2 + B), f + 23 from the
+   fraction's FMA (derivation: docs/notes/gdn.md): four FMAs and the divide. 2^(f/16) within 6.8e-7
+   relative; silu within 1.0e-6 relative for |y| <= 8, 1.2e-6 for |y| <= 20, 1.9e-6 up to |y| = 79.
+   y is clamped to [-79.5, 79.5] inside exp only by one vrangeps (A 2^(n/16) stays normal; NaN in, NaN
+   out): beyond it 1 + exp(-y) is 1 (y > 0) or silu(y) is about y e^-79.5 (y < 0: absolute error below
+   3e-35 |y|). Differs from the AVX2 silu and from amxk__vsilu__avx512 in the last bits. */
 AMXK__FORCE_INLINE __m512 amxk__conv_silu__avx512(__m512 y) {
     const __m512 magic = _mm512_set1_ps(12582912.0f), lg = _mm512_set1_ps(-23.083120654223414f);
     const __m512i tab = _mm512_setr_epi32(0x3a76e634, 0x3a78ea4a, 0x3a769f6d, 0x3a749540, 0x3a72cea2, 0x3a714e8f, 0x3a701827, 0x3a6f2ead,
@@ -1497,17 +1361,14 @@ AMXK__FORCE_INLINE __m512 amxk__conv_silu__avx512(__m512 y) {
     return _mm512_div_ps(y, _mm512_fmadd_ps(h, s, _mm512_set1_ps(1.0f)));
 }
 
-/* 16 fp32 lanes -> bf16 (round to nearest even) in the high 16 bits of each 32-bit lane; a NaN (already
-   quiet: it comes out of an FMA or the silu) is kept (see amxk__conv_rne__avx2, also for why it is
-   not amxk__cvt_f32_bf16__avx512). */
+/* amxk__conv_rne__avx2 at 16 lanes (the same rounding, NaN and reasons). */
 AMXK__FORCE_INLINE __m512i amxk__conv_rne__avx512(__m512 v) {
     __m512i u = _mm512_castps_si512(v);
     __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7fff)));
     return _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), u);
 }
 
-/* 32 channels of x as two fp32 vectors: f32 x in channel order (0-15, 16-31); bf16 x (one 64-byte
-   load) split into the even and the odd channels with one shift and one mask. */
+/* amxk__conv_ldg__avx2 at 32 channels (bf16: one 64-byte load, one shift, one mask). */
 AMXK__FORCE_INLINE void amxk__conv_ldg__avx512(const char *p, amxk_dtype xt, __m512 *v0, __m512 *v1) {
     if (xt == AMXK_DTYPE_F32) {
         *v0 = _mm512_loadu_ps((const float *)p), *v1 = _mm512_loadu_ps((const float *)p + 16);
@@ -1517,8 +1378,7 @@ AMXK__FORCE_INLINE void amxk__conv_ldg__avx512(const char *p, amxk_dtype xt, __m
         *v1 = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)));
     }
 }
-/* 32 channels of x as two fp32 vectors in channel order (0-15, 16-31); bf16 widened by two vpmovzxwd
-   and two shifts. */
+/* 32 channels of x as two fp32 vectors in channel order (bf16: two vpmovzxwd and two shifts). */
 AMXK__FORCE_INLINE void amxk__conv_ld32c__avx512(const char *p, amxk_dtype xt, __m512 *v0, __m512 *v1) {
     if (xt == AMXK_DTYPE_F32) {
         *v0 = _mm512_loadu_ps((const float *)p), *v1 = _mm512_loadu_ps((const float *)p + 16);
@@ -1537,9 +1397,8 @@ AMXK__FORCE_INLINE void amxk__conv_splitg__avx512(const float *p, float *dst) {
 }
 /* vcvtne2ps2bf16 (AVX512_BF16): words 0-15 = bf16(lo), 16-31 = bf16(hi), round to nearest even with
    subnormal inputs read as zero (DAZ; MXCSR not consulted), a NaN made quiet ((u >> 16) | 0x40, as
-   amxk__f32_to_bf16). For the AVX512_BF16 table only (see amxk__gdn_kernels_for). Inline asm: the
-   AVX-512 region's target has no avx512bf16 and the kernels instantiate one body for both tables; the
-   emulated build runs the same rule in C (checked equal to the instruction on 64M patterns). */
+   amxk__f32_to_bf16). For the AVX512_BF16 table only. Inline asm: the AVX-512 region's target has no
+   avx512bf16 and one kernel body serves both tables; the emulated build runs the same rule in C. */
 AMXK__FORCE_INLINE __m512i amxk__gdn_cvtne2__avx512(__m512 hi, __m512 lo) {
     __m512i r;
 #if defined(AMXK_AVX512_EMULATE)
@@ -1559,8 +1418,7 @@ AMXK__FORCE_INLINE __m512i amxk__gdn_cvtne2__avx512(__m512 hi, __m512 lo) {
     return r;
 }
 
-/* 64 bytes to p: a streaming store when NTS (p 64-byte aligned; the emulated build, whose SIMDe has no
-   512-bit streaming store, stores plainly), else an unaligned store. */
+/* 64 bytes to p: streamed when NTS (p 64-byte aligned; plain in the emulated build), else unaligned. */
 AMXK__FORCE_INLINE void amxk__conv_st64__avx512(char *p, __m512i v, int NTS) {
 #if !defined(AMXK_AVX512_EMULATE)
     if (NTS) {
@@ -1574,8 +1432,7 @@ AMXK__FORCE_INLINE void amxk__conv_st64__avx512(char *p, __m512i v, int NTS) {
 
 /* 32 channels in the lane order of amxk__conv_ldg__avx512 for xt to p as ot: split lanes go back in
    channel order with one two-source permute per vector (f32) or one word blend (bf16). BF (AVX512_BF16
-   table): bf16 outputs by one vcvtne2ps2bf16 (+ one word permute for split lanes) instead of the
-   integer rounding (the same values except subnormal outputs, which become zeros). */
+   table): bf16 outputs by one vcvtne2ps2bf16 (+ a word permute for split lanes): subnormals become 0. */
 AMXK__FORCE_INLINE void amxk__conv_stg__avx512(char *p, amxk_dtype xt, amxk_dtype ot, __m512 v0, __m512 v1, int BF,
                                                                         int NTS) {
     __m512i r0, r1;
@@ -1616,8 +1473,7 @@ AMXK__FORCE_INLINE void amxk__conv_pfg__avx512(const char *const *pf, size_t off
     _mm_prefetch(pf[0] + off, _MM_HINT_T0), _mm_prefetch(pf[1] + off, _MM_HINT_T0);
     if (xs == 4) _mm_prefetch(pf[0] + off + 64, _MM_HINT_T0), _mm_prefetch(pf[1] + off + 64, _MM_HINT_T0);
 }
-/* bytes (a multiple of 64) from the L1 stage src to dst by streaming stores: whole lines when dst is
-   64-byte aligned (SIMDe 0.7.4, the emulated build, has no _mm512_stream_si512). */
+/* bytes (a multiple of 64) from the L1 stage to dst by streaming stores, whole lines if dst is aligned. */
 AMXK__FORCE_INLINE void amxk__conv_stream__avx512(char *dst, const char *src, size_t bytes) {
     size_t k;
 #if !defined(AMXK_AVX512_EMULATE)
@@ -1631,24 +1487,21 @@ AMXK__FORCE_INLINE void amxk__conv_stream__avx512(char *dst, const char *src, si
 /* The edge's output store: BF (the AVX512_BF16 table) rounds bf16 outputs as its rows do. */
 AMXK__FORCE_INLINE void amxk__conv_ste__avx512(void *p, amxk_dtype t, size_t i, size_t cnt, __m512 v, int BF) {
     if (BF && t == AMXK_DTYPE_BF16)
-        _mm256_mask_storeu_epi16((char *)p + i * 2, amxk__gdn_mask16(cnt), _mm512_castsi512_si256(amxk__gdn_cvtne2__avx512(_mm512_setzero_ps(), v)));
+        _mm256_mask_storeu_epi16((char *)p + i * 2, AMXK__V16_MASK(cnt), _mm512_castsi512_si256(amxk__gdn_cvtne2__avx512(_mm512_setzero_ps(), v)));
     else amxk__gdn_st16__avx512(p, t, i, cnt, v);
 }
 AMXK__CONV_ROWS_DEFINE(avx512, AMXK__V16, 16, 1)
 
 /* One 32-channel column of the W = 4 conv over n tokens: x0 points at x row td - 3, o0 at out row td,
    both at the column's first channel (rows ldxb / ldob bytes apart); taps at wt + j*ldw and the bias at
-   bs, in channel order. The 8 tap vectors and the bias stay in registers and a window of the last 3 x
-   rows slides down the column, so each x row is loaded once and no tap is reloaded (the 2x32 rows
-   reload all taps per token pair). bf16 x is widened
-   in channel order (two vpmovzxwd and shifts; bf16 outputs then need no lane permute). Per token: bias,
-   FMA in tap order j = 0..3, silu, one rounding (the 2x32 rows' arithmetic, the same bits). nts:
-   streaming stores (every output row 64-byte aligned: each store is whole lines). pf (0 or bytes): x
-   rows that far below are prefetched into L2. xt/ot/BF compile-time constants. */
+   bs, in channel order. Taps and bias stay in registers, a window of the last 3 x rows slides down the
+   column (each x row loaded once); bf16 x widened in channel order (no lane permute on output). The
+   2x32 rows' arithmetic, the same bits. nts: streaming stores (every output row 64-byte aligned: each
+   store is whole lines). xt/ot/BF compile-time constants. */
 AMXK__FORCE_INLINE void amxk__conv_col4__avx512(const amxk__conv_args *a, const char *x0, size_t ldxb, char *o0,
                                                                          size_t ldob, size_t n, const float *wt, size_t ldw,
-                                                                         const float *bs, size_t pf, int nts, amxk_dtype xt,
-                                                                         amxk_dtype ot, int BF) {
+                                                                         const float *bs, int nts, amxk_dtype xt, amxk_dtype ot,
+                                                                         int BF) {
     const __m512 w0a = _mm512_loadu_ps(wt), w0b = _mm512_loadu_ps(wt + 16), w1a = _mm512_loadu_ps(wt + ldw),
                  w1b = _mm512_loadu_ps(wt + ldw + 16), w2a = _mm512_loadu_ps(wt + 2 * ldw), w2b = _mm512_loadu_ps(wt + 2 * ldw + 16),
                  w3a = _mm512_loadu_ps(wt + 3 * ldw), w3b = _mm512_loadu_ps(wt + 3 * ldw + 16), ba = _mm512_loadu_ps(bs),
@@ -1662,10 +1515,6 @@ AMXK__FORCE_INLINE void amxk__conv_col4__avx512(const amxk__conv_args *a, const 
     x0 += 3 * ldxb;
     for (i = 0; i < n; i++, x0 += ldxb, o0 += ldob) {
         __m512 ca, cb, ya, yb;
-        if (pf) {
-            _mm_prefetch(x0 + pf, _MM_HINT_T1);
-            if (xt == AMXK_DTYPE_F32) _mm_prefetch(x0 + pf + 64, _MM_HINT_T1);
-        }
         amxk__conv_ld32c__avx512(x0, xt, &ca, &cb);
         ya = _mm512_fmadd_ps(w0a, p3a, ba), yb = _mm512_fmadd_ps(w0b, p3b, bb);
         ya = _mm512_fmadd_ps(w1a, p2a, ya), yb = _mm512_fmadd_ps(w1b, p2b, yb);
@@ -1677,15 +1526,11 @@ AMXK__FORCE_INLINE void amxk__conv_col4__avx512(const amxk__conv_args *a, const 
     }
 }
 
-/* Conv tokens [td, tb1) of a sequence whose taps all lie in x, channels [0, nch) (a multiple of 32), W =
-   4: slabs of AMXK__CONV_SLAB tokens, each swept left to right in 32-channel columns
-   (amxk__conv_col4__avx512), so x and out are read and written as a few row streams that each advance
-   64 bytes per column (what the hardware prefetchers follow; 32-channel columns down a whole time
-   block, or 256-channel blocks, touch 60+ rows at once); taps straight from the packed weight (channel
-   order). Other widths go to the 2x32 rows (amxk__conv_rows2__avx512). Large outputs (a->nts) with
-   64-byte aligned rows are written with streaming stores, whole lines at a time; bf16 ones first go to
-   an L1 stage of AMXK__CONV_STAGE bytes (the slab's rows x 512 channels, plain stores) that is then
-   streamed out row by row (f32 outputs, two lines per row and column, stay direct). */
+/* conv_rows (AVX-512), W = 4: slabs of AMXK__CONV_SLAB tokens, each swept left to right in 32-channel
+   columns (amxk__conv_col4__avx512): x and out move as a few row streams advancing 64 bytes per column
+   (docs/notes/gdn.md); taps straight from the packed weight. Other widths: amxk__conv_rows2__avx512.
+   Large outputs (a->nts) with 64-byte aligned rows: streaming stores of whole lines; bf16 ones through
+   an L1 stage of AMXK__CONV_STAGE bytes (slab rows x 512 channels), then out row by row. */
 AMXK__FORCE_INLINE void amxk__conv_rows__Tx32__avx512(const amxk__conv_args *a, amxk__conv_sq q, size_t td,
                                                                                size_t tb1, size_t nch, int bf) {
     const size_t xs = a->esz, os = amxk_dtype_size(a->ot), ldxb = a->ldx * xs, ldob = a->ldo * os;
@@ -1699,7 +1544,7 @@ AMXK__FORCE_INLINE void amxk__conv_rows__Tx32__avx512(const amxk__conv_args *a, 
     const size_t cc = stg ? AMXK__CONV_STAGE / (AMXK__CONV_SLAB * 2) : nch, ldsb = stg ? cc * 2 : ldob;
     char stage[AMXK__CONV_STAGE] __attribute__((aligned(64)));
     for (ts = td; ts < tb1; ts += AMXK__CONV_SLAB) {
-        const size_t n = AMXK__MIN((size_t)AMXK__CONV_SLAB, tb1 - ts), pf = 0;
+        const size_t n = AMXK__MIN((size_t)AMXK__CONV_SLAB, tb1 - ts);
         size_t c0, c1, i, k;
         for (c0 = 0; c0 < nch; c0 = c1) {
             c1 = AMXK__MIN(nch, c0 + cc);
@@ -1707,7 +1552,7 @@ AMXK__FORCE_INLINE void amxk__conv_rows__Tx32__avx512(const amxk__conv_args *a, 
                 const char *x0 = (const char *)a->x + ((q.t0 + ts - 3) * a->ldx + c) * xs;
                 char *o0 = stg ? stage + (c - c0) * 2 : (char *)a->out + ((q.t0 + ts) * a->ldo + c) * os;
 #define AMXK__CONV_COL(XT, OT, BF) \
-    amxk__conv_col4__avx512(a, x0, ldxb, o0, ldsb, n, a->w + c, a->dimp, a->bias + c, pf, nts && !stg, XT, OT, BF)
+    amxk__conv_col4__avx512(a, x0, ldxb, o0, ldsb, n, a->w + c, a->dimp, a->bias + c, nts && !stg, XT, OT, BF)
                 if (bx && bo && bf) AMXK__CONV_COL(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16, 1);
                 else if (bo && bf) AMXK__CONV_COL(AMXK_DTYPE_F32, AMXK_DTYPE_BF16, 1);
                 else if (bx && bo) AMXK__CONV_COL(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16, 0);
@@ -1748,12 +1593,10 @@ AMXK__GDN_QK_DEFINE(avx512, AMXK__V16, 16, 1)
 /* amxk_gdn_gating rows [t0, t1), 16 heads per vector (masked tail): AMXK__GDN_GATING_DEFINE. */
 AMXK__GDN_GATING_DEFINE(amxk__gdn_gating_f32__1x16__avx512, avx512, AMXK__V16, 16, amxk__gdn_ld16__avx512, amxk__gdn_st16__avx512)
 
-/* The recurrent column block, any nb <= 32 as one or two vectors (the last one masked): the whole block
-   per sweep, so the kernel is its own tail (AMXK__GDN_RECURRENT_DEFINE). */
+/* The recurrent block, any nb <= 32 (the last vector masked: its own tail): AMXK__GDN_RECURRENT_DEFINE. */
 AMXK__GDN_RECURRENT_DEFINE(avx512, AMXK__V16, 16, 1)
 
-/* C (+)= A B in 8x32 register tiles (16 accumulators); row and column tails by smaller tiles and lane
-   masks. */
+/* C (+)= A B in 8x32 register tiles; row and column tails by smaller tiles and lane masks. */
 AMXK__GDN_GEMM_DEFINE(amxk__gdn_gemm_f32__8x32__avx512, avx512, AMXK__V16, 16, 8, 1)
 
 AMXK__TARGET_END
@@ -1770,7 +1613,7 @@ static const amxk__gdn_kernels amxk__gdn_kernels_scalar = {
     amxk__gdn_qk_f32__1col__scalar,
     amxk__gdn_gemm_f32__1x1__scalar,
     amxk__gdn_copy_f32__1col__scalar,
-    amxk__gdn_recurrent_prep_f32__none__scalar,
+    NULL, /* the one-token block needs nothing besides the normalised rows */
     amxk__gdn_recurrent_f32__1col__scalar, amxk__gdn_recurrent_f32__1col__scalar, 1, AMXK__GDN_CB, 4 * AMXK__GDN_CB,
 };
 #if AMXK__HAS_AVX2
@@ -1785,8 +1628,7 @@ static const amxk__gdn_kernels amxk__gdn_kernels_avx2 = {
 };
 #endif
 #if AMXK__HAS_AVX512
-/* The AVX-512 tables, the same but for the conv (rows, edge): any nb (masked tails), so the recurrent
-   block kernel is its own tail. */
+/* The AVX-512 tables: the same but for the conv (rows, edge); the recurrent block is its own tail. */
 #define AMXK__GDN_KERNELS_AVX512(rows, edge)                                                                   \
     {rows, edge, 32, amxk__gdn_gating_f32__1x16__avx512, amxk__gdn_qk_f32__16col__avx512, amxk__gdn_gemm_f32__8x32__avx512, \
      amxk__gdn_copy_f32__32col__avx512, amxk__gdn_recurrent_prep_f32__16col__avx512, amxk__gdn_recurrent_f32__32col__avx512, \
@@ -1797,9 +1639,7 @@ static const amxk__gdn_kernels amxk__gdn_kernels_avx512 =
 static const amxk__gdn_kernels amxk__gdn_kernels_avx512bf16 =
     AMXK__GDN_KERNELS_AVX512(amxk__conv_rows_f32__Tx32__avx512bf16, amxk__conv_edge_f32__1x16__avx512bf16);
 #endif
-/* The table of a vector level (amxk__vec_level) usable here: avx512_bf16 and up (avx512_fp16; AMX has
-   no kernels of its own in this module) the AVX512_BF16 table, avx512 and avx512_vnni the AVX-512
-   table, AVX2 its own, else scalar. The only place that looks at the level; the drivers below never do. */
+/* The table of a vector level (amxk__vec_level): see DESIGN AND LEVELS. */
 AMXK__PRIV const amxk__gdn_kernels *amxk__gdn_kernels_for(amxk_tier level) {
     (void)level;
 #if AMXK__HAS_AVX512
@@ -1820,19 +1660,14 @@ AMXK__PRIV void amxk__gdn_layout(const amxk_ctx *ctx, const amxk_gdn_params *p, 
     pl->k = amxk__gdn_kernels_for(amxk__vec_level(ctx));
     amxk__gdn_chunk_layout(p->dk, p->dv, &cw);
     amxk__gdn_rec_layout(p->dk, pl->k, &rw);
-    pl->rec_floats = rw.total;
-    pl->chunk_floats = cw.total;
-    if (mode != AMXK_GDN_CHUNKED) f = AMXK__MAX(f, pl->rec_floats);
-    if (mode != AMXK_GDN_RECURRENT) f = AMXK__MAX(f, pl->chunk_floats);
+    if (mode != AMXK_GDN_CHUNKED) f = AMXK__MAX(f, rw.total);
+    if (mode != AMXK_GDN_RECURRENT) f = AMXK__MAX(f, cw.total);
     pl->ws_worker = AMXK__ROUND_UP(f * 4, (size_t)AMXK_ALIGN);
     pl->ws_total = pl->ws_worker * (size_t)amxk__workers(ctx);
     pl->n_cb = AMXK__CEIL_DIV(p->dv, pl->k->rec_cb);
 }
 
-/* Conv task: time block b of sequence n (tokens [tb0, tb1)). A pad slot's rows are zeros. Otherwise the
-   tokens whose taps all lie in x go through conv_rows over the channels it covers, the rest (the first
-   W-1 tokens, the channel tail) through conv_edge; the task of the first time block (the only one
-   reading history) then writes the sequence's new state. */
+/* Conv task (THREADING): time block b of sequence n, tokens [tb0, tb1), by conv_rows and conv_edge. */
 static void amxk__conv_task(void *task_ctx, size_t task, int worker) {
     const amxk__conv_args *a = (const amxk__conv_args *)task_ctx;
     const amxk__gdn_kernels *k = a->k;
@@ -1871,9 +1706,7 @@ AMXK__PRIV void amxk__gdn_transpose(const float *src, size_t lds, size_t rows, s
         for (c = 0; c < cols; c++) dst[c * ldd + r] = src[r * lds + c];
 }
 
-/* The gates of value head hv for tokens [t, t + n): g[r] and be[r], r < n, given (in->g, in->beta) or
-   computed by the level's gating kernel for this one head (so fused gating has amxk_gdn_gating's
-   values on every level). */
+/* Gates of value head hv, tokens [t, t + n): g[r], be[r] from in->g / in->beta or the level's gating. */
 AMXK__INLINE void amxk__gdn_gates(const amxk__gdn_args *a, size_t t, size_t n, size_t hv, float *g, float *be) {
     const amxk_gdn_inputs *in = a->in;
     amxk__gating_args ga;
@@ -1891,7 +1724,8 @@ AMXK__INLINE void amxk__gdn_gates(const amxk__gdn_args *a, size_t t, size_t n, s
     a->k->gating(&ga, 0, n);
 }
 
-/* Chunked form for one (sequence, value head): S K-first [Dk][Dv] (ld Dv), tokens [t0, t0+len). */
+/* Chunked form for one (sequence, value head): S K-first [Dk][Dv] (ld Dv), tokens [t0, t0+len). MATH's
+   A, V', O and S1 in that order (the decay mask exponentiated only for s <= r). */
 AMXK__PRIV void amxk__gdn_chunked(const amxk__gdn_args *a, float *S, size_t t0, size_t len, size_t hv, float *ws) {
     const size_t C = AMXK__GDN_C, dk = a->dk, dv = a->dv, h = hv / a->G;
     amxk__gdn_chunk_ws L;
@@ -1914,18 +1748,16 @@ AMXK__PRIV void amxk__gdn_chunked(const amxk__gdn_args *a, float *S, size_t t0, 
         }
         gl = gam[n - 1];
         amxk__gdn_transpose(Kc, dk, n, dk, KT, C);
-        /* A[r][s] = beta_r (k_r.k_s) exp(gam_r - gam_s), s < r (exponent <= 0) */
         a->k->gemm(0, n, n, dk, Kc, dk, KT, C, Gm, C);
         for (r = 0; r < n; r++)
             for (s = 0; s < r; s++) Am[r * C + s] = -(bet[r] * Gm[r * C + s] * expf(gam[r] - gam[s]));
-        /* R = beta (V - exp(gam) K S0), then forward substitution V'_r = R_r - sum_{s<r} A[r][s] V'_s */
+        /* V': R = beta (V - exp(gam) K S0), then forward substitution V'_r = R_r - sum_{s<r} A[r][s] V'_s */
         a->k->gemm(0, n, dv, dk, Kc, dk, S, dv, Vp, dv);
         for (r = 0; r < n; r++) {
             float e = expf(gam[r]);
             for (j = 0; j < dv; j++) Vp[r * dv + j] = bet[r] * (Vc[r * dv + j] - e * Vp[r * dv + j]);
         }
         for (r = 1; r < n; r++) a->k->gemm(1, 1, dv, r, Am + r * C, C, Vp, dv, Vp + r * dv, dv); /* Am holds -A */
-        /* O = exp(gam) Q S0 + (Q K^T (.) Gamma) V' */
         a->k->gemm(0, n, dv, dk, Qc, dk, S, dv, Oc, dv);
         for (r = 0; r < n; r++) {
             float e = expf(gam[r]);
@@ -1937,10 +1769,8 @@ AMXK__PRIV void amxk__gdn_chunked(const amxk__gdn_args *a, float *S, size_t t0, 
         a->k->gemm(1, n, dv, n, Gm, C, Vp, dv, Oc, dv);
         for (r = 0; r < n; r++)
             for (j = 0; j < dv; j++) amxk__st_elem(a->o, a->ot, (t0 + c0 + r) * a->ldo + hv * dv + j, Oc[r * dv + j]);
-        /* S1 = exp(gl) S0 + (K diag(exp(gl - gam)))^T V' */
-        for (i = 0; i < dk; i++) {
+        for (i = 0; i < dk; i++)
             for (r = 0; r < n; r++) KT[i * C + r] *= expf(gl - gam[r]);
-        }
         {
             float e = expf(gl);
             for (i = 0; i < dk * dv; i++) S[i] *= e;
@@ -1950,10 +1780,9 @@ AMXK__PRIV void amxk__gdn_chunked(const amxk__gdn_args *a, float *S, size_t t0, 
 }
 
 /* Recurrent form for one unit (value heads [hv0, hv0 + vg) of one sequence): per chunk of C tokens the
-   normalised q/k rows are computed once for all of them, then per head the gates, then every column
-   block of the state (rec_cb columns, 16 KiB at Dk = 128) streams through them and stays in L1 for the
-   whole chunk: rec_block takes its columns up to a multiple of rec_cols, rec_tail the rest. next: the
-   first state head of the task's next unit (prefetched during decode-length calls) or NULL. */
+   normalised q/k rows once for all of them, then per head the gates, then each column block of the
+   state (rec_cb columns, 16 KiB at Dk = 128, kept in L1 for the whole chunk) through rec_block and
+   rec_tail. next: the task's next unit's first state head (prefetched in decode-length calls) or NULL. */
 AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, int32_t slot, size_t t0, size_t len, size_t hv0, float *ws,
                                      const float *next) {
     const amxk__gdn_kernels *k = a->k;
@@ -1974,7 +1803,7 @@ AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, int32_t slot, size_
             k->qk(a, t0 + c0 + r, h, 0, kh + r * dkp);
             k->qk(a, t0 + c0 + r, h, 1, qh + r * dkp);
         }
-        k->rec_prep(kh, qh, n, dk, dkp, kk, kq);
+        if (k->rec_prep) k->rec_prep(kh, qh, n, dk, dkp, kk, kq);
         for (hv = hv0; hv < hv0 + a->vg; hv++) {
             float *head = amxk__gdn_head(a, slot, hv);
             const float *nxt = hv + 1 < hv0 + a->vg ? amxk__gdn_head(a, slot, hv + 1) : next;
@@ -2023,11 +1852,10 @@ AMXK__PRIV void amxk__gdn_recurrent(const amxk__gdn_args *a, int32_t slot, size_
     }
 }
 
-/* Tokens [t0, t0 + len) of one unit (value heads [hv0, hv0 + vg)) on the state of slot s: the mode's
-   form; next: see amxk__gdn_recurrent. */
+/* Tokens [t0, t0 + len) of one unit on the state of slot s, in the call's mode (next: amxk__gdn_recurrent). */
 AMXK__PRIV void amxk__gdn_run(const amxk__gdn_args *a, int32_t s, size_t t0, size_t len, size_t hv0, float *ws, const float *next) {
     size_t hv;
-    if (amxk__gdn_seq_mode(a, len) == AMXK_GDN_CHUNKED) {
+    if (a->mode == AMXK_GDN_CHUNKED) { /* AUTO: recurrent (DESIGN AND LEVELS) */
         amxk__gdn_chunk_ws L;
         amxk__gdn_chunk_layout(a->dk, a->dv, &L);
         for (hv = hv0; hv < hv0 + a->vg; hv++) {
@@ -2044,8 +1872,7 @@ AMXK__PRIV void amxk__gdn_run(const amxk__gdn_args *a, int32_t s, size_t t0, siz
     amxk__gdn_recurrent(a, s, t0, len, hv0, ws, next);
 }
 
-/* One unit (see THREADING): value heads [hv0, hv0 + vg) of sequence unit / (HV / vg); last: no unit of
-   this task follows (nothing to prefetch). */
+/* One unit (THREADING): value heads [hv0, hv0 + vg) of sequence unit / (HV / vg); last: none follows. */
 AMXK__PRIV void amxk__gdn_unit(const amxk__gdn_args *a, size_t unit, int worker, int last) {
     const size_t ups = a->hv / a->vg; /* units per sequence */
     size_t n = unit / ups, hv0 = (unit % ups) * a->vg, hv;
@@ -2091,17 +1918,9 @@ static void amxk__gdn_task(void *task_ctx, size_t task, int worker) {
     for (u = task * a->upt; u < u1; u++) amxk__gdn_unit(a, u, worker, u + 1 == u1);
 }
 
-/* Shared validation of (n_seqs, qsl, slots): 0 or a status. *t_end = qsl[n_seqs]. */
-AMXK__PRIV amxk_status amxk__gdn_check_seqs(size_t n_seqs, const int32_t *qsl, const int32_t *slot, size_t n_slots,
-                                            int have_state, size_t *t_end) {
+/* Slots -1 or (with a state) in [0, n_slots), the given ones distinct: 0 or a status. */
+AMXK__PRIV amxk_status amxk__gdn_check_slots(size_t n_seqs, const int32_t *slot, size_t n_slots, int have_state) {
     size_t n, m;
-    *t_end = 0;
-    if (n_seqs == 0) return AMXK_OK;
-    if (!qsl) return AMXK_ERR_NULL;
-    if (qsl[0] < 0) return AMXK_ERR_ARG;
-    for (n = 0; n < n_seqs; n++)
-        if (qsl[n + 1] < qsl[n]) return AMXK_ERR_ARG;
-    *t_end = (size_t)qsl[n_seqs];
     for (n = 0; n < n_seqs; n++) {
         int32_t s = slot ? slot[n] : (int32_t)n;
         if (s == -1) continue;
@@ -2111,6 +1930,19 @@ AMXK__PRIV amxk_status amxk__gdn_check_seqs(size_t n_seqs, const int32_t *qsl, c
                 if (slot[m] == s) return AMXK_ERR_ARG;
     }
     return AMXK_OK;
+}
+/* Shared validation of (n_seqs, qsl, slots): 0 or a status. *t_end = qsl[n_seqs]. */
+AMXK__PRIV amxk_status amxk__gdn_check_seqs(size_t n_seqs, const int32_t *qsl, const int32_t *slot, size_t n_slots,
+                                            int have_state, size_t *t_end) {
+    size_t n;
+    *t_end = 0;
+    if (n_seqs == 0) return AMXK_OK;
+    if (!qsl) return AMXK_ERR_NULL;
+    if (qsl[0] < 0) return AMXK_ERR_ARG;
+    for (n = 0; n < n_seqs; n++)
+        if (qsl[n + 1] < qsl[n]) return AMXK_ERR_ARG;
+    *t_end = (size_t)qsl[n_seqs];
+    return amxk__gdn_check_slots(n_seqs, slot, n_slots, have_state);
 }
 
 /* SPECULATIVE validation (query_start_loc already checked): a_n in [1, cols], len_n <= cols, start
@@ -2128,33 +1960,21 @@ AMXK__PRIV amxk_status amxk__gdn_check_spec(size_t n_seqs, const int32_t *qsl, c
         if (r[acc[n] - 1] == -1) continue;
         for (t = 0; t < len; t++) {
             if (r[t] < 0 || r[t] >= (int32_t)n_slots) return AMXK_ERR_ARG;
-            for (m = 0; m <= n; m++) { /* r[t] vs every earlier write, and vs the other sequences' start slots */
+            for (m = 0; m < n_seqs; m++) { /* r[t] vs the other sequences' start slots and every earlier write */
                 const int32_t *q = slot + m * cols;
-                size_t lm = (size_t)(qsl[m + 1] - qsl[m]);
                 if (m != n && q[acc[m] - 1] == r[t]) return AMXK_ERR_ARG;
-                if (q[acc[m] - 1] == -1) continue;
-                for (u = 0; u < (m == n ? t : lm); u++)
+                if (m > n || q[acc[m] - 1] == -1) continue;
+                for (u = 0; u < (m == n ? t : (size_t)(qsl[m + 1] - qsl[m])); u++)
                     if (q[u] == r[t]) return AMXK_ERR_ARG;
             }
-            for (m = n + 1; m < n_seqs; m++) /* later sequences' start slots */
-                if (slot[m * cols + (size_t)acc[m] - 1] == r[t]) return AMXK_ERR_ARG;
         }
     }
     return AMXK_OK;
 }
 
-/* >>alias: the module's one aliasing rule, applied by every entry point that writes memory after its
-   other checks and before its first write. A call lists, as byte extents {pointer, bytes}, what it
-   writes (outputs: out / o, g / beta, the conv and recurrent state pools, the workspace, a packed
-   weight) and everything it reads after its first write (inputs: x, q, k, v, the packed weight, the
-   gates and their parameters, and every index / length array). A strided array's extent runs from its
-   first element to its last, ((rows - 1) * ld + cols) elements; a pool's from slot 0 to the last
-   element of slot n_slots - 1; index arrays exactly: query_start_loc n_seqs + 1 int32, slot_idx n_seqs
-   (speculative GDN: n_seqs x spec_cols) int32, has_initial_state n_seqs bytes, num_accepted_tokens and
-   cache_seqlens n_seqs int32. AMXK_ERR_ALIAS when an output overlaps another output or an input (an
-   earlier task's writes would change what a later one reads: an index read back as a float's bits
-   addresses memory outside the pool); inputs may overlap each other. An extent with a NULL pointer or
-   0 bytes is absent (an argument the call does not read). amxk__alias (amxk.h) applies it. */
+/* >>alias: the rule is ERRORS' ALIASING (top comment), applied by amxk__alias (amxk.h) after a call's
+   other checks: an earlier task's writes must not change what a later one reads (an index read back as
+   a float's bits would address memory outside the pool). */
 
 // >>api ------------------------------------------------------------------------------------------
 
@@ -2193,13 +2013,7 @@ AMXK_DEF amxk_status amxk_conv1d_pack(const amxk_ctx *ctx, void *dst, size_t dst
     body = (float *)((char *)dst + sizeof h);
     memset(body, 0, need - sizeof h);
     for (c = 0; c < dim; c++) {
-        for (j = 0; j < width; j++) {
-            size_t i = c * ldw + j;
-            float v = wt == AMXK_DTYPE_F32 ? ((const float *)w)[i]
-                      : wt == AMXK_DTYPE_BF16 ? amxk__bf16_to_f32(((const uint16_t *)w)[i])
-                                              : amxk__f16_to_f32(((const uint16_t *)w)[i]);
-            body[j * dimp + c] = v;
-        }
+        for (j = 0; j < width; j++) body[j * dimp + c] = amxk__ld_elem(w, wt, c * ldw + j);
         if (bias) body[width * dimp + c] = bias[c];
     }
     return AMXK_OK;
@@ -2236,8 +2050,7 @@ AMXK__PRIV amxk_status amxk__conv_run(const amxk_ctx *ctx, const void *packed, s
     amxk_status s;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if ((s = amxk__conv_packed(packed, packed_bytes, &dim, &width, &w, &bias)) != AMXK_OK) return s;
-    if (xt != AMXK_DTYPE_F32 && xt != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
-    if (ot != AMXK_DTYPE_F32 && ot != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
+    if (!amxk__gdn_fb(xt) || !amxk__gdn_fb(ot)) return AMXK_ERR_DTYPE;
     if (n_seqs == 0) return AMXK_OK;
     if (!x || !out) return AMXK_ERR_NULL;
     if (ldx < dim || ldo < dim) return AMXK_ERR_STRIDE;
@@ -2262,15 +2075,7 @@ AMXK__PRIV amxk_status amxk__conv_run(const amxk_ctx *ctx, const void *packed, s
     if (qsl) {
         if ((s = amxk__gdn_check_seqs(n_seqs, qsl, slot, a->n_slots, st != NULL, &t_end)) != AMXK_OK) return s;
     } else {
-        for (n = 0; n < n_seqs; n++) {
-            int32_t sl = slot ? slot[n] : (int32_t)n;
-            size_t m;
-            if (sl == -1) continue;
-            if (sl < 0 || (st && (size_t)sl >= a->n_slots)) return AMXK_ERR_ARG;
-            if (slot && st)
-                for (m = 0; m < n; m++)
-                    if (slot[m] == sl) return AMXK_ERR_ARG;
-        }
+        if ((s = amxk__gdn_check_slots(n_seqs, slot, a->n_slots, st != NULL)) != AMXK_OK) return s;
         t_end = n_seqs;
     }
     if (cache_seqlens)
@@ -2337,9 +2142,7 @@ AMXK_DEF amxk_status amxk_gdn_gating(const amxk_ctx *ctx, size_t n_tokens, size_
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (hv == 0) return AMXK_ERR_SHAPE;
     alt = amxk__gdn_pdt(alt), dtt = amxk__gdn_pdt(dtt);
-    if (abt != AMXK_DTYPE_F32 && abt != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
-    if (bt != AMXK_DTYPE_F32 && bt != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
-    if ((alt != AMXK_DTYPE_F32 && alt != AMXK_DTYPE_BF16) || (dtt != AMXK_DTYPE_F32 && dtt != AMXK_DTYPE_BF16)) return AMXK_ERR_DTYPE;
+    if (!amxk__gdn_fb(abt) || !amxk__gdn_fb(bt) || !amxk__gdn_fb(alt) || !amxk__gdn_fb(dtt)) return AMXK_ERR_DTYPE;
     if (!(bsp > 0.0f)) return AMXK_ERR_ARG;
     if (n_tokens == 0) return AMXK_OK;
     if (!a || !b || !A_log || !dt_bias || !g || !beta) return AMXK_ERR_NULL;
@@ -2365,18 +2168,19 @@ AMXK_DEF amxk_gdn_params amxk_gdn_params_default(size_t h, size_t hv, size_t dk,
     p.scale = dk ? 1.0f / sqrtf((float)dk) : 1.0f;
     p.l2norm = 1;
     p.l2norm_eps = 1e-6f;
-    p.state_v_first = 0;
     p.softplus_beta = 1.0f;
     p.softplus_threshold = 20.0f;
     return p;
 }
 
-AMXK__PRIV amxk_status amxk__gdn_check_params(const amxk_gdn_params *p) {
+/* params and mode: 0 or a status. */
+AMXK__PRIV amxk_status amxk__gdn_check_params(const amxk_gdn_params *p, amxk_gdn_mode mode) {
     if (!p) return AMXK_ERR_NULL;
     if (p->n_k_heads == 0 || p->n_v_heads == 0 || p->n_v_heads % p->n_k_heads) return AMXK_ERR_SHAPE;
     if (p->n_v_heads > ((size_t)1 << 20)) return AMXK_ERR_SHAPE;
     if (p->dk == 0 || p->dv == 0 || p->dk > AMXK__GDN_MAXD || p->dv > AMXK__GDN_MAXD) return AMXK_ERR_SHAPE;
     if (!(p->l2norm_eps >= 0.0f) || (p->state_v_first != 0 && p->state_v_first != 1)) return AMXK_ERR_ARG;
+    if (mode != AMXK_GDN_AUTO && mode != AMXK_GDN_RECURRENT && mode != AMXK_GDN_CHUNKED) return AMXK_ERR_ARG;
     return AMXK_OK;
 }
 
@@ -2385,8 +2189,7 @@ AMXK_DEF amxk_status amxk_gdn_workspace_size(const amxk_ctx *ctx, const amxk_gdn
     amxk_status s;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!bytes) return AMXK_ERR_NULL;
-    if ((s = amxk__gdn_check_params(p)) != AMXK_OK) return s;
-    if (mode != AMXK_GDN_AUTO && mode != AMXK_GDN_RECURRENT && mode != AMXK_GDN_CHUNKED) return AMXK_ERR_ARG;
+    if ((s = amxk__gdn_check_params(p, mode)) != AMXK_OK) return s;
     amxk__gdn_layout(ctx, p, mode, &pl);
     *bytes = pl.ws_total;
     return AMXK_OK;
@@ -2403,18 +2206,14 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *p, amx
     amxk_status s;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!in || !st) return AMXK_ERR_NULL;
-    if ((s = amxk__gdn_check_params(p)) != AMXK_OK) return s;
+    if ((s = amxk__gdn_check_params(p, mode)) != AMXK_OK) return s;
     pc = *p, ic = *in, p = &pc, in = &ic;
-    if (mode != AMXK_GDN_AUTO && mode != AMXK_GDN_RECURRENT && mode != AMXK_GDN_CHUNKED) return AMXK_ERR_ARG;
     H = p->n_k_heads, HV = p->n_v_heads, dk = p->dk, dv = p->dv, hsz = dk * dv;
-    if (in->dtype != AMXK_DTYPE_F32 && in->dtype != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
-    if (ot != AMXK_DTYPE_F32 && ot != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
-    if (!in->g && in->ab_dtype != AMXK_DTYPE_F32 && in->ab_dtype != AMXK_DTYPE_BF16) return AMXK_ERR_DTYPE;
+    if (!amxk__gdn_fb(in->dtype) || !amxk__gdn_fb(ot) || (!in->g && !amxk__gdn_fb(in->ab_dtype))) return AMXK_ERR_DTYPE;
     if (!in->g && !(p->softplus_beta > 0.0f)) return AMXK_ERR_ARG;
     if (st->n_slots == 0) return AMXK_ERR_SHAPE;
     if (st->n_slots > 1 && st->slot_stride < HV * hsz) return AMXK_ERR_STRIDE;
-    if (!in->g && ((in->A_log_dtype != AMXK_DTYPE_INVALID && in->A_log_dtype != AMXK_DTYPE_F32 && in->A_log_dtype != AMXK_DTYPE_BF16) ||
-                   (in->dt_bias_dtype != AMXK_DTYPE_INVALID && in->dt_bias_dtype != AMXK_DTYPE_F32 && in->dt_bias_dtype != AMXK_DTYPE_BF16)))
+    if (!in->g && (!amxk__gdn_fb(amxk__gdn_pdt(in->A_log_dtype)) || !amxk__gdn_fb(amxk__gdn_pdt(in->dt_bias_dtype))))
         return AMXK_ERR_DTYPE;
     if (in->num_accepted_tokens) { /* SPECULATIVE: slot_idx is [n_seqs][spec_cols] */
         if (n_seqs && !slot) return AMXK_ERR_NULL;
@@ -2434,8 +2233,7 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *p, amx
     if ((uintptr_t)ws % AMXK_ALIGN) return AMXK_ERR_ALIGN;
     es = amxk_dtype_size(in->dtype);
     ob = ((t_end - 1) * ldo + HV * dv) * amxk_dtype_size(ot);
-    { /* >>alias: o, the state pool and the workspace vs each other and every input: q, k, v, the gates
-         the call reads (g and beta, or fused: a, b, A_log, dt_bias) and every index array */
+    { /* >>alias: o, the state pool and the workspace vs each other and every input the call reads */
         const size_t nt = t_end - 1, ab = amxk_dtype_size(in->ab_dtype), ns = n_seqs;
         const int fused = !in->g;
         const amxk__rgn wr[3] = {
@@ -2462,10 +2260,7 @@ AMXK_DEF amxk_status amxk_gdn(const amxk_ctx *ctx, const amxk_gdn_params *p, amx
     a.st = st->data, a.s_slot = st->n_slots > 1 ? st->slot_stride : 0, a.hsz = hsz;
     a.o = o, a.ot = ot, a.ldo = ldo, a.ws = (char *)ws, a.ws_worker = pl.ws_worker, a.n_cb = pl.n_cb, a.mode = mode;
     a.k = pl.k;
-    /* value heads per unit: 1 for decode-length calls; else the largest divisor of G that leaves >= 4
-       units per worker (a unit normalises q/k once for all of its heads). Units per task: 1, or for
-       decode-length calls max(1, units / (8 workers)). The results depend on neither grouping. */
-    {
+    { /* vg and upt: see THREADING (a unit normalises q/k once for all of its heads) */
         const size_t nw = (size_t)amxk__workers(ctx);
         a.vg = 1, a.upt = 1;
         if (t_end - (size_t)qsl[0] >= 8 * n_seqs) {
