@@ -1526,6 +1526,17 @@ AMXK__FORCE_INLINE void amxk__conv_col4__avx512(const amxk__conv_args *a, const 
     }
 }
 
+/* amxk__conv_col4__avx512 at columns c.. with its dtypes and rounding as compile-time constants. */
+AMXK__FORCE_INLINE void amxk__conv_col4_sel__avx512(const amxk__conv_args *a, const char *x0, size_t ldxb, char *o0, size_t ldsb,
+                                                    size_t n, size_t c, int nts, int bx, int bo, int bf) {
+    const float *w = a->w + c, *bias = a->bias + c;
+    if (bx && bo && bf) amxk__conv_col4__avx512(a, x0, ldxb, o0, ldsb, n, w, a->dimp, bias, nts, AMXK_DTYPE_BF16, AMXK_DTYPE_BF16, 1);
+    else if (bo && bf) amxk__conv_col4__avx512(a, x0, ldxb, o0, ldsb, n, w, a->dimp, bias, nts, AMXK_DTYPE_F32, AMXK_DTYPE_BF16, 1);
+    else if (bx && bo) amxk__conv_col4__avx512(a, x0, ldxb, o0, ldsb, n, w, a->dimp, bias, nts, AMXK_DTYPE_BF16, AMXK_DTYPE_BF16, 0);
+    else if (bx) amxk__conv_col4__avx512(a, x0, ldxb, o0, ldsb, n, w, a->dimp, bias, nts, AMXK_DTYPE_BF16, AMXK_DTYPE_F32, 0);
+    else if (bo) amxk__conv_col4__avx512(a, x0, ldxb, o0, ldsb, n, w, a->dimp, bias, nts, AMXK_DTYPE_F32, AMXK_DTYPE_BF16, 0);
+    else amxk__conv_col4__avx512(a, x0, ldxb, o0, ldsb, n, w, a->dimp, bias, nts, AMXK_DTYPE_F32, AMXK_DTYPE_F32, 0);
+}
 /* conv_rows (AVX-512), W = 4: slabs of AMXK__CONV_SLAB tokens, each swept left to right in 32-channel
    columns (amxk__conv_col4__avx512): x and out move as a few row streams advancing 64 bytes per column
    (docs/notes/gdn.md); taps straight from the packed weight. Other widths: amxk__conv_rows2__avx512.
@@ -1551,15 +1562,7 @@ AMXK__FORCE_INLINE void amxk__conv_rows__Tx32__avx512(const amxk__conv_args *a, 
             for (c = c0; c < c1; c += 32) {
                 const char *x0 = (const char *)a->x + ((q.t0 + ts - 3) * a->ldx + c) * xs;
                 char *o0 = stg ? stage + (c - c0) * 2 : (char *)a->out + ((q.t0 + ts) * a->ldo + c) * os;
-#define AMXK__CONV_COL(XT, OT, BF) \
-    amxk__conv_col4__avx512(a, x0, ldxb, o0, ldsb, n, a->w + c, a->dimp, a->bias + c, nts && !stg, XT, OT, BF)
-                if (bx && bo && bf) AMXK__CONV_COL(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16, 1);
-                else if (bo && bf) AMXK__CONV_COL(AMXK_DTYPE_F32, AMXK_DTYPE_BF16, 1);
-                else if (bx && bo) AMXK__CONV_COL(AMXK_DTYPE_BF16, AMXK_DTYPE_BF16, 0);
-                else if (bx) AMXK__CONV_COL(AMXK_DTYPE_BF16, AMXK_DTYPE_F32, 0);
-                else if (bo) AMXK__CONV_COL(AMXK_DTYPE_F32, AMXK_DTYPE_BF16, 0);
-                else AMXK__CONV_COL(AMXK_DTYPE_F32, AMXK_DTYPE_F32, 0);
-#undef AMXK__CONV_COL
+                amxk__conv_col4_sel__avx512(a, x0, ldxb, o0, ldsb, n, c, nts && !stg, bx, bo, bf);
             }
             if (stg) /* (c1 - c0) * 2 bytes per row: whole 64-byte lines */
                 for (i = 0; i < n; i++) {
