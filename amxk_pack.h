@@ -14,12 +14,10 @@
        amxk_linear(ctx, M, N, K, x, AMXK_DTYPE_BF16, K, wp, bytes, bias, y, AMXK_DTYPE_F32, N, ws, ws_bytes);
 
    WHAT IT DOES
-       packing (amxk_pack_linear: bf16 / fp16 / fp32 packs), quantized packs (amxk_quantize_pack,
-       amxk_pack_quant: int8 / int4 / int2 sym or asym, fp8 e4m3 / e5m2, MXFP4; amxk_dequantize),
-       checkpoint importers (GPTQ, AWQ, DeepSeek fp8, MXFP4), activation quantization
-       (amxk_quantize_act: int8 / u8 / e4m3 per token group), the linear y = x W^T + bias
-       (amxk_linear on any pack, x bf16 / fp16 / f32), the w8a8 linear (amxk_linear_q8: int x int8
-       activations), and >>linop, the private interface amxk_moe.h runs its experts through.
+       packing (amxk_pack_linear: bf16 / fp16 / fp32), quantized packs (amxk_quantize_pack,
+       amxk_pack_quant, amxk_dequantize), checkpoint importers (GPTQ, AWQ, DeepSeek fp8, MXFP4),
+       activation quantization (amxk_quantize_act), the linear y = x W^T + bias on any pack
+       (amxk_linear), the w8a8 linear (amxk_linear_q8), and >>linop, the private interface of amxk_moe.h.
 
    PACKED FORMAT (identical at every level: a buffer packed anywhere runs anywhere)
        A 64-byte header (amxk__pack_hdr: magic "AMXKPACK", format version, element dtype, N, K) followed
@@ -29,50 +27,31 @@
        (n >= N) and columns (k >= K) hold zero. A 16-pair slice of one block is exactly an AMX B tile
        (16 rows x 64 bytes); a pair row is 16 lanes of 32 bits for the vector kernels.
        fp32 packs (router / gate weights): the same header and blocks of 16 rows x Kp, k-major: element
-       (n, k) at j*16*Kp + k*16 + (n%16) (the layout of the f32-widened blocks the vector kernels read).
-       Quantized packs: see "quantized weights" below.
+       (n, k) at j*16*Kp + k*16 + (n%16). Quantized packs: see "quantized weights" below.
 
    DESIGN
-       amxk__pack_kernels: one table of kernels per ISA level (amxk__pack_kernels_for, the one place
-       that maps levels and features to kernels); every operator (linear, linear_q8, quantize_act,
-       linop) takes its kernels from the context's table, and an AMX table hands what it does not run
-       to the vector level below it. Kernels follow reference (scalar) -> microkernel (names say
-       dtype, op, tile, ISA) -> operator; kernels of 8 and 16 lanes are written once over the
-       AMXK__V8_* / AMXK__V16_* vocabulary.
+       amxk__pack_kernels: one kernel table per ISA level (amxk__pack_kernels_for maps levels and
+       features to tables); every operator takes its kernels from the context's table, and an AMX table
+       hands what it does not run to the vector level below it. Kernel map per level and dtype:
+       docs/notes/pack.md; each kernel's tiling is stated at the kernel.
 
-   PATHS (each level's kernels; every output is summed in a fixed order, see NUMERICS)
-       AMX (M >= 5): 2R x 32 output tiles (2 A, 2 B, 4 C tiles; R = ceil(rows / ceil(rows / 16)) <= 16),
-       TDPBF16PS (TDPFP16PS with AMX-FP16), fp32 accumulation over all of K in the C tiles. Each worker
-       owns an N range and all the rows (up to AMXK__LIN_AMX_MC); its x rows are copied once into
-       tile-major panels; its blocks are taken in B blocks of ~1 MiB of 16-bit weights
-       (AMXK__LIN_AMX_BBYTES; quantized packs dequantized into workspace) that every row panel sweeps
-       in L2, the next prefetched. Below 5 rows (or fp16 without AMX-FP16) the vector level runs.
-       Modules running several calls per task use a tile session (amxk__tiles, >>linop): the
-       configuration is loaded only when R changes; calls on the same x rows share one x panel.
-       AVX512_BF16, bf16 x: vdpbf16ps straight on the packed pairs against x pairs broadcast from a
-       unit-major panel. Prefill 8 rows x 3 blocks; a task's first 16 rows as 16 x 1 tiles with the
-       weight stream prefetched 16 KiB ahead (one DRAM stream instead of bursts); decode (M <= 4) 4
-       blocks at a time. AVX-512 without BF16, bf16 packs: the same tiles on fp32 FMA (decode on pairs
-       widened in registers, prefill on blocks widened to f32 once per task). fp16 packs at every
-       AVX-512 level: fp32 FMA on vcvtph2ps-widened half pair rows, even and odd k in two chains.
-       AVX2: fp32 FMA on widened bf16 / fp16; M < 12: 1x32 (one row, two blocks) and 4x16 decode
-       kernels with software prefetch; 5-6 rows and M >= 12 the 6x16 microkernel on f32-widened blocks.
-       fp32 packs: every level's fp32 FMA kernels straight on the blocks (the amx level: its vector
-       level; bf16 / fp16 packs keep x of their own dtype; amxk_linear_q8 and the MoE experts do not
-       take fp32 packs). Scalar: portable C.
-       Quantized packs (w*a16: x not quantized): decode (M < 12) unpacks fields in registers, sums
-       t = sum x*q per group in fp32 and applies the scale once per group, acc += s * (t - z * sum x)
-       (not the rounding of s*q); symmetric int fields sign-extended into the top bits of their lane,
-       the power of two folded into an exact pre-scale of x (so a zero group contributes exactly 0);
-       fp8 decoded exactly by integer shifts into f32 when the pack holds no NaN / inf code, MXCSR.DAZ
-       is clear and |x| < 2^100, else through fp16. AVX-512 levels: the same at 16 lanes; AVX512_BF16
-       with bf16 x: int4 / MXFP4 nibbles turned into bf16 by vpermw and summed on vdpbf16ps. Prefill
+   PATHS (every output summed in a fixed order, see NUMERICS)
+       AMX (M >= 5; fp16 only with AMX-FP16, else the vector level): 2R x 32 output tiles on TDPBF16PS /
+       TDPFP16PS, the B blocks held in L2 (AMXK__LIN_AMX_BBYTES; quantized packs dequantized into
+       workspace). Modules running several calls per task share the tile configuration and x panel in a
+       tile session (amxk__tiles, >>linop). AVX-512 / AVX2: fp32 FMA on pairs or blocks widened from
+       bf16 / fp16 (AVX512_BF16 with bf16 x: vdpbf16ps on the packed pairs); fp32 packs: fp32 FMA
+       straight on the blocks at every level (the amx level: its vector level; amxk_linear_q8 and the
+       MoE experts do not take them). Scalar: portable C.
+       Quantized packs (w*a16: x not quantized): decode (M < 12) sums t = sum x*q per group in fp32 and
+       applies the scale once per group, acc += s * (t - z * sum x) (not the rounding of s*q; a zero
+       group contributes exactly 0); fp8 fields are decoded exactly (integer shifts into f32 when the
+       pack holds no NaN / inf code, MXCSR.DAZ is clear and |x| < 2^100, else through fp16). Prefill
        (M >= 12), scalar and AMX: blocks dequantized once per task (s * (q - z), one rounding; to bf16
-       for vdpbf16ps and AMX: one more rounding). MXFP4 runs the int4 paths with a 16-entry e2m1 table
-       as the code -> value step and e8m0 scales widened into the f32 exponent (2^(e-127) * e2m1 is
-       exact in f32 and bf16 - bf16 subnormal below 2^-126 -, in fp16 only within its range); no w*a8
-       path (amxk_linear_q8: FORMAT; amxk_moe_experts with act_int8: UNSUPPORTED). Group sizes not a
-       multiple of 32/b columns use the generic (scalar) dequantizer.
+       for vdpbf16ps and AMX: one more). MXFP4 runs the int4 paths with an e2m1 table and e8m0 scales
+       (2^(e-127) * e2m1 is exact in f32 and bf16 - bf16 subnormal below 2^-126 -, in fp16 only within
+       its range); it has no w*a8 path (amxk_linear_q8: FORMAT; amxk_moe_experts with act_int8:
+       UNSUPPORTED). Group sizes not a multiple of 32/b columns use the generic (scalar) dequantizer.
        w8a8 (int8, or u8 = int8 + 128, activations): amxk_quantize_act + amxk_linear_q8, see there.
 
    THREADING
@@ -225,8 +204,7 @@ AMXK_DEF amxk_status amxk_dequantize(const void *packed, size_t bytes, float *w,
    checkpoint equals 2^(b-1), the pack is symmetric (values q - 2^(b-1), no zero grid); otherwise it is
    asymmetric with the checkpoint's zero points. dst must not overlap any source array (qweight,
    qzeros, scales, g_idx; weight / blocks and their scales): AMXK_ERR_ALIAS, nothing written.
-   dst_bytes >= amxk_import_size (the asymmetric size,
-   an upper bound). Scales in the checkpoint's dtype, scales_dtype: AMXK_DTYPE_F16 (AutoGPTQ, AutoAWQ),
+   dst_bytes >= amxk_import_size (the asymmetric size, an upper bound). Scales in the checkpoint's dtype, scales_dtype: AMXK_DTYPE_F16 (AutoGPTQ, AutoAWQ),
    AMXK_DTYPE_BF16 (checkpoints and MoE tests that keep bf16 scales: not every bf16 is an fp16) or
    AMXK_DTYPE_F32; they become the pack's fp32 scales exactly (any other dtype: AMXK_ERR_DTYPE).
 
@@ -243,12 +221,10 @@ AMXK_DEF amxk_status amxk_dequantize(const void *packed, size_t bytes, float *w,
      w = (q - z) * scale. N must be a multiple of 8.
    DeepSeek fp8 (block-quantized e4m3): weight [N, K] e4m3 codes, weight_scale_inv fp32
      [ceil(N/bn), ceil(K/bk)] (DeepSeek-V3: 128 x 128): w = fp8(weight) * weight_scale_inv.
-   MXFP4 (gpt-oss; one expert's, or any [N, K] weight's, two tensors): blocks uint8 [N, K/32, 16], byte
-     j of a block holding k = 2j (low nibble) and k = 2j + 1 (high nibble) of that 32-column group as
-     e2m1 codes; scales uint8 [N, K/32] e8m0: w = 2^(scales[n][k/32] - 127) * e2m1(code) (e = 255:
-     NaN). K must be a multiple of 32 (AMXK_ERR_SHAPE). dst_bytes >= amxk_pack_quant_size of
-     {AMXK_QFMT_MXFP4, 0, 1, 32} (amxk_import_mxfp4_size). An [E, N, K/32, 16] expert stack: one call
-     per expert, blocks + e * N * K / 2, scales + e * N * K / 32. */
+   MXFP4 (gpt-oss): blocks uint8 [N, K/32, 16], byte j of a block holding k = 2j (low nibble) and
+     k = 2j + 1 (high nibble) of that 32-column group as e2m1 codes; scales uint8 [N, K/32], the e8m0
+     bytes. K must be a multiple of 32 (AMXK_ERR_SHAPE); dst_bytes >= amxk_import_mxfp4_size. An
+     [E, N, K/32, 16] expert stack: one call per expert, blocks + e * N * K / 2, scales + e * N * K / 32. */
 AMXK_DEF amxk_status amxk_import_size(int bits, size_t group, size_t n, size_t k, size_t *bytes);
 AMXK_DEF amxk_status amxk_import_gptq(const amxk_ctx *ctx, void *dst, size_t dst_bytes, int bits, size_t group, int zero_offset,
                                       const int32_t *qweight, const int32_t *qzeros, const void *scales, amxk_dtype scales_dtype,
@@ -271,10 +247,9 @@ AMXK_DEF amxk_status amxk_import_mxfp4(const amxk_ctx *ctx, void *dst, size_t ds
    Scales fp32 in the layout the consumer reads, without a transpose between:
      AMXK_SCALES_ROW_MAJOR    scales[m * ld_s + g], ld_s >= K / group   ([M, K/g])
      AMXK_SCALES_GROUP_MAJOR  scales[g * ld_s + m], ld_s >= M           ([K/g, M])
-   Parallel over rows; serial loop: for (m = 0; m < M; m++) quantize_row(m). Levels: AVX-512 (avx512
-   and up, 16 lanes) and AVX2 (8 lanes) for I8 / U8 with group % 8 == 0: the same values as the
-   scalar loop (IEEE division, RNE via vroundps / vrndscaleps); groups holding NaN or infinity, E4M3
-   and other group sizes run the scalar loop.
+   Parallel over rows; serial loop: for (m = 0; m < M; m++) quantize_row(m). Levels: AVX-512 and AVX2
+   for I8 / U8 with group % 8 == 0 (IEEE division, RNE), else (and for groups holding NaN or
+   infinity) the scalar loop: the same values at every level.
    Non-finite input: a group holding a NaN or an infinity gets scale NaN and every code 0 (U8: 128),
    so that amxk_linear_q8 (and amxk_moe_experts with act_int8) gives NaN in every output of that row,
    as a NaN x does on the w*a16 path (an infinite x there gives +-inf or NaN).
@@ -303,21 +278,11 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t n_groups, const float
    pack whose group divides act_group (per-token activations: act_group = K). y as in amxk_linear.
    No workspace (amxk_linear_q8_ws: the same with one).
    Levels (every one exact in int32 per group, so all give the same bits): AVX512-VNNI (avx512_vnni
-   and up, and the amx level where its rule picks VNNI: amxk__q8_amx_wins) on 512-bit vpdpbusd, 8-row
-   x 2-block prefill tiles and 1-4 row x 4-block decode tiles, packs of more than 256 groups on the
-   AVX2 kernel; ~88 KiB of stack (amxk_linear_q8_ws: the x panels once per call in its workspace).
-   AVX2 (avx2, avx512) on vpmaddubsw / vpmaddwd, or one VEX vpdpbusd each on CPUs with AVX-VNNI. AMX
-   (AMX-INT8 or the emulator, where amxk__q8_amx_wins says so: e.g. int8 g128 from 4 rows, int4 g128
-   from 8, groups of 16 or less never): TDPBSSD / TDPBUSD on 2 x 2 tiles, int4 / int2 widened to int8
-   once per block pair and k chunk of <= 1024 columns (wider groups: the vector level); ~77 KiB of
-   stack. Kernel details: amxk__linear_q8__4x16__avx2, amxk__linear_q8__8x64__avx512vnni,
-   amxk__linear_q8_block_ts__32x32__amx.
-   Scalar: int32 loops. U8 codes become the int8 values where x is read (XOR 0x80: the prefill x
-   panels, the x sums, the decode broadcasts in kernel instances of their own so that I8 reads get
-   no XOR), so every level computes the same integers from the same values. Same parallel
-   decomposition as amxk_linear, except at the amx level: N-major, one task per worker over all rows
-   (amxk__linear_q8_grid__amx). The pack is validated as amxk_packed_linear_info says; a bf16/fp16/f32, fp8 or e2m1 pack
-   (or asymmetric int8) is AMXK_ERR_FORMAT, groups that are not whole 64-byte rows AMXK_ERR_UNSUPPORTED.
+   and up; ~88 KiB of stack), AVX2 (avx2, avx512; AVX-VNNI where the CPU has it), AMX (AMX-INT8 or the
+   emulator, where amxk__q8_amx_wins picks it over the vector level; ~77 KiB of stack), scalar int32
+   loops. Parallel decomposition as amxk_linear's, except at the amx level (amxk__linear_q8_grid__amx). The pack is validated as amxk_packed_linear_info says; a bf16/fp16/f32,
+   fp8 or e2m1 pack (or asymmetric int8) is AMXK_ERR_FORMAT, groups that are not whole 64-byte rows
+   AMXK_ERR_UNSUPPORTED.
    Errors (nothing written): CONTEXT, NULL, SHAPE, DTYPE (y_dtype, xq_dtype), ARG (layout, act_group,
    an x of -128: I8 0x80 or U8 0x00), FORMAT, UNSUPPORTED, ALIGN, STRIDE, ALIAS. */
 AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *xq, amxk_dtype xq_dtype,
@@ -325,36 +290,27 @@ AMXK_DEF amxk_status amxk_linear_q8(const amxk_ctx *ctx, size_t m, size_t n, siz
                                     const void *packed, size_t packed_bytes, const float *bias, void *y, amxk_dtype y_dtype,
                                     size_t ldy);
 /* amxk_linear_q8 with a workspace: the same y, bit for bit, on every level. Where the AVX512-VNNI
-   prefill tiles run (the avx512_vnni level and up; the amx level where its rule picks VNNI), the rows
-   of x go once per call, before the tiles, into the unit-major 8-row panels those tiles read
-   (amxk_linear_q8 builds them on its stack again for every 256 columns of y), and each 8-row tile
-   then takes a pair of 16-column blocks over all of K. Serial loop: for every 8-row tile t < M / 8,
-   panel(t); then amxk_linear_q8's loop (the panels parallel over tiles, then the tiles as there).
+   prefill tiles run, the rows of x go once per call into the 8-row panels those tiles read
+   (amxk_linear_q8 builds them on its stack for every 256 columns of y). Serial loop: for every 8-row
+   tile t < M / 8, panel(t); then amxk_linear_q8's loop.
    workspace: >= amxk_linear_q8_workspace_size bytes, AMXK_ALIGN aligned, NULL when that is 0; it must
-   not overlap xq, xscales, packed, bias or y (ALIAS). Errors (nothing written): amxk_linear_q8's, and
-   WORKSPACE (too small), ALIGN. */
+   not overlap xq, xscales, packed, bias or y. Errors: amxk_linear_q8's, and WORKSPACE (too small). */
 AMXK_DEF amxk_status amxk_linear_q8_ws(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *xq, amxk_dtype xq_dtype,
                                        size_t ldq, const float *xscales, amxk_scale_layout layout, size_t ld_s, size_t act_group,
                                        const void *packed, size_t packed_bytes, const float *bias, void *y, amxk_dtype y_dtype,
                                        size_t ldy, void *workspace, size_t workspace_bytes);
 /* Workspace bytes amxk_linear_q8_ws needs for this context, m rows and this pack (either x dtype):
    floor(M / 8) * 8 * ceil(K / 4) * 4 where the context's vector level (the best level usable here
-   that is not AMX and not above the context's) is avx512_vnni or up, else 0. Errors: CONTEXT, NULL, SHAPE (m = 0, or a size beyond a size_t), and the
-   pack's (FORMAT, ALIGN: amxk_packed_linear_info). */
+   that is not AMX and not above the context's) is avx512_vnni or up, else 0. Errors: CONTEXT, NULL,
+   SHAPE (m = 0, or a size beyond a size_t), and the pack's (amxk_packed_linear_info). */
 AMXK_DEF amxk_status amxk_linear_q8_workspace_size(const amxk_ctx *ctx, size_t m, const void *packed, size_t packed_bytes,
                                                    size_t *bytes);
 
-/* Workspace bytes amxk_linear needs for this context (tier, features, worker count) and shape, bf16/fp16
-   packs (f32 and quantized packs: amxk_linear_workspace_size_for). May be 0. Exact: amxk_linear on a
-   bf16 or fp16 pack of this shape requires exactly this many bytes (one fewer: AMXK_ERR_WORKSPACE) and
-   y must not overlap any of them; the value depends on ctx, M, N and K only (neither on the pack's
-   16-bit dtype nor on x's), on every CPU and feature set (AMX with or without AMX-FP16 included).
-   AMXK_ERR_SHAPE for n or k above 2^40 (no pack is larger) or a size that does not fit a size_t (the
-   worker count multiplies it; overflow-checked). */
+/* Workspace bytes amxk_linear needs on ctx (tier, features, worker count) for this shape and any
+   bf16/fp16 pack, whatever x's dtype (may be 0). Errors: SHAPE for n or k above 2^40 (no pack is
+   larger) or a size that does not fit a size_t (overflow-checked). */
 AMXK_DEF amxk_status amxk_linear_workspace_size(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t *bytes);
-/* The same for a given packed buffer (quantized packs need room to dequantize a block), exact in the
-   same way for every pack: amxk_linear requires exactly this many bytes whatever x's dtype (for
-   bf16/fp16 packs it equals amxk_linear_workspace_size). */
+/* The same for a given pack, any kind (quantized packs need room to dequantize a block). */
 AMXK_DEF amxk_status amxk_linear_workspace_size_for(const amxk_ctx *ctx, size_t m, const void *packed, size_t packed_bytes,
                                                     size_t *bytes);
 
@@ -366,17 +322,15 @@ AMXK_DEF amxk_status amxk_linear_workspace_size_for(const amxk_ctx *ctx, size_t 
    packed/packed_bytes: from amxk_pack_linear, amxk_quantize_pack or amxk_pack_quant with the same N
    and K (checked: AMXK_ERR_FORMAT).
    bias: NULL or N floats. y: y_dtype F32, BF16 or F16; element (m,n) at y[m*ldy + n], ldy >= N; only
-   those elements are written. y must not overlap x, packed, bias or workspace (AMXK_ERR_ALIAS).
-   workspace: >= amxk_linear_workspace_size(ctx, M, N, K) bytes for bf16/fp16 packs,
-   amxk_linear_workspace_size_for(ctx, M, packed, packed_bytes) for any pack (f32 packs: this one; at
-   the amx level they run the vector level's kernels, which need more than the AMX path); AMXK_ALIGN aligned
-   (NULL if 0). The call checks exactly the query's bytes (fewer: WORKSPACE); they must not overlap y,
-   x, packed or bias (ALIAS). Plans differ by x dtype where one dtype runs the AMX tiles and the other
-   the vector level (fp16 x without AMX-FP16): the queries and the call take the larger, so the
-   contract does not depend on x's dtype.
+   those elements are written.
+   workspace: exactly the bytes of amxk_linear_workspace_size_for (for bf16/fp16 packs also
+   amxk_linear_workspace_size: the same value) are required (one fewer: WORKSPACE), whatever x's dtype
+   (where one x dtype runs the AMX tiles and the other the vector level, both take the larger);
+   AMXK_ALIGN aligned, NULL if 0. y must not overlap x, packed, bias or the workspace, nor the
+   workspace x, packed or bias (ALIAS).
    Any M, N, K >= 1. Levels and the parallel decomposition: see the top of this header.
-   The pack is validated as amxk_packed_linear_info says (untrusted bytes: FORMAT, ALIGN); the
-   context's tier must be usable here (CONTEXT). Non-finite values propagate (README: Trust).
+   The pack is validated as amxk_packed_linear_info says; the context's tier must be usable here
+   (CONTEXT). Non-finite values propagate (README: Trust).
    Errors (nothing written): CONTEXT, NULL, SHAPE, STRIDE, DTYPE, FORMAT, ALIGN, WORKSPACE, ALIAS. */
 AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *x, amxk_dtype x_dtype,
                                  size_t ldx, const void *packed, size_t packed_bytes, const float *bias, void *y,
@@ -421,7 +375,7 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
 #ifndef AMXK__Q_PREFETCH
 #define AMXK__Q_PREFETCH 2048 /* decode kernels: software prefetch distance in packed bytes */
 #endif
-#define AMXK__PACK_VERSION 3u /* 2: group-major scale grid; 3: grid tiled by 16 row blocks (amxk__q_gidx) */
+#define AMXK__PACK_VERSION 3u /* the packed format (versions: docs/notes/formats.md) */
 
 typedef struct amxk__pack_hdr {
     char magic[8]; /* "AMXKPACK" */
@@ -1100,12 +1054,11 @@ AMXK__FORCE_INLINE __m256 amxk__lin_w__avx2(const void *wb, amxk_dtype dt, size_
     }
 }
 
-/* MR x 16 microkernel over the whole (padded) K: xf is the f32 x panel in pair-major order
-   (xf[(p * MR + r) * 2 + s] = x[r][2p + s]), wb one packed block or widened block (see above). Each output sums its products in
-   increasing k order, even k then odd k of each pair; with mr <= 2 (too few rows to hide the FMA
-   latency) even and odd k go to separate accumulators that are added at the end. mr and dt must be
-   compile-time constants at the call site (always_inline) so the accumulators stay in registers.
-   pf: NULL, or pf_bytes to prefetch into L2 during the sweep (64 per k pair: the next weight block). */
+/* MR x 16 microkernel over the whole (padded) K: xf the f32 x panel, pair-major (xf[(p * MR + r) * 2 +
+   s] = x[r][2p + s]), wb one packed or widened block. Each output sums its products in increasing k,
+   even k then odd k of each pair; mr <= 2: even and odd k in separate accumulators added at the end.
+   mr, dt: compile-time constants at the call site. pf: NULL, or pf_bytes to prefetch into L2 during
+   the sweep (64 per k pair). */
 AMXK__FORCE_INLINE void amxk__linear__6x16__avx2(const float *xf, size_t kp, const void *wb,
                                                                           amxk_dtype dt, int mr, float *out, const char *pf,
                                                                           size_t pf_bytes) {
@@ -1632,9 +1585,7 @@ AMXK__QD_KERNELS_DEFINE(avx2, AMXK__V8)
 /* ---- small M (1..4 rows per panel) against bf16/fp16 blocks: weights stream from DRAM ---- */
 
 /* One x row against nb (1 or 2) adjacent blocks (bstride elements apart), prefetching
-   AMXK__LIN_PREFETCH bytes ahead in each: the same sums as amxk__linear__6x16__avx2 with mr = 1
-   (even and odd k in separate accumulators, k increasing, added at the end). Two blocks are two
-   memory streams and twice the independent FMA chains (docs/notes/pack.md). */
+   AMXK__LIN_PREFETCH bytes ahead in each: the sums of amxk__linear__6x16__avx2 with mr = 1. */
 AMXK__FORCE_INLINE void amxk__linear__1x32__avx2(const float *xf, size_t kp, const void *wb, size_t bstride,
                                                                           amxk_dtype dt, int nb, float *out) {
     const size_t prow = dt == AMXK_DTYPE_F32 ? 128 : 64; /* bytes per pair row */
@@ -1800,17 +1751,14 @@ AMXK__TARGET_END
 #if AMXK__HAS_AVX2
 AMXK__TARGET_AVX2_BEGIN
 /* The w8a8 kernel of the AVX2 level, in two instantiations: AVX2 (vpmaddubsw / vpmaddwd) and, on CPUs
-   with AVX-VNNI (Alder Lake and later client cores, Sapphire Rapids and later, Sierra Forest, Zen 5),
-   the same loops with each vpmaddubsw + vpmaddwd pair replaced by one VEX vpdpbusd (exact int32: no
-   16-bit step at all, so the int4 / int2 16-bit runs flush nothing). DOT8(s, u, x, ones): s += 4-byte
-   dot products into int32 lanes (ones: vpmaddwd's 16-bit ones); DOTU(h, s, u, x): the same for
-   fields (AVX2: into the 16-bit run h); FLUSH(s, h, ones): the run into s.
-   MR rows (<= 4) x 16 columns of block b; per weight group, int32 lanes (one per column) summed over
-   4 k per vpmaddubsw step. bits 8: signed weights (sign trick), vpmaddwd after every vpmaddubsw.
-   bits 4 / 2: unsigned fields u = q (asym) or q + 2^(b-1) (sym, by an XOR of each field's top bit);
-   the vpmaddubsw pairs (|u0 x0 + u1 x1| <= 2 * (2^b - 1) * 127) are summed in 16-bit lanes for 8
-   (int4) or 32 (int2) steps, which cannot overflow, before one vpmaddwd widens them; then corrected
-   with the x sums: t = sum u x - z sum x (sym: exactly, in int32). acc += sx * sw * t in f32. */
+   with AVX-VNNI, one VEX vpdpbusd for each vpmaddubsw + vpmaddwd pair (exact int32: no 16-bit step).
+   DOT8(s, u, x, ones): s += 4-byte dot products into int32 lanes (ones: vpmaddwd's 16-bit ones);
+   DOTU(h, s, u, x): the same for fields (AVX2: into the 16-bit run h); FLUSH(s, h, ones): h into s.
+   MR rows (<= 4) x 16 columns of block b; per weight group, int32 lanes (one per column). bits 8:
+   signed weights (sign trick). bits 4 / 2: unsigned fields u = q (asym) or q + 2^(b-1) (sym, an XOR
+   of each field's top bit); the vpmaddubsw pairs (|u0 x0 + u1 x1| <= 2 * (2^b - 1) * 127) are summed
+   in 16-bit lanes for 8 (int4) or 32 (int2) steps, which cannot overflow, before one vpmaddwd widens
+   them; then t = sum u x - z sum x (sym: exactly, in int32). acc += sx * sw * t in f32. */
 /* x's 4 bytes at p broadcast to 8 lanes (xu, a compile-time constant: U8 codes, XORed to int8). */
 AMXK__FORCE_INLINE __m256i amxk__q8_xb__avx2(const int8_t *p, int xu) {
     int32_t x4;
@@ -2199,16 +2147,13 @@ AMXK__TARGET_END
    compile-time constants at the call sites) over steps [0, ns) (ns even): per step q, nr weight vectors
    LOADW(w, j * bstride, q, dt) against mr broadcast x units BCAST(xp + (r / 8) pst + q * xs + r % 8)
    (xp: a unit-major panel with xs units per step: AMXK__LIN_XS16 from amxk__xpanel32__avx512, or mr
-   for decode tiles of mr <= 2 rows from amxk__xpanel_dec__avx512, whose x rows stay contiguous in L1;
-   rows 8-15 of the tall tile from the next 8-row panel, pst units on),
-   acc = OP(acc, w, x). A step is a pair row for vdpbf16ps (the packed 64-byte row is its operand) or
-   one k for fp32 FMA. Each output accumulates from zero, steps in increasing order; split: even and
-   odd steps in separate accumulators, added at the end (decode: more independent chains). pf (decode
-   tiles): every AMXK__LIN_DPF_EVERY steps, each weight stream's row AMXK__LIN_DPF_ROWS steps ahead
-   goes into L2 (prefetcht1): the hardware's stream prefetchers stop at each 4 KiB page, and over
-   gigabytes of weights (a MoE layer's experts) each new page also misses its translation; this
-   starts both early (may read past a stream's end: a prefetch does not fault). pf 2 (the tall tile):
-   every step, each weight stream's row AMXK__LIN_TPF_ROWS steps ahead (AMXK__LIN_TPF_HINT). */
+   for decode tiles of mr <= 2 rows from amxk__xpanel_dec__avx512; rows 8-15 of the tall tile from the
+   next 8-row panel, pst units on), acc = OP(acc, w, x). A step is a pair row for vdpbf16ps or one k
+   for fp32 FMA. Each output accumulates from zero, steps in increasing order; split: even and odd
+   steps in separate accumulators, added at the end. pf (decode tiles): every AMXK__LIN_DPF_EVERY
+   steps, each weight stream's row AMXK__LIN_DPF_ROWS steps ahead into L2 (prefetcht1; why:
+   docs/notes/pack.md; may read past a stream's end: a prefetch does not fault). pf 2 (the tall tile):
+   every step, AMXK__LIN_TPF_ROWS steps ahead (AMXK__LIN_TPF_HINT). */
 #define AMXK__LIN16_KERNEL(NAME, W_T, X_T, LOADW, BCAST, OP, ADDRW)                                      \
     AMXK__FORCE_INLINE void NAME(const uint32_t *xp, size_t ns, const void *w, size_t bstride,  \
                                                           amxk_dtype dt, int mr, int nr, int split, int pf, size_t xs,    \
@@ -2242,12 +2187,11 @@ AMXK__TARGET_END
                 out[r * 4 + j] = split ? _mm512_add_ps(acc[0][r][j], acc[1][r][j]) : acc[0][r][j];       \
     }
 /* NAME##_decode and NAME##_prefill: the kernel with constant shapes (AMXK__LIN16_SHAPES(NAME, ADDRW),
-   beside each AMXK__LIN16_KERNEL): prefill tiles (mr <= MR16 rows, NR16 or 1 blocks: the accumulators
-   stay in registers) and decode (mr <= 4 rows, 4 or 1 weight streams; split chains for mr <= 2). Only
-   full-width tiles and single blocks are instantiated (callers run a ragged end block by block): each
-   instance is a fully unrolled kernel, and compile time (clang with sanitizers most) grows with their
-   number. tall (a constant): mr 16 runs the tall tile, 16 rows (two 8-row panels, AMXK__LIN_XS16 * ns
-   units apart) x 1 block, once per block, with the weight stream prefetched (pf 2). */
+   beside each AMXK__LIN16_KERNEL): prefill tiles (mr <= MR16 rows, NR16 or 1 blocks) and decode (mr <=
+   4 rows, 4 or 1 weight streams; split chains for mr <= 2). Only full-width tiles and single blocks
+   are instantiated (each instance is fully unrolled; compile time grows with their number). tall (a
+   constant): mr 16 runs the tall tile, 16 rows (two 8-row panels, AMXK__LIN_XS16 * ns units apart) x 1
+   block, with the weight stream prefetched (pf 2). */
 #define AMXK__LIN16_SHAPES(NAME, ADDRW)                                                                  \
     AMXK__FORCE_INLINE void NAME##_nr(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, \
                                       int nrmax, int split, int pf, size_t xs, __m512 *out) {            \
@@ -2478,12 +2422,10 @@ AMXK__PRIV void amxk__linear_run16__avx512(const uint32_t *xp, size_t ns, const 
     else amxk__linear_w16__4x64__avx512_decode(xp, ns, w, bs, AMXK_DTYPE_BF16, mr, nr, out);
 }
 
-/* fp16 packs at 16 lanes, straight on the packed pairs: vcvtph2ps widens one 32-byte half of a pair row
-   (8 columns x (k even, k odd)) per instruction, from memory; x's pair (x[2q], x[2q+1]) in f32, broadcast
-   as a 64-bit unit from the f32 pair panel (xp[2 (8 q + r)], tiles16's mode 2), multiplies it lane by lane, so each
-   accumulator lane sums one column's even or odd k (two chains per output, added at the end: even
-   chain + odd chain, each k increasing). mr rows x nb blocks, 2 * mr * nb <= 16 accumulators;
-   compile-time shapes at the call site. */
+/* fp16 packs at 16 lanes, straight on the packed pairs: vcvtph2ps widens one 32-byte half of a pair
+   row (8 columns x (k even, k odd)) from memory, times x's pair (x[2q], x[2q+1]) broadcast as a
+   64-bit unit of the f32 pair panel (tiles16's mode 2): each output sums its even and odd k in two
+   chains, each k increasing, added at the end. mr rows x nb blocks, 2 * mr * nb <= 16 accumulators. */
 AMXK__FORCE_INLINE void amxk__linear_f16__4x64__avx512(const uint32_t *xp, size_t ns, const uint16_t *w,
                                                                                size_t bs, int mr, int nb, __m512 *out) {
     const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -2563,13 +2505,11 @@ AMXK__PRIV void amxk__linear_run16f16__avx512(const uint32_t *xp, size_t ns, con
 }
 
 /* The tiles of rows [m0, m1) x blocks [b0, b1) with a level's run function: x rows as unit-major panels
-   of MR16 rows (pairs 1: bf16 pairs for vdpbf16ps, x bf16; 0: f32 units, x converted once per task;
-   2: 64-bit units of f32 pairs, x fp16 converted once per task, for the fp16 pair kernel).
-   Decode (at most 4 rows, 16-bit packs): 4 blocks (weight streams) at a time straight from the pack.
-   Prefill: per group of NR16 blocks, the group's weights (the packed blocks for vdpbf16ps on a bf16
-   pack; else blocks dequantized (quantized packs) or widened once per task: to bf16 pairs for
-   vdpbf16ps - amxk__q_block_16__avx2, one more rounding, as on AMX - or to f32), then every panel's
-   tile over all of K (the group stays in L2 across the panels). ws: amxk__linear_ws__avx512's layout. */
+   of MR16 rows (pairs 1: bf16 pairs for vdpbf16ps; 0: f32 units; 2: 64-bit units of f32 pairs for the
+   fp16 pair kernel; converted once per task). Decode (at most 4 rows, 16-bit packs): 4 blocks at a
+   time straight from the pack. Prefill: per group of NR16 blocks, the group's weights (packed, or
+   dequantized / widened once per task: to bf16 pairs for vdpbf16ps - one more rounding, as on AMX -
+   or to f32), then every panel's tile over all of K. ws: amxk__linear_ws__avx512's layout. */
 AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws, int pairs,
                                              amxk__lin16_run_fn run) {
     const size_t units = pairs == 1 ? a->kp / 2 : a->kp, panel = (size_t)AMXK__LIN_XS16 * units, bs = (size_t)AMXK__LIN_NB * a->kp;
@@ -2636,9 +2576,8 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
 }
 
 /* Rows [m0, m1) x blocks [b0, b1) at the AVX-512 levels: quantized packs on the decode path (M <
-   AMXK__LIN_WIDE_M, whole-row groups) run the decode kernels above (the AVX2 workspace layout:
-   f32 panel, then group sums and x rows); fp16 packs the fp16 pair kernel (docs/notes/pack.md);
-   everything else the fp32 FMA tiles. */
+   AMXK__LIN_WIDE_M, whole-row groups) on the decode kernels above, fp16 packs on the fp16 pair
+   kernel, the rest on the fp32 FMA tiles. */
 AMXK__PRIV void amxk__linear_block__avx512(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     float *xf = (float *)ws, *xs = (float *)(ws + a->plan->ws_a);
     size_t i;
@@ -2703,19 +2642,16 @@ AMXK__PRIV void amxk__linear_run16__avx512bf16(const uint32_t *xp, size_t ns, co
 #define AMXK__Q4_D1B 16384 /* ... when a packed block has more bytes than this; else one block at a time */
 #endif
 
-/* Rows 0 .. mr-1 (mr <= 2) of xr against nb 4-bit blocks b .. b+nb-1 (nb 1 or 4; 4 only for
-   one row: weight streams read together). A 64-byte row of a block holds column r in its 32-bit lane
-   r: 16-bit element 2r holds the codes of k = 8q, 8q+4, 8q+1, 8q+5 in its nibbles 0..3, element 2r+1
-   those of k = 8q+2, 8q+6, 8q+3, 8q+7. Nibble i of every element (after a 16-bit shift by 4i) is
-   turned into its exact bf16 value by one vpermw (tw: the bf16 code of the value of (index & 15) -
-   q, u for asymmetric packs, or the row's dec - repeated twice: vpermw reads 5 index bits),
-   which leaves every 32-bit lane the pair (k, k+2) of its column: a vdpbf16ps operand against the
-   broadcast x pair (x[k], x[k+2]) of a permuted copy of x (per 8 k: x0 x2 x4 x6 x1 x3 x5 x7). Per
-   group and column: t = the products of nibbles 0, 2 (k % 8 < 4) and of 1, 3 (k % 8 >= 4) in two
-   chains, added at the group's end (vdpbf16ps's pair order, fp32); asymmetric packs t -= z * sum x;
-   acc += s * t. Lanes are columns: no reduction or reordering. No pre-scaling of x (no overflow or
-   underflow beyond fp32's own); vdpbf16ps reads bf16 subnormal x as zero and flushes subnormal
-   partial sums. res[j * 2 + r]: the 16 outputs of row r against block b + j. */
+/* Rows 0 .. mr-1 (mr <= 2) of xr against nb 4-bit blocks b .. b+nb-1 (nb 1, or 4 for one row). In a
+   64-byte row of a block, 16-bit element 2r (lane r: column r) holds the codes of k = 8q, 8q+4, 8q+1,
+   8q+5 in its nibbles 0..3, element 2r+1 those of k = 8q+2, 8q+6, 8q+3, 8q+7. Nibble i (after a
+   16-bit shift by 4i) becomes its exact bf16 value by one vpermw (tw: the bf16 of (index & 15) - q,
+   u for asymmetric packs, or the row's dec; twice: vpermw reads 5 index bits), leaving in every lane
+   the pair (k, k+2): a vdpbf16ps operand against the broadcast pair (x[k], x[k+2]) of a permuted x
+   (per 8 k: x0 x2 x4 x6 x1 x3 x5 x7). Per group and column: t = nibbles 0, 2 and nibbles 1, 3 in two
+   chains, added at the group's end; asymmetric t -= z * sum x; acc += s * t. No pre-scaling of x;
+   vdpbf16ps reads bf16 subnormal x as zero and flushes subnormal partial sums. res[j * 2 + r]: the 16
+   outputs of row r against block b + j. */
 AMXK__FORCE_INLINE void amxk__linear_q4__2x16__avx512bf16(const amxk__qview *v, const uint16_t *xr, size_t ldr,
                                                                                    const float *xsum, size_t b, int mr, int nb, int sym,
                                                                                    __m512i tw, __m512 *res) {
@@ -2810,10 +2746,9 @@ AMXK__PRIV void amxk__linear_q4_block__avx512bf16(const amxk__linear_args *a, si
     }
 }
 
-/* Rows [m0, m1) x blocks [b0, b1) at the AVX512_BF16 level: bf16 x on the vdpbf16ps tiles (bf16 packs
-   straight; quantized packs on the wide path dequantized to bf16 once per task), 4-bit packs
-   with bf16 x on the decode path through amxk__linear_q4_block__avx512bf16; fp16 x and the other quantized
-   decode cases: amxk__linear_block__avx512. */
+/* Rows [m0, m1) x blocks [b0, b1) at the AVX512_BF16 level: bf16 x on the vdpbf16ps tiles, 4-bit packs
+   with bf16 x on the decode path through amxk__linear_q4_block__avx512bf16; the rest:
+   amxk__linear_block__avx512. */
 AMXK__PRIV void amxk__linear_block__avx512bf16(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     if (a->q && !a->plan->wide && a->dt == AMXK_DTYPE_BF16 && a->q->bits == 4) amxk__linear_q4_block__avx512bf16(a, m0, m1, b0, b1, ws);
     else if (a->dt != AMXK_DTYPE_BF16 || a->wt == AMXK_DTYPE_F32 || (a->q && !a->plan->wide)) amxk__linear_block__avx512(a, m0, m1, b0, b1, ws);
@@ -2894,27 +2829,22 @@ AMXK__FORCE_INLINE __m512 amxk__q_grid16__avx512vnni(const amxk__qview *v, const
 }
 
 /* mr rows x nb 16-column blocks (b .. b+nb-1), the 64-byte rows [q0, q1) of the packed blocks (k
-   [q0 * span, q1 * span)). One 64-byte row of a packed block is 16 columns x 4 k (int8), x 8 k (int4:
-   4 k per nibble) or x 16 k (int2): one zmm, span k.
-   vpdpbusd takes the weights as its unsigned operand, u = w + 128 (int8: XOR 0x80), u = q + 2^(b-1)
-   (symmetric int4 / int2: XOR of each field's top bit) or u = q (asymmetric), a field extracted by a
-   shift and an AND, and the 4 x int8 of x as its signed operand (a 32-bit broadcast). Per weight
-   group the int32 lane sums wrap, so t = sum u x - 2^(b-1) sum x (the sums start from the second
-   term) is exact in int32 (the true sum fits); asymmetric: t = sum u x - z sum x in f32 (fnmadd), as
-   the AVX2 kernel. acc += (sx * sw) * t in f32, once per group. A group that [q0, q1) cuts keeps its
-   int32 sums in accs (same layout as accm) between calls, so every group's t is the same whatever the
-   k steps. out (amxk__q8v_out) says where the outputs go: AMXK__Q8V_TO_Y: acc in registers, from 0
-   over every group, then stored to y (q0 = 0, q1 = K / span); AMXK__Q8V_TO_PANEL: acc in memory,
-   accm[r * AMXK__Q8V_LDA + 16 j] (a k-blocked panel, stored by the caller); AMXK__Q8V_GROUP_TO_Y: one
-   group that [q0, q1) covers whole (per-channel packs, all of K in one call): each output goes to y
-   at the group's end as fma(sx * sw, t, +0), the value AMXK__Q8V_TO_PANEL leaves in a zeroed
-   accm (so the same bits), with no accumulator kept and no panel stored.
+   [q0 * span, q1 * span)); one 64-byte row is 16 columns x 4 k (int8), 8 k (int4) or 16 k (int2):
+   one zmm, span k. vpdpbusd takes the weights as its unsigned operand, u = w + 128 (int8: XOR 0x80),
+   q + 2^(b-1) (symmetric int4 / int2: XOR of each field's top bit) or q (asymmetric; a field by a
+   shift and an AND), and the 4 x int8 of x as its signed operand. Per weight group the int32 lane
+   sums wrap, so t = sum u x - 2^(b-1) sum x (the sums start from the second term) is exact in int32;
+   asymmetric: t = sum u x - z sum x in f32 (fnmadd). acc += (sx * sw) * t in f32, once per group. A
+   group that [q0, q1) cuts keeps its int32 sums in accs (accm's layout) between calls, so t does not
+   depend on the k steps. out: AMXK__Q8V_TO_Y: acc in registers over every group, then to y (q0 = 0,
+   q1 = K / span); AMXK__Q8V_TO_PANEL: acc in memory, accm[r * AMXK__Q8V_LDA + 16 j] (a k-blocked
+   panel, stored by the caller); AMXK__Q8V_GROUP_TO_Y: one group [q0, q1) covers whole, each output
+   to y as fma(sx * sw, t, +0), the bits AMXK__Q8V_TO_PANEL leaves in a zeroed accm.
    x: xp NULL: the rows of x (a->xq); else a unit-major panel of 8 rows from k = q0 * span
-   (amxk__xpanel32__avx512), read by embedded-broadcast vpdpbusd.
-   xsum / sxt: the table rows of `row` (x sums and x scales per group, stride nbk). xu (x rows only):
-   1 for U8 codes (each broadcast unit XORed with 0x80808080), 0 for I8 (no XOR at all); the panel
-   holds int8 already. mr, nb, bits, out, xu: compile-time constants at the call site (always_inline).
-   pf: each weight stream is prefetched pf bytes ahead (0: none). */
+   (amxk__xpanel32__avx512). xsum / sxt: the table rows of `row` (x sums and x scales per group,
+   stride nbk). xu (x rows only): 1 for U8 codes (each unit XORed with 0x80808080), 0 for I8; the
+   panel holds int8 already. mr, nb, bits, out, xu: compile-time constants at the call site. pf: each
+   weight stream prefetched pf bytes ahead (0: none). */
 #define AMXK__Q8V_LDA (AMXK__Q8V_NC * AMXK__LIN_NB)
 typedef enum amxk__q8v_out { AMXK__Q8V_TO_Y, AMXK__Q8V_TO_PANEL, AMXK__Q8V_GROUP_TO_Y } amxk__q8v_out;
 AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
@@ -3032,13 +2962,11 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
             for (j = 0; j < nb; j++) amxk__linear_store16__avx512(a, row + (size_t)r, b + (size_t)j, acc[r][j]);
 }
 
-/* Decode (mr <= 4 rows) x ONE 16-column block b, every group: one sequential weight stream (the
-   block's 64-byte rows in order), used for packed blocks of at most AMXK__Q8V_D1B bytes (larger ones
-   stream four blocks at once through amxk__linear_q8__8x64__avx512vnni; docs/notes/pack.md). The vpdpbusd of a block rotate over
-   four int32 chains (c = the dot product's index mod 4) so that latency does not bound one stream;
-   per group t = the chains' wrapped int32 sum (exact: see amxk__linear_q8__8x64__avx512vnni, whose
-   sums and epilogue this repeats: the same t and the same f32 operations, so the same bits). xu: as
-   there (a compile-time constant too). */
+/* Decode (mr <= 4 rows) x ONE 16-column block b, every group: one sequential weight stream, for
+   packed blocks of at most AMXK__Q8V_D1B bytes (larger ones: four blocks at once through
+   amxk__linear_q8__8x64__avx512vnni; docs/notes/pack.md). The vpdpbusd rotate over four int32 chains
+   (latency); per group t = the chains' wrapped int32 sum: the same t and f32 operations as
+   amxk__linear_q8__8x64__avx512vnni, so the same bits. xu: as there. */
 AMXK__FORCE_INLINE void amxk__linear_q8__4x16__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
                                                                                    int bits, const int32_t *xsum, const float *sxt, int xu) {
     const amxk__qview *v = a->w;
@@ -3166,13 +3094,11 @@ AMXK__Q8V_DECODE(2, i8, 0)
 AMXK__Q8V_DECODE(2, u8, 1)
 #undef AMXK__Q8V_DECODE
 
-/* The tiles of one bit width over rows [c0, c1) (the table's rows) x blocks [b0, b1). Panels of up to
-   AMXK__Q8V_P rows (a multiple of MR) x AMXK__Q8V_NC blocks accumulate in accm (f32, k-blocked:
-   AMXK__Q8V_KC columns at a time; the x rows of one k step go to unit-major panels in xpb, 8 rows per
-   tile, which stay in L1 while MR x NB tiles sweep them; groups cut by a k step keep their int32 sums
-   in accs), then go to y (amxk_linear_q8_ws with per-channel packs: each tile stores its outputs
-   itself, GROUP_TO_Y, no panel); the last c1 - c0 < MR rows (and decode) run 1-4 row x 4 block tiles with
-   register accumulators (four weight streams at once). */
+/* The tiles of one bit width over rows [c0, c1) x blocks [b0, b1). Panels of up to AMXK__Q8V_P rows x
+   AMXK__Q8V_NC blocks accumulate in accm (f32, AMXK__Q8V_KC columns at a time; each k step's x rows
+   in 8-row unit-major panels in xpb, in L1 while the tiles sweep them), then go to y (per-channel
+   packs with amxk_linear_q8_ws: GROUP_TO_Y, no panel); the last c1 - c0 < MR rows (and decode) run
+   1-4 row x 4 block tiles with register accumulators. */
 AMXK__FORCE_INLINE void amxk__linear_q8_tiles__avx512vnni(const amxk__q8_args *a, size_t c0, size_t c1, size_t b0, size_t b1,
                                                           const int32_t *xsum, const float *sxt, float *accm, int32_t *accs,
                                                           uint32_t *xpb, int bits) {
@@ -3286,7 +3212,9 @@ AMXK__TARGET_AMX_BEGIN
 #endif
 
 /* The 2x2 tile step of the AMX kernels: C tiles 0-3 += A tiles 4-5 x B tiles 6-7 by the TDP OP, the
-   second B tile when `two`, the second A tile when `hi` (tile numbers stay immediates). */
+   second B tile when `two`, the second A tile when `hi` (tile numbers stay immediates); with
+   AMXK__TZERO_C as OP: those C tiles zeroed. */
+#define AMXK__TZERO_C(c, a, b) AMXK__TILE_ZERO(c)
 #define AMXK__TDP_2X2(OP)                                                                                \
     do {                                                                                                 \
         OP(0, 4, 6);                                                                                     \
@@ -3297,9 +3225,8 @@ AMXK__TARGET_AMX_BEGIN
 
 /* x rows [m0, m1) as A tiles of R <= 16 rows, two per panel, tile-major: panel p, k step s (32 values),
    half h (rows (2p + h) R .. + R - 1) is the tile at xa + ((p * ns + s) * 2 + h) * 512 (R rows of 64
-   bytes in a 1 KiB slot):
-   a tile load reads R * 64 bytes contiguous and a panel's k sweep one contiguous stream (no row stride
-   of K * 2 bytes: no L1 set conflicts). Rows past m1 (up to a multiple of R) and columns past K are zero. */
+   bytes in a 1 KiB slot; contiguous tile loads and k sweeps, no L1 set conflicts). Rows past m1 (up
+   to a multiple of R) and columns past K are zero. */
 AMXK__PRIV void amxk__xtiles__amx(const amxk__linear_args *a, size_t m0, size_t m1, size_t R, uint16_t *xa) {
     const size_t ns = a->kp / AMXK__LIN_KALIGN, rows = AMXK__ROUND_UP(m1 - m0, R);
     size_t r, s;
@@ -3354,25 +3281,17 @@ AMXK__PRIV void amxk__linear_deq2__amx(const amxk__linear_args *a, size_t b, int
 
 /* Rows [m0, m1) x blocks [b0, b1) with 2R x 32 output tiles: C tiles 0-3, A tiles 4-5, B tiles 6-7, in
    the structure of oneDNN's brgemm. The rows are cut into T = ceil(rows / 16) A tiles of a uniform
-   R = ceil(rows / T) rows (one tile configuration per call; at most T - 1 padding rows, where 16-row
-   tiles would pad up to 15: the MoE units' row counts are small and arbitrary). The rows are copied once into tile-major A panels
-   (amxk__xtiles__amx; ws, ceil((m1 - m0) / 32) panels of 32 x Kp; a whole row chunk of a call whose
-   panels were built before, a->xpan: read there, nothing copied) and the tile configuration is loaded
-   once (in a tile session ts: only if the session holds another one, and the panels are kept when
-   the session's last panel has the same rows; the tiles then stay loaded for the session's end). The blocks are taken in B blocks of up to plan->bpairs block pairs over all of K (about
-   AMXK__LIN_AMX_BBYTES: 4 pairs, 1 MiB at K = 4096; quantized packs: dequantized once into ws,
-   amxk__linear_deq2__amx); for each B block every panel runs, pair after pair, its TDPs over all of
-   K with the C tiles resident (tile stores: the output tiles only). So the B block stays in L2 while
-   all the rows sweep it (each weight byte loaded from beyond L2 once per task) and each A panel is read
-   once per B block, the pairs after the first from L2; the panels are swept in alternating directions
-   (the panels read last for one B block are read first for the next, still in L2), and the next B
-   block (packed weights, or quantized fields) is prefetched into L2 between the TDPs, spread evenly
-   over the sweep. A last single block runs 2 TDPs per k step (B tile 6 only), a panel of one tile 2
-   (A tile 4 only). amxk_linear gives each worker one N range and all the rows (up to
-   AMXK__LIN_AMX_MC; amxk__linear_ws__amx). Epilogue per R-row half: f32 y without bias, R real rows and
-   whole blocks: the C tiles are stored straight into y (row stride ldy); else to a 16 x 32 f32 scratch
-   and out through the vector level's store_rows (bias, one rounding to y's dtype, 16 / 8 lanes). Tile
-   counters and the L2 model: bench/amx_model.sh. */
+   R = ceil(rows / T) rows (one tile configuration per call; at most T - 1 padding rows: the MoE units'
+   row counts are small and arbitrary), copied once into tile-major A panels (amxk__xtiles__amx, in ws;
+   a->xpan: panels built before for a whole row chunk, read in place). In a tile session ts the
+   configuration is loaded only if the session holds another one and the panel is kept when it has
+   the same rows. The blocks are taken in B blocks of plan->bpairs block pairs over all of K
+   (quantized packs dequantized once into ws, amxk__linear_deq2__amx); every panel sweeps a B block,
+   pair after pair, with the C tiles resident over all of K, so each weight byte comes from beyond L2
+   once per task. The panels are swept in alternating directions (the last read stay in L2) and the
+   next B block is prefetched into L2 spread evenly over the sweep. Epilogue per R-row half: f32 y
+   without bias, whole tiles: the C tiles stored straight into y; else through a 16 x 32 f32 scratch
+   and the vector level's store_rows (bias, one rounding). Tile counters, L2 model: bench/amx_model.sh. */
 AMXK__PRIV void amxk__linear_block_ts__32x32__amx(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws,
                                                   amxk__tiles *ts) {
     const amxk__linear_plan *p = a->plan;
@@ -3415,10 +3334,7 @@ AMXK__PRIV void amxk__linear_block_ts__32x32__amx(const amxk__linear_args *a, si
             for (b = g0; b < g1; b += 2) {
                 const int two = b + 1 < g1;
                 const uint16_t *w0 = a->q ? wq + (b - g0) * blk : a->w + b * blk, *w1 = w0 + blk;
-                AMXK__TILE_ZERO(0);
-                if (two) AMXK__TILE_ZERO(1);
-                if (hi) AMXK__TILE_ZERO(2);
-                if (hi && two) AMXK__TILE_ZERO(3);
+                AMXK__TDP_2X2(AMXK__TZERO_C);
                 for (s = 0; s < ns; s++) {
                     const uint16_t *xt = xp + s * 1024;
                     size_t e;
@@ -3464,18 +3380,14 @@ AMXK__TARGET_AMX_END
 #if AMXK__HAS_AMX
 AMXK__TARGET_AMX_BEGIN
 /* Rows [m0, m1) x blocks [b0, b1) with TDPBSSD (I8 x) or TDPBUSD (U8 codes x + 128, read as they are)
-   on 2 x 2 tiles of R rows x 16 columns (C tiles 0-3, A tiles 4-5 read straight from xq with its row
-   stride, B tiles 6-7: the int8 pack's rows, or int4 / int2 blocks widened to int8 rows once per
-   (block pair, k chunk) into an aligned stack buffer by the vector level's q8_bprep). One tile
-   configuration for the whole call: the rows are cut into T = ceil(rows / 16) row tiles of R =
-   ceil(rows / T) rows (no padding rows: the last tile starts at rows - R when T R > rows and its
-   epilogue skips the rows the tile before it covered). The grid is N-major: each task keeps a block
-   pair while it sweeps all its rows, so each weight byte is loaded (and widened) once per task.
-   Per weight group: the C tiles are stored to a 32 x 32 int32 scratch and the vector level's q8_epi
-   applies (U8 corrections), sx * sw and the asymmetric x sums at 16 (8) lanes into f32 accumulators,
-   the last group straight to y. K chunks (amxk__q8_amx_kc) keep the accumulators of up to
-   AMXK__Q8A_MC rows across chunks (more rows: chunks of them, the weights widened once per chunk).
-   Stack: ~77 KiB. Integer sums exact (TDPBUSD: the wrapped sum plus -128 sum w, see q8_bprep). */
+   on 2 x 2 tiles of R rows x 16 columns (C tiles 0-3; A tiles 4-5 straight from xq; B tiles 6-7: the
+   int8 pack's rows, or int4 / int2 blocks widened to int8 once per (block pair, k chunk) by the vector
+   level's q8_bprep). R as in amxk__linear_block_ts__32x32__amx, without padding rows: the last tile
+   starts at rows - R and its epilogue skips the rows the tile before it covered. Each task keeps a
+   block pair while it sweeps all its rows. Per weight group the C tiles go to an int32 scratch and
+   the vector level's q8_epi applies the U8 corrections, sx * sw and the asymmetric x sums into f32
+   accumulators (the last group straight to y). K chunks (amxk__q8_amx_kc) keep the accumulators of
+   up to AMXK__Q8A_MC rows. Integer sums exact (TDPBUSD: the wrapped sum plus -128 sum w, q8_bprep). */
 AMXK__PRIV void amxk__linear_q8_block_ts__32x32__amx(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1, amxk__tiles *ts) {
     const amxk__qview *v = a->w;
     const amxk__pack_kernels *vec = a->plan->vec;
@@ -3493,8 +3405,7 @@ AMXK__PRIV void amxk__linear_q8_block_ts__32x32__amx(const amxk__q8_args *a, siz
     for (mc0 = m0; mc0 < m1; mc0 = mc1) {
         const size_t rows = (mc1 = multi ? AMXK__MIN(m1, mc0 + AMXK__Q8A_MC) : m1) - mc0;
         const size_t R = amxk__linop_tile_rows(rows), nt = AMXK__CEIL_DIV(rows, R);
-        { /* loaded once per call (twice when the last row chunk of a long call is shorter); in a
-             session only when the session holds another configuration */
+        { /* once per row chunk; in a session only when it holds another configuration */
             int i;
             memset(&cfg, 0, sizeof cfg);
             for (i = 0; i < 4; i++) amxk__tilecfg_set(&cfg, i, (int)R, 64);
@@ -3528,10 +3439,7 @@ AMXK__PRIV void amxk__linear_q8_block_ts__32x32__amx(const amxk__q8_args *a, siz
                     const size_t sk0 = t == 0 ? 0 : mc0 + AMXK__MIN((t - 1) * R, rows - R) + R - s0, sk1 = s0 + R - s1;
                     float *ac0 = multi ? acc[s0 + sk0 - mc0] : acc[sk0], *ac1 = multi ? acc[s1 + sk1 - mc0] : acc[16 + sk1];
                     for (g = g0; g < k1 / bk; g++) {
-                        AMXK__TILE_ZERO(0);
-                        if (two) AMXK__TILE_ZERO(1);
-                        if (hi) AMXK__TILE_ZERO(2);
-                        if (hi && two) AMXK__TILE_ZERO(3);
+                        AMXK__TDP_2X2(AMXK__TZERO_C);
                         for (kk = g * bk; kk < (g + 1) * bk; kk += ks) {
                             AMXK__TILE_LOADD(4, a->xq + s0 * ldq + kk, ldq);
                             if (hi) AMXK__TILE_LOADD(5, a->xq + s1 * ldq + kk, ldq);
@@ -3580,15 +3488,12 @@ AMXK__PRIV void amxk__linear_ws__avx2(amxk__linear_plan *p, size_t m, size_t kp,
 #endif
 #if AMXK__HAS_AVX512
 /* The AVX-512 prefill grid (m > 4; decode keeps amxk__pack_layout's N split): tasks of up to
-   AMXK__LIN_NC16 blocks over as many rows as AMXK__LIN_XP16_BYTES of x panels hold (all of them up to
-   256 rows at K = 4096), so that each staged group of NR16 blocks serves every row of its task from L2,
-   the weights come from beyond L2 once per row chunk and each x row becomes a panel once per N task
-   (docs/notes/pack.md). Rows per task
-   (mc) never depend on the worker count: callers chunk rows by it (amxk__linop_chunk), and a chunk of
-   at most 4 rows runs the decode kernels (another summation order), so results stay the same bits for
-   any worker count. Narrow N gets more row chunks so that the grid can hold AMXK__LIN_TASKS16 tasks
-   (at least 48 rows each); then N is split for the workers (down to NR16 blocks per task) until there
-   is a task per worker and the count is a multiple of the workers (or at least 4 per worker). */
+   AMXK__LIN_NC16 blocks over as many rows as AMXK__LIN_XP16_BYTES of x panels hold, so that each staged
+   group of NR16 blocks serves every row of its task from L2 (docs/notes/pack.md). Rows per task (mc)
+   never depend on the worker count (callers chunk rows by it, amxk__linop_chunk; a chunk of at most 4
+   rows runs the decode kernels, another summation order). Narrow N gets more row chunks so that the
+   grid holds AMXK__LIN_TASKS16 tasks (at least 48 rows each); then N is split (down to NR16 blocks per
+   task) until there is a task per worker and the count is a multiple of the workers (or >= 4 each). */
 #ifndef AMXK__LIN_TASKS16
 #define AMXK__LIN_TASKS16 64
 #endif
@@ -3711,10 +3616,8 @@ static const amxk__pack_kernels amxk__pack_kernels_amxfp16 = {
 #endif
 
 /* The table of ISA level `level` (a context's tier, or a vector level) with the context's features
-   `feat` (amxk__features): the one place that maps levels to kernels. Each AVX-512 level has its
-   table; two levels have a variant for a feature beyond their own: the AVX2 level's w8a8 kernel on
-   AVX-VNNI, the AMX level's fp16 tiles on AMX-FP16. The AMX tables run their own kernels and hand
-   the rest to the vector level below them (amxk__pack_layout). */
+   `feat` (amxk__features); variants beyond a level's own features: the AVX2 level's w8a8 kernel on
+   AVX-VNNI, the AMX level's fp16 tiles on AMX-FP16. */
 AMXK__PRIV const amxk__pack_kernels *amxk__pack_kernels_for(amxk_tier level, uint32_t feat) {
 #if AMXK__HAS_AMX
     if (level == AMXK_TIER_AMX) return (feat & AMXK_CPU_AMX_FP16) ? &amxk__pack_kernels_amxfp16 : &amxk__pack_kernels_amx;
@@ -3754,14 +3657,12 @@ AMXK__INLINE int amxk__q8_xpan_used(const amxk__linear_plan *p, const amxk__qvie
 #define AMXK__OP_Q8 1
 
 /* The plan of op (AMXK__OP_LINEAR, or AMXK__OP_Q8: no workspace) for m rows of an [n, k] pack: q its
-   quantized view (NULL: a bf16/fp16/f32 pack, or a size query without one, with quant = 0); dt the
-   dtype the linear kernels multiply in: x's for bf16/fp16 and quantized packs, AMXK_DTYPE_F32 for f32
-   packs (amxk__lin_mul_dt); AMXK__OP_Q8: the x codes' dtype (I8 or U8). The context level's table
-   when its kernel takes the call (w8a8: its q8_takes alone decides, min_m is the linear op's), else
-   the vector level's; row chunks of the table's mc; decode (m <= 4) splits N so that every worker
-   streams its own part of the weights; a table's q8_grid replaces this grid for w8a8, and a vector
-   table's q8_else runs the w8a8 packs its q8_takes refuses, on that table's grid. quant: 0 bf16/fp16/f32 pack; 1 quantized; 2 quantized int format whose groups hold
-   whole 64-byte rows of the packed block (amxk__q_kind). */
+   quantized view (NULL: a bf16/fp16/f32 pack, or a size query without one); dt the dtype the linear
+   kernels multiply in (amxk__lin_mul_dt), for AMXK__OP_Q8 the x codes' dtype (I8 or U8). The context
+   level's table when its kernel takes the call (w8a8: its q8_takes alone decides), else the vector
+   level's; row chunks of the table's mc; decode (m <= 4) splits N only. A table's q8_grid replaces
+   this grid for w8a8, and a vector table's q8_else runs, on that grid, the packs its q8_takes refuses.
+   lin_ws's quant: amxk__q_kind of q (0: no q). */
 AMXK__PRIV void amxk__pack_layout(const amxk_ctx *ctx, int op, size_t m, size_t n, size_t k, amxk_dtype dt, const amxk__qview *q,
                                   amxk__linear_plan *p) {
     const amxk__pack_kernels *kt = amxk__pack_kernels_ctx(ctx);
@@ -3817,11 +3718,9 @@ static void amxk__linear_q8_task(void *task_ctx, size_t task, int worker) {
 AMXK__INLINE amxk_dtype amxk__lin_mul_dt(amxk_dtype pt, amxk_dtype xt) { return pt == AMXK_DTYPE_F32 ? AMXK_DTYPE_F32 : xt; }
 
 /* The workspace bytes amxk_linear requires on ctx for m rows of an [n, k] pack of dtype pt (q: its
-   quantized view, or NULL): the largest of the plans of the x dtypes the call could be given - both
-   16-bit dtypes for bf16/fp16 and quantized packs (plans differ where one dtype runs the AMX tiles
-   and the other the vector level: fp16 without AMX-FP16), F32 for f32 packs. Both size queries
-   return it and the call requires it whatever x's dtype, so every query is exact: the call refuses
-   one byte less and y overlapping any of these bytes. *ovf is set when it does not fit a size_t. */
+   quantized view, or NULL): the largest plan over the x dtypes the call could be given (both 16-bit
+   dtypes; f32 packs: F32), so that both size queries are exact whatever x's dtype. *ovf is set when it
+   does not fit a size_t. */
 AMXK__PRIV size_t amxk__linear_ws_need(const amxk_ctx *ctx, size_t m, size_t n, size_t k, amxk_dtype pt, const amxk__qview *q, int *ovf) {
     amxk__linear_plan p;
     size_t best = 0;
@@ -3883,6 +3782,15 @@ AMXK__PRIV void amxk__q8_bind(const amxk_ctx *ctx, const amxk__linop *op, size_t
     a->xs = xs, a->layout = layout, a->w = &op->q, a->bias = bias, a->y = y, a->yt = yt, a->plan = p;
 }
 
+/* Where scale (row m, group g) sits in a scale table of layout l, leading dimension ld. */
+AMXK__INLINE size_t amxk__scale_at(amxk_scale_layout l, size_t ld, size_t m, size_t g) {
+    return l == AMXK_SCALES_ROW_MAJOR ? m * ld + g : g * ld + m;
+}
+/* Elements an [m, ng] scale table of layout l spans; 0 when ld is too small for it. */
+AMXK__INLINE size_t amxk__scales_span(amxk_scale_layout l, size_t ld, size_t m, size_t ng) {
+    return ld < (l == AMXK_SCALES_ROW_MAJOR ? ng : m) ? 0 : amxk__scale_at(l, ld, m - 1, ng - 1) + 1;
+}
+
 /* amxk_quantize_act's task: every group of one row, with the table's group kernel where it takes the
    group, else the scalar loop (the same values). */
 static void amxk__actq_row(void *task_ctx, size_t row, int worker) {
@@ -3894,7 +3802,7 @@ static void amxk__actq_row(void *task_ctx, size_t row, int worker) {
         float amax = 0.0f, sc;
         int finite = 1;
         if (a->kt->actq_group && a->kt->actq_group(a, row, k0, &sc)) {
-            a->scales[a->layout == AMXK_SCALES_ROW_MAJOR ? row * a->ld_s + g : g * a->ld_s + row] = sc;
+            a->scales[amxk__scale_at(a->layout, a->ld_s, row, g)] = sc;
             continue;
         }
         for (j = 0; j < a->group; j++) {
@@ -3915,7 +3823,7 @@ static void amxk__actq_row(void *task_ctx, size_t row, int worker) {
                 *d = (uint8_t)(a->ot == AMXK_DTYPE_U8 ? qi + 128 : qi);
             }
         }
-        a->scales[a->layout == AMXK_SCALES_ROW_MAJOR ? row * a->ld_s + g : g * a->ld_s + row] = sc;
+        a->scales[amxk__scale_at(a->layout, a->ld_s, row, g)] = sc;
     }
 }
 
@@ -4313,7 +4221,7 @@ AMXK_DEF amxk_status amxk_quantize_act(const amxk_ctx *ctx, size_t m, size_t k, 
                                        size_t group, amxk_dtype ot, void *q, size_t ldq, float *scales,
                                        amxk_scale_layout layout, size_t ld_s) {
     amxk__actq_args a;
-    size_t ng, sbytes;
+    amxk__rgn outs[2], in;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!x || !q || !scales) return AMXK_ERR_NULL;
     if (m == 0 || k == 0) return AMXK_ERR_SHAPE;
@@ -4321,12 +4229,11 @@ AMXK_DEF amxk_status amxk_quantize_act(const amxk_ctx *ctx, size_t m, size_t k, 
     if (xt != AMXK_DTYPE_F32 && xt != AMXK_DTYPE_BF16 && xt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
     if (ot != AMXK_DTYPE_I8 && ot != AMXK_DTYPE_U8 && ot != AMXK_DTYPE_FP8_E4M3) return AMXK_ERR_DTYPE;
     if (layout != AMXK_SCALES_ROW_MAJOR && layout != AMXK_SCALES_GROUP_MAJOR) return AMXK_ERR_ARG;
-    ng = k / group;
-    if (ldx < k || ldq < k || ld_s < (layout == AMXK_SCALES_ROW_MAJOR ? ng : m)) return AMXK_ERR_STRIDE;
-    sbytes = (layout == AMXK_SCALES_ROW_MAJOR ? (m - 1) * ld_s + ng : (ng - 1) * ld_s + m) * 4;
-    if (amxk__overlap(q, (m - 1) * ldq + k, x, ((m - 1) * ldx + k) * amxk_dtype_size(xt)) ||
-        amxk__overlap(scales, sbytes, x, ((m - 1) * ldx + k) * amxk_dtype_size(xt)) || amxk__overlap(scales, sbytes, q, (m - 1) * ldq + k))
-        return AMXK_ERR_ALIAS;
+    outs[0] = amxk__rgn_of(q, (m - 1) * ldq + k, 0);
+    outs[1] = amxk__rgn_of(scales, amxk__scales_span(layout, ld_s, m, k / group) * 4, 0);
+    in = amxk__rgn_of(x, ((m - 1) * ldx + k) * amxk_dtype_size(xt), 0);
+    if (ldx < k || ldq < k || !outs[1].bytes) return AMXK_ERR_STRIDE;
+    if (amxk__alias(outs, 2, &in, 1) != AMXK_OK) return AMXK_ERR_ALIAS;
     a.k = k, a.ldx = ldx, a.group = group, a.ldq = ldq, a.ld_s = ld_s, a.x = x, a.xt = xt, a.ot = ot, a.q = q, a.scales = scales;
     a.layout = layout, a.kt = amxk__pack_kernels_vec(ctx);
     amxk__parallel(ctx, amxk__actq_row, &a, m);
@@ -4340,13 +4247,12 @@ AMXK_DEF amxk_status amxk_scales_relayout(size_t m, size_t ng, const float *src,
     if (m == 0 || ng == 0) return AMXK_ERR_SHAPE;
     if ((sl != AMXK_SCALES_ROW_MAJOR && sl != AMXK_SCALES_GROUP_MAJOR) || (dl != AMXK_SCALES_ROW_MAJOR && dl != AMXK_SCALES_GROUP_MAJOR))
         return AMXK_ERR_ARG;
-    if (ld_src < (sl == AMXK_SCALES_ROW_MAJOR ? ng : m) || ld_dst < (dl == AMXK_SCALES_ROW_MAJOR ? ng : m)) return AMXK_ERR_STRIDE;
-    sn = sl == AMXK_SCALES_ROW_MAJOR ? (m - 1) * ld_src + ng : (ng - 1) * ld_src + m;
-    dn = dl == AMXK_SCALES_ROW_MAJOR ? (m - 1) * ld_dst + ng : (ng - 1) * ld_dst + m;
+    sn = amxk__scales_span(sl, ld_src, m, ng);
+    dn = amxk__scales_span(dl, ld_dst, m, ng);
+    if (!sn || !dn) return AMXK_ERR_STRIDE;
     if (amxk__overlap(src, sn * 4, dst, dn * 4)) return AMXK_ERR_ALIAS;
     for (i = 0; i < m; i++)
-        for (g = 0; g < ng; g++)
-            dst[dl == AMXK_SCALES_ROW_MAJOR ? i * ld_dst + g : g * ld_dst + i] = src[sl == AMXK_SCALES_ROW_MAJOR ? i * ld_src + g : g * ld_src + i];
+        for (g = 0; g < ng; g++) dst[amxk__scale_at(dl, ld_dst, i, g)] = src[amxk__scale_at(sl, ld_src, i, g)];
     return AMXK_OK;
 }
 
@@ -4369,7 +4275,8 @@ AMXK__PRIV amxk_status amxk__linear_q8_call(const amxk_ctx *ctx, size_t m, size_
     amxk__linop op;
     amxk__q8_args a;
     amxk__linear_plan p;
-    size_t ng, sbytes, ybytes, i, j;
+    amxk__rgn io[5], ws;
+    size_t i, j;
     amxk_status s;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!xq || !xs || !packed || !y) return AMXK_ERR_NULL;
@@ -4381,8 +4288,7 @@ AMXK__PRIV amxk_status amxk__linear_q8_call(const amxk_ctx *ctx, size_t m, size_
     if ((s = amxk__linop_init(&op, packed, packed_bytes)) != AMXK_OK) return s;
     if (!op.quant || op.n != n || op.k != k || ag % op.q.bk) return AMXK_ERR_FORMAT;
     if ((s = amxk__linop_q8_check(&op)) != AMXK_OK) return s;
-    ng = k / ag;
-    if (ldq < k || ldy < n || ld_s < (layout == AMXK_SCALES_ROW_MAJOR ? ng : m)) return AMXK_ERR_STRIDE;
+    if (ldq < k || ldy < n || !amxk__scales_span(layout, ld_s, m, k / ag)) return AMXK_ERR_STRIDE;
     for (i = 0; i < m; i++) { /* x = -128 (I8 0x80, U8 0x00) would break the exactness argument: refuse it before writing */
         const uint8_t *row = (const uint8_t *)xq + i * ldq;
         const uint8_t bad = xt == AMXK_DTYPE_U8 ? 0x00 : 0x80;
@@ -4396,21 +4302,20 @@ AMXK__PRIV amxk_status amxk__linear_q8_call(const amxk_ctx *ctx, size_t m, size_
         for (; j < k; j++)
             if (row[j] == bad) return AMXK_ERR_ARG;
     }
-    sbytes = (layout == AMXK_SCALES_ROW_MAJOR ? (m - 1) * ld_s + ng : (ng - 1) * ld_s + m) * 4;
-    ybytes = ((m - 1) * ldy + n) * amxk_dtype_size(yt);
-    if (amxk__overlap(y, ybytes, xq, (m - 1) * ldq + k) || amxk__overlap(y, ybytes, xs, sbytes) ||
-        amxk__overlap(y, ybytes, packed, packed_bytes) || (bias && amxk__overlap(y, ybytes, bias, n * 4)))
-        return AMXK_ERR_ALIAS;
+    io[0] = amxk__rgn_of(xq, (m - 1) * ldq + k, 0); /* the inputs, then y */
+    io[1] = amxk__rgn_of(xs, amxk__scales_span(layout, ld_s, m, k / ag) * 4, 0);
+    io[2] = amxk__rgn_of(packed, packed_bytes, 0);
+    io[3] = amxk__rgn_of(bias, n * 4, 0);
+    io[4] = amxk__rgn_of(y, ((m - 1) * ldy + n) * amxk_dtype_size(yt), 0);
+    if ((s = amxk__alias(&io[4], 1, io, 4)) != AMXK_OK) return s;
     amxk__q8_bind(ctx, &op, m, xq, xt, ldq, xs, layout, ld_s, ag, bias, y, yt, ldy, &a, &p);
     if (ws_mode) {
         if (p.ws_overflow) return AMXK_ERR_WORKSPACE; /* no workspace can be that large */
         if (p.ws_total) {
             if (!workspace || workspace_bytes < p.ws_total) return AMXK_ERR_WORKSPACE;
             if ((uintptr_t)workspace % AMXK_ALIGN) return AMXK_ERR_ALIGN;
-            if (amxk__overlap(workspace, p.ws_total, xq, (m - 1) * ldq + k) || amxk__overlap(workspace, p.ws_total, xs, sbytes) ||
-                amxk__overlap(workspace, p.ws_total, packed, packed_bytes) || amxk__overlap(workspace, p.ws_total, y, ybytes) ||
-                (bias && amxk__overlap(workspace, p.ws_total, bias, n * 4)))
-                return AMXK_ERR_ALIAS;
+            ws = amxk__rgn_of(workspace, p.ws_total, 0);
+            if ((s = amxk__alias(&ws, 1, io, 5)) != AMXK_OK) return s;
         }
         if (p.ws_total && amxk__q8_xpan_used(&p, &op.q)) { /* the vector level's tiles run the call: its x panels first */
             amxk__q8_xpan_args xa;
@@ -4441,10 +4346,9 @@ AMXK_DEF amxk_status amxk_linear_q8_workspace_size(const amxk_ctx *ctx, size_t m
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!bytes) return AMXK_ERR_NULL;
     if ((s = amxk__linop_init(&op, packed, packed_bytes)) != AMXK_OK) return s;
-    if (!op.quant) return AMXK_ERR_FORMAT; /* as amxk_linear_q8: the w8a8 packs only */
-    if ((s = amxk__linop_q8_check(&op)) != AMXK_OK) return s;
+    if ((s = amxk__linop_q8_check(&op)) != AMXK_OK) return s; /* the w8a8 packs only */
     if (m == 0) return AMXK_ERR_SHAPE;
-    amxk__pack_layout(ctx, AMXK__OP_Q8, m, op.n, op.k, AMXK_DTYPE_I8, op.quant ? &op.q : NULL, &p);
+    amxk__pack_layout(ctx, AMXK__OP_Q8, m, op.n, op.k, AMXK_DTYPE_I8, &op.q, &p);
     if (p.ws_overflow) return AMXK_ERR_SHAPE;
     *bytes = p.ws_total;
     return AMXK_OK;
@@ -4474,32 +4378,32 @@ AMXK_DEF amxk_status amxk_dequantize(const void *packed, size_t bytes, float *w,
     return AMXK_OK;
 }
 
-AMXK_DEF amxk_status amxk_linear_workspace_size(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t *bytes) {
+/* The two size queries' answer (SHAPE when it does not fit a size_t). */
+AMXK__PRIV amxk_status amxk__linear_ws_query(const amxk_ctx *ctx, size_t m, size_t n, size_t k, amxk_dtype pt, const amxk__qview *q,
+                                             size_t *bytes) {
     int ovf = 0;
-    size_t need;
+    const size_t need = amxk__linear_ws_need(ctx, m, n, k, pt, q, &ovf);
+    if (ovf) return AMXK_ERR_SHAPE;
+    *bytes = need;
+    return AMXK_OK;
+}
+
+AMXK_DEF amxk_status amxk_linear_workspace_size(const amxk_ctx *ctx, size_t m, size_t n, size_t k, size_t *bytes) {
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!bytes) return AMXK_ERR_NULL;
     if (m == 0 || n == 0 || k == 0 || n > ((size_t)1 << 40) || k > ((size_t)1 << 40)) return AMXK_ERR_SHAPE; /* no pack is larger */
-    need = amxk__linear_ws_need(ctx, m, n, k, AMXK_DTYPE_BF16, NULL, &ovf); /* any bf16/fp16 pack */
-    if (ovf) return AMXK_ERR_SHAPE; /* workspace beyond SIZE_MAX (n_workers) */
-    *bytes = need;
-    return AMXK_OK;
+    return amxk__linear_ws_query(ctx, m, n, k, AMXK_DTYPE_BF16, NULL, bytes); /* any bf16/fp16 pack */
 }
 
 AMXK_DEF amxk_status amxk_linear_workspace_size_for(const amxk_ctx *ctx, size_t m, const void *packed, size_t packed_bytes,
                                                     size_t *bytes) {
     amxk__linop op;
     amxk_status s;
-    int ovf = 0;
-    size_t need;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
     if (!bytes) return AMXK_ERR_NULL;
     if ((s = amxk__linop_init(&op, packed, packed_bytes)) != AMXK_OK) return s;
     if (m == 0) return AMXK_ERR_SHAPE;
-    need = amxk__linear_ws_need(ctx, m, op.n, op.k, op.pt, op.quant ? &op.q : NULL, &ovf);
-    if (ovf) return AMXK_ERR_SHAPE;
-    *bytes = need;
-    return AMXK_OK;
+    return amxk__linear_ws_query(ctx, m, op.n, op.k, op.pt, op.quant ? &op.q : NULL, bytes);
 }
 
 AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t k, const void *x, amxk_dtype xt,
@@ -4508,7 +4412,8 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
     amxk__linear_plan p;
     amxk__linear_args a;
     amxk__linop op;
-    size_t ysz = amxk_dtype_size(yt), ybytes, xbytes, need;
+    amxk__rgn outs[2], in[3];
+    size_t need;
     amxk_status s;
     int ovf = 0;
     if (!amxk__ctx_ok(ctx)) return AMXK_ERR_CONTEXT;
@@ -4529,26 +4434,21 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
         if (!workspace || workspace_bytes < need) return AMXK_ERR_WORKSPACE;
         if ((uintptr_t)workspace % AMXK_ALIGN) return AMXK_ERR_ALIGN;
     }
-    ybytes = ((m - 1) * ldy + n) * ysz;
-    xbytes = ((m - 1) * ldx + k) * amxk_dtype_size(xt);
-    if (amxk__overlap(y, ybytes, x, xbytes) || amxk__overlap(y, ybytes, packed, packed_bytes) ||
-        (bias && amxk__overlap(y, ybytes, bias, n * 4)) || amxk__overlap(y, ybytes, workspace, need))
-        return AMXK_ERR_ALIAS;
-    /* the workspace is written too: it must not hold an input */
-    if (need && (amxk__overlap(workspace, need, x, xbytes) || amxk__overlap(workspace, need, packed, packed_bytes) ||
-                 (bias && amxk__overlap(workspace, need, bias, n * 4))))
-        return AMXK_ERR_ALIAS;
+    outs[0] = amxk__rgn_of(y, ((m - 1) * ldy + n) * amxk_dtype_size(yt), 0);
+    outs[1] = amxk__rgn_of(workspace, need, 0);
+    in[0] = amxk__rgn_of(x, ((m - 1) * ldx + k) * amxk_dtype_size(xt), 0);
+    in[1] = amxk__rgn_of(packed, packed_bytes, 0);
+    in[2] = amxk__rgn_of(bias, n * 4, 0);
+    if ((s = amxk__alias(outs, 2, in, 3)) != AMXK_OK) return s;
     amxk__parallel(ctx, amxk__linear_task, &a, p.m_tasks * p.n_tasks);
     return AMXK_OK;
 }
 
 // >>linop ----------------------------------------------------------------------------------------
 /* The operator interface of this header for the other modules (amxk_moe.h uses nothing else of it):
-   a pack seen as y[rows, N] = x[rows, K] W^T (+ bias), f32 y, run by ranges of rows and of column
-   blocks with the plan, kernels and sums amxk_linear (or, on int8 activations, amxk_linear_q8) uses
-   for the same row count. The contents of amxk__linop and amxk__linop_call are private to this
-   header: callers only pass them to these functions. */
-
+   a pack as y[rows, N] = x[rows, K] W^T (+ bias), f32 y, run by ranges of rows and column blocks with
+   the plan, kernels and sums of amxk_linear (int8 activations: amxk_linear_q8) for the same row
+   count. amxk__linop and amxk__linop_call are opaque to callers. */
 #define AMXK__LINOP_NB AMXK__LIN_NB /* outputs per column block: column ranges count blocks */
 
 /* Opens packed as an [n, k] operator: the pack is validated (AMXK_ERR_NULL for NULL; AMXK_ERR_FORMAT
@@ -4577,9 +4477,9 @@ AMXK__PRIV int amxk__linop_same(const void *a, size_t bytes_a, const void *b, si
 }
 
 /* Per-worker workspace bytes that amxk__linop_run needs on ctx for any call of 1 .. rows rows (either
-   x dtype for quantized packs; 0 on int8 activations). Each table's workspace is nondecreasing in
-   the row count and a table other than the vector level's takes only calls of min_m rows or more, so
-   the plans of rows and of min(rows, min_m - 1) rows bound every row count. */
+   x dtype for quantized packs; 0 on int8 activations). Each table's workspace is nondecreasing in the
+   row count and only the vector level's takes calls below min_m rows, so the plans of rows and of
+   min(rows, min_m - 1) rows bound every row count. */
 AMXK__PRIV size_t amxk__linop_ws(const amxk_ctx *ctx, const amxk__linop *op, size_t rows, int q8) {
     const size_t below = AMXK__MIN(rows, amxk__pack_kernels_ctx(ctx)->min_m - 1);
     amxk__linear_plan p;
@@ -4633,9 +4533,8 @@ AMXK__PRIV size_t amxk__linop_col_tile(const amxk__linop_call *c) { return c->pl
 
 /* Rows [m0, m1) (inside one chunk) x column blocks [b0, b1) of a bound call; ws: amxk__linop_ws bytes
    for this worker (AMXK_ALIGN aligned; may be NULL when that is 0). ts: NULL, or the task's tile
-   session (amxk__linop_begin .. amxk__linop_end, the same ws for all its calls): the AMX kernels
-   keep the tile configuration (and the bf16 / fp16 x panel) from the session's call before when it is
-   the one they need; the other kernels ignore it (and end its x panel: they write ws). */
+   session (amxk__linop_begin .. amxk__linop_end, the same ws for all its calls; amxk__tiles): the
+   kernels without one end its x panel (they write ws). */
 AMXK__PRIV void amxk__linop_run(const amxk__linop_call *c, size_t m0, size_t m1, size_t b0, size_t b1, void *ws, amxk__tiles *ts) {
     const amxk__pack_kernels *kt = c->plan.kt;
     if (c->q8) {
@@ -4648,15 +4547,12 @@ AMXK__PRIV void amxk__linop_run(const amxk__linop_call *c, size_t m0, size_t m1,
         kt->lin_block(&c->a, m0, m1, b0, b1, (char *)ws);
     }
 }
-/* x panels built once per call (w*a16: the AMX kernel's tile-major A panels, which it otherwise
-   copies in every kernel call, e.g. once per column slice; int8 activations: the vector level's
-   q8_xpan panels of whole 8-row tiles, which its tiles otherwise build per column slice): bytes for
-   every row of a bound call (0: its kernel reads no panels, x is read where it is; a multiple of
-   AMXK_ALIGN); amxk__linop_xpanel_set points the call at that many bytes (AMXK_ALIGN aligned), and
-   amxk__linop_xpanel_build writes the panels of rows [m0, m1) (one row chunk of amxk__linop_chunk)
-   there; every chunk must be built before any amxk__linop_run of the call reads it (and after x
-   holds its values). Bound for the size queries: `calls` calls of `rows` rows in all of pack op
-   (q8: on int8 activations) on ctx's level (overflow sets *ovf). */
+/* x panels built once per call instead of per kernel call (w*a16: the AMX kernel's tile-major A
+   panels; int8 activations: the vector level's q8_xpan 8-row tiles). _bytes: for every row of a bound
+   call (0: its kernel reads x where it is; a multiple of AMXK_ALIGN); _set points the call at that
+   many AMXK_ALIGN-aligned bytes; _build writes the panels of rows [m0, m1) (one amxk__linop_chunk),
+   after x holds its values and before any amxk__linop_run of the call reads them. _bound: bytes for
+   `calls` calls of `rows` rows in all of pack op on ctx's level (overflow sets *ovf). */
 AMXK__PRIV size_t amxk__linop_xpanel_bytes(const amxk__linop_call *c) {
     if (c->q8) { /* whole 8-row tiles of ceil(K / 4) 32-bit units per row (sizes checked by the call's layout) */
         int ovf = 0;
