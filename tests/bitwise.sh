@@ -3,7 +3,7 @@
 # output: same machine, same builds, before and after).
 #
 #   AMXK_TEST_DUMP=DIR make test          every checked output of every run of the matrix (each program,
-#                                         build and feature variant) hashed into DIR/<program>[.variant].txt
+#                                         build and feature variant) hashed into DIR/<build dir>.<program>[.variant].txt
 #                                         (tests/test.h: test_dump)
 #   bash tests/bitwise.sh BEFORE AFTER    compares the two directories line by line (sorted: the key is
 #                                         what, case id, level, workers, ordinal; the value bytes + hash)

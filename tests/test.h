@@ -61,7 +61,8 @@
                              named them: make sanitize's emulated-AVX-512 build leaves the levels its native
                              build runs to that build.
      test_dump(what, t, p, n) with AMXK_TEST_DUMP=DIR set: appends one line "what case tier workers ord bytes
-                             hash" (t < 0: the last test_ctx's level; FNV-1a 64 of the n bytes at p) to DIR/<program>[.variant].txt; the
+                             hash" (t < 0: the last test_ctx's level; FNV-1a 64 of the n bytes at p) to
+                             DIR/<build dir>.<program>[.variant].txt; the
                              checkers call it on every output they compare, so two runs (before / after a
                              change, same machine and build) can be compared bit for bit: sort both files
                              and diff them (tests/bitwise.sh). Nothing happens without the variable. */
@@ -389,8 +390,8 @@ TEST_FN void test_dump(const char *what, int tier, const void *p, size_t bytes) 
     fprintf(test_dump_file, "%s %016llx %d %d %lu %lu %016llx\n", what, (unsigned long long)test_case_cur, tier >= 0 ? tier : test_dump_tier,
             test_dump_workers, test_dump_ord++, (unsigned long)bytes, (unsigned long long)h);
 }
-/* Opens DIR/<program>[.DENY][.ONLY].txt when AMXK_TEST_DUMP=DIR (Linux: the program's name from
-   /proc/self/exe). */
+/* Opens DIR/<build dir>.<program>[.DENY][.ONLY].txt when AMXK_TEST_DUMP=DIR (Linux: from the
+   program's command line). */
 TEST_FN void test_dump_open(void) {
     const char *dir = getenv("AMXK_TEST_DUMP"), *deny = getenv("AMXK_TEST_DENY"), *only = getenv("AMXK_TEST_ONLY");
     char exe[512], path[1200];
@@ -404,7 +405,16 @@ TEST_FN void test_dump_open(void) {
         fclose(f);
     }
     exe[n] = 0;
-    base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+    /* <build dir>.<program>: build/test_pack -> build.test_pack, build/sanitize/test_pack -> sanitize.test_pack */
+    base = strrchr(exe, '/');
+    if (base) {
+        const char *b = base;
+        while (b > exe && b[-1] != '/') b--;
+        base = b;
+        *strrchr(exe, '/') = '.';
+    } else {
+        base = exe;
+    }
     snprintf(path, sizeof path, "%s/%s%s%s%s%s.txt", dir, base, deny && *deny ? ".deny-" : "", deny && *deny ? deny : "",
              only && *only ? ".only-" : "", only && *only ? only : "");
     test_dump_file = fopen(path, "w");
