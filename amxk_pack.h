@@ -43,15 +43,10 @@
        bf16 / fp16 (AVX512_BF16 with bf16 x: vdpbf16ps on the packed pairs); fp32 packs: fp32 FMA
        straight on the blocks at every level (the amx level: its vector level; amxk_linear_q8 and the
        MoE experts do not take them). Scalar: portable C.
-       Quantized packs (w*a16: x not quantized): decode (M < 12) sums t = sum x*q per group in fp32 and
-       applies the scale once per group, acc += s * (t - z * sum x) (not the rounding of s*q; a zero
-       group contributes exactly 0); fp8 fields are decoded exactly (integer shifts into f32 when the
-       pack holds no NaN / inf code, MXCSR.DAZ is clear and |x| < 2^100, else through fp16). Prefill
-       (M >= 12), scalar and AMX: blocks dequantized once per task (s * (q - z), one rounding; to bf16
-       for vdpbf16ps and AMX: one more). MXFP4 runs the int4 paths with an e2m1 table and e8m0 scales
-       (2^(e-127) * e2m1 is exact in f32 and bf16 - bf16 subnormal below 2^-126 -, in fp16 only within
-       its range); it has no w*a8 path (amxk_linear_q8: FORMAT; amxk_moe_experts with act_int8:
-       UNSUPPORTED). Group sizes not a multiple of 32/b columns use the generic (scalar) dequantizer.
+       Quantized packs (w*a16): decode (M < 12) sums t = sum x*q per group in fp32, then acc += s * (t -
+       z * sum x); fp8 decoded exactly. Prefill (M >= 12), scalar and AMX: blocks dequantized once per
+       task (s * (q - z), one rounding; bf16 for vdpbf16ps / AMX: one more). MXFP4: the int4 paths with
+       an e2m1 table and e8m0 scales; no w*a8 path. Details: docs/notes/pack.md.
        w8a8 (int8, or u8 = int8 + 128, activations): amxk_quantize_act + amxk_linear_q8, see there.
 
    THREADING
@@ -446,7 +441,7 @@ AMXK__INLINE float amxk__e8m0_to_f32(unsigned e) {
    What a new format touches: its public enum value and doc, and its row below. Only a new value map
    adds more: an AMXK__QV_* value, its case in AMXK__Q_DECODERS, its dec / enc, and its branch in the
    vector decoders (amxk__q_w16__avx2; AMXK__QD_FIELDS_DEFINE, once for both widths); a new scale
-   kind, its branch in the grid loaders (amxk__q_sgrid16, amxk__q_sgrid16__avx512). The w8a8 path
+   kind, its branch in the grid loader (AMXK__QGRID_DEFINE). The w8a8 path
    takes INT rows only (amxk__linop_q8_check), the bf16 table kernel any 4-bit row (through dec). */
 enum { AMXK__QV_INT, AMXK__QV_LUT, AMXK__QV_E4M3, AMXK__QV_E5M2 };
 #define AMXK__QV_FP8(m) ((m) >= AMXK__QV_E4M3)
@@ -513,6 +508,42 @@ AMXK__INLINE int amxk__q_kind(const amxk__qview *v) { return v->bk % (size_t)(32
    reads its scales sequentially (format version 3; version 2 was group-major [K/bk][N/bn]: see
    docs/notes/formats.md). Entries past N are zero. */
 AMXK__INLINE size_t amxk__q_gidx(const amxk__qview *v, size_t nb, size_t g) { return (nb / 16) * (v->nbk * 16) + g * 16 + nb % 16; }
+/* Group g's grid entries (scales or zeros) of the 16 rows of block b, 0 past N, into s[0 .. P##_NH)
+   (P: AMXK__V8 or AMXK__V16): vector loads for per-row grids (bn == 1), else out of line: one
+   broadcast when the 16 rows share a grid row, else one by one. sgrid: the scales, an f32 grid or e8m0
+   bytes widened by P##_QE8M0 (amxk__e8m0_to_f32's bits); edge with grid NULL: the e8m0 bytes. */
+#define AMXK__QGRID_DEFINE(isa, P)                                                                                     \
+AMXK__PRIV void amxk__q_grid16_edge__##isa(const amxk__qview *v, const float *grid, size_t b, size_t g, P##_T *s) {    \
+    const size_t n0 = b * 16;                                                                                          \
+    float t[16];                                                                                                       \
+    size_t r;                                                                                                          \
+    int h;                                                                                                             \
+    if (grid && n0 + 16 <= v->n && n0 / v->bn == (n0 + 15) / v->bn) {                                                  \
+        for (h = 0; h < P##_NH; h++) s[h] = P##_SET1(grid[amxk__q_gidx(v, n0 / v->bn, g)]);                            \
+        return;                                                                                                        \
+    }                                                                                                                  \
+    for (r = 0; r < 16; r++) {                                                                                         \
+        const size_t i = amxk__q_gidx(v, (n0 + r) / v->bn, g);                                                         \
+        t[r] = n0 + r >= v->n ? 0.0f : grid ? grid[i] : amxk__e8m0_to_f32(v->e8[i]);                                   \
+    }                                                                                                                  \
+    for (h = 0; h < P##_NH; h++) s[h] = P##_LOADU(t + h * P##_LANES);                                                  \
+}                                                                                                                      \
+AMXK__FORCE_INLINE void amxk__q_grid16__##isa(const amxk__qview *v, const float *grid, size_t b, size_t g, P##_T *s) { \
+    int h;                                                                                                             \
+    if (b * 16 + 16 <= v->n && v->bn == 1)                                                                             \
+        for (h = 0; h < P##_NH; h++) s[h] = P##_LOADU(grid + amxk__q_gidx(v, b * 16, g) + (size_t)h * P##_LANES);      \
+    else                                                                                                               \
+        amxk__q_grid16_edge__##isa(v, grid, b, g, s);                                                                  \
+}                                                                                                                      \
+AMXK__FORCE_INLINE void amxk__q_sgrid16__##isa(const amxk__qview *v, size_t b, size_t g, P##_T *s) {                   \
+    int h;                                                                                                             \
+    if (!v->e8)                                                                                                        \
+        amxk__q_grid16__##isa(v, v->scales, b, g, s);                                                                  \
+    else if (b * 16 + 16 <= v->n)                                                                                      \
+        for (h = 0; h < P##_NH; h++) s[h] = P##_QE8M0(v->e8 + amxk__q_gidx(v, b * 16, g) + h * P##_LANES);             \
+    else                                                                                                               \
+        amxk__q_grid16_edge__##isa(v, NULL, b, g, s);                                                                  \
+}
 /* Points v (geometry filled) at the fields, scale grid and zero grid of the pack at base. */
 AMXK__INLINE void amxk__q_bind(amxk__qview *v, const void *base) {
     v->data = (const uint8_t *)base + sizeof(amxk__pack_hdr);
@@ -574,16 +605,14 @@ struct amxk__pack_kernels;
    amxk__pack_layout, so they cannot drift. */
 typedef struct amxk__linear_plan {
     const struct amxk__pack_kernels *kt;  /* the table whose kernel runs the call */
-    const struct amxk__pack_kernels *vec; /* the vector level's table: kernels kt borrows (the AMX
-                                             path's dequantizer) */
+    const struct amxk__pack_kernels *vec; /* the vector level's table (kernels kt borrows) */
     size_t mc, nc;  /* rows and column blocks per task */
     size_t m_tasks, n_tasks;
     size_t nblk, workers; /* column blocks of the pack, workers of the context (the levels' lin_ws grids) */
     size_t bpairs;  /* AMX: block pairs per B block (amxk__linear_block__32x32__amx) */
     int wide;         /* vector path with widened weight blocks */
     size_t ws_a;      /* per worker: x panels (f32, MR x Kp each), or the 16-bit tile-major AMX x panels */
-    size_t ws_w;      /* per worker: a widened/dequantized weight block: f32 16 x Kp (vector, scalar)
-                         or a B block of 16-bit VNNI blocks and an f32 scratch block (AMX, quantized packs) */
+    size_t ws_w;      /* per worker: a widened weight block (f32 16 x Kp), or AMX's B block + f32 scratch */
     size_t ws_c;      /* per worker: AMX C scratch */
     size_t ws_worker; /* per worker slice, a multiple of AMXK_ALIGN */
     size_t ws_total;
@@ -602,9 +631,8 @@ typedef struct amxk__linear_args {
     amxk_dtype wt;          /* the pack's header dtype (BF16, F16, F32; quantized: amxk__q_hdr_dtype) */
     char *ws;
     const amxk__linear_plan *plan;
-    /* NULL, or every row of the call already copied into the AMX kernel's tile-major x panels
-       (amxk__linop_xpanel_set / _build: the row chunk from row m0 at xpan + amxk__linop_xpanel_rows(m0,
-       mc) * kp): the AMX kernel then reads them instead of copying x; the other kernels ignore it */
+    /* NULL, or the AMX kernel's tile-major x panels of every row (chunk from m0 at xpan +
+       amxk__linop_xpanel_rows(m0, mc) * kp), read instead of x; the other kernels ignore it */
     uint16_t *xpan;
 } amxk__linear_args;
 
@@ -634,19 +662,13 @@ typedef struct amxk__actq_args {
     const struct amxk__pack_kernels *kt; /* the vector level's table (its actq_group, if any) */
 } amxk__actq_args;
 
-/* The kernels of one ISA level. Each op has one driver (>>dispatch) that calls these; adding a level
-   means one table (in >>dispatch) and its kernels. A table whose linear / w8a8 kernel does not take a
-   call (fewer than min_m rows, or its *_takes says no) hands it to the vector level's table, which
-   takes every call; NULL entries (the AMX table's vector-only ops) mean "the vector level's". */
-/* A tile session: consecutive AMX kernel calls of one task (one worker, one thread) that share the
-   tile state. The configuration is loaded again only when a call needs another one (equal configs:
-   no LDTILECFG) and released once, by amxk__linop_end; the bf16 / fp16 kernel's tile-major x panel
-   in the worker's workspace is built again only for other rows (key: x, rows, R, K, row stride).
-   Zeroed: nothing loaded, no panel. Kernels given NULL load and release within the call. */
+/* A tile session: consecutive AMX kernel calls of one task (one thread) sharing the tile state: the
+   configuration loaded again only when another is needed, released by amxk__linop_end; the x panel
+   in ws rebuilt only for other rows. Zeroed: empty. Kernels given NULL load and release per call. */
 typedef struct amxk__tiles {
-    amxk__tilecfg cfg;     /* the loaded configuration, when loaded */
+    amxk__tilecfg cfg;
     int loaded;
-    void (*release)(void); /* releases the tiles (set by the kernel that loaded them) */
+    void (*release)(void); /* set by the kernel that loaded the tiles */
     const void *x;         /* the panel's source rows [m0, m1) (NULL: no panel), tile rows, K, stride */
     size_t m0, m1, r, k, ldx;
 } amxk__tiles;
@@ -667,53 +689,36 @@ AMXK__INLINE size_t amxk__linop_xpanel_rows(size_t rows, size_t mc) {
     return rows / mc * AMXK__ROUND_UP(mc, (size_t)AMXK__LIN_AMX_M) + AMXK__ROUND_UP(rows % mc, (size_t)AMXK__LIN_AMX_M);
 }
 
+/* The kernels of one ISA level (tables in >>dispatch; see DESIGN): one that does not take a call (< min_m
+   rows, *_takes 0) hands it to the vector level's; NULL entries: the vector level's. */
 typedef struct amxk__pack_kernels {
-    size_t mc;    /* rows per task: a multiple of the row tiles of the level's linear and w8a8 kernels */
-    size_t min_m; /* fewest rows its linear and w8a8 kernels take */
-    size_t nc;    /* column blocks per task outside decode: a multiple of its kernels' column tiles */
-    /* amxk_linear: NULL or 0 for the dtypes it does not multiply in (amxk__pack_layout's dt) */
-    int (*lin_takes)(amxk_dtype dt);
-    /* the per-worker workspace of a plan (mc set) for m rows, Kp and quant (amxk__pack_layout's
-       argument): sets wide, ws_a, ws_w, ws_c; nondecreasing in m (amxk__linop_ws relies on it) */
+    size_t mc, min_m, nc; /* rows per task (row-tile multiple), fewest rows taken, column blocks per task */
+    int (*lin_takes)(amxk_dtype dt); /* amxk_linear: 0 for x dtypes it does not run */
+    /* sets wide, ws_a, ws_w, ws_c of plan p (mc set) for m rows; nondecreasing in m */
     void (*lin_ws)(amxk__linear_plan *p, size_t m, size_t kp, int quant);
-    /* rows [m0, m1) x column blocks [b0, b1) of y; ws: this worker's slice (NULL if none) */
     void (*lin_block)(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws);
-    /* amxk_linear_q8: NULL or 0 for packs (and row counts m, u8: U8 codes) it does not run; rows
-       [m0, m1) x blocks [b0, b1) */
-    int (*q8_takes)(const amxk__qview *v, size_t m, int u8);
+    int (*q8_takes)(const amxk__qview *v, size_t m, int u8); /* amxk_linear_q8: 0 for packs it does not run */
     void (*q8_block)(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1);
-    /* amxk_quantize_act: one group of a row (scale out); 0 without writing anything when it does not
-       take the group (the scalar loop then runs it, giving the same values) */
+    /* one group of a row (scale out); 0, writing nothing, when it does not take it (the scalar loop does) */
     int (*actq_group)(const amxk__actq_args *a, size_t row, size_t k0, float *scale);
-    /* quantized block b dequantized to the 16-bit VNNI pair layout of dtype t (the AMX path's weights;
-       wf: an f32 16 x Kp scratch) */
+    /* block b dequantized to dtype t's 16-bit VNNI pairs (wf: f32 16 x Kp scratch) */
     void (*q_block_16)(const amxk__qview *v, size_t b, amxk_dtype t, float *wf, uint16_t *d);
-    /* the epilogue of `rows` rows from `row`: y[row + i][n0 .. n0 + cnt) = acc[i * ldacc + 0 .. cnt)
-       (+ bias), one rounding to y's dtype: the values of amxk__linear_store_row (the AMX path's f32
-       scratch out through the vector level) */
+    /* y[row + i][n0 .. n0 + cnt) = acc[i * ldacc ..] (+ bias), the values of amxk__linear_store_row */
     void (*store_rows)(const amxk__linear_args *a, size_t row, size_t rows, size_t n0, size_t cnt, const float *acc, size_t ldacc);
-    /* the task grid of amxk_linear_q8 (NULL: amxk__pack_layout's): sets mc, nc, m_tasks, n_tasks */
-    void (*q8_grid)(amxk__linear_plan *p, const amxk__qview *v, size_t m, int u8, size_t workers);
-    /* the AMX w8a8 kernel's vector work (amxk__q8_bprep__scalar, amxk__q8_epi__scalar: contracts) */
+    void (*q8_grid)(amxk__linear_plan *p, const amxk__qview *v, size_t m, int u8, size_t workers); /* NULL: the default grid */
+    /* the AMX w8a8 kernel's vector work (contracts: amxk__q8_bprep__scalar, amxk__q8_epi__scalar) */
     void (*q8_bprep)(const amxk__qview *v, size_t b, size_t k0, size_t k1, int8_t *dst, int32_t *corr, size_t ldc);
     void (*q8_epi)(const amxk__q8_args *a, size_t row, size_t rows, size_t b, int nb, size_t g, const int32_t *c, const int32_t *corr,
                    float *acc, int first, int last);
-    size_t col_tile; /* column blocks per tile of its linear and w8a8 kernels (callers that slice N: multiples) */
-    /* NULL, or lin_block / q8_block in a tile session (amxk__tiles; not NULL): the AMX level's */
+    size_t col_tile; /* column blocks per tile (callers that slice N: multiples) */
+    /* NULL, or lin_block / q8_block in a tile session (ts not NULL) */
     void (*lin_block_ts)(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws, amxk__tiles *ts);
     void (*q8_block_ts)(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1, amxk__tiles *ts);
-    /* NULL, or amxk_linear_q8_ws's x panels of the vector level's q8_block: 8-row tiles [t0, t1) of x
-       (rows 8t .. 8t + 7) into xpan, AMXK__Q8_XPAN_UNITS(K) x 8 32-bit units per tile */
+    /* NULL, or 8-row tiles [t0, t1) of x as AMXK__Q8_XPAN_UNITS(K) x 8 32-bit units each */
     void (*q8_xpan)(const amxk__q8_args *a, size_t t0, size_t t1, uint32_t *xpan);
-    /* NULL, or 1 when q8_block reads q8_xpan's panels (a->xpan) for the prefill of pack v (0: it runs
-       v on kernels that read x where it is) */
-    int (*q8_xpan_takes)(const amxk__qview *v);
-    /* NULL, or the x rows [m0, m1) of one row chunk as lin_block's tile-major x panels at xa (the
-       AMX level's: what lin_block reads from a->xpan) */
-    void (*lin_xpanel)(const amxk__linear_args *a, size_t m0, size_t m1, uint16_t *xa);
-    /* NULL, or the table whose w8a8 kernels run the packs this (vector) table's q8_takes refuses, on
-       this table's task grid */
-    const struct amxk__pack_kernels *q8_else;
+    int (*q8_xpan_takes)(const amxk__qview *v); /* NULL, or 1 when q8_block reads a->xpan for pack v */
+    void (*lin_xpanel)(const amxk__linear_args *a, size_t m0, size_t m1, uint16_t *xa); /* NULL, or lin_block's x panels */
+    const struct amxk__pack_kernels *q8_else; /* NULL, or the table running the packs q8_takes refuses */
 } amxk__pack_kernels;
 /* q8_xpan tiles: rows, and 32-bit units per row (x bytes padded with zeros to whole units) */
 #define AMXK__Q8_XPAN_ROWS 8
@@ -739,6 +744,26 @@ AMXK__PRIV void amxk__linear_store_rows__scalar(const amxk__linear_args *a, size
                                                 size_t ldacc) {
     size_t i;
     for (i = 0; i < rows; i++) amxk__linear_store_row(a, row + i, n0, cnt, acc + i * ldacc);
+}
+/* store_rows at one width (P: AMXK__V8 or AMXK__V16, amxk.h): f32 loads, bias added in f32, one
+   rounding by P##_STORET (RNE, bitwise the row store); the tail masked (V16) or, at 8 lanes, the last
+   cnt % 8 columns of a row through amxk__linear_store_row. */
+#define AMXK__STORE_ROWS_DEFINE(isa, P)                                                                                \
+AMXK__PRIV void amxk__linear_store_rows__##isa(const amxk__linear_args *a, size_t row, size_t rows, size_t n0, size_t cnt, \
+                                               const float *acc, size_t ldacc) {                                       \
+    const size_t es = amxk_dtype_size(a->yt);                                                                          \
+    size_t i, j;                                                                                                       \
+    for (i = 0; i < rows; i++) {                                                                                       \
+        const float *c = acc + i * ldacc;                                                                              \
+        char *y = (char *)a->y + ((row + i) * a->ldy + n0) * es;                                                       \
+        for (j = 0; j + P##_STEP_MIN <= cnt; j += P##_N) {                                                             \
+            const P##_MASK_T k = P##_MASK(cnt - j);                                                                    \
+            P##_T v = P##_LOADT(c + j, AMXK_DTYPE_F32, k);                                                             \
+            if (a->bias) v = P##_ADD(v, P##_LOADT(a->bias + n0 + j, AMXK_DTYPE_F32, k));                               \
+            P##_STORET(y + j * es, a->yt, v, k);                                                                       \
+        }                                                                                                              \
+        if (j < cnt) amxk__linear_store_row(a, row + i, n0 + j, cnt - j, c + j);                                       \
+    }                                                                                                                  \
 }
 
 /* 1 when the n bytes at p are all zero. */
@@ -1166,85 +1191,54 @@ AMXK__FORCE_INLINE __m256 amxk__q_field__avx2(__m256i v, int sh, int bits, int s
     if (sym) return _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(v, 32 - sh - bits), 32 - bits));
     return _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(v, sh), _mm256_set1_epi32((1 << bits) - 1)));
 }
-/* The values at bit sh of the 16 lanes of v0 | v1 as f32: int fields, or fp8 codes decoded exactly
-   (through fp16 and vcvtph2ps, which ignores MXCSR.DAZ; e4m3 NaN kept). e4m3's fp16 image is the
-   value / 256 (fp16's exponent bias is 8 more); the f32 is multiplied back by 256 here (exact: |code|
-   <= 448), never folded into the scale, where s * 256 would overflow for s above ~2^120 (issue 31).
-   LUT maps come out as the table's integers (lutv: the table in every 128-bit lane): callers fold the
-   row's unit into the scale (s / 2 is exact or a subnormal that stays exact for e8m0 scales). */
-AMXK__FORCE_INLINE void amxk__q_w16__avx2(__m256i v0, __m256i v1, int sh, int bits, int map, int sym, __m256i lutv,
-                                                                   __m256 *w0, __m256 *w1) {
-    __m256i t0, t1, h;
-    if (map == AMXK__QV_LUT) { /* the code through the table (lut[0] = 0 for the lane's upper bytes), sign-extended */
-        const __m256i m = _mm256_set1_epi32(15);
-        *w0 = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(_mm256_shuffle_epi8(lutv, _mm256_and_si256(_mm256_srli_epi32(v0, sh), m)), 24), 24));
-        *w1 = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(_mm256_shuffle_epi8(lutv, _mm256_and_si256(_mm256_srli_epi32(v1, sh), m)), 24), 24));
-        return;
-    }
-    if (map == AMXK__QV_INT) {
-        *w0 = amxk__q_field__avx2(v0, sh, bits, sym);
-        *w1 = amxk__q_field__avx2(v1, sh, bits, sym);
-        return;
-    }
-    t0 = _mm256_and_si256(_mm256_srli_epi32(v0, sh), _mm256_set1_epi32(0xff));
-    t1 = _mm256_and_si256(_mm256_srli_epi32(v1, sh), _mm256_set1_epi32(0xff));
-    h = _mm256_permute4x64_epi64(_mm256_packus_epi32(t0, t1), 0xd8); /* 16 codes as 16-bit lanes, in order */
-    if (map == AMXK__QV_E5M2) {
-        h = _mm256_slli_epi16(h, 8);
-        *w0 = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
-        *w1 = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
-    } else {
-        __m256i mag = _mm256_and_si256(h, _mm256_set1_epi16(0x7f));
-        __m256i f = _mm256_or_si256(_mm256_slli_epi16(mag, 7), _mm256_slli_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x80)), 8));
-        __m256i nan = _mm256_cmpeq_epi16(mag, _mm256_set1_epi16(0x7f));
-        f = _mm256_blendv_epi8(f, _mm256_or_si256(f, _mm256_set1_epi16(0x7e00)), nan); /* f16 NaN, sign kept */
-        *w0 = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(f)), _mm256_set1_ps(256.0f));
-        *w1 = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(f, 1)), _mm256_set1_ps(256.0f));
-    }
+/* 16 fp8 codes (16-bit lanes) as fp16 images: e5m2 the code at the top, e4m3 the value / 256 (fp16's
+   exponent bias is 8 more; NaN kept, sign kept). */
+AMXK__FORCE_INLINE __m256i amxk__fp8_f16__avx2(__m256i h, int map) {
+    __m256i mag, f;
+    if (map == AMXK__QV_E5M2) return _mm256_slli_epi16(h, 8);
+    mag = _mm256_and_si256(h, _mm256_set1_epi16(0x7f));
+    f = _mm256_or_si256(_mm256_slli_epi16(mag, 7), _mm256_slli_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x80)), 8));
+    return _mm256_blendv_epi8(f, _mm256_or_si256(f, _mm256_set1_epi16(0x7e00)), _mm256_cmpeq_epi16(mag, _mm256_set1_epi16(0x7f)));
 }
-/* Group g's scales (or zeros) of the 16 rows of block b (0 past N): two vector loads for per-row
-   grids (bn == 1: 16 adjacent entries), one broadcast when the 16 rows share a grid row,
-   else one by one. The divisions by bn are done only for bn > 1. */
-AMXK__INLINE void amxk__q_grid16(const amxk__qview *v, const float *grid, size_t b, size_t g, __m256 *lo, __m256 *hi) {
-    const size_t n0 = b * 16;
-    float t[16];
-    size_t r;
-    if (n0 + 16 <= v->n && v->bn == 1) {
-        *lo = _mm256_loadu_ps(grid + amxk__q_gidx(v, n0, g));
-        *hi = _mm256_loadu_ps(grid + amxk__q_gidx(v, n0 + 8, g));
-        return;
-    }
-    if (n0 + 16 <= v->n && n0 / v->bn == (n0 + 15) / v->bn) {
-        *lo = *hi = _mm256_broadcast_ss(grid + amxk__q_gidx(v, n0 / v->bn, g));
-        return;
-    }
-    for (r = 0; r < 16; r++) t[r] = n0 + r < v->n ? grid[amxk__q_gidx(v, (n0 + r) / v->bn, g)] : 0.0f;
-    *lo = _mm256_loadu_ps(t);
-    *hi = _mm256_loadu_ps(t + 8);
+/* The fp8 codes at bit sh of the 16 lanes of c[0] | c[1] as f32, exactly: through fp16 and vcvtph2ps
+   (which ignores MXCSR.DAZ); e4m3 multiplied back by 256 here (exact: |code| <= 448), never folded
+   into the scale, where s * 256 would overflow for s above ~2^120. */
+AMXK__FORCE_INLINE void amxk__q_fp8x__avx2(const __m256i *c, int sh, int map, __m256 *w) {
+    const __m256i m = _mm256_set1_epi32(0xff);
+    const __m256i h = _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_and_si256(_mm256_srli_epi32(c[0], sh), m),
+                                                                   _mm256_and_si256(_mm256_srli_epi32(c[1], sh), m)), 0xd8);
+    const __m256i f = amxk__fp8_f16__avx2(h, map); /* h: the 16 codes as 16-bit lanes, in order */
+    w[0] = _mm256_cvtph_ps(_mm256_castsi256_si128(f));
+    w[1] = _mm256_cvtph_ps(_mm256_extracti128_si256(f, 1));
+    if (map == AMXK__QV_E4M3) w[0] = _mm256_mul_ps(w[0], _mm256_set1_ps(256.0f)), w[1] = _mm256_mul_ps(w[1], _mm256_set1_ps(256.0f));
 }
-
-/* Group g's scales of the 16 rows of block b (0 past N): amxk__q_grid16 of the fp32 grid, or the e8m0
-   bytes widened to 2^(e - 127) by a shift into the exponent field (e = 0 and 255
-   also get mantissa bit 22: 2^-127 and a quiet NaN). */
+/* The values at bit sh of the 16 lanes of c[0] | c[1] as f32: int fields, fp8 codes (exact), LUT
+   maps as the table's integers (lutv: the table in every 128-bit lane): callers fold the row's unit
+   into the scale (s / 2 is exact or a subnormal that stays exact for e8m0 scales). */
+AMXK__FORCE_INLINE void amxk__q_w16__avx2(const __m256i *c, int sh, int bits, int map, int sym, __m256i lutv, __m256 *w) {
+    int h;
+    if (map == AMXK__QV_LUT) /* the code through the table (lut[0] = 0 for the lane's upper bytes), sign-extended */
+        for (h = 0; h < 2; h++) {
+            const __m256i q = _mm256_shuffle_epi8(lutv, _mm256_and_si256(_mm256_srli_epi32(c[h], sh), _mm256_set1_epi32(15)));
+            w[h] = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(q, 24), 24));
+        }
+    else if (map == AMXK__QV_INT)
+        for (h = 0; h < 2; h++) w[h] = amxk__q_field__avx2(c[h], sh, bits, sym);
+    else
+        amxk__q_fp8x__avx2(c, sh, map, w);
+}
+/* 8 e8m0 scale bytes widened to 2^(e - 127) by a shift into the exponent field (e = 0 and 255 also
+   get mantissa bit 22: 2^-127 and a quiet NaN). */
 AMXK__INLINE __m256 amxk__e8m0_f32x8__avx2(__m128i e8) {
     const __m256i e = _mm256_cvtepu8_epi32(e8);
     const __m256i sp = _mm256_or_si256(_mm256_cmpeq_epi32(e, _mm256_setzero_si256()), _mm256_cmpeq_epi32(e, _mm256_set1_epi32(255)));
     return _mm256_castsi256_ps(_mm256_or_si256(_mm256_slli_epi32(e, 23), _mm256_and_si256(sp, _mm256_set1_epi32(0x00400000))));
 }
-AMXK__INLINE void amxk__q_sgrid16(const amxk__qview *v, size_t b, size_t g, __m256 *lo, __m256 *hi) {
-    const size_t n0 = b * 16;
-    if (!v->e8) {
-        amxk__q_grid16(v, v->scales, b, g, lo, hi);
-    } else if (n0 + 16 <= v->n) {
-        const __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(v->e8 + amxk__q_gidx(v, n0, g)));
-        *lo = amxk__e8m0_f32x8__avx2(e), *hi = amxk__e8m0_f32x8__avx2(_mm_srli_si128(e, 8));
-    } else {
-        float t[16];
-        size_t r;
-        for (r = 0; r < 16; r++) t[r] = n0 + r < v->n ? amxk__e8m0_to_f32(v->e8[amxk__q_gidx(v, n0 + r, g)]) : 0.0f;
-        *lo = _mm256_loadu_ps(t), *hi = _mm256_loadu_ps(t + 8);
-    }
-}
+#define AMXK__V8_LANES 8
+#define AMXK__V8_NH 2
+#define AMXK__V8_LOADU(p) _mm256_loadu_ps(p)
+#define AMXK__V8_QE8M0(p) amxk__e8m0_f32x8__avx2(_mm_loadl_epi64((const __m128i *)(const void *)(p)))
+AMXK__QGRID_DEFINE(avx2, AMXK__V8)
 
 /* Dequantizes block b to wf[k * 16 + r] like amxk__q_block_f32 (same values: s * (q - z) in f32). */
 AMXK__FORCE_INLINE void amxk__q_block_f32_int__avx2(const amxk__qview *v, size_t b, float *wf, int bits, int map, int sym) {
@@ -1255,21 +1249,21 @@ AMXK__FORCE_INLINE void amxk__q_block_f32_int__avx2(const amxk__qview *v, size_t
     size_t g, rg, kk;
     int j;
     for (g = 0; g < v->nbk; g++) {
-        __m256 s0, s1, z0 = _mm256_setzero_ps(), z1 = _mm256_setzero_ps();
-        amxk__q_sgrid16(v, b, g, &s0, &s1);
-        s0 = _mm256_mul_ps(s0, _mm256_set1_ps(v->tr->unit));
-        s1 = _mm256_mul_ps(s1, _mm256_set1_ps(v->tr->unit));
-        if (!sym) amxk__q_grid16(v, v->zeros, b, g, &z0, &z1);
+        __m256 s[2], z[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+        amxk__q_sgrid16__avx2(v, b, g, s);
+        s[0] = _mm256_mul_ps(s[0], _mm256_set1_ps(v->tr->unit));
+        s[1] = _mm256_mul_ps(s[1], _mm256_set1_ps(v->tr->unit));
+        if (!sym) amxk__q_grid16__avx2(v, v->zeros, b, g, z);
         for (rg = g * v->bk / (size_t)span; rg < AMXK__MIN((g + 1) * v->bk, v->kp) / (size_t)span; rg++) { /* fp8: last block may be partial */
-            __m256i v0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), v1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));
+            const __m256i c[2] = {_mm256_loadu_si256((const __m256i *)(blk + rg * 64)), _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32))};
 #pragma GCC unroll 16
             for (j = 0; j < span; j++) {
                 float *d = wf + (rg * (size_t)span + (size_t)j) * 16;
-                __m256 w0, w1;
-                amxk__q_w16__avx2(v0, v1, 8 * (j % 4) + bits * (j / 4), bits, map, sym, lutv, &w0, &w1);
-                if (!sym) w0 = _mm256_sub_ps(w0, z0), w1 = _mm256_sub_ps(w1, z1);
-                _mm256_storeu_ps(d, _mm256_mul_ps(s0, w0));
-                _mm256_storeu_ps(d + 8, _mm256_mul_ps(s1, w1));
+                __m256 w[2];
+                amxk__q_w16__avx2(c, 8 * (j % 4) + bits * (j / 4), bits, map, sym, lutv, w);
+                if (!sym) w[0] = _mm256_sub_ps(w[0], z[0]), w[1] = _mm256_sub_ps(w[1], z[1]);
+                _mm256_storeu_ps(d, _mm256_mul_ps(s[0], w[0]));
+                _mm256_storeu_ps(d + 8, _mm256_mul_ps(s[1], w[1]));
             }
         }
     }
@@ -1305,74 +1299,8 @@ AMXK__PRIV void amxk__q_block_16__avx2(const amxk__qview *v, size_t b, amxk_dtyp
         }
 }
 
-/* Exact fp8 decode kernel, for what the integer decoder below excludes (NaN / inf codes, MXCSR.DAZ,
-   |x| >= 2^100): rows r0 .. r0+mr (mr <= 2) of the x panel against block b, codes decoded through
-   fp16 (amxk__q_w16__avx2). Per group: t = sum_k x * w (f32, k increasing; for one row split by k
-   parity to hide the FMA latency), then acc += s * t. */
-AMXK__FORCE_INLINE void amxk__linear_q__2x16__avx2(const amxk__qview *v, const float *xf, size_t b, int r0, int mr, int map, float *out) {
-    const int bits = 8, span = 4;
-    const uint8_t *blk = v->data + b * v->blk_bytes;
-    __m256 acc[2][2];
-    size_t g, rg;
-    int r, j, h;
-    for (r = 0; r < 2; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    for (g = 0; g < v->nbk; g++) {
-        __m256 t[2][2], u[2], s0, s1;
-        for (r = 0; r < 2; r++) t[r][0] = t[r][1] = _mm256_setzero_ps();
-        u[0] = u[1] = _mm256_setzero_ps();
-        for (rg = g * v->bk / (size_t)span; rg < AMXK__MIN((g + 1) * v->bk, v->kp) / (size_t)span; rg++) { /* fp8: last block may be partial */
-            __m256i v0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64)), v1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));
-            _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);
-#pragma GCC unroll 16
-            for (j = 0; j < span; j++) {
-                size_t kk = rg * (size_t)span + (size_t)j;
-                __m256 w0, w1;
-                const float *xp = xf + ((kk / 2) * AMXK__LIN_MR + (size_t)r0) * 2 + (kk & 1);
-                amxk__q_w16__avx2(v0, v1, 8 * (j % 4) + bits * (j / 4), bits, map, 1, _mm256_setzero_si256(), &w0, &w1);
-                if (mr == 1 && (j & 1)) { /* second accumulator pair for the odd columns */
-                    __m256 xb = _mm256_broadcast_ss(xp);
-                    t[1][0] = _mm256_fmadd_ps(xb, w0, t[1][0]);
-                    u[1] = _mm256_fmadd_ps(xb, w1, u[1]);
-                } else {
-#pragma GCC unroll 2
-                    for (r = 0; r < mr; r++) {
-                        __m256 xb = _mm256_broadcast_ss(xp + 2 * r);
-                        t[r][0] = _mm256_fmadd_ps(xb, w0, t[r][0]);
-                        if (mr == 1) u[0] = _mm256_fmadd_ps(xb, w1, u[0]);
-                        else t[r][1] = _mm256_fmadd_ps(xb, w1, t[r][1]);
-                    }
-                }
-            }
-        }
-        if (mr == 1) {
-            t[0][0] = _mm256_add_ps(t[0][0], t[1][0]);
-            t[0][1] = _mm256_add_ps(u[0], u[1]);
-        }
-        amxk__q_grid16(v, v->scales, b, g, &s0, &s1);
-        s0 = _mm256_mul_ps(s0, _mm256_set1_ps(v->tr->unit));
-        s1 = _mm256_mul_ps(s1, _mm256_set1_ps(v->tr->unit));
-        for (r = 0; r < mr; r++)
-            for (h = 0; h < 2; h++) acc[r][h] = _mm256_fmadd_ps(h ? s1 : s0, t[r][h], acc[r][h]);
-    }
-    for (r = 0; r < mr; r++) {
-        _mm256_storeu_ps(out + r * 16, acc[r][0]);
-        _mm256_storeu_ps(out + r * 16 + 8, acc[r][1]);
-    }
-}
-/* The exact fp8 kernel for rows r0 .. r0+mr (mr <= 2), out of line: the fallback of the integer
-   decode kernels (this level's and the AVX-512 levels') for a block holding NaN / inf codes. */
-AMXK__PRIV void amxk__linear_q_exact__avx2(const amxk__qview *v, const float *xf, size_t b, int r0, int mr, float *out) {
-    if (v->tr->vmap == AMXK__QV_E4M3) {
-        if (mr == 2) amxk__linear_q__2x16__avx2(v, xf, b, r0, 2, AMXK__QV_E4M3, out);
-        else amxk__linear_q__2x16__avx2(v, xf, b, r0, 1, AMXK__QV_E4M3, out);
-    } else {
-        if (mr == 2) amxk__linear_q__2x16__avx2(v, xf, b, r0, 2, AMXK__QV_E5M2, out);
-        else amxk__linear_q__2x16__avx2(v, xf, b, r0, 1, AMXK__QV_E5M2, out);
-    }
-}
-
 /* ---- the decode kernels (M < AMXK__LIN_WIDE_M, whole-row groups), written once per width over the
-   V8 / V16 vocabulary (P: AMXK__V8 or AMXK__V16; P##_QGRID / P##_QSGRID load a group's scales or
+   V8 / V16 vocabulary (P: AMXK__V8 or AMXK__V16; AMXK__QGRID_DEFINE loads a group's scales or
    zeros of the 16 rows of a block into NH = 16 / P##_LANES vectors; lane for lane the same sums at
    both widths: a level's choice of width changes no output) ---- */
 
@@ -1381,7 +1309,7 @@ AMXK__PRIV void amxk__linear_q_exact__avx2(const amxk__qview *v, const float *xf
    arithmetically and masked so that sign, exponent and mantissa land in the f32 fields: the code's
    value * 2^-120 (e4m3) or * 2^-112 (e5m2), exactly; subnormal codes give f32 subnormals and NaN /
    infinite codes garbage (the fp8 kernel reports those, amxk__q_decode_prep excludes the rest).
-   qi_tops / qi_sfield / qi_ufield: the int fields (see the int kernel below). */
+   qi_tops / qi_sfield / qi_ufield: the int fields (derivation: docs/notes/pack.md). */
 #define AMXK__QD_FIELDS_DEFINE(isa, P)                                                                                 \
 AMXK__FORCE_INLINE P##_T amxk__fp8_k__##isa(P##_I v, int j, int map) {                                                 \
     const P##_I t = j < 3 ? P##_SLLI32(v, 24 - 8 * j) : v;                                                             \
@@ -1405,29 +1333,13 @@ AMXK__FORCE_INLINE P##_T amxk__qi_ufield__##isa(P##_I v, int sh, int bits) {    
     return P##_CVTI(P##_ANDI(v, P##_SET1I32(((1 << bits) - 1) << sh)));                                                \
 }
 
-/* fp8 decode kernel: rows 0 .. mr-1 (mr <= 2) of xr (f32 rows ldr floats apart, zero past K, each
-   pre-multiplied by 2^s_r so that its largest |x| lies in [2^124, 2^125): the products with the
-   2^-120 / 2^-112-scaled codes stay far from the subnormal range) against block b. Per group and
-   column, t = sum_k x' * c (k in 2 or 4 interleaved partial sums), then acc += scale * (t * post_r)
-   with post_r = 2^(120 - s_r) (e4m3) or 2^(112 - s_r) (e5m2): exact powers of two, undone per group so
-   that no partial sum exceeds the result's own range. res[r * NH + h]: row r's outputs. Returns 1
-   when a code of the block may be a NaN or infinite one (P##_FP8_BAD; whatever the pack's header
-   says): res is then garbage and the caller runs the exact kernel on the block.
-
-   Int decode kernel (w*a16): the same for int packs. Symmetric packs: per load and field position f
-   in a byte, one shift and one AND leave field f of every byte in that byte's top bits, zeros below
-   (qi_tops); then one vpshufb (an AND for byte 3) moves byte i to the top of its 32-bit lane with
-   zeros below: q * 2^(32-b), sign included, converted exactly (qi_sfield). Asymmetric packs: fields
-   read unsigned by one AND that leaves u * 2^sh in place (the top field: one shift down, u). xr holds
-   x[k] * 2^s_r divided by the field's power of two (2^(32-b) for symmetric packs, 2^sh for
-   asymmetric ones), so each product is 2^s_r * x * q (or u). Per group: t = sum x' q (k in 4
-   interleaved partial sums for one row, 2 for two), asymmetric: t -= z * xsum_r (z the zero point,
-   xsum the group's x sums times 2^s_r); then acc += scale * (t * post_r), post_r = 2^-s_r (undone per
-   group: no partial sum exceeds the result's own range; amxk__q_decode_prep bounds t). A symmetric
-   group of zero fields gives t = 0 exactly (there is no offset to cancel). lut (LUT map; bits 4,
-   sym): the field's value is not its two's complement but the row's 16-entry table (lutv, in every
-   128-bit lane): the tops step becomes one shift (f = 1), AND and vpshufb leaving the table's int8
-   in every byte (q * 2^24 in the lane after the same byte move; x pre-scaled by the row's topsh). */
+/* The decode kernels (derivation: docs/notes/pack.md): rows 0 .. mr-1 (mr <= 2) of xr (f32 rows ldr
+   apart, zero past K, row r pre-scaled by 2^s_r) against block b; per group and column t = sum x' * q
+   (interleaved partial sums), asymmetric: t -= z * xsum_r; then acc += scale * (t * post_r), post_r an
+   exact power of two undone per group (no partial sum exceeds the result's range). res[r * NH + h]:
+   row r's outputs. fp8: returns 1 when a code of the block may be NaN / inf (P##_FP8_BAD): res is then
+   garbage and the caller runs the exact kernel. Int: xr also divided by the field's power of two
+   (2^(32-b) symmetric, 2^sh asymmetric); lut: the row's 16-entry table (lutv) gives the int8. */
 #define AMXK__QD_KERNELS_DEFINE(isa, P)                                                                                \
 AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__##isa(const amxk__qview *v, const float *xr, size_t ldr, size_t b, int mr,   \
                                                      int map, const float *post, P##_T *res) {                         \
@@ -1457,7 +1369,7 @@ AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__##isa(const amxk__qview *v, const
                 }                                                                                                      \
             }                                                                                                          \
         }                                                                                                              \
-        P##_QGRID(v, v->scales, b, g, sc);                                                                             \
+        amxk__q_grid16__##isa(v, v->scales, b, g, sc);                                                                             \
         for (h = 0; h < P##_NH; h++) {                                                                                 \
             if (mr == 1) res[h] = P##_FMADD(sc[h], P##_MUL(P##_ADD(P##_ADD(acc[0][h][0], acc[0][h][1]),                \
                                                                    P##_ADD(acc[1][h][0], acc[1][h][1])),               \
@@ -1481,9 +1393,9 @@ AMXK__FORCE_INLINE void amxk__linear_qi__2x16__##isa(const amxk__qview *v, const
     for (r = 0; r < 2 * P##_NH; r++) res[r] = P##_SET1(0.0f);                                                          \
     for (g = 0; g < v->nbk; g++) {                                                                                     \
         P##_T sc[P##_NH], zp[P##_NH];                                                                                  \
-        P##_QSGRID(v, b, g, sc);                                                                                       \
+        amxk__q_sgrid16__##isa(v, b, g, sc);                                                                                       \
         for (h = 0; h < P##_NH; h++) zp[h] = P##_SET1(0.0f);                                                           \
-        if (!sym) P##_QGRID(v, v->zeros, b, g, zp);                                                                    \
+        if (!sym) amxk__q_grid16__##isa(v, v->zeros, b, g, zp);                                                                    \
         for (h = 0; h < P##_NH; h++) { /* lanes 16h / NH ..: 4 accumulators, few registers */                          \
             P##_T acc[2][2]; /* [row, or k pair parity for one row][k parity] */                                       \
             acc[0][0] = acc[0][1] = acc[1][0] = acc[1][1] = P##_SET1(0.0f);                                            \
@@ -1512,13 +1424,58 @@ AMXK__FORCE_INLINE void amxk__linear_qi__2x16__##isa(const amxk__qview *v, const
         }                                                                                                              \
     }                                                                                                                  \
 }                                                                                                                      \
-/* Rows r0 .. r0+m2 of the panel against block b with the kernel of one decoder case (the exact fp8        \
-   kernel, at 8 lanes only, for an fp8 block the integer decode does not take: fast 0 or a NaN / inf code). */ \
+/* Exact fp8 kernel, for what the integer one excludes (NaN / inf codes, MXCSR.DAZ, |x| >= 2^100):                     \
+   rows r0 .. r0+mr (mr <= 2) of the x panel xf against block b, codes decoded through fp16                            \
+   (amxk__q_fp8x). Per group: t = sum_k x * w (f32, k increasing; for one row split by k parity),                      \
+   then res += s * t. Out of line: the fallback of the fp8 kernel for a block it does not take. */                     \
+AMXK__FORCE_INLINE void amxk__linear_q__2x16__##isa(const amxk__qview *v, const float *xf, size_t b, int r0, int mr, int map, \
+                                                    P##_T *res) {                                                      \
+    const uint8_t *blk = v->data + b * v->blk_bytes;                                                                   \
+    size_t g, rg;                                                                                                      \
+    int r, j, h;                                                                                                       \
+    for (r = 0; r < 2 * P##_NH; r++) res[r] = P##_SET1(0.0f);                                                          \
+    for (g = 0; g < v->nbk; g++) {                                                                                     \
+        P##_T t[2][P##_NH], s[P##_NH]; /* [row, or k parity for one row][half] */                                      \
+        for (r = 0; r < 2; r++)                                                                                        \
+            for (h = 0; h < P##_NH; h++) t[r][h] = P##_SET1(0.0f);                                                     \
+        for (rg = g * v->bk / 4; rg < AMXK__MIN((g + 1) * v->bk, v->kp) / 4; rg++) { /* the last block may be partial */ \
+            P##_I c[P##_NH];                                                                                           \
+            for (h = 0; h < P##_NH; h++) c[h] = P##_LOADI(blk + rg * 64 + (size_t)h * 32);                             \
+            _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);                               \
+            _Pragma("GCC unroll 4") for (j = 0; j < 4; j++) {                                                          \
+                const size_t kk = rg * 4 + (size_t)j;                                                                  \
+                const float *xp = xf + ((kk / 2) * AMXK__LIN_MR + (size_t)r0) * 2 + (kk & 1);                          \
+                P##_T w[P##_NH];                                                                                       \
+                amxk__q_fp8x__##isa(c, 8 * j, map, w);                                                                 \
+                _Pragma("GCC unroll 2") for (r = 0; r < mr; r++) {                                                     \
+                    const P##_T xb = P##_SET1(xp[2 * r]);                                                              \
+                    const int a = mr == 1 ? (j & 1) : r;                                                               \
+                    for (h = 0; h < P##_NH; h++) t[a][h] = P##_FMADD(xb, w[h], t[a][h]);                               \
+                }                                                                                                      \
+            }                                                                                                          \
+        }                                                                                                              \
+        if (mr == 1)                                                                                                   \
+            for (h = 0; h < P##_NH; h++) t[0][h] = P##_ADD(t[0][h], t[1][h]);                                          \
+        amxk__q_grid16__##isa(v, v->scales, b, g, s);                                                                  \
+        for (h = 0; h < P##_NH; h++) s[h] = P##_MUL(s[h], P##_SET1(v->tr->unit));                                      \
+        for (r = 0; r < mr; r++)                                                                                       \
+            for (h = 0; h < P##_NH; h++) res[r * P##_NH + h] = P##_FMADD(s[h], t[r][h], res[r * P##_NH + h]);          \
+    }                                                                                                                  \
+}                                                                                                                      \
+AMXK__PRIV void amxk__linear_q_exact__##isa(const amxk__qview *v, const float *xf, size_t b, int r0, int mr, P##_T *res) { \
+    if (v->tr->vmap == AMXK__QV_E4M3) {                                                                                \
+        if (mr == 2) amxk__linear_q__2x16__##isa(v, xf, b, r0, 2, AMXK__QV_E4M3, res);                                 \
+        else amxk__linear_q__2x16__##isa(v, xf, b, r0, 1, AMXK__QV_E4M3, res);                                         \
+    } else {                                                                                                           \
+        if (mr == 2) amxk__linear_q__2x16__##isa(v, xf, b, r0, 2, AMXK__QV_E5M2, res);                                 \
+        else amxk__linear_q__2x16__##isa(v, xf, b, r0, 1, AMXK__QV_E5M2, res);                                         \
+    }                                                                                                                  \
+}                                                                                                                      \
+/* Rows r0 .. r0+m2 of the panel against block b with the kernel of one decoder case (the exact fp8                    \
+   kernel for an fp8 block the integer decode does not take: fast 0 or a NaN / inf code). */                           \
 AMXK__FORCE_INLINE void amxk__q_dec_block__##isa(const amxk__qview *v, const float *xf, const float *xr, size_t ldr,          \
                                                  const float *xsum, size_t b, int r0, int m2, int fast, const float *post, \
                                                  P##_T *res, int bits, int map, int sym) {                             \
-    float ex[2 * AMXK__LIN_NB];                                                                                        \
-    int r;                                                                                                             \
     if (!AMXK__QV_FP8(map)) {                                                                                          \
         if (m2 == 2) amxk__linear_qi__2x16__##isa(v, xr, ldr, xsum, b, 2, bits, sym, map == AMXK__QV_LUT, post, res);  \
         else amxk__linear_qi__2x16__##isa(v, xr, ldr, xsum, b, 1, bits, sym, map == AMXK__QV_LUT, post, res);          \
@@ -1527,8 +1484,7 @@ AMXK__FORCE_INLINE void amxk__q_dec_block__##isa(const amxk__qview *v, const flo
     if (fast && !(m2 == 2 ? amxk__linear_fp8__2x16__##isa(v, xr, ldr, b, 2, map, post, res)                            \
                           : amxk__linear_fp8__2x16__##isa(v, xr, ldr, b, 1, map, post, res)))                          \
         return;                                                                                                        \
-    amxk__linear_q_exact__avx2(v, xf, b, r0, m2, ex);                                                                  \
-    for (r = 0; r < 2 * P##_NH; r++) res[r] = P##_LOADU(ex + r * P##_LANES);                                           \
+    amxk__linear_q_exact__##isa(v, xf, b, r0, m2, res);                                                                \
 }                                                                                                                      \
 /* Rows of one x panel (mr rows at `row`, f32 panel xf) against blocks [b0, b1) with the kernels above. */           \
 AMXK__PRIV void amxk__linear_q_panel__##isa(const amxk__linear_args *a, const float *xf, float *xs, size_t row, int mr,      \
@@ -1548,9 +1504,6 @@ AMXK__PRIV void amxk__linear_q_panel__##isa(const amxk__linear_args *a, const fl
 }
 
 #define AMXK__V8_I __m256i
-#define AMXK__V8_LANES 8
-#define AMXK__V8_NH 2
-#define AMXK__V8_LOADU(p) _mm256_loadu_ps(p)
 #define AMXK__V8_LOADI(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
 #define AMXK__V8_ZEROI _mm256_setzero_si256()
 #define AMXK__V8_ANDI(a, b) _mm256_and_si256(a, b)
@@ -1569,8 +1522,6 @@ AMXK__PRIV void amxk__linear_q_panel__##isa(const amxk__linear_args *a, const fl
 #define AMXK__V8_FP8_BAD_0 _mm256_setzero_si256()
 #define AMXK__V8_FP8_BAD(bad, c, sp) _mm256_or_si256(bad, _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_or_si256((c)[0], (c)[1]), sp), sp))
 #define AMXK__V8_FP8_BAD_ANY(bad) (_mm256_movemask_epi8(bad) != 0) /* (not vptest: SIMDe 0.7.4 gets _mm256_testz_si256 wrong) */
-#define AMXK__V8_QGRID(v, grid, b, g, s) amxk__q_grid16(v, grid, b, g, &(s)[0], &(s)[1])
-#define AMXK__V8_QSGRID(v, b, g, s) amxk__q_sgrid16(v, b, g, &(s)[0], &(s)[1])
 #define AMXK__V8_QSTORE(a, row, b, res) amxk__q_store16__avx2(a, row, b, res)
 /* Row `row` of block b's 16 outputs (two vectors) through the row epilogue. */
 AMXK__INLINE void amxk__q_store16__avx2(const amxk__linear_args *a, size_t row, size_t b, const __m256 *res) {
@@ -1689,27 +1640,11 @@ AMXK__PRIV void amxk__linear_rows__avx2(const amxk__linear_args *a, size_t m0, s
     }
 }
 
+AMXK__STORE_ROWS_DEFINE(avx2, AMXK__V8)
 /* Rows [m0, m1) x blocks [b0, b1). Small M: each x panel meets every block straight from the packed
    weights (bf16/fp16: amxk__linear_rows__avx2). Wide (M >= AMXK__LIN_WIDE_M): all x panels of the
    task are converted first, then each weight block is widened to f32 once and swept by every panel
    (pure f32 FMA, no widening in the inner loop). Both sum each output in the same order. */
-/* store_rows at 8 lanes: f32 loads, bias added in f32, one rounding by amxk__vstore__avx2 (bitwise the
-   scalar row store); the last cnt % 8 columns of a row through amxk__linear_store_row. */
-AMXK__PRIV void amxk__linear_store_rows__avx2(const amxk__linear_args *a, size_t row, size_t rows, size_t n0, size_t cnt, const float *acc,
-                                              size_t ldacc) {
-    const size_t es = amxk_dtype_size(a->yt);
-    size_t i, j;
-    for (i = 0; i < rows; i++) {
-        const float *c = acc + i * ldacc;
-        char *y = (char *)a->y + ((row + i) * a->ldy + n0) * es;
-        for (j = 0; j + 8 <= cnt; j += 8) {
-            __m256 v = _mm256_loadu_ps(c + j);
-            if (a->bias) v = _mm256_add_ps(v, _mm256_loadu_ps(a->bias + n0 + j));
-            amxk__vstore__avx2(y + j * es, a->yt, v);
-        }
-        if (j < cnt) amxk__linear_store_row(a, row + i, n0 + j, cnt - j, c + j);
-    }
-}
 AMXK__PRIV void amxk__linear_block__avx2(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     const size_t panel = (size_t)AMXK__LIN_MR * a->kp; /* floats per x panel */
     float *xf = (float *)ws, *wf = (float *)(ws + a->plan->ws_a); /* ws_w follows ws_a */
@@ -1843,8 +1778,8 @@ AMXK__FORCE_INLINE void amxk__q8_group__avx2(int bits, int asym, int pre, float 
                         FLUSH(s[r][1], h[r][1], ones);                                                   \
                     }                                                                                    \
             }                                                                                            \
-            amxk__q_grid16(v, v->scales, b, g, &sw[0], &sw[1]);                                          \
-            if (v->asym) amxk__q_grid16(v, v->zeros, b, g, &zw[0], &zw[1]);                              \
+            amxk__q_grid16__avx2(v, v->scales, b, g, sw);                                                \
+            if (v->asym) amxk__q_grid16__avx2(v, v->zeros, b, g, zw);                                    \
             _Pragma("GCC unroll 4") for (r = 0; r < mr; r++) {                                           \
                 const size_t ti = (row + (size_t)r - m0) * v->nbk + g; /* the task table's entry */      \
                 amxk__q8_group__avx2(bits, v->asym, pre, sx_tab ? sx_tab[ti] : amxk__q8_xscale(a, row + (size_t)r, g * v->bk), \
@@ -2084,13 +2019,16 @@ AMXK__TARGET_AVX2_BEGIN
         *scale = sc;                                                                                     \
         return 1;                                                                                        \
     }
-AMXK__FORCE_INLINE float amxk__hmax__avx2(__m256 v) {
-    float lanes[8], m = 0.0f;
-    int i;
-    _mm256_storeu_ps(lanes, v);
-    for (i = 0; i < 8; i++) m = AMXK__MAX(m, lanes[i]);
-    return m;
+/* The largest of v's lanes and 0 (V_HMAX of AMXK__ACTQ_DEFINE), at one width. */
+#define AMXK__HMAX_DEFINE(isa, P)                                                                        \
+AMXK__FORCE_INLINE float amxk__hmax__##isa(P##_T v) {                                                    \
+    float lanes[P##_N], m = 0.0f;                                                                        \
+    int i;                                                                                               \
+    P##_ST(lanes, v);                                                                                    \
+    for (i = 0; i < P##_N; i++) m = AMXK__MAX(m, lanes[i]);                                              \
+    return m;                                                                                            \
 }
+AMXK__HMAX_DEFINE(avx2, AMXK__V8)
 AMXK__FORCE_INLINE void amxk__stq8__avx2(int8_t *p, __m256 v, int u8) {
     __m256i q = _mm256_cvtps_epi32(v);
     q = _mm256_packs_epi16(_mm256_packs_epi32(q, q), q); /* bytes 0-3 of each 128-bit lane */
@@ -2242,23 +2180,7 @@ AMXK__INLINE void amxk__store16__avx512(void *y, amxk_dtype yt, size_t ldy, size
     amxk__vstore__avx512((char *)y + (row * ldy + n0) * amxk_dtype_size(yt), yt, v, k);
 }
 #define amxk__linear_store16__avx512(a, row, b, v) amxk__store16__avx512((a)->y, (a)->yt, (a)->ldy, (a)->n, (a)->bias, (row), (b), (v))
-/* store_rows at 16 lanes (masked tail): f32 loads, bias added in f32, one rounding by
-   amxk__vstore__avx512 (RNE, bitwise the scalar row store). */
-AMXK__PRIV void amxk__linear_store_rows__avx512(const amxk__linear_args *a, size_t row, size_t rows, size_t n0, size_t cnt, const float *acc,
-                                                size_t ldacc) {
-    const size_t es = amxk_dtype_size(a->yt);
-    size_t i, j;
-    for (i = 0; i < rows; i++) {
-        const float *c = acc + i * ldacc;
-        char *y = (char *)a->y + ((row + i) * a->ldy + n0) * es;
-        for (j = 0; j < cnt; j += 16) {
-            const __mmask16 k = (__mmask16)(cnt - j >= 16 ? 0xffffu : (1u << (cnt - j)) - 1u);
-            __m512 v = _mm512_maskz_loadu_ps(k, c + j);
-            if (a->bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, a->bias + n0 + j));
-            amxk__vstore__avx512(y + j * es, a->yt, v, k);
-        }
-    }
-}
+AMXK__STORE_ROWS_DEFINE(avx512, AMXK__V16)
 /* The 16-lane words of this module's width-generic kernels (see AMXK__V8_N; n: lanes left, the
    masked lanes read as 0). */
 #define AMXK__V16_I __m512i
@@ -2339,38 +2261,21 @@ AMXK__PRIV void amxk__xpanel32__avx512(const void *x, size_t ldx, size_t kbytes,
 
 /* ---- quantized packs, decode (M < AMXK__LIN_WIDE_M): the decode kernels at 16 lanes ---- */
 
-/* Group g's scales (or zeros) of the 16 rows of block b (0 past N) as one vector: amxk__q_grid16. */
-AMXK__INLINE __m512 amxk__q_grid16__avx512(const amxk__qview *v, const float *grid, size_t b, size_t g) {
-    const size_t n0 = b * 16;
-    float t[16];
-    size_t r;
-    if (n0 + 16 <= v->n && v->bn == 1) return _mm512_loadu_ps(grid + amxk__q_gidx(v, n0, g));
-    if (n0 + 16 <= v->n && n0 / v->bn == (n0 + 15) / v->bn) return _mm512_set1_ps(grid[amxk__q_gidx(v, n0 / v->bn, g)]);
-    for (r = 0; r < 16; r++) t[r] = n0 + r < v->n ? grid[amxk__q_gidx(v, (n0 + r) / v->bn, g)] : 0.0f;
-    return _mm512_loadu_ps(t);
+/* 16 e8m0 scale bytes widened like amxk__e8m0_f32x8__avx2 (e = 255 or 0, rare: the masked OR). */
+AMXK__INLINE __m512 amxk__e8m0_f32x16__avx512(__m128i e8) {
+    const __m128i t = _mm_add_epi8(e8, _mm_set1_epi8(1)); /* e = 255 or 0: t <= 1 */
+    const __m512i e = _mm512_cvtepu8_epi32(e8);
+    if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(1)), t)) == 0) return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23));
+    return _mm512_castsi512_ps(_mm512_mask_or_epi32(_mm512_slli_epi32(e, 23), _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()) |
+                                                                                  _mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(255)),
+                                                    _mm512_slli_epi32(e, 23), _mm512_set1_epi32(0x00400000)));
 }
-/* Group g's scales of the 16 rows of block b (0 past N) as one vector: amxk__q_sgrid16. */
-AMXK__INLINE __m512 amxk__q_sgrid16__avx512(const amxk__qview *v, size_t b, size_t g) {
-    const size_t n0 = b * 16;
-    float t[16];
-    size_t r;
-    if (!v->e8) return amxk__q_grid16__avx512(v, v->scales, b, g);
-    if (n0 + 16 <= v->n) {
-        const __m128i e8 = _mm_loadu_si128((const __m128i *)(const void *)(v->e8 + amxk__q_gidx(v, n0, g)));
-        const __m128i t = _mm_add_epi8(e8, _mm_set1_epi8(1)); /* e = 255 or 0: t <= 1 (rare: the exact form below) */
-        const __m512i e = _mm512_cvtepu8_epi32(e8);
-        if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(1)), t)) == 0) return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23));
-        return _mm512_castsi512_ps(_mm512_mask_or_epi32(_mm512_slli_epi32(e, 23), _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()) |
-                                                                                      _mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(255)),
-                                                        _mm512_slli_epi32(e, 23), _mm512_set1_epi32(0x00400000)));
-    }
-    for (r = 0; r < 16; r++) t[r] = n0 + r < v->n ? amxk__e8m0_to_f32(v->e8[amxk__q_gidx(v, n0 + r, g)]) : 0.0f;
-    return _mm512_loadu_ps(t);
-}
-/* The decode kernels at 16 lanes (AMXK__QD_KERNELS_DEFINE): the 16 rows of a block in one vector. */
 #define AMXK__V16_LANES 16
 #define AMXK__V16_NH 1
 #define AMXK__V16_LOADU(p) _mm512_loadu_ps(p)
+#define AMXK__V16_QE8M0(p) amxk__e8m0_f32x16__avx512(_mm_loadu_si128((const __m128i *)(const void *)(p)))
+AMXK__QGRID_DEFINE(avx512, AMXK__V16)
+/* The decode kernels at 16 lanes (AMXK__QD_KERNELS_DEFINE): the 16 rows of a block in one vector. */
 #define AMXK__V16_LOADI(p) _mm512_loadu_si512((const void *)(p))
 #define AMXK__V16_ZEROI _mm512_setzero_si512()
 #define AMXK__V16_ANDI(a, b) _mm512_and_si512(a, b)
@@ -2387,10 +2292,14 @@ AMXK__INLINE __m512 amxk__q_sgrid16__avx512(const amxk__qview *v, size_t b, size
 #define AMXK__V16_FP8_BAD_0 0
 #define AMXK__V16_FP8_BAD(bad, c, sp) ((bad) | _mm512_cmpeq_epi8_mask(_mm512_and_si512((c)[0], sp), sp))
 #define AMXK__V16_FP8_BAD_ANY(bad) ((bad) != 0)
-#define AMXK__V16_QGRID(v, grid, b, g, s) ((s)[0] = amxk__q_grid16__avx512(v, grid, b, g))
-#define AMXK__V16_QSGRID(v, b, g, s) ((s)[0] = amxk__q_sgrid16__avx512(v, b, g))
 #define AMXK__V16_QSTORE(a, row, b, res) amxk__linear_store16__avx512(a, row, b, (res)[0])
 AMXK__QD_FIELDS_DEFINE(avx512, AMXK__V16)
+/* amxk__q_fp8x__avx2 at 16 lanes (the 16 rows of c[0]) */
+AMXK__FORCE_INLINE void amxk__q_fp8x__avx512(const __m512i *c, int sh, int map, __m512 *w) {
+    const __m256i h = _mm512_cvtepi32_epi16(_mm512_and_si512(_mm512_srli_epi32(c[0], (unsigned)sh), _mm512_set1_epi32(0xff)));
+    w[0] = _mm512_cvtph_ps(amxk__fp8_f16__avx2(h, map));
+    if (map == AMXK__QV_E4M3) w[0] = _mm512_mul_ps(w[0], _mm512_set1_ps(256.0f));
+}
 AMXK__QD_KERNELS_DEFINE(avx512, AMXK__V16)
 /* ---- the tiles of amxk_linear at 16 lanes: fp32 FMA (every AVX-512 level), vdpbf16ps (AVX512_BF16) ---- */
 
@@ -2684,11 +2593,13 @@ AMXK__FORCE_INLINE void amxk__linear_q4__2x16__avx512bf16(const amxk__qview *v, 
         }
 #pragma GCC unroll 8
         for (j = 0; j < nb; j++) {
-            const __m512 sc = amxk__q_sgrid16__avx512(v, b + (size_t)j, g);
+            __m512 sc, zp = _mm512_setzero_ps();
+            amxk__q_sgrid16__avx512(v, b + (size_t)j, g, &sc);
+            if (!sym) amxk__q_grid16__avx512(v, v->zeros, b + (size_t)j, g, &zp);
 #pragma GCC unroll 2
             for (r = 0; r < mr; r++) {
                 __m512 t = _mm512_add_ps(acc[j][r][0], acc[j][r][1]);
-                if (!sym) t = _mm512_fnmadd_ps(amxk__q_grid16__avx512(v, v->zeros, b + (size_t)j, g), _mm512_set1_ps(xsum[g * 2 + (size_t)r]), t);
+                if (!sym) t = _mm512_fnmadd_ps(zp, _mm512_set1_ps(xsum[g * 2 + (size_t)r]), t);
                 res[j * 2 + r] = _mm512_fmadd_ps(sc, t, res[j * 2 + r]);
             }
         }
@@ -2759,13 +2670,7 @@ AMXK__TARGET_END
 
 #if AMXK__HAS_AVX512
 AMXK__TARGET_AVX512_BEGIN
-AMXK__FORCE_INLINE float amxk__hmax__avx512(__m512 v) {
-    float lanes[16], m = 0.0f;
-    int i;
-    _mm512_storeu_ps(lanes, v);
-    for (i = 0; i < 16; i++) m = AMXK__MAX(m, lanes[i]);
-    return m;
-}
+AMXK__HMAX_DEFINE(avx512, AMXK__V16)
 AMXK__FORCE_INLINE void amxk__stq8__avx512(int8_t *p, __m512 v, int u8, __mmask16 k) {
     __m128i q = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)); /* |q| <= 127: the low byte */
     if (u8) q = _mm_xor_si128(q, _mm_set1_epi8((char)0x80));
@@ -2819,14 +2724,6 @@ AMXK__TARGET_AVX512VNNI_BEGIN
 /* the same with x a 32-bit unit in memory, broadcast by the load (embedded broadcast: no shuffle uop) */
 #  define AMXK__DPBUSD512B(acc, u, p) __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*(const uint32_t *)(p)))
 #endif
-
-/* Group g's 16 grid entries (scales or zeros) of block b, 0 past N (int packs: bn == 1). */
-AMXK__FORCE_INLINE __m512 amxk__q_grid16__avx512vnni(const amxk__qview *v, const float *grid, size_t b, size_t g) {
-    const size_t n0 = b * AMXK__LIN_NB;
-    const float *p = grid + amxk__q_gidx(v, n0, g);
-    if (n0 + AMXK__LIN_NB <= v->n) return _mm512_loadu_ps(p);
-    return _mm512_maskz_loadu_ps((__mmask16)((1u << (v->n - n0)) - 1u), p);
-}
 
 /* mr rows x nb 16-column blocks (b .. b+nb-1), the 64-byte rows [q0, q1) of the packed blocks (k
    [q0 * span, q1 * span)); one 64-byte row is 16 columns x 4 k (int8), 8 k (int4) or 16 k (int2):
@@ -2933,8 +2830,9 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
             __m512 sw[AMXK__Q8V_DNB], zw[AMXK__Q8V_DNB];
 #pragma GCC unroll 4
             for (j = 0; j < nb; j++) {
-                sw[j] = amxk__q_grid16__avx512vnni(v, v->scales, b + (size_t)j, g);
-                zw[j] = sym ? _mm512_setzero_ps() : amxk__q_grid16__avx512vnni(v, v->zeros, b + (size_t)j, g);
+                zw[j] = _mm512_setzero_ps();
+                amxk__q_grid16__avx512(v, v->scales, b + (size_t)j, g, &sw[j]);
+                if (!sym) amxk__q_grid16__avx512(v, v->zeros, b + (size_t)j, g, &zw[j]);
             }
 #pragma GCC unroll 8
             for (r = 0; r < mr; r++) {
@@ -2984,8 +2882,9 @@ AMXK__FORCE_INLINE void amxk__linear_q8__4x16__avx512vnni(const amxk__q8_args *a
     for (r = 0; r < mr; r++) xr[r] = a->xq + (row + (size_t)r) * a->ldq, acc[r] = _mm512_setzero_ps();
     for (g = 0; g < nbk; g++) {
         __m512i s[4][4];
-        const __m512 sw = amxk__q_grid16__avx512vnni(v, v->scales, b, g);
-        const __m512 zw = sym ? _mm512_setzero_ps() : amxk__q_grid16__avx512vnni(v, v->zeros, b, g);
+        __m512 sw, zw = _mm512_setzero_ps();
+        amxk__q_grid16__avx512(v, v->scales, b, g, &sw);
+        if (!sym) amxk__q_grid16__avx512(v, v->zeros, b, g, &zw);
 #pragma GCC unroll 4
         for (r = 0; r < mr; r++) {
             s[r][0] = sym ? _mm512_slli_epi32(_mm512_set1_epi32(-xsum[(size_t)r * nbk + g]), (unsigned)(bits - 1)) : _mm512_setzero_si512();
@@ -3279,19 +3178,12 @@ AMXK__PRIV void amxk__linear_deq2__amx(const amxk__linear_args *a, size_t b, int
     (void)g;
 }
 
-/* Rows [m0, m1) x blocks [b0, b1) with 2R x 32 output tiles: C tiles 0-3, A tiles 4-5, B tiles 6-7, in
-   the structure of oneDNN's brgemm. The rows are cut into T = ceil(rows / 16) A tiles of a uniform
-   R = ceil(rows / T) rows (one tile configuration per call; at most T - 1 padding rows: the MoE units'
-   row counts are small and arbitrary), copied once into tile-major A panels (amxk__xtiles__amx, in ws;
-   a->xpan: panels built before for a whole row chunk, read in place). In a tile session ts the
-   configuration is loaded only if the session holds another one and the panel is kept when it has
-   the same rows. The blocks are taken in B blocks of plan->bpairs block pairs over all of K
-   (quantized packs dequantized once into ws, amxk__linear_deq2__amx); every panel sweeps a B block,
-   pair after pair, with the C tiles resident over all of K, so each weight byte comes from beyond L2
-   once per task. The panels are swept in alternating directions (the last read stay in L2) and the
-   next B block is prefetched into L2 spread evenly over the sweep. Epilogue per R-row half: f32 y
-   without bias, whole tiles: the C tiles stored straight into y; else through a 16 x 32 f32 scratch
-   and the vector level's store_rows (bias, one rounding). Tile counters, L2 model: bench/amx_model.sh. */
+/* Rows [m0, m1) x blocks [b0, b1) with 2R x 32 output tiles (C tiles 0-3, A 4-5, B 6-7; oneDNN's
+   brgemm structure), R as amxk__linop_tile_rows; x copied once into tile-major panels in ws
+   (amxk__xtiles__amx) or read from a->xpan; ts: the tile session (amxk__tiles). Weights in B blocks of
+   plan->bpairs block pairs over all of K (quantized: dequantized into ws), swept by every panel with
+   the C tiles resident: each weight byte comes from beyond L2 once per task (docs/notes/pack.md).
+   Epilogue: f32 y without bias, whole tiles: straight from C; else an f32 scratch and store_rows. */
 AMXK__PRIV void amxk__linear_block_ts__32x32__amx(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws,
                                                   amxk__tiles *ts) {
     const amxk__linear_plan *p = a->plan;
@@ -3379,15 +3271,11 @@ AMXK__TARGET_AMX_END
 
 #if AMXK__HAS_AMX
 AMXK__TARGET_AMX_BEGIN
-/* Rows [m0, m1) x blocks [b0, b1) with TDPBSSD (I8 x) or TDPBUSD (U8 codes x + 128, read as they are)
-   on 2 x 2 tiles of R rows x 16 columns (C tiles 0-3; A tiles 4-5 straight from xq; B tiles 6-7: the
-   int8 pack's rows, or int4 / int2 blocks widened to int8 once per (block pair, k chunk) by the vector
-   level's q8_bprep). R as in amxk__linear_block_ts__32x32__amx, without padding rows: the last tile
-   starts at rows - R and its epilogue skips the rows the tile before it covered. Each task keeps a
-   block pair while it sweeps all its rows. Per weight group the C tiles go to an int32 scratch and
-   the vector level's q8_epi applies the U8 corrections, sx * sw and the asymmetric x sums into f32
-   accumulators (the last group straight to y). K chunks (amxk__q8_amx_kc) keep the accumulators of
-   up to AMXK__Q8A_MC rows. Integer sums exact (TDPBUSD: the wrapped sum plus -128 sum w, q8_bprep). */
+/* Rows [m0, m1) x blocks [b0, b1) with TDPBSSD (I8 x) or TDPBUSD (U8 codes x + 128) on 2 x 2 tiles of
+   R rows x 16 columns (C 0-3; A 4-5 straight from xq; B 6-7: int8 rows, or int4 / int2 widened by
+   q8_bprep). R as amxk__linop_tile_rows, no padding rows (the last tile starts at rows - R). Per group
+   the C tiles go to int32 scratch and q8_epi makes the f32 sums; K chunks (amxk__q8_amx_kc) bound the
+   accumulators. Integer sums exact (TDPBUSD: the wrapped sum plus -128 sum w, q8_bprep). */
 AMXK__PRIV void amxk__linear_q8_block_ts__32x32__amx(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1, amxk__tiles *ts) {
     const amxk__qview *v = a->w;
     const amxk__pack_kernels *vec = a->plan->vec;
@@ -3546,8 +3434,7 @@ AMXK__PRIV int amxk__linear_takes__amxfp16(amxk_dtype dt) { return dt == AMXK_DT
    group of g columns, for m rows (ks: the k step):
        AMX   ceil(m / 16) * (16 g / ks + 16) + 1.5 m  (+ g / 2 for int4 / int2)
        VNNI  m * (g / 8 + 1)
-   AMX is taken where its figure is smaller (e.g. int8 g128 from 4 rows, int4 g128 from 8, groups of
-   16 or less never, so decode stays on VNNI). The AMX kernel also needs a k step (amxk__q8_kstep)
+   AMX is taken where its figure is smaller. The AMX kernel also needs a k step (amxk__q8_kstep)
    and, for int4 / int2, g <= AMXK__Q8A_KC (its widening buffer). */
 AMXK__INLINE int amxk__q8_amx_wins(size_t m, size_t g, size_t ks, int bits) {
     const double amx = (double)AMXK__CEIL_DIV(m, (size_t)16) * (16.0 * (double)g / (double)ks + 16.0) + 1.5 * (double)m +
@@ -3657,12 +3544,9 @@ AMXK__INLINE int amxk__q8_xpan_used(const amxk__linear_plan *p, const amxk__qvie
 #define AMXK__OP_Q8 1
 
 /* The plan of op (AMXK__OP_LINEAR, or AMXK__OP_Q8: no workspace) for m rows of an [n, k] pack: q its
-   quantized view (NULL: a bf16/fp16/f32 pack, or a size query without one); dt the dtype the linear
-   kernels multiply in (amxk__lin_mul_dt), for AMXK__OP_Q8 the x codes' dtype (I8 or U8). The context
-   level's table when its kernel takes the call (w8a8: its q8_takes alone decides), else the vector
-   level's; row chunks of the table's mc; decode (m <= 4) splits N only. A table's q8_grid replaces
-   this grid for w8a8, and a vector table's q8_else runs, on that grid, the packs its q8_takes refuses.
-   lin_ws's quant: amxk__q_kind of q (0: no q). */
+   quantized view (NULL: none, or a size query); dt: amxk__lin_mul_dt, for AMXK__OP_Q8 the x codes'
+   dtype. The table as amxk__pack_kernels says (w8a8: q8_takes alone decides; q8_grid, q8_else); row
+   chunks of its mc; decode (m <= 4) splits N only. */
 AMXK__PRIV void amxk__pack_layout(const amxk_ctx *ctx, int op, size_t m, size_t n, size_t k, amxk_dtype dt, const amxk__qview *q,
                                   amxk__linear_plan *p) {
     const amxk__pack_kernels *kt = amxk__pack_kernels_ctx(ctx);
