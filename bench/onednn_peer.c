@@ -5,8 +5,13 @@
        build/onednn_peer moe --m M --experts E --topk k --hidden K --inter N --layers L --threads T
                             [--dtype f32|bf16] [--seed S] [--routing-in FILE] [--reps N] [--warmup W]
 
+   One source, two programs (onednn_api.h hides the API difference): build/onednn_peer against oneDNN
+   2.x (Debian's libdnnl-dev 2.6; `make bench-bin`) and build/onednn3_peer against oneDNN 3.x (PyPI
+   onednn-cpu-gomp 2023.2.0 = v3.2, in the venv of `make bench-peers`); the 3.x program's op names
+   start with onednn3_ instead of onednn_.
+
    linear: y[M,N] (f32) = x[M,K] . W^T with W stored [N,K] row-major (the nn.Linear layout), through
-   the oneDNN C API (2.x, e.g. Debian's libdnnl-dev 2.6): a matmul primitive whose weights memory
+   the oneDNN C API: a matmul primitive whose weights memory
    format is `any`, the weights reordered ONCE from the [N,K] row-major view (a [K,N] tensor in format
    `ba`) into the primitive's preferred layout, outside the timing. dtype s8 is u8 activations x s8
    weights (int32 accumulation, f32 output, no scales), by default with 7-bit data (u8 in [0, 127],
@@ -42,21 +47,16 @@
        op=onednn_<op> ... status=unimplemented
    and exits 0. Outputs are checked against a double-precision reference on a few entries.
 
-   Build: `make bench-bin` (when dnnl.h is installed): cc -std=c99 -O2 -fopenmp ... -ldnnl. */
+   Build: `make bench-bin` (when dnnl.h is installed): cc -std=c99 -O2 -fopenmp ... -ldnnl; the 3.x
+   program: `make bench-peers` (the same flags against the venv's oneDNN, with an rpath to it). */
 #define _POSIX_C_SOURCE 200809L
 #define AMXK_IMPLEMENTATION /* for the exact f32 -> bf16 conversion */
 #include "../amxk.h"
 #include "bench_util.h"
 
-#include <dnnl.h>
+#include "onednn_api.h"
 #include <math.h>
 #include <omp.h>
-
-#define DNNL_TRY(call)                                                                                     \
-    do {                                                                                                   \
-        dnnl_status_t s_ = (call);                                                                         \
-        if (s_ != dnnl_success) bench_die("%s failed: status %d (%s:%d)", #call, (int)s_, __FILE__, __LINE__); \
-    } while (0)
 
 typedef struct peer_run {
     dnnl_primitive_t prim;
@@ -75,59 +75,52 @@ static int cmd_linear(const bench_args *a) {
     long m = bench_int(a, "m", 1), n = bench_int(a, "n", 4096), k = bench_int(a, "k", 4096);
     int threads = (int)bench_int(a, "threads", 1), reps = (int)bench_int(a, "reps", 20), warmup = (int)bench_int(a, "warmup", 2);
     double rotate_mb = bench_dbl(a, "rotate-mb", 0.0), med, bytes;
-    const char *dtype = bench_str(a, "dtype", "f32"), *isa = bench_str(a, "isa", "auto"), *impl = "?";
+    const char *dtype = bench_str(a, "dtype", "f32"), *isa = bench_str(a, "isa", "auto");
     dnnl_data_type_t xt, wt;
     size_t esz, i, j, checked = 0, wrong = 0;
     const long s8_range = bench_int(a, "s8-range", 7);
     int full8;
     dnnl_engine_t engine;
     dnnl_stream_t stream;
-    dnnl_memory_desc_t x_md, w_user_md, w_any_md, y_md;
-    const dnnl_memory_desc_t *w_md;
-    dnnl_matmul_desc_t mm;
+    peer_md x_md, w_user_md, w_any_md, y_md, w_md;
     dnnl_primitive_desc_t pd, rpd;
     dnnl_primitive_t prim, reorder;
     dnnl_status_t st;
     dnnl_memory_t x_mem, y_mem, w_user_mem, *w_mem;
-    dnnl_dims_t xdims, wdims, ydims;
     float *xf, *wf, *y;
     void *x_data, *w_user;
     bench_rot rot;
     peer_run run;
-    char params[256];
+    char params[256], impl[64];
 
     if (m < 1 || n < 1 || k < 1) bench_die("--m, --n, --k must be >= 1");
     if (threads < 1 || reps < 1 || warmup < 0 || rotate_mb < 0) bench_die("bad --threads/--reps/--warmup/--rotate-mb");
-    if (strcmp(isa, "auto") != 0) bench_die("onednn_peer: --isa is not supported (use ONEDNN_MAX_CPU_ISA)");
+    if (strcmp(isa, "auto") != 0) bench_die(PEER_OP "_peer: --isa is not supported (use ONEDNN_MAX_CPU_ISA)");
     if (strcmp(dtype, "f32") == 0) xt = wt = dnnl_f32, esz = 4;
     else if (strcmp(dtype, "bf16") == 0) xt = wt = dnnl_bf16, esz = 2;
     else if (strcmp(dtype, "s8") == 0) xt = dnnl_u8, wt = dnnl_s8, esz = 1;
     else bench_die("--dtype must be f32, bf16 or s8");
     if (s8_range != 7 && s8_range != 8) bench_die("--s8-range must be 7 or 8");
     full8 = s8_range == 8 && esz == 1;
-    snprintf(params, sizeof params, "op=onednn_linear m=%ld n=%ld k=%ld dtype=%s threads=%d rotate_mb=%g", m, n, k, dtype,
+    snprintf(params, sizeof params, "op=" PEER_OP "_linear m=%ld n=%ld k=%ld dtype=%s threads=%d rotate_mb=%g", m, n, k, dtype,
              threads, rotate_mb);
 
     omp_set_num_threads(threads);
     DNNL_TRY(dnnl_engine_create(&engine, dnnl_cpu, 0));
     DNNL_TRY(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags));
 
-    xdims[0] = m, xdims[1] = k;
-    wdims[0] = k, wdims[1] = n;
-    ydims[0] = m, ydims[1] = n;
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&x_md, 2, xdims, xt, dnnl_ab));
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&w_user_md, 2, wdims, wt, dnnl_ba)); /* [N,K] row-major = W^T */
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&w_any_md, 2, wdims, wt, dnnl_format_tag_any));
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&y_md, 2, ydims, dnnl_f32, dnnl_ab));
-    DNNL_TRY(dnnl_matmul_desc_init(&mm, &x_md, &w_any_md, NULL, &y_md));
-    st = dnnl_primitive_desc_create(&pd, &mm, NULL, engine, NULL);
+    x_md = peer_md_2d((size_t)m, (size_t)k, xt, dnnl_ab);
+    w_user_md = peer_md_2d((size_t)k, (size_t)n, wt, dnnl_ba); /* [N,K] row-major = W^T */
+    w_any_md = peer_md_2d((size_t)k, (size_t)n, wt, dnnl_format_tag_any);
+    y_md = peer_md_2d((size_t)m, (size_t)n, dnnl_f32, dnnl_ab);
+    st = peer_matmul_pd(&pd, engine, x_md, w_any_md, y_md);
     if (st != dnnl_success) {
         printf("%s status=%s\n", params, st == dnnl_unimplemented ? "unimplemented" : "error");
         dnnl_stream_destroy(stream);
         dnnl_engine_destroy(engine);
         return 0;
     }
-    DNNL_TRY(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl));
+    peer_impl_word(pd, impl, sizeof impl);
     DNNL_TRY(dnnl_primitive_create(&prim, pd));
     w_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
 
@@ -152,15 +145,15 @@ static int cmd_linear(const bench_args *a) {
     }
 
     /* reorder once into each rotation copy */
-    DNNL_TRY(dnnl_memory_create(&w_user_mem, &w_user_md, engine, w_user));
-    DNNL_TRY(dnnl_reorder_primitive_desc_create(&rpd, &w_user_md, engine, w_md, engine, NULL));
+    DNNL_TRY(dnnl_memory_create(&w_user_mem, w_user_md, engine, w_user));
+    DNNL_TRY(dnnl_reorder_primitive_desc_create(&rpd, w_user_md, engine, w_md, engine, NULL));
     DNNL_TRY(dnnl_primitive_create(&reorder, rpd));
     bench_rot_init(&rot, dnnl_memory_desc_get_size(w_md), rotate_mb);
     w_mem = (dnnl_memory_t *)calloc(rot.n, sizeof *w_mem);
     run.args = (dnnl_exec_arg_t(*)[3])calloc(rot.n, sizeof *run.args);
     if (!w_mem || !run.args) bench_die("out of memory");
-    DNNL_TRY(dnnl_memory_create(&x_mem, &x_md, engine, x_data));
-    DNNL_TRY(dnnl_memory_create(&y_mem, &y_md, engine, y));
+    DNNL_TRY(dnnl_memory_create(&x_mem, x_md, engine, x_data));
+    DNNL_TRY(dnnl_memory_create(&y_mem, y_md, engine, y));
     for (i = 0; i < rot.n; i++) {
         dnnl_exec_arg_t ra[2];
         DNNL_TRY(dnnl_memory_create(&w_mem[i], w_md, engine, rot.copy[i]));
@@ -189,25 +182,21 @@ static int cmd_linear(const bench_args *a) {
             }
             checked++;
             if (fabs((double)y[i * (size_t)n + j] - ref) > 1e-4 * mag + 1e-6) {
-                if (!full8) bench_die("onednn_peer: y[%zu][%zu] = %g, reference %g", i, j, (double)y[i * (size_t)n + j], ref);
+                if (!full8) bench_die(PEER_OP "_peer: y[%zu][%zu] = %g, reference %g", i, j, (double)y[i * (size_t)n + j], ref);
                 wrong++;
             }
         }
 
     bytes = (double)dnnl_memory_desc_get_size(w_md) + (double)m * (double)k * (double)esz + (double)m * (double)n * 4.0;
-    {
-        char impl_word[64];
-        for (i = 0; impl[i] && i + 1 < sizeof impl_word; i++) impl_word[i] = impl[i] == ' ' ? '_' : impl[i];
-        impl_word[i] = 0;
-        if (full8) bench_line(med, 2.0 * (double)m * (double)n * (double)k, bytes, "%s s8_range=8 impl=%s checked=%zu wrong=%zu", params,
-                              impl_word, checked, wrong);
-        else bench_line(med, 2.0 * (double)m * (double)n * (double)k, bytes, "%s impl=%s", params, impl_word);
-    }
+    if (full8) bench_line(med, 2.0 * (double)m * (double)n * (double)k, bytes, "%s s8_range=8 impl=%s checked=%zu wrong=%zu", params, impl,
+                          checked, wrong);
+    else bench_line(med, 2.0 * (double)m * (double)n * (double)k, bytes, "%s impl=%s", params, impl);
 
     for (i = 0; i < rot.n; i++) dnnl_memory_destroy(w_mem[i]);
     dnnl_memory_destroy(w_user_mem);
     dnnl_memory_destroy(x_mem);
     dnnl_memory_destroy(y_mem);
+    peer_md_free(x_md), peer_md_free(w_user_md), peer_md_free(w_any_md), peer_md_free(y_md);
     dnnl_primitive_destroy(reorder);
     dnnl_primitive_desc_destroy(rpd);
     dnnl_primitive_destroy(prim);
@@ -304,33 +293,25 @@ static void moe_peer_call(void *user, size_t rep) {
     }
 }
 
-/* A [rows, cols] memory descriptor. */
-static void moe_md(dnnl_memory_desc_t *md, size_t rows, size_t cols, dnnl_data_type_t dt, dnnl_format_tag_t tag) {
-    dnnl_dims_t d;
-    d[0] = (dnnl_dim_t)rows, d[1] = (dnnl_dim_t)cols;
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(md, 2, d, dt, tag));
-}
-
 /* A row-major [rows, cols] memory of type dt over buf. */
 static dnnl_memory_t moe_mem(dnnl_engine_t eng, size_t rows, size_t cols, dnnl_data_type_t dt, void *buf) {
-    dnnl_memory_desc_t md;
+    peer_md md = peer_md_2d(rows, cols, dt, dnnl_ab);
     dnnl_memory_t mem;
-    moe_md(&md, rows, cols, dt, dnnl_ab);
-    DNNL_TRY(dnnl_memory_create(&mem, &md, eng, buf));
+    DNNL_TRY(dnnl_memory_create(&mem, md, eng, buf));
+    peer_md_free(md);
     return mem;
 }
 
 /* Matmul [m, k] x [k, n] -> [m, n] (f32 output) with weights in layout wmd (NULL: `any`, the
    primitive's choice). */
-static dnnl_status_t moe_matmul(dnnl_engine_t eng, dnnl_data_type_t dt, size_t m, size_t k, size_t n, const dnnl_memory_desc_t *wmd,
+static dnnl_status_t moe_matmul(dnnl_engine_t eng, dnnl_data_type_t dt, size_t m, size_t k, size_t n, peer_md wmd,
                                 dnnl_primitive_desc_t *pd) {
-    dnnl_memory_desc_t x, w, y;
-    dnnl_matmul_desc_t mm;
-    moe_md(&x, m, k, dt, dnnl_ab), moe_md(&y, m, n, dnnl_f32, dnnl_ab);
-    if (wmd) w = *wmd;
-    else moe_md(&w, k, n, dt, dnnl_format_tag_any);
-    DNNL_TRY(dnnl_matmul_desc_init(&mm, &x, &w, NULL, &y));
-    return dnnl_primitive_desc_create(pd, &mm, NULL, eng, NULL);
+    peer_md x = peer_md_2d(m, k, dt, dnnl_ab), y = peer_md_2d(m, n, dnnl_f32, dnnl_ab);
+    peer_md w = wmd ? wmd : peer_md_2d(k, n, dt, dnnl_format_tag_any);
+    dnnl_status_t st = peer_matmul_pd(pd, eng, x, w, y);
+    peer_md_free(x), peer_md_free(y);
+    if (!wmd) peer_md_free(w);
+    return st;
 }
 
 static int cmd_moe(const bench_args *a) {
@@ -338,15 +319,15 @@ static int cmd_moe(const bench_args *a) {
     long k = bench_int(a, "hidden", 2048), n = bench_int(a, "inter", 768), layers = bench_int(a, "layers", 1);
     int threads = (int)bench_int(a, "threads", 1), reps = (int)bench_int(a, "reps", 20), warmup = (int)bench_int(a, "warmup", 2);
     uint32_t seed = (uint32_t)bench_int(a, "seed", 1), rs;
-    const char *dtype = bench_str(a, "dtype", "f32"), *rin = bench_str(a, "routing-in", ""), *impl = "?";
+    const char *dtype = bench_str(a, "dtype", "f32"), *rin = bench_str(a, "routing-in", "");
     size_t M, E, T, K, N, L, R, i, l, t, q, nact = 0, rep_m = 0, *cnt, *r0, *nr, *act_e;
     int32_t *ids, *order;
     float *tw, *xf, *wf, *h, *y;
     double med, wbytes;
-    char params[320];
+    char params[320], impl[64];
     dnnl_engine_t eng;
     dnnl_primitive_desc_t pd1, pd2;
-    dnnl_memory_desc_t w13_md, w2_md, u13_md, u2_md;
+    peer_md w13_md, w2_md, u13_md, u2_md;
     dnnl_status_t st;
     dnnl_data_type_t wdt;
     moe_prim *cache;
@@ -355,11 +336,11 @@ static int cmd_moe(const bench_args *a) {
     if (m < 1 || e < 1 || topk < 1 || topk > e || k < 1 || n < 1 || layers < 1)
         bench_die("need --m, --experts, --hidden, --inter, --layers >= 1 and 1 <= --topk <= --experts");
     if (threads < 1 || reps < 1 || warmup < 0) bench_die("bad --threads/--reps/--warmup");
-    if (strcmp(bench_str(a, "isa", "auto"), "auto") != 0) bench_die("onednn_peer: --isa is not supported (use ONEDNN_MAX_CPU_ISA)");
-    if (bench_dbl(a, "rotate-mb", 0.0) != 0.0) bench_die("onednn_peer moe: use --layers, not --rotate-mb");
+    if (strcmp(bench_str(a, "isa", "auto"), "auto") != 0) bench_die(PEER_OP "_peer: --isa is not supported (use ONEDNN_MAX_CPU_ISA)");
+    if (bench_dbl(a, "rotate-mb", 0.0) != 0.0) bench_die(PEER_OP "_peer moe: use --layers, not --rotate-mb");
     if (strcmp(dtype, "f32") != 0 && strcmp(dtype, "bf16") != 0) bench_die("--dtype must be f32 or bf16");
     M = (size_t)m, E = (size_t)e, T = (size_t)topk, K = (size_t)k, N = (size_t)n, L = (size_t)layers, R = M * T;
-    snprintf(params, sizeof params, "op=onednn_moe m=%zu experts=%zu topk=%zu hidden=%zu inter=%zu dtype=%s layers=%zu threads=%d",
+    snprintf(params, sizeof params, "op=" PEER_OP "_moe m=%zu experts=%zu topk=%zu hidden=%zu inter=%zu dtype=%s layers=%zu threads=%d",
              M, E, T, K, N, dtype, L, threads);
 
     /* routing: the generator of amxk_bench moe; --routing-in replaces the ids with the file's */
@@ -411,9 +392,9 @@ static int cmd_moe(const bench_args *a) {
         return 0;
     }
     DNNL_TRY(moe_matmul(eng, wdt, rep_m, N, K, NULL, &pd2));
-    DNNL_TRY(dnnl_primitive_desc_query(pd1, dnnl_query_impl_info_str, 0, &impl));
-    w13_md = *dnnl_primitive_desc_query_md(pd1, dnnl_query_weights_md, 0);
-    w2_md = *dnnl_primitive_desc_query_md(pd2, dnnl_query_weights_md, 0);
+    peer_impl_word(pd1, impl, sizeof impl);
+    w13_md = peer_md_copy(dnnl_primitive_desc_query_md(pd1, dnnl_query_weights_md, 0));
+    w2_md = peer_md_copy(dnnl_primitive_desc_query_md(pd2, dnnl_query_weights_md, 0));
     dnnl_primitive_desc_destroy(pd1), dnnl_primitive_desc_destroy(pd2);
 
     /* buffers: x (bf16-rounded values, as amxk_bench's bf16 x), scratch sized for the largest expert */
@@ -434,8 +415,8 @@ static int cmd_moe(const bench_args *a) {
         moe_prim *c = &cache[nr[i]];
         run.prim[i] = c;
         if (c->p1) continue;
-        DNNL_TRY(moe_matmul(eng, wdt, nr[i], K, 2 * N, &w13_md, &pd1));
-        DNNL_TRY(moe_matmul(eng, wdt, nr[i], N, K, &w2_md, &pd2));
+        DNNL_TRY(moe_matmul(eng, wdt, nr[i], K, 2 * N, w13_md, &pd1));
+        DNNL_TRY(moe_matmul(eng, wdt, nr[i], N, K, w2_md, &pd2));
         DNNL_TRY(dnnl_primitive_create(&c->p1, pd1));
         DNNL_TRY(dnnl_primitive_create(&c->p2, pd2));
         dnnl_primitive_desc_destroy(pd1), dnnl_primitive_desc_destroy(pd2);
@@ -444,13 +425,13 @@ static int cmd_moe(const bench_args *a) {
     }
     /* weights of the active experts (the values of amxk_bench moe, rounded to bf16), W13 [2N, K] and
        W2 [K, N] row-major (= [K, 2N] / [N, K] in format ba), reordered into every layer copy */
-    moe_md(&u13_md, K, 2 * N, dnnl_f32, dnnl_ba), moe_md(&u2_md, N, K, dnnl_f32, dnnl_ba);
+    u13_md = peer_md_2d(K, 2 * N, dnnl_f32, dnnl_ba), u2_md = peer_md_2d(N, K, dnnl_f32, dnnl_ba);
     run.w13 = (dnnl_memory_t *)calloc(L * nact, sizeof *run.w13), run.w2 = (dnnl_memory_t *)calloc(L * nact, sizeof *run.w2);
     if (!run.w13 || !run.w2) bench_die("out of memory");
     wf = (float *)bench_alloc(2 * N * K * 4, 64);
     for (i = 0; i < nact; i++)
         for (q = 0; q < 2; q++) {
-            const dnnl_memory_desc_t *umd = q ? &u2_md : &u13_md, *wmd = q ? &w2_md : &w13_md;
+            peer_md umd = q ? u2_md : u13_md, wmd = q ? w2_md : w13_md;
             dnnl_memory_t um, *dst = q ? run.w2 : run.w13;
             dnnl_primitive_desc_t rpd;
             dnnl_primitive_t reorder;
@@ -505,20 +486,16 @@ static int cmd_moe(const bench_args *a) {
             for (s = 0; s < 5; s++) {
                 size_t col = s * (K - 1) / 4;
                 double got = (double)run.out[t * K + col];
-                if (fabs(got - ref[s]) > (run.bf16 ? 8e-3 : 1e-4) * mag[s] + 1e-6) bench_die("onednn_peer moe: out[%zu][%zu] = %g, reference %g", t, col, got, ref[s]);
+                if (fabs(got - ref[s]) > (run.bf16 ? 8e-3 : 1e-4) * mag[s] + 1e-6) bench_die(PEER_OP "_peer moe: out[%zu][%zu] = %g, reference %g", t, col, got, ref[s]);
             }
         }
         free(hd), free(w2f);
     }
 
-    wbytes = (double)nact * (double)(dnnl_memory_desc_get_size(&w13_md) + dnnl_memory_desc_get_size(&w2_md));
-    {
-        char impl_word[64];
-        for (i = 0; impl[i] && i + 1 < sizeof impl_word; i++) impl_word[i] = impl[i] == ' ' ? '_' : impl[i];
-        impl_word[i] = 0;
-        bench_line(med, 6.0 * (double)N * (double)K * (double)R, wbytes, "%s seed=%u active=%zu weights=%s impl=%s", params, seed,
-                   nact, run.bf16 ? "bf16" : "f32", impl_word);
-    }
+    wbytes = (double)nact * (double)(dnnl_memory_desc_get_size(w13_md) + dnnl_memory_desc_get_size(w2_md));
+    bench_line(med, 6.0 * (double)N * (double)K * (double)R, wbytes, "%s seed=%u active=%zu weights=%s impl=%s", params, seed, nact,
+               run.bf16 ? "bf16" : "f32", impl);
+    peer_md_free(w13_md), peer_md_free(w2_md), peer_md_free(u13_md), peer_md_free(u2_md);
 
     for (i = 0; i < L * nact; i++) dnnl_memory_destroy(run.w13[i]), dnnl_memory_destroy(run.w2[i]);
     for (i = 0; i <= rep_m; i++)
