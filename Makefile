@@ -8,7 +8,10 @@
 #                     and a Qwen3-Next GDN layer timed and checked against fp64; exit 1 on FAIL)
 #   make examples     build every examples/*.c
 #   make bench-bin    build build/amxk_bench (and build/onednn_peer when oneDNN is installed)
-#   make bench        run the benchmark suite, write bench/results.md
+#   make bench        run the benchmark suite, write bench/results.md (with the peers of make
+#                     bench-peers beside amxk when they are installed: ratio to the best peer per case)
+#   make bench-peers  install the benchmark peers (bench/peers_setup.sh: a venv under ~/.cache with
+#                     oneDNN 3.2, torch 2.10 and SGLang's CPU kernels from PyPI) and build build/onednn3_peer
 #   make sanitize     unit tests under ASan + UBSan (clang; the emulated-AVX-512 build with gcc; native
 #                     and emulated-AVX-512 + AMX builds only, when SIMDe is installed; the emulated build
 #                     tests only the levels it emulates, the native build the rest); first a valgrind
@@ -62,11 +65,15 @@ EXAMPLE_SRCS := $(sort $(wildcard examples/*.c))
 EXAMPLE_BINS := $(patsubst examples/%.c,build/%,$(EXAMPLE_SRCS))
 DEMO_MAIN := build/demo
 
-# oneDNN peer program: built when dnnl.h is installed (libdnnl-dev).
+# oneDNN peer program: built when dnnl.h is installed (libdnnl-dev). The oneDNN 3.x one (the same
+# source against the oneDNN of the peers' venv, see make bench-peers) when that venv has it.
 HAVE_DNNL := $(wildcard /usr/include/dnnl.h /usr/local/include/dnnl.h)
-BENCH_BINS := build/amxk_bench $(if $(HAVE_DNNL),build/onednn_peer)
+AMXK_PEERS_VENV ?= $(HOME)/.cache/amxk-peers-venv
+ONEDNN3_PREFIX ?= $(AMXK_PEERS_VENV)/onednn-gomp
+HAVE_DNNL3 := $(wildcard $(ONEDNN3_PREFIX)/include/oneapi/dnnl/dnnl.h)
+BENCH_BINS := build/amxk_bench $(if $(HAVE_DNNL),build/onednn_peer) $(if $(HAVE_DNNL3),build/onednn3_peer)
 
-.PHONY: all test tests unit-tests test-matrix compile-tests demo examples bench bench-bin sanitize clang aarch64 clean valgrind fuzz amx-model
+.PHONY: all test tests unit-tests test-matrix compile-tests demo examples bench bench-bin bench-peers sanitize clang aarch64 clean valgrind fuzz amx-model
 .DELETE_ON_ERROR:
 
 all: tests examples bench-bin
@@ -233,9 +240,18 @@ build/amxk_bench_amxcount: bench/amxk_bench.c $(wildcard bench/*.h) $(HEADERS)
 amx-model: build/amxk_bench_amxcount
 	bench/amx_model.sh
 
-build/onednn_peer: bench/onednn_peer.c bench/bench_util.h amxk.h
+build/onednn_peer: bench/onednn_peer.c bench/onednn_api.h bench/bench_util.h amxk.h
 	@mkdir -p $(@D)
 	$(CC) $(STD) $(CFLAGS) -fopenmp $< -o $@ -ldnnl $(LDLIBS)
+
+build/onednn3_peer: bench/onednn_peer.c bench/onednn_api.h bench/bench_util.h amxk.h
+	@mkdir -p $(@D)
+	$(CC) $(STD) $(CFLAGS) -fopenmp -I$(ONEDNN3_PREFIX)/include $< -o $@ -L$(ONEDNN3_PREFIX)/lib \
+		-Wl,-rpath,$(ONEDNN3_PREFIX)/lib -ldnnl $(LDLIBS)
+
+# the peers' venv (PyPI; minutes and ~4 GB the first time): bench/peers_setup.sh
+bench-peers:
+	bash bench/peers_setup.sh
 
 bench: $(BENCH_BINS)
 	bash bench/run_bench.sh

