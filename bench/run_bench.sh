@@ -5,10 +5,15 @@
 # Each case prints `op=... median_us=.. gflops=.. gbs=..` (in-process timing, median of --reps calls;
 # see bench/bench_util.h). When hyperfine is installed, the amxk_bench cases are also run through it
 # and its table (whole-process wall time: allocation and setup included) is appended.
-# The oneDNN cases run when build/onednn_peer was built (libdnnl-dev installed).
+# The oneDNN cases run when build/onednn_peer was built (libdnnl-dev installed). With the peers of
+# `make bench-peers` installed (oneDNN 3.2: build/onednn3_peer; SGLang's CPU kernels and torch:
+# bench/sgl_peer.py in the venv $AMXK_PEERS_VENV), each amxk_bench case they can run is followed by
+# them (interleaved: amxk, then its peers, case by case) and results.md gets a table of amxk's ratio
+# to the best peer per case (bench/peer_ratio.py).
 #
 # Environment: BENCH_THREADS (default: all online CPUs), BENCH_ROTATE_MB (default 1024),
-# BENCH_OUT (default bench/results.md).
+# BENCH_OUT (default bench/results.md), BENCH_ONLY (an extended regex: run only the cases whose
+# command matches it, e.g. 'linear --m (1|16) '), AMXK_PEERS_VENV (default ~/.cache/amxk-peers-venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,6 +52,8 @@ for t in 1 "$threads"; do
         cases+=("$bin linear --m 1 --n 4096 --k 4096 --dtype int4 --group 128 --act int8 --out bf16 --threads $t --rotate-mb $rot")
         cases+=("$bin linear --m 1 --n 4096 --k 4096 --dtype int2 --group 64 --act int8 --out bf16 --threads $t --rotate-mb $rot")
         cases+=("$bin linear --m 256 --n 4096 --k 4096 --dtype int8 --group 128 --act int8 --out bf16 --threads $t --reps 3")
+        # w8a8 per channel (one scale per output row: group = K), the form SGLang and oneDNN u8s8 run
+        cases+=("$bin linear --m 256 --n 4096 --k 4096 --dtype int8 --group 4096 --act int8 --out bf16 --threads $t --reps 3")
     fi
 done
 # oneDNN's best dtype for the bf16 cases: bf16 where the CPU has AVX512_BF16 (brgemm on vdpbf16ps; it
@@ -111,16 +118,60 @@ for t in 1 "$threads"; do
     cases+=("$bin conv1d --form decode --batch 128 --dim 8192 --width 4 --dtype bf16 --threads $t")
 done
 
+# each command once (with BENCH_THREADS=1 the two thread loops give the same cases), BENCH_ONLY's
+kept=()
+declare -A seen=()
+for c in "${cases[@]}"; do
+    [ -n "${seen[$c]:-}" ] && continue
+    seen[$c]=1
+    [ -z "${BENCH_ONLY:-}" ] || grep -qE -- "$BENCH_ONLY" <<<"$c" && kept+=("$c")
+done
+cases=("${kept[@]}")
+
+# ---- the peers of `make bench-peers`, run right after the amxk_bench case they compare with ---------
+venv=${AMXK_PEERS_VENV:-$HOME/.cache/amxk-peers-venv}
+peer3=build/onednn3_peer
+[ -x "$peer3" ] || peer3=""
+sgl=""
+compgen -G "$venv/lib/python3*/site-packages/vllm/_C.abi3.so" >/dev/null && sgl="$venv/bin/python bench/sgl_peer.py"
+# arg OPTION CASE: the value of --OPTION in the command CASE (empty when absent)
+arg() { grep -oE -- "--$1 [^ ]+" <<<"$2" | cut -d' ' -f2 || true; }
+# peers_of CASE: the peer commands for the amxk_bench command CASE, one per line
+peers_of() {
+    local c=$1 keep dt
+    dt=$(arg dtype "$c")
+    keep="--m $(arg m "$c") --n $(arg n "$c") --k $(arg k "$c") --threads $(arg threads "$c")"
+    [ -n "$(arg rotate-mb "$c")" ] && keep+=" --rotate-mb $(arg rotate-mb "$c")"
+    [ -n "$(arg reps "$c")" ] && keep+=" --reps $(arg reps "$c")"
+    case $c in
+    "$bin linear "*)
+        if [ "$dt" = bf16 ]; then
+            [ -n "$peer3" ] && echo "$peer3 linear $keep --dtype $pdt"
+            [ -n "$sgl" ] && echo "$sgl linear $keep --dtype bf16"
+        elif [ "$dt" = int8 ] && [ "$(arg act "$c")" = int8 ] && [ "$(arg group "$c")" = "$(arg k "$c")" ]; then
+            [ -n "$peer3" ] && echo "$peer3 linear $keep --dtype s8 --s8-range 8"
+            [ -n "$sgl" ] && echo "$sgl linear $keep --dtype w8a8"
+        fi ;;
+    "$bin moe "*"--dtype bf16 --routing-out "*) # replay amxk's routing
+        [ -n "$peer3" ] && echo "$peer3 moe ${c#"$bin moe "}" | sed "s/--dtype bf16 --routing-out/--dtype $pdt --routing-in/"
+        [ -n "$sgl" ] && echo "$sgl moe ${c#"$bin moe "}" | sed "s/--routing-out/--routing-in/" ;;
+    esac
+    return 0
+}
 # BENCH_LIST=1: print the amxk_bench cases, one per line, and stop (bench/compare.sh runs them)
 if [ -n "${BENCH_LIST:-}" ]; then
     for c in "${cases[@]}"; do case $c in "$bin "*) echo "$c" ;; esac; done
     exit 0
 fi
 [ -x "$bin" ] || { echo "$bin missing: run make bench-bin"; exit 1; }
+[ -n "$peer3$sgl" ] || echo "note: the peers of make bench-peers (oneDNN 3.2, SGLang, torch) are not installed: no ratio table"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 rows=()
 cmds=()
-for c in "${cases[@]}"; do
+pairs=$route_dir/pairs.tsv # the amxk case's lines, then its peers': <amxk command> TAB <line>
+# run_case CMD [AMXK_CMD]: runs CMD, prints and records its lines (a peer's also under AMXK_CMD)
+run_case() {
+    local c=$1 lines rc l op med gf gb params
     echo "+ $c"
     set +e
     lines=$($c)
@@ -130,10 +181,11 @@ for c in "${cases[@]}"; do
     if [ $rc -ne 0 ]; then
         echo "  (exit status $rc)"
         rows+=("| ${c%% *} | failed (exit status $rc) | | | | \`$c\` |")
-        continue
+        return 0
     fi
     while IFS= read -r l; do
-        case $l in op=*) ;; *) continue ;; esac
+        case $l in op=*) ;; peer=*) l="op=$(sed -E 's/^peer=([^ ]+) op=/\1:/' <<<"$l")" ;; *) continue ;; esac
+        [ -n "${2:-}" ] && printf '%s\t%s\n' "$2" "$l" >>"$pairs"
         op=$(sed -E 's/^op=([^ ]+).*/\1/' <<<"$l")
         med=$(grep -oE 'median_us=[^ ]+' <<<"$l" | cut -d= -f2 || true)
         gf=$(grep -oE 'gflops=[^ ]+' <<<"$l" | cut -d= -f2 || true)
@@ -142,6 +194,12 @@ for c in "${cases[@]}"; do
         rows+=("| $op | $params | ${med:--} | ${gf:--} | ${gb:--} | \`$c\` |")
     done <<<"$lines"
     cmds+=("$c")
+}
+for c in "${cases[@]}"; do
+    ps=""
+    [ -n "$peer3$sgl" ] && case $c in "$bin "*) ps=$(peers_of "$c") ;; esac
+    run_case "$c" "${ps:+$c}"
+    while IFS= read -r p; do [ -n "$p" ] && run_case "$p" "$c"; done <<<"$ps"
 done
 
 cpu=$(lscpu 2>/dev/null | sed -nE 's/^Model name: *//p' | head -n 1)
@@ -167,7 +225,9 @@ git diff --quiet HEAD 2>/dev/null || commit="$commit (with local changes)"
     echo "| op | parameters | median_us | gflops | gbs | command |"
     echo "|---|---|---:|---:|---:|---|"
     for r in "${rows[@]}"; do echo "$r"; done
+    if [ -s "$pairs" ]; then python3 bench/peer_ratio.py "$pairs"; fi
 } >"$out"
+if [ -s "$pairs" ]; then python3 bench/peer_ratio.py "$pairs"; fi
 
 if command -v hyperfine >/dev/null 2>&1; then
     hf=()
