@@ -181,6 +181,9 @@ run_case() {
     if [ $rc -ne 0 ]; then
         echo "  (exit status $rc)"
         rows+=("| ${c%% *} | failed (exit status $rc) | | | | \`$c\` |")
+        l=${c%% *}
+        case $c in *.py" "*) l=${c#* } l=${l%% *} ;; esac
+        [ -n "${2:-}" ] && printf '%s\top=%s status=failed(%s)\n' "$2" "${l##*/}" "$rc" >>"$pairs"
         return 0
     fi
     while IFS= read -r l; do

