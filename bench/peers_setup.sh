@@ -25,7 +25,7 @@ pip_install() { # pip_install WHAT ARGS...: fails with a message (offline, PyPI 
     shift
     echo "peers_setup: installing $what"
     "$py" -m pip install -q --disable-pip-version-check "$@" ||
-        die "pip install $what failed (offline or PyPI unreachable?); nothing else changed, rerun when online"
+        die "pip install $what failed (offline or PyPI unreachable?); rerun when online"
 }
 
 if [ ! -x "$py" ]; then
