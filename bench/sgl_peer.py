@@ -210,10 +210,10 @@ def moe_routing(m, e, topk, seed):
     return ids, tw
 
 
-def cmd_moe(a, ops):
-    m, e, topk, k, n, layers = a.m, a.experts, a.topk, a.hidden, a.inter, a.layers
-    op = "fused_experts_cpu"
-    params = f"m={m} experts={e} topk={topk} hidden={k} inter={n} dtype=bf16 layers={layers} threads={a.threads}"
+def moe_inputs(a):
+    """The routing (moe_routing, or --routing-in) and the bf16 activations of a moe case:
+    (ids as lists, ids [M, topk] int32, weights [M, topk] f32, sorted active experts, x [M, K] bf16)."""
+    m, e, topk = a.m, a.experts, a.topk
     ids, tw = moe_routing(m, e, topk, a.seed)
     if a.routing_in:
         vals = [int(v) for v in open(a.routing_in).read().split()]
@@ -222,8 +222,33 @@ def cmd_moe(a, ops):
         ids = [vals[t * topk:(t + 1) * topk] for t in range(m)]
     ids_t = torch.tensor(ids, dtype=torch.int32)
     tw_t = torch.tensor(tw, dtype=torch.float32).view(m, topk)
-    act = sorted({i for row in ids for i in row})
-    x = (torch.rand(m, k) * 2 - 1).to(BF)
+    return ids, ids_t, tw_t, sorted({i for row in ids for i in row}), (torch.rand(m, a.hidden) * 2 - 1).to(BF)
+
+
+def moe_ref(x, ids, tw_t, w13_of, w2_of, n):
+    """fp32 MoE reference (SiLU-gated, no shared expert): w13_of(e) [2N, K] and w2_of(e) [K, N] as fp32."""
+    ref = torch.zeros(x.shape[0], x.shape[1])
+    for t, row in enumerate(ids):
+        for j, ex in enumerate(row):
+            h = x[t].float() @ w13_of(ex).t()
+            ref[t] += tw_t[t, j] * ((F.silu(h[:n]) * h[n:]) @ w2_of(ex).t())
+    return ref
+
+
+def full_experts(e, act, packed):
+    """A [E, ...] tensor like `packed` (the active experts' packed weights, in `act` order) whose active
+    slices hold them; the others are allocated and never touched."""
+    full = torch.empty((e,) + tuple(packed.shape[1:]), dtype=packed.dtype)
+    full[torch.tensor(act)] = packed
+    return full
+
+
+def cmd_moe(a, ops):
+    m, e, topk, k, n, layers = a.m, a.experts, a.topk, a.hidden, a.inter, a.layers
+    op = "fused_experts_cpu"
+    ids, ids_t, tw_t, act, x = moe_inputs(a)
+    params = f"m={m} experts={e} topk={topk} hidden={k} inter={n} dtype=bf16 layers={layers} threads={a.threads} " \
+             f"seed={a.seed} active={len(act)}"
 
     def run(xx, w13, w2, tww, idd):
         return ops.fused_experts_cpu(xx, w13, w2, tww, idd, False, False, False, None, None, None, None, None, True)
@@ -231,39 +256,63 @@ def cmd_moe(a, ops):
     # per layer copy: full [E, ...] tensors, only the active experts' slices written (packed)
     ok = True
     w13s, w2s = [], []
-    ai = torch.tensor(act)
     for layer in range(layers):
         g13 = ((torch.rand(len(act), 2 * n, k) * 2 - 1) * 0.05).to(BF)
         g2 = ((torch.rand(len(act), k, n) * 2 - 1) * 0.05).to(BF)
-        w13, w2 = torch.empty(e, 2 * n, k, dtype=BF), torch.empty(e, k, n, dtype=BF)
-        w13[ai], w2[ai] = ops.convert_weight_packed(g13), ops.convert_weight_packed(g2)
+        w13, w2 = full_experts(e, act, ops.convert_weight_packed(g13)), full_experts(e, act, ops.convert_weight_packed(g2))
         reason = probe(lambda: run(x, w13, w2, tw_t, ids_t)) if layer == 0 else None
         if reason:
-            line("sgl", op, params + f" seed={a.seed} active={len(act)}", reason=reason)
+            line("sgl", op, params, reason=reason)
             return 0
         if layer == 0 and a.check and m <= 64:
-            ref = torch.zeros(m, k)
             pos = {ex: j for j, ex in enumerate(act)}
-            for t in range(m):
-                for j in range(topk):
-                    h = x[t].float() @ g13[pos[ids[t][j]]].float().t()
-                    ref[t] += tw_t[t, j] * ((F.silu(h[:n]) * h[n:]) @ g2[pos[ids[t][j]]].float().t())
+            ref = moe_ref(x, ids, tw_t, lambda ex: g13[pos[ex]].float(), lambda ex: g2[pos[ex]].float(), n)
             ok &= check(f"sgl {op} m={m}", run(x, w13, w2, tw_t, ids_t), ref, 3e-2)
         w13s.append(w13), w2s.append(w2)
         del g13, g2
     med = measure(lambda c: run(x, w13s[c % layers], w2s[c % layers], tw_t, ids_t), a.warmup, a.reps)
-    line("sgl", op, params + f" seed={a.seed} active={len(act)}", med, 6.0 * n * k * m * topk, len(act) * 3.0 * n * k * 2)
+    line("sgl", op, params, med, 6.0 * n * k * m * topk, len(act) * 3.0 * n * k * 2)
     return 0 if ok else 1
+
+
+def common_parser():
+    """The options every subcommand takes (argparse parent)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--threads", type=int, default=1)
+    common.add_argument("--reps", type=int, default=20)
+    common.add_argument("--warmup", type=int, default=2)
+    common.add_argument("--check", action="store_true", help="compare each op once with an fp32/fp64 reference")
+    return common
+
+
+def add_moe_args(p, dtypes):
+    """amxk_bench moe's shape and routing options."""
+    p.add_argument("--m", type=int, default=1)
+    p.add_argument("--experts", type=int, default=128)
+    p.add_argument("--topk", type=int, default=8)
+    p.add_argument("--hidden", type=int, default=2048)
+    p.add_argument("--inter", type=int, default=768)
+    p.add_argument("--layers", type=int, default=1)
+    p.add_argument("--dtype", default=dtypes[0], choices=dtypes)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--routing-in", default="")
+
+
+def start(ap, name):
+    """Parses the command line, loads the kernels, seeds and sets the threads: (args, torch.ops._C)."""
+    a = ap.parse_args()
+    if a.threads < 1 or a.reps < 1 or a.warmup < 0:
+        sys.exit(f"{name}: bad --threads/--reps/--warmup")
+    ops = load_kernels()
+    torch.manual_seed(0)
+    torch.set_num_threads(a.threads)
+    return a, ops
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--threads", type=int, default=1)
-    common.add_argument("--reps", type=int, default=20)
-    common.add_argument("--warmup", type=int, default=2)
-    common.add_argument("--check", action="store_true", help="compare each op once with an fp32 reference")
+    common = common_parser()
     lin = sub.add_parser("linear", parents=[common])
     lin.add_argument("--m", type=int, default=1)
     lin.add_argument("--n", type=int, default=4096)
@@ -271,22 +320,8 @@ def main():
     lin.add_argument("--dtype", default="bf16", choices=["bf16", "w8a8"])
     lin.add_argument("--rotate-mb", type=float, default=0.0)
     lin.add_argument("--peers", default="sgl,torch", help="which of sgl, torch (bf16)")
-    moe = sub.add_parser("moe", parents=[common])
-    moe.add_argument("--m", type=int, default=1)
-    moe.add_argument("--experts", type=int, default=128)
-    moe.add_argument("--topk", type=int, default=8)
-    moe.add_argument("--hidden", type=int, default=2048)
-    moe.add_argument("--inter", type=int, default=768)
-    moe.add_argument("--layers", type=int, default=1)
-    moe.add_argument("--dtype", default="bf16", choices=["bf16"])
-    moe.add_argument("--seed", type=int, default=1)
-    moe.add_argument("--routing-in", default="")
-    a = ap.parse_args()
-    if a.threads < 1 or a.reps < 1 or a.warmup < 0:
-        sys.exit("sgl_peer: bad --threads/--reps/--warmup")
-    ops = load_kernels()
-    torch.manual_seed(0)
-    torch.set_num_threads(a.threads)
+    add_moe_args(sub.add_parser("moe", parents=[common]), ["bf16"])
+    a, ops = start(ap, "sgl_peer")
     return cmd_linear(a, ops) if a.cmd == "linear" else cmd_moe(a, ops)
 
 
