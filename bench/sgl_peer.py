@@ -50,13 +50,18 @@ import torch.nn.functional as F
 BF = torch.bfloat16
 
 
-def load_kernels():
-    """Loads vllm/_C.abi3.so (SGL_PEER_SO, else the first on sys.path); returns torch.ops._C."""
+def kernel_so():
+    """The kernel library: $SGL_PEER_SO, else the first vllm/_C*.so on sys.path (vllm/_C.abi3.so)."""
     so = os.environ.get("SGL_PEER_SO") or next(iter(sorted(
         p for d in sys.path if d for p in glob.glob(os.path.join(d, "vllm", "_C*.so")))), None)
     if not so:
         sys.exit("sgl_peer: no vllm/_C*.so on sys.path (run make bench-peers, or set SGL_PEER_SO)")
-    torch.ops.load_library(so)
+    return so
+
+
+def load_kernels():
+    """Loads kernel_so(); returns torch.ops._C."""
+    torch.ops.load_library(kernel_so())
     return torch.ops._C
 
 

@@ -54,10 +54,33 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sgl_peer import (BF, add_moe_args, check, common_parser, copies, full_experts, line, measure,  # noqa: E402
-                      moe_inputs, moe_ref, probe, start)
+from sgl_peer import (BF, add_moe_args, check, common_parser, copies, full_experts, kernel_so, line,  # noqa: E402
+                      measure, moe_inputs, moe_ref, probe, start)
 
 AWQ_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)  # AWQ: nibble j of a word holds element AWQ_ORDER[j] of its 8
+
+
+def lib():
+    """The loaded build's name: _C (AVX512-BF16 / AMX), _C_AVX512 or _C_AVX2."""
+    return os.path.basename(kernel_so()).split(".")[0]
+
+
+def vllm_build():
+    """The build vLLM itself imports on this CPU (vllm/platforms/cpu.py): _C with AVX512-BF16, else
+    _C_AVX512 with AVX-512, else _C_AVX2; all three lie side by side."""
+    name = "_C" if torch.cpu._is_avx512_bf16_supported() else "_C_AVX512" if torch.cpu._is_avx512_supported() else "_C_AVX2"
+    return os.path.join(os.path.dirname(kernel_so()), name + ".abi3.so")
+
+
+def unsupported(peer, op, params, reason):
+    """An op that failed here in the default build (_C): reruns this command (execv) with the build vLLM
+    itself loads on this CPU where that is another one; else prints the unsupported line."""
+    alt = vllm_build()
+    if not os.environ.get("SGL_PEER_SO") and os.path.exists(alt) and alt != kernel_so():
+        print(f"# {op}: {reason} with {lib()}; rerunning with {os.path.basename(alt)} (vLLM's build for this CPU)", flush=True)
+        os.environ["SGL_PEER_SO"], os.environ["SGL_PEER2_WHY"] = alt, f"{lib()}:{reason};"
+        os.execv(sys.executable, [sys.executable] + sys.argv)
+    line(peer, op, params, reason=os.environ.get("SGL_PEER2_WHY", "") + reason)
 
 
 def nbytes(*ts):
@@ -112,7 +135,7 @@ def gdn_inputs(a, tokens):
     ga, gb = ((torch.rand(tokens, HV) * 2 - 1).to(BF) for _ in range(2))
     A_log = torch.tensor([(i % 16) * 0.15 for i in range(HV)], dtype=torch.float32)
     dt_bias = torch.full((HV,), 0.1).to(BF)
-    return q, k, v, ga, gb, A_log, dt_bias, f"hk={H} hv={HV} dk={dk} dv={dv} threads={a.threads}"
+    return q, k, v, ga, gb, A_log, dt_bias, f"hk={H} hv={HV} dk={dk} dv={dv} threads={a.threads} lib={lib()}"
 
 
 def cmd_gdn_decode(a, ops):
@@ -129,7 +152,7 @@ def cmd_gdn_decode(a, ops):
 
     reason = probe(run)
     if reason:
-        line("sgl", op, params, reason=reason)
+        unsupported("sgl", op, params, reason)
         return 0
     ok = True
     if a.check:
@@ -162,7 +185,7 @@ def cmd_gdn_prefill(a, ops):
 
     reason = probe(run)
     if reason:
-        line("sgl", op, params, reason=reason)
+        unsupported("sgl", op, params, reason)
         return 0
     ok = True
     if a.check:
@@ -192,7 +215,7 @@ def cmd_conv1d(a, ops):
     tokens = a.batch if decode else a.t
     slots = a.batch if decode else 1
     op = "causal_conv1d_update_cpu" if decode else "causal_conv1d_fwd_cpu"
-    params = f"form={a.form} t={tokens} dim={D} width={W} dtype={a.dtype} threads={a.threads}"
+    params = f"form={a.form} t={tokens} dim={D} width={W} dtype={a.dtype} threads={a.threads} lib={lib()}"
     w = ((torch.rand(D, W) * 2 - 1) * 0.5).to(dt)
     x = (torch.rand(tokens, D) * 2 - 1).to(dt)
     pool = (torch.rand(slots, W - 1, D) * 2 - 1).to(dt)  # [slot, position, channel] as amxk_bench's
@@ -200,8 +223,8 @@ def cmd_conv1d(a, ops):
     idx = torch.arange(slots, dtype=torch.int32)
     try:
         wp = ops.causal_conv1d_weight_pack(w)
-    except RuntimeError as e:
-        line("sgl", op, params, reason="pack:" + "_".join(str(e).split())[:100])
+    except (RuntimeError, AttributeError) as e:
+        unsupported("sgl", op, params, "weight_pack:" + "_".join(str(e).split())[:100])
         return 0
     if decode:
         def run():
@@ -213,7 +236,7 @@ def cmd_conv1d(a, ops):
             return ops.causal_conv1d_fwd_cpu(x.t(), wp, None, sv, qsl, idx, init, True, -1, True)
     reason = probe(run)
     if reason:
-        line("sgl", op, params, reason=reason)
+        unsupported("sgl", op, params, reason)
         return 0
     ok = True
     if a.check:
@@ -296,7 +319,7 @@ def cmd_moe(a, ops):
     peer, op = ("vllm", "cpu_fused_moe") if vllm else ("sgl", "fused_experts_cpu")
     params = f"m={m} experts={e} topk={topk} hidden={k} inter={n} dtype={a.dtype}" + \
              (f" isa={a.vmoe_isa}" if vllm else "" if a.dtype != "w4a8" else f" group={a.group}") + \
-             f" layers={layers} threads={a.threads} seed={a.seed} active={len(act)}"
+             f" layers={layers} threads={a.threads} lib={lib()} seed={a.seed} active={len(act)}"
     out = torch.empty(m, k, dtype=BF)
 
     def run(w):
@@ -314,7 +337,7 @@ def cmd_moe(a, ops):
         if layer == 0:
             reason = probe(lambda: run(w))
             if reason:
-                line(peer, op, params, reason=reason)
+                unsupported(peer, op, params, reason)
                 return 0
             if a.check and m <= 64:
                 pos, (d13, d2) = {ex: j for j, ex in enumerate(act)}, deq()
@@ -332,7 +355,7 @@ def cmd_linear(a, ops):
     m, n, k = a.m, a.n, a.k
     x = (torch.rand(m, k) * 2 - 1).to(BF)
     params = f"m={m} n={n} k={k} dtype={a.dtype} group={128 if a.dtype == 'fp8' else a.group} threads={a.threads} " \
-             f"rotate_mb={a.rotate_mb:g}"
+             f"lib={lib()} rotate_mb={a.rotate_mb:g}"
     if a.dtype == "fp8":
         op = "fp8_scaled_mm_cpu"
         wf, ws, deq = fp8_block((), n, k)
@@ -349,7 +372,7 @@ def cmd_linear(a, ops):
             return ops.int4_scaled_mm_cpu(x, w[0], w[1], w[2], None)
     reason = probe(lambda: run(w))
     if reason:
-        line("sgl", op, params, reason=reason)
+        unsupported("sgl", op, params, reason)
         return 0
     ok = True
     if a.check:
