@@ -126,6 +126,24 @@ def gating_ref(A_log, a, b, dt_bias):
     return -A_log.double().exp() * F.softplus(a.double() + dt_bias.double()), b.double().sigmoid()
 
 
+def run_op(a, op, params, run, checks, state, flops, nbytes):
+    """run() (SGLang's op `op` on a state pool `state`, updated in place) in a forked child first (the
+    unsupported line when it fails); with --check once here, each (what, out, ref, tol) of
+    checks(out, state before) compared, the state restored; then timed: the result line."""
+    reason = probe(run)
+    if reason:
+        unsupported("sgl", op, params, reason)
+        return 0
+    ok = True
+    if a.check:
+        s0 = state.clone()
+        for what, out, ref, tol in checks(run(), s0):
+            ok &= check(f"sgl {op} {what}", out, ref, tol)
+        state.copy_(s0)
+    line("sgl", op, params, measure(lambda c: run(), a.warmup, a.reps), flops, nbytes)
+    return 0 if ok else 1
+
+
 def gdn_inputs(a, tokens):
     """bf16 q, k [tokens, H, Dk], v [tokens, HV, Dv], a, b [tokens, HV]; A_log f32 and dt_bias bf16 [HV]
     (amxk_bench's values); params text."""
@@ -150,24 +168,14 @@ def cmd_gdn_decode(a, ops):
     def run():
         return ops.fused_sigmoid_gating_delta_rule_update_cpu(A_log, dt_bias, q4, k4, v4, ga, gb, pool, slots, cu, True)
 
-    reason = probe(run)
-    if reason:
-        unsupported("sgl", op, params, reason)
-        return 0
-    ok = True
-    if a.check:
-        s0 = pool.clone()
-        out = run().reshape(B, HV, dv)
+    def checks(out, s0):
         g, beta = gating_ref(A_log, ga, gb, dt_bias)
         refs = [delta_rule_ref(q[i:i + 1], k[i:i + 1], v[i:i + 1], g[i:i + 1], beta[i:i + 1], s0[i]) for i in range(B)]
-        ok &= check(f"sgl {op} batch={B} (out)", out, torch.stack([r[0][0] for r in refs]), 2e-2)
-        ok &= check(f"sgl {op} batch={B} (state)", pool, torch.stack([r[1] for r in refs]), 2e-2)
-        pool.copy_(s0)
-    med = measure(lambda c: run(), a.warmup, a.reps)
-    state = B * HV * dk * dv * 4.0
+        return [(f"batch={B} (out)", out.reshape(B, HV, dv), torch.stack([r[0][0] for r in refs]), 2e-2),
+                (f"batch={B} (state)", pool, torch.stack([r[1] for r in refs]), 2e-2)]
+
     io = B * (2.0 * H * dk * 2 + 2.0 * HV * dv * 2 + 4.0 * HV)
-    line("sgl", op, params, med, 6.0 * dk * dv * HV * B, 2 * state + io)
-    return 0 if ok else 1
+    return run_op(a, op, params, run, checks, pool, 6.0 * dk * dv * HV * B, 2 * B * HV * dk * dv * 4.0 + io)
 
 
 def cmd_gdn_prefill(a, ops):
@@ -183,22 +191,13 @@ def cmd_gdn_prefill(a, ops):
         g, beta = ops.fused_gdn_gating_cpu(A_log, ga, gb, dt_bias)
         return ops.chunk_gated_delta_rule_cpu(q4, k4, v4, g, beta, pool, True, cu, False, True, slot)[0]
 
-    reason = probe(run)
-    if reason:
-        unsupported("sgl", op, params, reason)
-        return 0
-    ok = True
-    if a.check:
-        out = run()[0]
+    def checks(out, s0):
         g, beta = gating_ref(A_log, ga, gb, dt_bias)
-        ref_o, ref_s = delta_rule_ref(q, k, v, g, beta, torch.zeros(HV, dk, dv))
-        ok &= check(f"sgl {op} t={T} (out)", out, ref_o, 2e-2)
-        ok &= check(f"sgl {op} t={T} (state)", pool[0], ref_s, 2e-2)
-        pool.zero_()
-    med = measure(lambda c: run(), a.warmup, a.reps)
+        ref_o, ref_s = delta_rule_ref(q, k, v, g, beta, s0[0])
+        return [(f"t={T} (out)", out[0], ref_o, 2e-2), (f"t={T} (state)", pool[0], ref_s, 2e-2)]
+
     io = T * (2.0 * H * dk * 2 + 2.0 * HV * dv * 2) + HV * dk * dv * 4.0
-    line("sgl", op, params + f" tokens_per_s={T / med:.0f}", med, 6.0 * dk * dv * HV * T, io)
-    return 0 if ok else 1
+    return run_op(a, op, params, run, checks, pool, 6.0 * dk * dv * HV * T, io)
 
 
 def conv_ref(x, w, hist):
@@ -234,26 +233,16 @@ def cmd_conv1d(a, ops):
 
         def run():
             return ops.causal_conv1d_fwd_cpu(x.t(), wp, None, sv, qsl, idx, init, True, -1, True)
-    reason = probe(run)
-    if reason:
-        unsupported("sgl", op, params, reason)
-        return 0
-    ok = True
-    if a.check:
-        p0 = pool.clone()
-        out = run()
+    def checks(out, p0):
         if decode:
             ref = torch.cat([conv_ref(x[i:i + 1], w, p0[i]) for i in range(tokens)])
             ref_s = torch.cat([p0[:, 1:], x[:, None]], 1)
         else:
             out, ref, ref_s = out.t(), conv_ref(x, w, p0[0]), x[None, tokens - (W - 1):]
-        ok &= check(f"sgl {op} t={tokens} dim={D} (out)", out, ref, 1e-2)
-        ok &= check(f"sgl {op} t={tokens} dim={D} (state)", pool, ref_s.float(), 1e-6)
-        pool.copy_(p0)
-    med = measure(lambda c: run(), a.warmup, a.reps)
+        return [(f"t={tokens} dim={D} (out)", out, ref, 1e-2), (f"t={tokens} dim={D} (state)", pool, ref_s.float(), 1e-6)]
+
     esz = x.element_size()
-    line("sgl", op, params, med, 2.0 * W * D * tokens, 2.0 * tokens * D * esz + 2.0 * slots * D * (W - 1) * esz)
-    return 0 if ok else 1
+    return run_op(a, op, params, run, checks, pool, 2.0 * W * D * tokens, 2.0 * tokens * D * esz + 2.0 * slots * D * (W - 1) * esz)
 
 
 def int4_gptq(rows, cols, group, lead=()):
