@@ -780,6 +780,41 @@ typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk_
         else if (!tl) amxk__gdn_sweep__##isa(S, lds, dk, kh, qh, al, u, o, 1, 0, km);                        \
         else amxk__gdn_sweep__##isa(S, lds, dk, kh, qh, al, u, o, 1, 1, km);                                 \
     }                                                                                                        \
+    /* p1 = S^T k1 and p2 = S^T k2 (k2 NULL: p2 = 0) over NV (<= 4) vectors, the last masked with km when    \
+       TL, the accumulators in registers; pf: pfb bytes per row prefetched (T1). NV, TL compile-time. */     \
+    AMXK__FORCE_INLINE void amxk__gdn_stk__##isa(const float *S, size_t lds, size_t dk, const float *k1, const float *k2, \
+                                                 const char *pf, size_t pfb, float *p1, float *p2, int NV, int TL, V##_LMASK_T km) { \
+        V##_T acc[4], acc2[4];                                                                               \
+        size_t i, l;                                                                                         \
+        int v;                                                                                               \
+        _Pragma("GCC unroll 4") for (v = 0; v < NV; v++) acc[v] = acc2[v] = V##_SET1(0.0f);                  \
+        for (i = 0; i < dk; i++) {                                                                           \
+            const V##_T bk = V##_SET1(k1[i]);                                                                \
+            if (pf)                                                                                          \
+                for (l = 0; l < pfb; l += 64) _mm_prefetch(pf + i * pfb + l, _MM_HINT_T1);                   \
+            if (k2) {                                                                                        \
+                const V##_T bk2 = V##_SET1(k2[i]);                                                           \
+                _Pragma("GCC unroll 4") for (v = 0; v < NV; v++) {                                           \
+                    const V##_T sv = AMXK__GDN_LDS(V, S + i * lds + L * v, TL && v == NV - 1, km);           \
+                    acc[v] = V##_FMADD(sv, bk, acc[v]);                                                      \
+                    acc2[v] = V##_FMADD(sv, bk2, acc2[v]);                                                   \
+                }                                                                                            \
+            } else {                                                                                         \
+                _Pragma("GCC unroll 4") for (v = 0; v < NV; v++)                                             \
+                    acc[v] = V##_FMADD(AMXK__GDN_LDS(V, S + i * lds + L * v, TL && v == NV - 1, km), bk, acc[v]); \
+            }                                                                                                \
+        }                                                                                                    \
+        _Pragma("GCC unroll 4") for (v = 0; v < NV; v++) V##_STU(p1 + L * v, acc[v]), V##_STU(p2 + L * v, acc2[v]); \
+    }                                                                                                        \
+    AMXK__PRIV void amxk__gdn_stksel__##isa(const float *S, size_t lds, size_t dk, const float *k1, const float *k2, const char *pf, \
+                                            size_t pfb, float *p1, float *p2, int nv, int tl, V##_LMASK_T km) { \
+        if (nv == 4) amxk__gdn_stk__##isa(S, lds, dk, k1, k2, pf, pfb, p1, p2, 4, 0, km);                    \
+        else if (nv == 3) amxk__gdn_stk__##isa(S, lds, dk, k1, k2, pf, pfb, p1, p2, 3, 0, km);               \
+        else if (nv == 2 && !tl) amxk__gdn_stk__##isa(S, lds, dk, k1, k2, pf, pfb, p1, p2, 2, 0, km);        \
+        else if (nv == 2) amxk__gdn_stk__##isa(S, lds, dk, k1, k2, pf, pfb, p1, p2, 2, 1, km);               \
+        else if (!tl) amxk__gdn_stk__##isa(S, lds, dk, k1, k2, pf, pfb, p1, p2, 1, 0, km);                   \
+        else amxk__gdn_stk__##isa(S, lds, dk, k1, k2, pf, pfb, p1, p2, 1, 1, km);                            \
+    }                                                                                                        \
     AMXK__PRIV void amxk__gdn_recurrent_f32__32col__##isa(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t n, \
                                                           size_t hv, size_t j0, size_t nb, const float *kh, const float *qh, \
                                                           const float *al, const float *be, const float *kk, const float *kq, \
@@ -793,31 +828,11 @@ typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk_
         float *p1 = sm, *p2 = sm + CB, *u1 = p2 + CB, *u2 = u1 + CB, *w1 = u2 + CB, *oa = w1 + CB, *ob = oa + CB; \
         float *n1 = ob + CB, *n2 = n1 + CB;                                                                  \
         float gam = 1.0f; /* the block holds S / gam */                                                      \
-        size_t r, i, l, step, qx = qp ? qp->start : 0, qrow = qp ? qx / qp->nl : 0, ql = qp ? qx % qp->nl : 0; \
+        size_t r, i, step, qx = qp ? qp->start : 0, qrow = qp ? qx / qp->nl : 0, ql = qp ? qx % qp->nl : 0;  \
         int v, c;                                                                                            \
-        V##_T acc[4], acc2[4];                                                                               \
-        for (v = 0; v < nv; v++) acc[v] = acc2[v] = V##_SET1(0.0f);                                          \
-        if (n > 1) { /* S^T k1 and S^T k2 */                                                                 \
-            for (i = 0; i < dk; i++) {                                                                       \
-                const V##_T bk = V##_SET1(kh[i]), bk2 = V##_SET1(kh[dkp + i]);                               \
-                if (pf)                                                                                      \
-                    for (l = 0; l < pfb; l += 64) _mm_prefetch(pf + i * pfb + l, _MM_HINT_T1);               \
-                for (v = 0; v < nv; v++) {                                                                   \
-                    const V##_T sv = AMXK__GDN_LDS(V, S + i * lds + L * v, tl && v == nv - 1, km);           \
-                    acc[v] = V##_FMADD(sv, bk, acc[v]);                                                      \
-                    acc2[v] = V##_FMADD(sv, bk2, acc2[v]);                                                   \
-                }                                                                                            \
-            }                                                                                                \
-        } else { /* one token (decode): S^T k1, while the next task's state is prefetched */                 \
-            for (i = 0; i < dk; i++) {                                                                       \
-                const V##_T bk = V##_SET1(kh[i]);                                                            \
-                if (pf) /* pfb bytes of the next task's state per row (into L2; see amxk__gdn_recurrent) */  \
-                    for (l = 0; l < pfb; l += 64) _mm_prefetch(pf + i * pfb + l, _MM_HINT_T1);               \
-                for (v = 0; v < nv; v++)                                                                     \
-                    acc[v] = V##_FMADD(AMXK__GDN_LDS(V, S + i * lds + L * v, tl && v == nv - 1, km), bk, acc[v]); \
-            }                                                                                                \
-        }                                                                                                    \
-        for (v = 0; v < nv; v++) V##_STU(p1 + L * v, acc[v]), V##_STU(p2 + L * v, acc2[v]);                  \
+        /* S^T k1 (and S^T k2 when n > 1) into p1, p2; in decode (n = 1) while the next task's state is      \
+           prefetched, pfb bytes of it per row (into L2; see amxk__gdn_recurrent) */                         \
+        amxk__gdn_stksel__##isa(S, lds, dk, kh, n > 1 ? kh + dkp : NULL, pf, pfb, p1, p2, nv, tl, km);       \
         for (r = 0; r < n; r += step) {                                                                      \
             const size_t t = t0 + r, vb = t * a->in->ldv + hv * a->dv + j0, obase = t * a->ldo + hv * a->dv + j0; \
             step = r + 1 < n ? 2 : 1;                                                                        \
