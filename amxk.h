@@ -185,6 +185,15 @@ enum {
 };
 #define AMXK_CPU_ALL ((1u << 15) - 1u) /* every AMXK_CPU_* bit */
 
+/* CPU families with memory-streaming choices of their own (amxk_cpu.family, amxk_ctx.family): how
+   many weight streams a quantized decode kernel reads at once and how far ahead it prefetches
+   (docs/notes/pack.md). Every family computes the same bits. */
+enum {
+    AMXK_FAMILY_AUTO = 0,  /* amxk_ctx.family: the CPU's (amxk_cpu.family) */
+    AMXK_FAMILY_OTHER = 1, /* AMD (Zen 4 measured) and every non-Intel CPU */
+    AMXK_FAMILY_INTEL = 2  /* CPUID vendor GenuineIntel */
+};
+
 /* What amxk_cpu_init found. `hw`: features CPUID reports. `usable`: the subset whose register state
    the OS enables in XCR0 (YMM for AVX*, opmask/ZMM for AVX-512, XTILECFG+XTILEDATA for AMX) and, for
    AMX, for which Linux tile-data permission was granted. `amx_permission`: 1 granted (or not needed:
@@ -201,6 +210,7 @@ typedef struct amxk_cpu {
     /* The features an emulator of this build adds to `usable` (AMXK_AVX512_EMULATE: the AVX-512 ones
        and AVX-VNNI, when AVX2 is usable; AMXK_AMX_EMULATE: amxk_amx_emu_set_features' AMX ones). */
     uint32_t emulated;
+    int family; /* AMXK_FAMILY_INTEL or AMXK_FAMILY_OTHER (CPUID vendor) */
 } amxk_cpu;
 
 /* Detect the CPU once (idempotent; concurrent first calls compute the same values) and, on Linux
@@ -221,6 +231,8 @@ typedef struct amxk_ctx {
     unsigned isa_allow;                /* AMXK_ISA_ALL or an OR of AMXK_TIER_BIT(tier) */
     uint32_t cpu_deny;                 /* AMXK_CPU_* features the context must not use (0: none); e.g.
                                           AMXK_CPU_AMX_FP16 runs a Granite Rapids as a Sapphire Rapids */
+    int family;                        /* AMXK_FAMILY_AUTO (amxk_ctx_init sets the CPU's), or force one:
+                                          the decode kernels' memory streaming (the same bits) */
     /* set by amxk_ctx_init: */
     amxk_tier tier;    /* the tier ops use */
     uint32_t features; /* the AMXK_CPU_* features ops may use: (usable | emulated) & ~cpu_deny */
@@ -229,9 +241,9 @@ typedef struct amxk_ctx {
 /* Resolves ctx->features and ctx->tier (the highest level allowed by isa_allow whose features are all
    in ctx->features); n_workers 0 -> 1. Features a level's tables consult beyond the level's own
    (AVX-VNNI at AVX2, AMX-FP16 at AMX) come from ctx->features too, so cpu_deny reproduces every
-   smaller CPU of the same family on a larger one.
-   AMXK_ERR_NULL: ctx NULL. AMXK_ERR_ARG: n_workers < 0, or isa_allow / cpu_deny has bits outside the
-   tiers / features. AMXK_ERR_UNSUPPORTED: none of the allowed tiers is usable here (ctx unchanged). */
+   smaller CPU of the same family on a larger one. family AMXK_FAMILY_AUTO -> amxk_cpu.family.
+   AMXK_ERR_NULL: ctx NULL. AMXK_ERR_ARG: n_workers < 0, isa_allow / cpu_deny has bits outside the
+   tiers / features, or family is not an AMXK_FAMILY_* value. AMXK_ERR_UNSUPPORTED: none of the allowed tiers is usable here (ctx unchanged). */
 AMXK_DEF amxk_status amxk_ctx_init(amxk_ctx *ctx);
 
 AMXK_DEF const char *amxk_version(void);               /* AMXK_VERSION_STRING */
@@ -1557,12 +1569,15 @@ AMXK__PRIV void amxk__cpu_tiers(amxk_cpu *c) {
 
 AMXK__PRIV void amxk__cpu_detect(amxk_cpu *c) {
     memset(c, 0, sizeof *c);
+    c->family = AMXK_FAMILY_OTHER;
 #if AMXK__X86
     {
         uint32_t r[4], max_leaf, l7[4] = {0, 0, 0, 0}, l71[4] = {0, 0, 0, 0}, os_ymm = 0, os_zmm = 0, os_tile = 0;
         uint32_t hw = 0;
         amxk__cpuid(0, 0, r);
         max_leaf = r[0];
+        /* "GenuineIntel" in EBX, EDX, ECX */
+        c->family = r[1] == 0x756e6547u && r[3] == 0x49656e69u && r[2] == 0x6c65746eu ? AMXK_FAMILY_INTEL : AMXK_FAMILY_OTHER;
         amxk__cpuid(1, 0, r);
         if (r[2] & (1u << 12)) hw |= AMXK_CPU_FMA;
         if (r[2] & (1u << 29)) hw |= AMXK_CPU_F16C;
@@ -1645,6 +1660,11 @@ AMXK__INLINE amxk_tier amxk__vec_level(const amxk_ctx *ctx) {
         if (v != AMXK_TIER_AMX && amxk__tier_ok((amxk_tier)v, feat)) break;
     return (amxk_tier)v;
 }
+/* The CPU family whose memory-streaming choices a (possibly NULL) context's ops make (amxk_ctx.family). */
+AMXK__INLINE int amxk__family(const amxk_ctx *ctx) {
+    return ctx && ctx->family == AMXK_FAMILY_INTEL ? AMXK_FAMILY_INTEL
+           : ctx && ctx->family == AMXK_FAMILY_OTHER ? AMXK_FAMILY_OTHER : amxk_cpu_init()->family;
+}
 AMXK__INLINE int amxk__workers(const amxk_ctx *ctx) { return ctx && ctx->n_workers > 0 ? ctx->n_workers : 1; }
 /* Validates a context passed to an op (NULL is valid): a level and features this CPU (and its
    emulators, as they are now) has. */
@@ -1714,6 +1734,7 @@ AMXK_DEF amxk_status amxk_ctx_init(amxk_ctx *ctx) {
     allow = ctx->isa_allow == AMXK_ISA_ALL ? ~0u : ctx->isa_allow;
     if (ctx->isa_allow & ~AMXK_ISA_MASK) return AMXK_ERR_ARG;
     if (ctx->cpu_deny & ~AMXK_CPU_ALL) return AMXK_ERR_ARG;
+    if (ctx->family < AMXK_FAMILY_AUTO || ctx->family > AMXK_FAMILY_INTEL) return AMXK_ERR_ARG;
     cpu = amxk_cpu_init();
     feat = (cpu->usable | cpu->emulated) & ~ctx->cpu_deny;
     for (t = AMXK_TIER_AMX; t >= AMXK_TIER_SCALAR; t--)
@@ -1721,6 +1742,7 @@ AMXK_DEF amxk_status amxk_ctx_init(amxk_ctx *ctx) {
     if (t < AMXK_TIER_SCALAR) return AMXK_ERR_UNSUPPORTED;
     ctx->tier = (amxk_tier)t;
     ctx->features = feat;
+    if (ctx->family == AMXK_FAMILY_AUTO) ctx->family = cpu->family;
     if (ctx->n_workers == 0) ctx->n_workers = 1;
     return AMXK_OK;
 }

@@ -370,6 +370,26 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
 #ifndef AMXK__Q_PREFETCH
 #define AMXK__Q_PREFETCH 2048 /* decode kernels: software prefetch distance in packed bytes */
 #endif
+#ifndef AMXK__Q8V_D1B
+#define AMXK__Q8V_D1B 16384 /* w8a8 decode, AMXK_FAMILY_OTHER: packed blocks of at most this many bytes are streamed one at a time */
+#endif
+#ifndef AMXK__Q8V_PF_INTEL
+#define AMXK__Q8V_PF_INTEL 1024 /* w8a8 decode, AMXK_FAMILY_INTEL: prefetch distance of the four streams (bytes) */
+#endif
+/* Memory streaming of the decode kernels: one table per CPU family (amxk_ctx.family), picked once per
+   call like the kernel tables (amxk__stream_for); numbers only, every choice the same bits. */
+typedef struct amxk__stream {
+    size_t q8_d1b; /* w8a8 decode (AVX512-VNNI): packed blocks of at most this many bytes run one
+                      stream (4x16), larger ones four (8x64; the last < 4 blocks of a range: 4x16) */
+    size_t q8_pf;  /* ... the four streams' prefetch distance in bytes (0: none) */
+} amxk__stream;
+/* Zen 4 (measured without prefetch; docs/notes/pack.md): one stream for blocks up to 16 KiB */
+static const amxk__stream amxk__stream_other = {AMXK__Q8V_D1B, 0};
+/* Intel (Emerald Rapids): four streams, prefetched into L2 (bench/results.md, issue 29) */
+static const amxk__stream amxk__stream_intel = {0, AMXK__Q8V_PF_INTEL};
+AMXK__INLINE const amxk__stream *amxk__stream_for(int family) {
+    return family == AMXK_FAMILY_INTEL ? &amxk__stream_intel : &amxk__stream_other;
+}
 #define AMXK__PACK_VERSION 3u /* the packed format (versions: docs/notes/formats.md) */
 
 typedef struct amxk__pack_hdr {
@@ -649,6 +669,7 @@ typedef struct amxk__q8_args {
     amxk_dtype yt;
     const amxk__linear_plan *plan;
     const uint32_t *xpan; /* NULL, or the call's x panels (amxk_linear_q8_ws: the vector level's q8_xpan) */
+    const amxk__stream *st; /* the context's family's streaming (amxk__stream_for) */
 } amxk__q8_args;
 
 /* Arguments of amxk_quantize_act (every row). */
@@ -2691,9 +2712,6 @@ AMXK__TARGET_AVX512VNNI_BEGIN
 #define AMXK__Q8V_NB 2 /* prefill tile: 16-column blocks */
 #endif
 #define AMXK__Q8V_DNB 4    /* decode tile (<= 4 rows) for large blocks: blocks streamed at once */
-#ifndef AMXK__Q8V_D1B
-#define AMXK__Q8V_D1B 16384 /* decode: packed blocks of at most this many bytes are streamed one at a time */
-#endif
 #define AMXK__Q8V_TAB 2048 /* per-task table of x sums and x scales: (row, group) entries */
 #ifndef AMXK__Q8V_P
 #define AMXK__Q8V_P 24     /* prefill panel: rows (a multiple of MR) ... */
@@ -2861,8 +2879,8 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
 }
 
 /* Decode (mr <= 4 rows) x ONE 16-column block b, every group: one sequential weight stream, for
-   packed blocks of at most AMXK__Q8V_D1B bytes (larger ones: four blocks at once through
-   amxk__linear_q8__8x64__avx512vnni; docs/notes/pack.md). The vpdpbusd rotate over four int32 chains
+   packed blocks of at most the family's q8_d1b bytes (amxk__stream; larger ones: four blocks at once
+   through amxk__linear_q8__8x64__avx512vnni; docs/notes/pack.md), and the last < 4 blocks of a range. The vpdpbusd rotate over four int32 chains
    (latency); per group t = the chains' wrapped int32 sum: the same t and f32 operations as
    amxk__linear_q8__8x64__avx512vnni, so the same bits. xu: as there. */
 AMXK__FORCE_INLINE void amxk__linear_q8__4x16__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
@@ -2944,26 +2962,27 @@ AMXK__PRIV void amxk__q8_xtab__avx512vnni(const amxk__q8_args *a, size_t r0, siz
 }
 
 /* Rows [cm, c1) (decode, or the last rows of a prefill task; the table's rows from c0) x blocks [b0, b1):
-   1-4 row tiles, four blocks at once (blocks of more than AMXK__Q8V_D1B bytes) or one at a time. bits,
+   1-4 row tiles, four blocks at once (blocks of more than a->st->q8_d1b bytes; prefetch a->st->q8_pf)
+   or one at a time. bits,
    xu (1: U8 codes): compile-time constants at the call site, so that I8 rows get no XOR. */
 AMXK__FORCE_INLINE void amxk__q8v_decode__avx512vnni(const amxk__q8_args *a, size_t cm, size_t c0, size_t c1,
                                                                               size_t b0, size_t b1, int bits, const int32_t *xsum,
                                                                               const float *sxt, int xu) {
-    const size_t nbk = a->w->nbk, nq = a->w->k / (size_t)(32 / bits);
+    const size_t nbk = a->w->nbk, nq = a->w->k / (size_t)(32 / bits), d1b = a->st->q8_d1b, pf = a->st->q8_pf;
     size_t i, b, bb;
     for (i = cm; i < c1; i += 4) {
         const int32_t *xt = xsum + (i - c0) * nbk;
         const float *st = sxt + (i - c0) * nbk;
         for (b = b0; b < b1; b += AMXK__Q8V_DNB) {
-            if (b + AMXK__Q8V_DNB <= b1 && a->w->blk_bytes > AMXK__Q8V_D1B) {
+            if (b + AMXK__Q8V_DNB <= b1 && a->w->blk_bytes > d1b) {
                 switch (AMXK__MIN((size_t)4, c1 - i)) {
-                case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, 0, xu);
+                case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu);
                     break;
-                case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, 0, xu);
+                case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu);
                     break;
-                case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, 0, xu);
+                case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu);
                     break;
-                default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, 0, xu);
+                default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu);
                     break;
                 }
             } else {
@@ -3664,6 +3683,7 @@ AMXK__PRIV void amxk__q8_bind(const amxk_ctx *ctx, const amxk__linop *op, size_t
     a->m = m, a->n = op->n, a->k = op->k, a->ldq = ldq, a->ld_s = ld_s, a->ag = ag, a->ldy = ldy;
     a->xq = (const int8_t *)xq, a->xflip = xt == AMXK_DTYPE_U8 ? 0x80808080u : 0;
     a->xs = xs, a->layout = layout, a->w = &op->q, a->bias = bias, a->y = y, a->yt = yt, a->plan = p;
+    a->st = amxk__stream_for(amxk__family(ctx));
 }
 
 /* Where scale (row m, group g) sits in a scale table of layout l, leading dimension ld. */

@@ -9,6 +9,8 @@
        --isa I        scalar|avx2|avx512|avx512_vnni|avx512_bf16|avx512_fp16|amx|auto (default auto)
                       -> ctx.isa_allow; a level that is not usable on this CPU/build is refused with
                       a message (exit 2).
+       --family F     auto|intel|other (default auto: the CPU's) -> ctx.family: the decode kernels'
+                      memory streaming (streams in flight, prefetch; the same results).
        --rotate-mb R  cycle through copies of the weights totalling R MiB (default 0: one hot copy);
                       choose R well above the last-level cache to measure weights coming from DRAM.
        --reps N       timed calls (default 20); --warmup W untimed calls first (default 2).
@@ -72,6 +74,12 @@ static void bench_env_init(bench_env *e, const bench_args *a) {
         if (strcmp(e->isa, isas[i].name) == 0) break;
     if (i == sizeof isas / sizeof isas[0]) bench_die("--isa must be one of auto, scalar, avx2, avx512, avx512_vnni, avx512_bf16, avx512_fp16, amx");
     e->ctx.isa_allow = isas[i].allow;
+    {
+        const char *fam = bench_str(a, "family", "auto");
+        if (strcmp(fam, "auto") != 0 && strcmp(fam, "intel") != 0 && strcmp(fam, "other") != 0)
+            bench_die("--family must be one of auto, intel, other");
+        e->ctx.family = fam[0] == 'i' ? AMXK_FAMILY_INTEL : fam[0] == 'o' ? AMXK_FAMILY_OTHER : AMXK_FAMILY_AUTO;
+    }
     if (e->threads > 1) {
         if (amxk_pool_init(&e->pool, e->threads) != 0) bench_die("cannot start a pool of %d workers", e->threads);
         e->have_pool = 1;
@@ -238,7 +246,7 @@ static const bench_cmd bench_cmds[] = {
 static void usage(FILE *f) {
     size_t i;
     fprintf(f, "usage: amxk_bench <subcommand> [--threads T] [--isa scalar|avx2|avx512|avx512_vnni|avx512_bf16|avx512_fp16|amx|auto] [--rotate-mb R]\n"
-               "                  [--reps N] [--warmup W] [subcommand options]\nsubcommands:\n");
+               "                  [--family auto|intel|other] [--reps N] [--warmup W] [subcommand options]\nsubcommands:\n");
     for (i = 0; i < sizeof bench_cmds / sizeof bench_cmds[0]; i++)
         fprintf(f, "  %-12s %s\n", bench_cmds[i].name, bench_cmds[i].help);
 }

@@ -36,7 +36,7 @@
 #endif
 
 /* Keys every subcommand accepts. */
-#define BENCH_COMMON_KEYS "threads,isa,rotate-mb,reps,warmup"
+#define BENCH_COMMON_KEYS "threads,isa,family,rotate-mb,reps,warmup"
 #define BENCH_MAX_ARGS 32
 
 typedef struct bench_args {

@@ -450,8 +450,9 @@ TEST_FN amxk_pool *test_pool(int n) {
     exit(2);
 }
 
-/* ctx for tier t only, with n_workers (> 1: on the cached pool; 1: serial, no callback).
-   Returns 1 when the tier runs here, 0 (after one "skip tier" line per tier) when it does not. */
+/* ctx for tier t only, with n_workers (> 1: on the cached pool; 1: serial, no callback); 2 workers
+   make the memory-streaming choices of the family this CPU is not (amxk_ctx.family), so that every
+   CPU runs both and the dumps compare them (tests/bitwise.sh). Returns 1 when the tier runs here, 0 (after one "skip tier" line per tier) when it does not. */
 TEST_FN int test_ctx(amxk_ctx *ctx, amxk_tier t, int n_workers) {
     amxk_status s;
     test_case_open = 0; /* tier-dependent from here: data draws need a new test_case_begin */
@@ -459,6 +460,7 @@ TEST_FN int test_ctx(amxk_ctx *ctx, amxk_tier t, int n_workers) {
     memset(ctx, 0, sizeof *ctx);
     ctx->isa_allow = AMXK_TIER_BIT(t);
     ctx->cpu_deny = test_deny;
+    if (n_workers == 2) ctx->family = amxk_cpu_init()->family == AMXK_FAMILY_INTEL ? AMXK_FAMILY_OTHER : AMXK_FAMILY_INTEL;
     if (n_workers > 1) amxk_pool_bind(test_pool(n_workers), ctx);
     if (test_only && !(test_only & AMXK_TIER_BIT(t)) && t != AMXK_TIER_SCALAR) {
         test_tier_state[t] = -2; /* not this run's level: quietly left out (scalar contexts pack and check for the others) */

@@ -253,7 +253,8 @@ static void test_linear_q8(void) {
             /* long K: 33 groups of 64; int8 per channel with K = 1300 (K % 16 = 4, one 1300-wide group) */
             q8_case(&ctx, f, as, 6, 24, 2112, 64, 2112, AMXK_SCALES_ROW_MAJOR, AMXK_DTYPE_F32, 1, amxk_tier_name(ctx.tier), &num, &den);
             /* decode rows with blocks of > 16 KiB packed (every bit width): the AVX-512 VNNI level streams
-               four blocks at once there, one at a time for smaller blocks and for the last 6 columns */
+               four blocks at once there, one at a time for smaller blocks (AMXK_FAMILY_OTHER; Intel: four,
+               q8_raw_case's 2-worker contexts run the other family) and for the last 6 columns */
             q8_case(&ctx, f, as, 3, 70, 4160, 64, 4160, AMXK_SCALES_ROW_MAJOR, AMXK_DTYPE_F32, 1, amxk_tier_name(ctx.tier), &num, &den);
             if (f == AMXK_QFMT_INT8)
                 q8_case(&ctx, f, as, 4, 9, 1300, 1300, 1300, AMXK_SCALES_GROUP_MAJOR, AMXK_DTYPE_F32, 0, amxk_tier_name(ctx.tier), &num, &den);

@@ -157,6 +157,17 @@ static void test_ctx_init(void) {
     /* init twice is fine */
     memset(&c, 0, sizeof c);
     CHECK(amxk_ctx_init(&c) == AMXK_OK && amxk_ctx_init(&c) == AMXK_OK && c.n_workers == 1, "init twice");
+    /* family: AUTO becomes the CPU's; a forced one stays; other values are refused, ctx unchanged */
+    CHECK(c.family == cpu->family && (cpu->family == AMXK_FAMILY_INTEL || cpu->family == AMXK_FAMILY_OTHER), "family auto -> cpu's %d",
+          cpu->family);
+    for (i = 0; i < 4; i++) {
+        static const int fam[4] = {AMXK_FAMILY_OTHER, AMXK_FAMILY_INTEL, -1, 3};
+        memset(&c, 0, sizeof c);
+        c.family = fam[i], c.tier = (amxk_tier)77;
+        memcpy(&saved, &c, sizeof c);
+        if (i < 2) CHECK(amxk_ctx_init(&c) == AMXK_OK && c.family == fam[i], "family %d kept", fam[i]);
+        else CHECK(amxk_ctx_init(&c) == AMXK_ERR_ARG && memcmp(&c, &saved, sizeof c) == 0, "family %d refused, ctx unchanged", fam[i]);
+    }
 
     /* cpu_deny: bits outside the features are refused; each feature denied alone leaves a context whose
        features lack it, whose level needs none of the denied ones, and no higher level that would do */
