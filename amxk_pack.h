@@ -648,7 +648,7 @@ typedef struct amxk__linear_args {
     const float *bias;
     void *y;
     amxk_dtype dt, yt;      /* x and y dtypes */
-    amxk_dtype wt;          /* the pack's header dtype (BF16, F16, F32; quantized: amxk__q_hdr_dtype) */
+    amxk_dtype wt;          /* the pack's header dtype (BF16, F16, F32; quantized: its traits row's) */
     char *ws;
     const amxk__linear_plan *plan;
     /* NULL, or the AMX kernel's tile-major x panels of every row (chunk from m0 at xpan +
@@ -2880,9 +2880,11 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
 
 /* Decode (mr <= 4 rows) x ONE 16-column block b, every group: one sequential weight stream, for
    packed blocks of at most the family's q8_d1b bytes (amxk__stream; larger ones: four blocks at once
-   through amxk__linear_q8__8x64__avx512vnni; docs/notes/pack.md), and the last < 4 blocks of a range. The vpdpbusd rotate over four int32 chains
-   (latency); per group t = the chains' wrapped int32 sum: the same t and f32 operations as
-   amxk__linear_q8__8x64__avx512vnni, so the same bits. xu: as there. */
+   through amxk__linear_q8__8x64__avx512vnni; docs/notes/pack.md), and the last < 4 blocks of a range.
+   The vpdpbusd rotate over four int32 chains (latency; 4 / per rows a step, so each chain index is a
+   constant and the chains stay in registers); per group t = the chains' wrapped int32 sum (the same for
+   any split of the products): the same t and f32 operations as amxk__linear_q8__8x64__avx512vnni, so
+   the same bits. xu: as there. */
 AMXK__FORCE_INLINE void amxk__linear_q8__4x16__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
                                                                                    int bits, const int32_t *xsum, const float *sxt, int xu) {
     const amxk__qview *v = a->w;
@@ -2894,7 +2896,7 @@ AMXK__FORCE_INLINE void amxk__linear_q8__4x16__avx512vnni(const amxk__q8_args *a
     const uint8_t *wb = v->data + b * v->blk_bytes;
     const int8_t *xr[4];
     __m512 acc[4];
-    size_t g, rg, f;
+    size_t g, rg, f, j;
     int r, c;
 #pragma GCC unroll 4
     for (r = 0; r < mr; r++) xr[r] = a->xq + (row + (size_t)r) * a->ldq, acc[r] = _mm512_setzero_ps();
@@ -2908,19 +2910,24 @@ AMXK__FORCE_INLINE void amxk__linear_q8__4x16__avx512vnni(const amxk__q8_args *a
             s[r][0] = sym ? _mm512_slli_epi32(_mm512_set1_epi32(-xsum[(size_t)r * nbk + g]), (unsigned)(bits - 1)) : _mm512_setzero_si512();
             s[r][1] = s[r][2] = s[r][3] = _mm512_setzero_si512();
         }
-        for (rg = g * gq; rg < (g + 1) * gq; rg++) {
-            __m512i w = _mm512_loadu_si512((const void *)(wb + rg * 64));
-            if (sym) w = _mm512_xor_si512(w, flip);
+        for (rg = g * gq; rg < (g + 1) * gq; rg += 4 / per) { /* 4 / per rows: chain c = j * per + f, a constant */
 #pragma GCC unroll 4
-            for (f = 0; f < per; f++) {
-                const __m512i u = bits == 8 ? w : f == 0 ? _mm512_and_si512(w, fmask)
-                                                         : _mm512_and_si512(_mm512_srli_epi16(w, (unsigned)(f * (size_t)bits)), fmask);
-                c = (int)((rg * per + f) & 3);
+            for (j = 0; j < 4 / per; j++) {
+                __m512i w;
+                if (rg + j >= (g + 1) * gq) break;
+                w = _mm512_loadu_si512((const void *)(wb + (rg + j) * 64));
+                if (sym) w = _mm512_xor_si512(w, flip);
 #pragma GCC unroll 4
-                for (r = 0; r < mr; r++) {
-                    int32_t x4;
-                    memcpy(&x4, xr[r] + rg * span + 4 * f, 4);
-                    AMXK__DPBUSD512(s[r][c], u, _mm512_set1_epi32(x4 ^ xf));
+                for (f = 0; f < per; f++) {
+                    const __m512i u = bits == 8 ? w : f == 0 ? _mm512_and_si512(w, fmask)
+                                                             : _mm512_and_si512(_mm512_srli_epi16(w, (unsigned)(f * (size_t)bits)), fmask);
+                    c = (int)(j * per + f);
+#pragma GCC unroll 4
+                    for (r = 0; r < mr; r++) {
+                        int32_t x4;
+                        memcpy(&x4, xr[r] + (rg + j) * span + 4 * f, 4);
+                        AMXK__DPBUSD512(s[r][c], u, _mm512_set1_epi32(x4 ^ xf));
+                    }
                 }
             }
         }
@@ -2976,14 +2983,10 @@ AMXK__FORCE_INLINE void amxk__q8v_decode__avx512vnni(const amxk__q8_args *a, siz
         for (b = b0; b < b1; b += AMXK__Q8V_DNB) {
             if (b + AMXK__Q8V_DNB <= b1 && a->w->blk_bytes > d1b) {
                 switch (AMXK__MIN((size_t)4, c1 - i)) {
-                case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu);
-                    break;
-                case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu);
-                    break;
-                case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu);
-                    break;
-                default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu);
-                    break;
+                case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu); break;
+                case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu); break;
+                case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu); break;
+                default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu); break;
                 }
             } else {
                 for (bb = b; bb < AMXK__MIN(b1, b + AMXK__Q8V_DNB); bb++) switch (AMXK__MIN((size_t)4, c1 - i)) {
@@ -3076,6 +3079,19 @@ AMXK__FORCE_INLINE void amxk__linear_q8_tiles__avx512vnni(const amxk__q8_args *a
     else amxk__q8v_decode2_i8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);
 }
 
+/* One out-of-line instance per bit width (inlined into one caller, the three bodies made the
+   per-channel M = 256 prefill 4% slower on Emerald Rapids: bench/results.md, issue 30). */
+#define AMXK__Q8V_TILES_BITS(BITS)                                                                                     \
+    __attribute__((noinline)) AMXK__PRIV void amxk__linear_q8_tiles##BITS##__avx512vnni(                              \
+        const amxk__q8_args *a, size_t c0, size_t c1, size_t b0, size_t b1, const int32_t *xsum, const float *sxt,    \
+        float *accm, int32_t *accs, uint32_t *xpb) {                                                                   \
+        amxk__linear_q8_tiles__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb, BITS);                        \
+    }
+AMXK__Q8V_TILES_BITS(8)
+AMXK__Q8V_TILES_BITS(4)
+AMXK__Q8V_TILES_BITS(2)
+#undef AMXK__Q8V_TILES_BITS
+
 /* The table's q8_takes: packs of at most AMXK__Q8V_TAB / AMXK__Q8V_MR groups (the table's q8_else,
    the AVX2 level's, runs the others). */
 AMXK__PRIV int amxk__linear_q8_takes__avx512vnni(const amxk__qview *v, size_t m, int u8) {
@@ -3109,9 +3125,9 @@ AMXK__PRIV void amxk__linear_q8_block__avx512vnni(const amxk__q8_args *a, size_t
     for (c0 = m0; c0 < m1; c0 = c1) {
         c1 = AMXK__MIN(m1, c0 + chunk);
         amxk__q8_xtab__avx512vnni(a, c0, c1, xsum, sxt);
-        if (a->w->bits == 8) amxk__linear_q8_tiles__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb, 8);
-        else if (a->w->bits == 4) amxk__linear_q8_tiles__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb, 4);
-        else amxk__linear_q8_tiles__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb, 2);
+        if (a->w->bits == 8) amxk__linear_q8_tiles8__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb);
+        else if (a->w->bits == 4) amxk__linear_q8_tiles4__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb);
+        else amxk__linear_q8_tiles2__avx512vnni(a, c0, c1, b0, b1, xsum, sxt, accm, accs, xpb);
     }
 }
 AMXK__TARGET_END
