@@ -699,6 +699,12 @@ typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk_
     float aa;
 } amxk__gdn_pair;
 #define AMXK__GDN_LDS(V, p, last, km) ((last) ? V##_LDM((p), (km)) : V##_LDU(p))
+/* F(..., NV, TL, km) with run-time nv (1..4) and tl (a masked last vector, nv <= 2) as constants */
+#define AMXK__GDN_NVTL(F, nv, tl, km, ...)                                                                    \
+    if ((nv) == 4) F(__VA_ARGS__, 4, 0, km);                                                                   \
+    else if ((nv) == 3) F(__VA_ARGS__, 3, 0, km);                                                              \
+    else if ((nv) == 2) (tl) ? F(__VA_ARGS__, 2, 1, km) : F(__VA_ARGS__, 2, 0, km);                            \
+    else (tl) ? F(__VA_ARGS__, 1, 1, km) : F(__VA_ARGS__, 1, 0, km)
 #define AMXK__GDN_RECURRENT_DEFINE(isa, V, L, TAILS)                                                           \
     /* One token's sweep over NV (<= 4) vectors, the last masked with km when TL: s = al s + k_i u;         \
        o += s q_i. NV, TL compile-time constants. */                                                         \
@@ -773,12 +779,7 @@ typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk_
     }                                                                                                        \
     AMXK__PRIV void amxk__gdn_sweepsel__##isa(float *S, size_t lds, size_t dk, const float *kh, const float *qh, float al, \
                                               const float *u, float *o, int nv, int tl, V##_LMASK_T km) {     \
-        if (nv == 4) amxk__gdn_sweep__##isa(S, lds, dk, kh, qh, al, u, o, 4, 0, km);                         \
-        else if (nv == 3) amxk__gdn_sweep__##isa(S, lds, dk, kh, qh, al, u, o, 3, 0, km);                    \
-        else if (nv == 2 && !tl) amxk__gdn_sweep__##isa(S, lds, dk, kh, qh, al, u, o, 2, 0, km);             \
-        else if (nv == 2) amxk__gdn_sweep__##isa(S, lds, dk, kh, qh, al, u, o, 2, 1, km);                    \
-        else if (!tl) amxk__gdn_sweep__##isa(S, lds, dk, kh, qh, al, u, o, 1, 0, km);                        \
-        else amxk__gdn_sweep__##isa(S, lds, dk, kh, qh, al, u, o, 1, 1, km);                                 \
+        AMXK__GDN_NVTL(amxk__gdn_sweep__##isa, nv, tl, km, S, lds, dk, kh, qh, al, u, o);                     \
     }                                                                                                        \
     /* p1 = S^T k1 and p2 = S^T k2 (k2 NULL: p2 = 0) over NV (<= 4) vectors, the last masked with km when    \
        TL, the accumulators in registers; pf: pfb bytes per row prefetched (T1). NV, TL compile-time. */     \
@@ -808,12 +809,7 @@ typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk_
     }                                                                                                        \
     AMXK__PRIV void amxk__gdn_stksel__##isa(const float *S, size_t lds, size_t dk, const float *k1, const float *k2, const char *pf, \
                                             size_t pfb, float *p1, float *p2, int nv, int tl, V##_LMASK_T km) { \
-        if (nv == 4) amxk__gdn_stk__##isa(S, lds, dk, k1, k2, pf, pfb, p1, p2, 4, 0, km);                    \
-        else if (nv == 3) amxk__gdn_stk__##isa(S, lds, dk, k1, k2, pf, pfb, p1, p2, 3, 0, km);               \
-        else if (nv == 2 && !tl) amxk__gdn_stk__##isa(S, lds, dk, k1, k2, pf, pfb, p1, p2, 2, 0, km);        \
-        else if (nv == 2) amxk__gdn_stk__##isa(S, lds, dk, k1, k2, pf, pfb, p1, p2, 2, 1, km);               \
-        else if (!tl) amxk__gdn_stk__##isa(S, lds, dk, k1, k2, pf, pfb, p1, p2, 1, 0, km);                   \
-        else amxk__gdn_stk__##isa(S, lds, dk, k1, k2, pf, pfb, p1, p2, 1, 1, km);                            \
+        AMXK__GDN_NVTL(amxk__gdn_stk__##isa, nv, tl, km, S, lds, dk, k1, k2, pf, pfb, p1, p2);                 \
     }                                                                                                        \
     AMXK__PRIV void amxk__gdn_recurrent_f32__32col__##isa(const amxk__gdn_args *a, float *S, size_t lds, size_t t0, size_t n, \
                                                           size_t hv, size_t j0, size_t nb, const float *kh, const float *qh, \
