@@ -2880,13 +2880,17 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
 
 /* Decode (mr <= 4 rows) x ONE 16-column block b, every group: one sequential weight stream, for
    packed blocks of at most the family's q8_d1b bytes (amxk__stream; larger ones: four blocks at once
-   through amxk__linear_q8__8x64__avx512vnni; docs/notes/pack.md), and the last < 4 blocks of a range. The vpdpbusd rotate over four int32 chains
-   (latency); per group t = the chains' wrapped int32 sum: the same t and f32 operations as
-   amxk__linear_q8__8x64__avx512vnni, so the same bits. xu: as there. */
+   through amxk__linear_q8__8x64__avx512vnni; docs/notes/pack.md), and the last < 4 blocks of a range.
+   The vpdpbusd rotate over four int32 chains (latency; 4 / per rows a step, so each chain index is a
+   constant and the chains stay in registers); per group t = the chains' wrapped int32 sum (the same
+   for any split of the products): the same t and f32 operations as amxk__linear_q8__8x64__avx512vnni,
+   so the same bits. xu: as there. */
 AMXK__FORCE_INLINE void amxk__linear_q8__4x16__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
                                                                                    int bits, const int32_t *xsum, const float *sxt, int xu) {
     const amxk__qview *v = a->w;
     const size_t nbk = v->nbk, per = (size_t)(8 / bits), span = 4 * per, gq = v->bk / span;
+    const size_t step = 4 / per; /* rows a step; hoisted: UBSan's divide check in a loop condition makes
+                                    gcc drop the unroll annotation ("ignoring loop annotation") */
     const int sym = bits == 8 || !v->asym;
     const __m512i fmask = _mm512_set1_epi8((char)((1 << bits) - 1));
     const __m512i flip = _mm512_set1_epi8((char)(bits == 8 ? 0x80 : bits == 4 ? 0x88 : 0xaa));
@@ -2894,7 +2898,7 @@ AMXK__FORCE_INLINE void amxk__linear_q8__4x16__avx512vnni(const amxk__q8_args *a
     const uint8_t *wb = v->data + b * v->blk_bytes;
     const int8_t *xr[4];
     __m512 acc[4];
-    size_t g, rg, f;
+    size_t g, rg, f, j;
     int r, c;
 #pragma GCC unroll 4
     for (r = 0; r < mr; r++) xr[r] = a->xq + (row + (size_t)r) * a->ldq, acc[r] = _mm512_setzero_ps();
@@ -2908,19 +2912,24 @@ AMXK__FORCE_INLINE void amxk__linear_q8__4x16__avx512vnni(const amxk__q8_args *a
             s[r][0] = sym ? _mm512_slli_epi32(_mm512_set1_epi32(-xsum[(size_t)r * nbk + g]), (unsigned)(bits - 1)) : _mm512_setzero_si512();
             s[r][1] = s[r][2] = s[r][3] = _mm512_setzero_si512();
         }
-        for (rg = g * gq; rg < (g + 1) * gq; rg++) {
-            __m512i w = _mm512_loadu_si512((const void *)(wb + rg * 64));
-            if (sym) w = _mm512_xor_si512(w, flip);
+        for (rg = g * gq; rg < (g + 1) * gq; rg += step) {
 #pragma GCC unroll 4
-            for (f = 0; f < per; f++) {
-                const __m512i u = bits == 8 ? w : f == 0 ? _mm512_and_si512(w, fmask)
-                                                         : _mm512_and_si512(_mm512_srli_epi16(w, (unsigned)(f * (size_t)bits)), fmask);
-                c = (int)((rg * per + f) & 3);
+            for (j = 0; j < step; j++) { /* chain c = j * per + f: a constant */
+                __m512i w;
+                if (rg + j >= (g + 1) * gq) break; /* gq need not be a multiple of step */
+                w = _mm512_loadu_si512((const void *)(wb + (rg + j) * 64));
+                if (sym) w = _mm512_xor_si512(w, flip);
 #pragma GCC unroll 4
-                for (r = 0; r < mr; r++) {
-                    int32_t x4;
-                    memcpy(&x4, xr[r] + rg * span + 4 * f, 4);
-                    AMXK__DPBUSD512(s[r][c], u, _mm512_set1_epi32(x4 ^ xf));
+                for (f = 0; f < per; f++) {
+                    const __m512i u = bits == 8 ? w : f == 0 ? _mm512_and_si512(w, fmask)
+                                                             : _mm512_and_si512(_mm512_srli_epi16(w, (unsigned)(f * (size_t)bits)), fmask);
+                    c = (int)(j * per + f);
+#pragma GCC unroll 4
+                    for (r = 0; r < mr; r++) {
+                        int32_t x4;
+                        memcpy(&x4, xr[r] + (rg + j) * span + 4 * f, 4);
+                        AMXK__DPBUSD512(s[r][c], u, _mm512_set1_epi32(x4 ^ xf));
+                    }
                 }
             }
         }
