@@ -219,14 +219,15 @@ AMXK_DEF amxk_status amxk_moe_workspace_size(const amxk_ctx *ctx, const amxk_moe
    topk_ids int32, contiguous [M, topk] (weights of pairs that add nothing are not read); topk may be 0
    (no routed pairs: see ROUTED INPUT). out: [M, K] F32, BF16 or F16, row stride ldo >= K; may alias x.
    shared: NULL or the shared expert. workspace: >= amxk_moe_workspace_size bytes, AMXK_ALIGN aligned.
-   Every pack of the shard and the shared expert's is validated as amxk_packed_linear_info says
-   (untrusted bytes), each element on its own; sizes are overflow-checked.
+   Every pack the call reads is validated as amxk_packed_linear_info says (untrusted bytes), each
+   element on its own: the shared expert's, and the routed experts' (with M topk >= the shard's
+   experts: every pack of the shard; the size query: always every one); sizes are overflow-checked.
    Errors (nothing written): CONTEXT, NULL (w, x, out, topk_weights / topk_ids with topk > 0, a size
    array with its pointer array, a NULL pack inside the shard: checked for the whole shard before any
    pack byte is read, so this is the status whatever else is wrong), SHAPE (M or K 0; with topk > 0:
    E or N 0; the workspace or the biases' extents do not fit a size_t), STRIDE (ldx, ldo, ld_routed;
    x's, out's or routed_in's extent not fitting a size_t), DTYPE (x, out, routed_dtype), FORMAT (a
-   shard pack is not a pack, not [2N, K] / [K, N], or 16-bit of another dtype than x), ALIGN (a pack
+   validated pack is not a pack, not [2N, K] / [K, N], or 16-bit of another dtype than x), ALIGN (a pack
    not 64-byte aligned, an expert stride not a multiple of 64, the workspace), ARG (ids < -1 or >= E,
    or >= n_global_experts with a map; map entries < -1 or >= E; n_global_experts 0 with a map; bad
    shard, act, alpha, limit, flags), WORKSPACE, ALIAS, UNSUPPORTED (act_int8 and a pack
@@ -470,8 +471,9 @@ AMXK__INLINE size_t amxk__moe_take(size_t *off, size_t a, size_t b, int *ovf) {
 }
 
 AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weights *w, const amxk_moe_shared *sh,
-                                        const amxk_moe_opts *o, size_t m, size_t topk, amxk_dtype xt, amxk__moe_plan *p) {
-    size_t e, K, N, R, off = 0, lin = 0, pb, prevb[2] = {0, 0}, units, xp13 = 0, xp2 = 0, sxp13 = 0, sxp2 = 0;
+                                        const amxk_moe_opts *o, size_t m, size_t topk, amxk_dtype xt, const int32_t *ids,
+                                        amxk__moe_plan *p) {
+    size_t e, i, K, N, R, off = 0, lin = 0, pb, prevb[2] = {0, 0}, units, xp13 = 0, xp2 = 0, sxp13 = 0, sxp2 = 0;
     const void *pw, *prev[2] = {NULL, NULL};
     amxk_status s;
     int ovf = 0;
@@ -505,13 +507,21 @@ AMXK__PRIV amxk_status amxk__moe_layout(const amxk_ctx *ctx, const amxk_moe_weig
         amxk__moe_w(w, p->e_begin + e / 2, (int)(e % 2), &pw, &pb);
         if (!pw) return AMXK_ERR_NULL;
     }
-    /* then every pack of the shard: one equal in size and 64-byte header to the previous validated
-       pack of its kind (amxk__linop_same) passes the same checks and needs the same scratch, so only
-       its address is checked. x panels: at most one call per active expert, R rows in all */
+    /* then the packs the call reads: every pack of the shard (the size query, ids NULL, or M topk >= the
+       shard's experts), else the routed experts' (pair by pair; ids or map entries out of range are
+       the caller's ARG, checked later; no other pack byte is read, so a 2E-header pass is not paid per
+       decode call). One equal in size and 64-byte header to the previous validated pack of its kind
+       (amxk__linop_same) passes the same checks and needs the same scratch, so only its address is
+       checked. x panels: at most one call per active expert, R rows in all */
     units = AMXK__MIN(p->e_end - p->e_begin, R);
-    for (e = 0; e < 2 * (p->e_end - p->e_begin); e++) { /* expert by expert: w13, then w2 (d = 1) */
-        const int d = (int)(e % 2);
-        amxk__moe_w(w, p->e_begin + e / 2, d, &pw, &pb);
+    if (R >= p->e_end - p->e_begin) ids = NULL;
+    for (i = 0; i < 2 * (ids ? R : p->e_end - p->e_begin); i++) { /* expert by expert: w13, then w2 (d = 1) */
+        const int d = (int)(i % 2);
+        const int32_t *map = o ? o->expert_map : NULL, id = ids ? ids[i / 2] : 0;
+        e = p->e_begin + i / 2;
+        if (ids && (id < 0 || id >= (int32_t)(map ? o->n_global_experts : w->n_experts))) continue;
+        if (ids && ((e = (size_t)(int64_t)amxk__moe_local(map, id)) < p->e_begin || e >= p->e_end)) continue; /* -1: SIZE_MAX */
+        amxk__moe_w(w, e, d, &pw, &pb);
         if (amxk__linop_same(prev[d], prevb[d], pw, pb)) {
             if ((uintptr_t)pw % AMXK_ALIGN) return AMXK_ERR_ALIGN;
             continue;
@@ -1189,7 +1199,7 @@ AMXK_DEF amxk_status amxk_moe_workspace_size(const amxk_ctx *ctx, const amxk_moe
     amxk__moe_plan p;
     amxk_status s;
     if (!bytes) return AMXK_ERR_NULL;
-    if ((s = amxk__moe_layout(ctx, w, shared, opts, m, topk, AMXK_DTYPE_INVALID, &p)) != AMXK_OK) return s;
+    if ((s = amxk__moe_layout(ctx, w, shared, opts, m, topk, AMXK_DTYPE_INVALID, NULL, &p)) != AMXK_OK) return s;
     *bytes = p.total;
     return AMXK_OK;
 }
@@ -1219,7 +1229,7 @@ AMXK_DEF amxk_status amxk_moe_experts(const amxk_ctx *ctx, const amxk_moe_weight
     if (!w || !x || !out || (topk && (!tw || !ids))) return AMXK_ERR_NULL;
     if (xt != AMXK_DTYPE_BF16 && xt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
     if (ot != AMXK_DTYPE_F32 && ot != AMXK_DTYPE_BF16 && ot != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
-    if ((s = amxk__moe_layout(ctx, w, sh, o, m, topk, xt, &p)) != AMXK_OK) return s;
+    if ((s = amxk__moe_layout(ctx, w, sh, o, m, topk, xt, topk ? ids : NULL, &p)) != AMXK_OK) return s;
     K = w->hidden, N = topk ? w->inter : 0, R = p.rows, NE = topk ? w->n_experts : 0;
     if (rin && rt != AMXK_DTYPE_F32 && rt != AMXK_DTYPE_BF16 && rt != AMXK_DTYPE_F16) return AMXK_ERR_DTYPE;
     if (ldx < K || ldo < K || (rin && o->ld_routed < K)) return AMXK_ERR_STRIDE;

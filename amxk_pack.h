@@ -368,7 +368,10 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
 #define AMXK__LIN_PREFETCH 1024 /* small-M bf16/fp16 kernels: software prefetch distance in bytes */
 #endif
 #ifndef AMXK__Q_PREFETCH
-#define AMXK__Q_PREFETCH 2048 /* decode kernels: software prefetch distance in packed bytes */
+#define AMXK__Q_PREFETCH 2048 /* decode kernels (w*a16 int / fp8, AVX2 w8a8), AMXK_FAMILY_OTHER: prefetcht0 distance in packed bytes */
+#endif
+#ifndef AMXK__Q_PF_INTEL
+#define AMXK__Q_PF_INTEL 8192 /* ..., AMXK_FAMILY_INTEL: prefetcht1 distance */
 #endif
 #ifndef AMXK__Q8V_D1B
 #define AMXK__Q8V_D1B 16384 /* w8a8 decode, AMXK_FAMILY_OTHER: packed blocks of at most this many bytes are streamed one at a time */
@@ -382,11 +385,15 @@ typedef struct amxk__stream {
     size_t q8_d1b; /* w8a8 decode (AVX512-VNNI): packed blocks of at most this many bytes run one
                       stream (4x16), larger ones four (8x64; the last < 4 blocks of a range: 4x16) */
     size_t q8_pf;  /* ... the four streams' prefetch distance in bytes (0: none) */
+    size_t q_pf;   /* the w*a16 int / fp8 decode kernels' and the AVX2 w8a8 kernel's prefetch distance ... */
+    int q_t1;      /* ... into L2 (prefetcht1; 0: prefetcht0): AMXK__Q_PF(st, p) */
 } amxk__stream;
 /* Zen 4 (measured without prefetch; docs/notes/pack.md): one stream for blocks up to 16 KiB */
-static const amxk__stream amxk__stream_other = {AMXK__Q8V_D1B, 0};
+static const amxk__stream amxk__stream_other = {AMXK__Q8V_D1B, 0, AMXK__Q_PREFETCH, 0};
 /* Intel (Emerald Rapids): four streams, prefetched into L2 (bench/results.md, issue 29) */
-static const amxk__stream amxk__stream_intel = {0, AMXK__Q8V_PF_INTEL};
+static const amxk__stream amxk__stream_intel = {0, AMXK__Q8V_PF_INTEL, AMXK__Q_PF_INTEL, 1};
+#define AMXK__Q_PF(st, p) ((st)->q_t1 ? _mm_prefetch((const char *)(p) + (st)->q_pf, _MM_HINT_T1)                      \
+                                      : _mm_prefetch((const char *)(p) + (st)->q_pf, _MM_HINT_T0))
 AMXK__INLINE const amxk__stream *amxk__stream_for(int family) {
     return family == AMXK_FAMILY_INTEL ? &amxk__stream_intel : &amxk__stream_other;
 }
@@ -645,6 +652,7 @@ typedef struct amxk__linear_args {
     const void *x;
     const uint16_t *w;      /* first block (bf16/fp16/f32 packs; amxk__lin_blk) */
     const amxk__qview *q;   /* quantized packs, else NULL */
+    const amxk__stream *st; /* the context's family's streaming (amxk__stream_for) */
     const float *bias;
     void *y;
     amxk_dtype dt, yt;      /* x and y dtypes */
@@ -1362,8 +1370,8 @@ AMXK__FORCE_INLINE P##_T amxk__qi_ufield__##isa(P##_I v, int sh, int bits) {    
    garbage and the caller runs the exact kernel. Int: xr also divided by the field's power of two
    (2^(32-b) symmetric, 2^sh asymmetric); lut: the row's 16-entry table (lutv) gives the int8. */
 #define AMXK__QD_KERNELS_DEFINE(isa, P)                                                                                \
-AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__##isa(const amxk__qview *v, const float *xr, size_t ldr, size_t b, int mr,   \
-                                                     int map, const float *post, P##_T *res) {                         \
+AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__##isa(const amxk__qview *v, const amxk__stream *st, const float *xr, size_t ldr, \
+                                                     size_t b, int mr, int map, const float *post, P##_T *res) {       \
     const uint8_t *blk = v->data + b * v->blk_bytes;                                                                   \
     const P##_I special = P##_SET1I8((char)AMXK__FP8_SPECIAL(map));                                                    \
     P##_FP8_BAD_T bad = P##_FP8_BAD_0;                                                                                 \
@@ -1378,7 +1386,7 @@ AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__##isa(const amxk__qview *v, const
         for (rg = q0; rg < q1; rg++) {                                                                                 \
             P##_I c[P##_NH];                                                                                           \
             for (h = 0; h < P##_NH; h++) c[h] = P##_LOADI(blk + rg * 64 + (size_t)h * 32);                             \
-            _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);                               \
+            AMXK__Q_PF(st, blk + rg * 64);                                                                             \
             bad = P##_FP8_BAD(bad, c, special);                                                                        \
             _Pragma("GCC unroll 4") for (j = 0; j < 4; j++) {                                                          \
                 P##_T w[P##_NH];                                                                                       \
@@ -1403,7 +1411,8 @@ AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__##isa(const amxk__qview *v, const
     }                                                                                                                  \
     return P##_FP8_BAD_ANY(bad);                                                                                       \
 }                                                                                                                      \
-AMXK__FORCE_INLINE void amxk__linear_qi__2x16__##isa(const amxk__qview *v, const float *xr, size_t ldr, const float *xsum,   \
+AMXK__FORCE_INLINE void amxk__linear_qi__2x16__##isa(const amxk__qview *v, const amxk__stream *st, const float *xr, size_t ldr, \
+                                                     const float *xsum,                                                \
                                                      size_t b, int mr, int bits, int sym, int lut, const float *post,  \
                                                      P##_T *res) {                                                     \
     const int span = 32 / bits;                                                                                        \
@@ -1423,7 +1432,7 @@ AMXK__FORCE_INLINE void amxk__linear_qi__2x16__##isa(const amxk__qview *v, const
             for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {                           \
                 const P##_I c = P##_LOADI(blk + rg * 64 + (size_t)h * 32);                                             \
                 P##_I tops = c;                                                                                        \
-                if (h == 0) _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);               \
+                if (h == 0) AMXK__Q_PF(st, blk + rg * 64);                                                             \
                 _Pragma("GCC unroll 16") for (j = 0; j < span; j++) {                                                  \
                     P##_T w;                                                                                           \
                     if (sym && j % 4 == 0) tops = amxk__qi_tops__##isa(c, j / 4, bits, lut, lutv);                     \
@@ -1449,7 +1458,8 @@ AMXK__FORCE_INLINE void amxk__linear_qi__2x16__##isa(const amxk__qview *v, const
    rows r0 .. r0+mr (mr <= 2) of the x panel xf against block b, codes decoded through fp16                            \
    (amxk__q_fp8x). Per group: t = sum_k x * w (f32, k increasing; for one row split by k parity),                      \
    then res += s * t. Out of line: the fallback of the fp8 kernel for a block it does not take. */                     \
-AMXK__FORCE_INLINE void amxk__linear_q__2x16__##isa(const amxk__qview *v, const float *xf, size_t b, int r0, int mr, int map, \
+AMXK__FORCE_INLINE void amxk__linear_q__2x16__##isa(const amxk__qview *v, const amxk__stream *st, const float *xf, size_t b,  \
+                                                    int r0, int mr, int map,                                           \
                                                     P##_T *res) {                                                      \
     const uint8_t *blk = v->data + b * v->blk_bytes;                                                                   \
     size_t g, rg;                                                                                                      \
@@ -1462,7 +1472,7 @@ AMXK__FORCE_INLINE void amxk__linear_q__2x16__##isa(const amxk__qview *v, const 
         for (rg = g * v->bk / 4; rg < AMXK__MIN((g + 1) * v->bk, v->kp) / 4; rg++) { /* the last block may be partial */ \
             P##_I c[P##_NH];                                                                                           \
             for (h = 0; h < P##_NH; h++) c[h] = P##_LOADI(blk + rg * 64 + (size_t)h * 32);                             \
-            _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);                               \
+            AMXK__Q_PF(st, blk + rg * 64);                                                                             \
             _Pragma("GCC unroll 4") for (j = 0; j < 4; j++) {                                                          \
                 const size_t kk = rg * 4 + (size_t)j;                                                                  \
                 const float *xp = xf + ((kk / 2) * AMXK__LIN_MR + (size_t)r0) * 2 + (kk & 1);                          \
@@ -1483,29 +1493,30 @@ AMXK__FORCE_INLINE void amxk__linear_q__2x16__##isa(const amxk__qview *v, const 
             for (h = 0; h < P##_NH; h++) res[r * P##_NH + h] = P##_FMADD(s[h], t[r][h], res[r * P##_NH + h]);          \
     }                                                                                                                  \
 }                                                                                                                      \
-AMXK__PRIV void amxk__linear_q_exact__##isa(const amxk__qview *v, const float *xf, size_t b, int r0, int mr, P##_T *res) { \
+AMXK__PRIV void amxk__linear_q_exact__##isa(const amxk__qview *v, const amxk__stream *st, const float *xf, size_t b, int r0, \
+                                             int mr, P##_T *res) {                                                     \
     if (v->tr->vmap == AMXK__QV_E4M3) {                                                                                \
-        if (mr == 2) amxk__linear_q__2x16__##isa(v, xf, b, r0, 2, AMXK__QV_E4M3, res);                                 \
-        else amxk__linear_q__2x16__##isa(v, xf, b, r0, 1, AMXK__QV_E4M3, res);                                         \
+        if (mr == 2) amxk__linear_q__2x16__##isa(v, st, xf, b, r0, 2, AMXK__QV_E4M3, res);                             \
+        else amxk__linear_q__2x16__##isa(v, st, xf, b, r0, 1, AMXK__QV_E4M3, res);                                     \
     } else {                                                                                                           \
-        if (mr == 2) amxk__linear_q__2x16__##isa(v, xf, b, r0, 2, AMXK__QV_E5M2, res);                                 \
-        else amxk__linear_q__2x16__##isa(v, xf, b, r0, 1, AMXK__QV_E5M2, res);                                         \
+        if (mr == 2) amxk__linear_q__2x16__##isa(v, st, xf, b, r0, 2, AMXK__QV_E5M2, res);                             \
+        else amxk__linear_q__2x16__##isa(v, st, xf, b, r0, 1, AMXK__QV_E5M2, res);                                     \
     }                                                                                                                  \
 }                                                                                                                      \
 /* Rows r0 .. r0+m2 of the panel against block b with the kernel of one decoder case (the exact fp8                    \
    kernel for an fp8 block the integer decode does not take: fast 0 or a NaN / inf code). */                           \
-AMXK__FORCE_INLINE void amxk__q_dec_block__##isa(const amxk__qview *v, const float *xf, const float *xr, size_t ldr,          \
-                                                 const float *xsum, size_t b, int r0, int m2, int fast, const float *post, \
-                                                 P##_T *res, int bits, int map, int sym) {                             \
+AMXK__FORCE_INLINE void amxk__q_dec_block__##isa(const amxk__qview *v, const amxk__stream *st, const float *xf,        \
+                                                 const float *xr, size_t ldr, const float *xsum, size_t b, int r0, int m2, \
+                                                 int fast, const float *post, P##_T *res, int bits, int map, int sym) { \
     if (!AMXK__QV_FP8(map)) {                                                                                          \
-        if (m2 == 2) amxk__linear_qi__2x16__##isa(v, xr, ldr, xsum, b, 2, bits, sym, map == AMXK__QV_LUT, post, res);  \
-        else amxk__linear_qi__2x16__##isa(v, xr, ldr, xsum, b, 1, bits, sym, map == AMXK__QV_LUT, post, res);          \
+        if (m2 == 2) amxk__linear_qi__2x16__##isa(v, st, xr, ldr, xsum, b, 2, bits, sym, map == AMXK__QV_LUT, post, res);  \
+        else amxk__linear_qi__2x16__##isa(v, st, xr, ldr, xsum, b, 1, bits, sym, map == AMXK__QV_LUT, post, res);      \
         return;                                                                                                        \
     }                                                                                                                  \
-    if (fast && !(m2 == 2 ? amxk__linear_fp8__2x16__##isa(v, xr, ldr, b, 2, map, post, res)                            \
-                          : amxk__linear_fp8__2x16__##isa(v, xr, ldr, b, 1, map, post, res)))                          \
+    if (fast && !(m2 == 2 ? amxk__linear_fp8__2x16__##isa(v, st, xr, ldr, b, 2, map, post, res)                        \
+                          : amxk__linear_fp8__2x16__##isa(v, st, xr, ldr, b, 1, map, post, res)))                      \
         return;                                                                                                        \
-    amxk__linear_q_exact__##isa(v, xf, b, r0, m2, res);                                                                \
+    amxk__linear_q_exact__##isa(v, st, xf, b, r0, m2, res);                                                            \
 }                                                                                                                      \
 /* Rows of one x panel (mr rows at `row`, f32 panel xf) against blocks [b0, b1) with the kernels above. */           \
 AMXK__PRIV void amxk__linear_q_panel__##isa(const amxk__linear_args *a, const float *xf, float *xs, size_t row, int mr,      \
@@ -1518,7 +1529,7 @@ AMXK__PRIV void amxk__linear_q_panel__##isa(const amxk__linear_args *a, const fl
     for (b = b0; b < b1; b++)                                                                                          \
         for (r0 = 0; r0 < mr; r0 += 2) {                                                                               \
             const int m2 = mr - r0 >= 2 ? 2 : 1;                                                                       \
-            AMXK__Q_DECODERS(v, amxk__q_dec_block__##isa, v, xf, xr + (size_t)r0 * a->kp, a->kp, xs + r0, b, r0, m2, fast, \
+            AMXK__Q_DECODERS(v, amxk__q_dec_block__##isa, v, a->st, xf, xr + (size_t)r0 * a->kp, a->kp, xs + r0, b, r0, m2, fast, \
                              post + r0, res)                                                                           \
             for (r = 0; r < m2; r++) P##_QSTORE(a, row + (size_t)(r0 + r), b, res + r * P##_NH);                       \
         }                                                                                                              \
@@ -1771,7 +1782,7 @@ AMXK__FORCE_INLINE void amxk__q8_group__avx2(int bits, int asym, int pre, float 
                 for (rg = rc; rg < AMXK__MIN(rg1, rc + (size_t)flush); rg++) {                           \
                     __m256i w0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64));                   \
                     __m256i w1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));              \
-                    _mm_prefetch((const char *)(blk + rg * 64 + AMXK__Q_PREFETCH), _MM_HINT_T0);         \
+                    AMXK__Q_PF(a->st, blk + rg * 64);                                                                  \
                     if (bits == 8) {                                                                     \
                         const __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);                \
                         _Pragma("GCC unroll 4") for (r = 0; r < mr; r++) {                               \
@@ -1849,11 +1860,11 @@ AMXK__PRIV int amxk__q8_xtab__avx2(const amxk__q8_args *a, size_t m0, size_t m1,
         size_t i, b;                                                                                     \
         for (b = b0; b < b1; b++)                                                                        \
             for (i = m0; i < m1; i += 4) {                                                               \
-                if (bits == 8) KNAME##_rows(a, i, m1 - i, b, 8, 0, NULL, st, m0, xu);                    \
-                else if (bits == 4 && pre) KNAME##_rows(a, i, m1 - i, b, 4, 1, tab, st, m0, xu);         \
-                else if (bits == 4) KNAME##_rows(a, i, m1 - i, b, 4, 0, NULL, st, m0, xu);               \
-                else if (pre) KNAME##_rows(a, i, m1 - i, b, 2, 1, tab, st, m0, xu);                      \
-                else KNAME##_rows(a, i, m1 - i, b, 2, 0, NULL, st, m0, xu);                              \
+                if (bits == 8) KNAME##_rows(a, i, m1 - i, b, 8, 0, NULL, st, m0, xu);                                  \
+                else if (bits == 4 && pre) KNAME##_rows(a, i, m1 - i, b, 4, 1, tab, st, m0, xu);                       \
+                else if (bits == 4) KNAME##_rows(a, i, m1 - i, b, 4, 0, NULL, st, m0, xu);                             \
+                else if (pre) KNAME##_rows(a, i, m1 - i, b, 2, 1, tab, st, m0, xu);                                    \
+                else KNAME##_rows(a, i, m1 - i, b, 2, 0, NULL, st, m0, xu);                                            \
             }                                                                                            \
     }                                                                                                    \
     __attribute__((noinline)) AMXK__PRIV void BNAME##_i8(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1) { \
@@ -1950,7 +1961,7 @@ AMXK__PRIV void amxk__q8_bprep__avx2(const amxk__qview *v, size_t b, size_t k0, 
    rounding, the columns < N). */
 #define AMXK__Q8_EPI_DEFINE(isa, V)                                                                      \
     AMXK__PRIV void amxk__q8_epi__##isa(const amxk__q8_args *a, size_t row, size_t rows, size_t b, int nb, size_t g, \
-                                        const int32_t *c, const int32_t *corr, float *acc, int first, int last) { \
+                                        const int32_t *c, const int32_t *corr, float *acc, int first, int last) {      \
         const amxk__qview *v = a->w;                                                                     \
         const size_t xg = g * v->bk / a->ag;                                                             \
         size_t r, h, j;                                                                                  \
@@ -2116,7 +2127,7 @@ AMXK__TARGET_END
 #define AMXK__LIN16_KERNEL(NAME, W_T, X_T, LOADW, BCAST, OP, ADDRW)                                      \
     AMXK__FORCE_INLINE void NAME(const uint32_t *xp, size_t ns, const void *w, size_t bstride,  \
                                                           amxk_dtype dt, int mr, int nr, int split, int pf, size_t xs,    \
-                                                          size_t pst, __m512 *out) {                               \
+                                                          size_t pst, __m512 *out) {                                   \
         __m512 acc[2][16][4];                                                                            \
         size_t p;                                                                                        \
         int r, j, s;                                                                                     \
@@ -2880,13 +2891,17 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
 
 /* Decode (mr <= 4 rows) x ONE 16-column block b, every group: one sequential weight stream, for
    packed blocks of at most the family's q8_d1b bytes (amxk__stream; larger ones: four blocks at once
-   through amxk__linear_q8__8x64__avx512vnni; docs/notes/pack.md), and the last < 4 blocks of a range. The vpdpbusd rotate over four int32 chains
-   (latency); per group t = the chains' wrapped int32 sum: the same t and f32 operations as
-   amxk__linear_q8__8x64__avx512vnni, so the same bits. xu: as there. */
+   through amxk__linear_q8__8x64__avx512vnni; docs/notes/pack.md), and the last < 4 blocks of a range.
+   The vpdpbusd rotate over four int32 chains (latency; 4 / per rows a step, so each chain index is a
+   constant and the chains stay in registers); per group t = the chains' wrapped int32 sum (the same
+   for any split of the products): the same t and f32 operations as amxk__linear_q8__8x64__avx512vnni,
+   so the same bits. xu: as there. */
 AMXK__FORCE_INLINE void amxk__linear_q8__4x16__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
                                                                                    int bits, const int32_t *xsum, const float *sxt, int xu) {
     const amxk__qview *v = a->w;
     const size_t nbk = v->nbk, per = (size_t)(8 / bits), span = 4 * per, gq = v->bk / span;
+    const size_t step = 4 / per; /* rows a step; hoisted: UBSan's divide check in a loop condition makes
+                                    gcc drop the unroll annotation ("ignoring loop annotation") */
     const int sym = bits == 8 || !v->asym;
     const __m512i fmask = _mm512_set1_epi8((char)((1 << bits) - 1));
     const __m512i flip = _mm512_set1_epi8((char)(bits == 8 ? 0x80 : bits == 4 ? 0x88 : 0xaa));
@@ -2894,7 +2909,7 @@ AMXK__FORCE_INLINE void amxk__linear_q8__4x16__avx512vnni(const amxk__q8_args *a
     const uint8_t *wb = v->data + b * v->blk_bytes;
     const int8_t *xr[4];
     __m512 acc[4];
-    size_t g, rg, f;
+    size_t g, rg, f, j;
     int r, c;
 #pragma GCC unroll 4
     for (r = 0; r < mr; r++) xr[r] = a->xq + (row + (size_t)r) * a->ldq, acc[r] = _mm512_setzero_ps();
@@ -2908,19 +2923,24 @@ AMXK__FORCE_INLINE void amxk__linear_q8__4x16__avx512vnni(const amxk__q8_args *a
             s[r][0] = sym ? _mm512_slli_epi32(_mm512_set1_epi32(-xsum[(size_t)r * nbk + g]), (unsigned)(bits - 1)) : _mm512_setzero_si512();
             s[r][1] = s[r][2] = s[r][3] = _mm512_setzero_si512();
         }
-        for (rg = g * gq; rg < (g + 1) * gq; rg++) {
-            __m512i w = _mm512_loadu_si512((const void *)(wb + rg * 64));
-            if (sym) w = _mm512_xor_si512(w, flip);
+        for (rg = g * gq; rg < (g + 1) * gq; rg += step) {
 #pragma GCC unroll 4
-            for (f = 0; f < per; f++) {
-                const __m512i u = bits == 8 ? w : f == 0 ? _mm512_and_si512(w, fmask)
-                                                         : _mm512_and_si512(_mm512_srli_epi16(w, (unsigned)(f * (size_t)bits)), fmask);
-                c = (int)((rg * per + f) & 3);
+            for (j = 0; j < step; j++) { /* chain c = j * per + f: a constant */
+                __m512i w;
+                if (rg + j >= (g + 1) * gq) break; /* gq need not be a multiple of step */
+                w = _mm512_loadu_si512((const void *)(wb + (rg + j) * 64));
+                if (sym) w = _mm512_xor_si512(w, flip);
 #pragma GCC unroll 4
-                for (r = 0; r < mr; r++) {
-                    int32_t x4;
-                    memcpy(&x4, xr[r] + rg * span + 4 * f, 4);
-                    AMXK__DPBUSD512(s[r][c], u, _mm512_set1_epi32(x4 ^ xf));
+                for (f = 0; f < per; f++) {
+                    const __m512i u = bits == 8 ? w : f == 0 ? _mm512_and_si512(w, fmask)
+                                                             : _mm512_and_si512(_mm512_srli_epi16(w, (unsigned)(f * (size_t)bits)), fmask);
+                    c = (int)(j * per + f);
+#pragma GCC unroll 4
+                    for (r = 0; r < mr; r++) {
+                        int32_t x4;
+                        memcpy(&x4, xr[r] + (rg + j) * span + 4 * f, 4);
+                        AMXK__DPBUSD512(s[r][c], u, _mm512_set1_epi32(x4 ^ xf));
+                    }
                 }
             }
         }
@@ -3680,7 +3700,7 @@ AMXK__PRIV void amxk__linear_bind(const amxk_ctx *ctx, const amxk__linop *op, si
     amxk__pack_layout(ctx, AMXK__OP_LINEAR, m, op->n, op->k, amxk__lin_mul_dt(op->pt, xt), op->quant ? &op->q : NULL, p);
     memset(a, 0, sizeof *a);
     a->m = m, a->n = op->n, a->k = op->k, a->kp = amxk__lin_kp(op->k), a->ldx = ldx, a->ldy = ldy;
-    a->x = x, a->w = op->w, a->q = op->quant ? &op->q : NULL;
+    a->x = x, a->w = op->w, a->q = op->quant ? &op->q : NULL, a->st = amxk__stream_for(amxk__family(ctx));
     a->bias = bias, a->y = y, a->dt = xt, a->yt = yt, a->wt = op->pt, a->ws = (char *)ws, a->plan = p;
 }
 /* The plan and arguments of amxk_linear_q8 over m rows (the same lifetimes). */

@@ -1378,6 +1378,28 @@ static void test_bad(void) {
         (void)rin_;
     }
     BAD_MOE(AMXK_ERR_SHAPE, w2_.inter = 0);
+    { /* fewer pairs than shard experts: only the routed experts' packs are read and validated (the size
+         query reads all): a non-pack at an unrouted expert -> OK, the clean result; at a routed one -> FORMAT */
+        const void *p13[4], *p2[4];
+        size_t b13[4], b2[4], e, q = 0;
+        const int32_t ids1[2] = {2, 0};
+        void *junk = test_alloc(ms.b2), *o1 = test_alloc(K * 4), *o2 = test_alloc(K * 4), *ws1 = test_alloc(ws_bytes);
+        amxk_moe_weights wa = w;
+        memset(junk, 0, ms.b2);
+        for (e = 0; e < 4; e++)
+            p13[e] = (const char *)ms.w13 + e * ms.b13, p2[e] = (const char *)ms.w2 + e * ms.b2, b13[e] = ms.b13, b2[e] = ms.b2;
+        wa.w13 = p13, wa.w13_bytes = b13, wa.w2 = p2, wa.w2_bytes = b2;
+        CHECK(amxk_moe_experts(NULL, &wa, &sh, &o, 1, x, AMXK_DTYPE_BF16, K, 2, tw, ids1, o1, AMXK_DTYPE_F32, K, ws1, ws_bytes) == AMXK_OK, "clean");
+        p2[3] = junk;
+        CHECK(amxk_moe_workspace_size(NULL, &wa, &sh, &o, 1, 2, &q) == AMXK_ERR_FORMAT, "size query: a non-pack at expert 3");
+        CHECK(amxk_moe_experts(NULL, &wa, &sh, &o, 1, x, AMXK_DTYPE_BF16, K, 2, tw, ids1, o2, AMXK_DTYPE_F32, K, ws1, ws_bytes) == AMXK_OK &&
+                  memcmp(o1, o2, K * 4) == 0, "a non-pack at unrouted expert 3: the clean result");
+        p2[3] = p2[1], p2[2] = junk;
+        memset(o2, 0x3c, K * 4);
+        CHECK(amxk_moe_experts(NULL, &wa, &sh, &o, 1, x, AMXK_DTYPE_BF16, K, 2, tw, ids1, o2, AMXK_DTYPE_F32, K, ws1, ws_bytes) == AMXK_ERR_FORMAT &&
+                  ((unsigned char *)o2)[0] == 0x3c, "a non-pack at routed expert 2: FORMAT, nothing written");
+        test_free(junk), test_free(o1), test_free(o2), test_free(ws1);
+    }
     BAD_MOE(AMXK_ERR_FORMAT, w2_.inter = 8);   /* packs are [32, 32] / [32, 16] */
     BAD_MOE(AMXK_ERR_FORMAT, w2_.hidden = 16); /* K mismatch */
     BAD_MOE(AMXK_ERR_FORMAT, sh2_.inter = 8);
