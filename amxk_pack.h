@@ -2720,7 +2720,7 @@ AMXK__TARGET_AVX512VNNI_BEGIN
 #define AMXK__Q8V_NC 15    /* ... x blocks (a multiple of NB), accumulated in f32 on the stack (22.5 KiB) */
 #endif
 #ifndef AMXK__Q8V_NCW
-#define AMXK__Q8V_NCW 6    /* ... with the call's x panels (amxk_linear_q8_ws; k step: all of K): blocks per chunk */
+#define AMXK__Q8V_NCW 3    /* ... with the call's x panels (amxk_linear_q8_ws; k step: all of K): blocks per chunk (one tile column) */
 #endif
 #ifndef AMXK__Q8V_KC
 #define AMXK__Q8V_KC 1024  /* prefill k step in columns (a multiple of 64; x panels: P x KC bytes on the stack) */
