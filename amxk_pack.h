@@ -2720,7 +2720,7 @@ AMXK__TARGET_AVX512VNNI_BEGIN
 #define AMXK__Q8V_MR 8 /* prefill tile: rows */
 #endif
 #ifndef AMXK__Q8V_NB
-#define AMXK__Q8V_NB 2 /* prefill tile: 16-column blocks */
+#define AMXK__Q8V_NB 3 /* prefill tile: 16-column blocks (8 x 3 int32 accumulators, 3 weight vectors, a broadcast) */
 #endif
 #define AMXK__Q8V_DNB 4    /* decode tile (<= 4 rows) for large blocks: blocks streamed at once */
 #define AMXK__Q8V_TAB 2048 /* per-task table of x sums and x scales: (row, group) entries */
@@ -2728,16 +2728,16 @@ AMXK__TARGET_AVX512VNNI_BEGIN
 #define AMXK__Q8V_P 24     /* prefill panel: rows (a multiple of MR) ... */
 #endif
 #ifndef AMXK__Q8V_NC
-#define AMXK__Q8V_NC 16    /* ... x blocks, accumulated in f32 on the stack (24 KiB) */
+#define AMXK__Q8V_NC 15    /* ... x blocks (a multiple of NB), accumulated in f32 on the stack (22.5 KiB) */
 #endif
 #ifndef AMXK__Q8V_NCW
-#define AMXK__Q8V_NCW 8    /* ... with the call's x panels (amxk_linear_q8_ws; k step: all of K): blocks per chunk */
+#define AMXK__Q8V_NCW 3    /* ... with the call's x panels (amxk_linear_q8_ws; k step: all of K): blocks per chunk (one tile column) */
 #endif
 #ifndef AMXK__Q8V_KC
 #define AMXK__Q8V_KC 1024  /* prefill k step in columns (a multiple of 64; x panels: P x KC bytes on the stack) */
 #endif
 #ifndef AMXK__Q8V_PFN
-#define AMXK__Q8V_PFN 1 /* prefill: the first row tile of a k step prefetches the next blocks' weights of that step */
+#define AMXK__Q8V_PFN 1 /* prefill: a chunk's tiles prefetch the next chunk's weights, a share each (0: none) */
 #endif
 #ifndef AMXK__Q8V_PFH
 #define AMXK__Q8V_PFH _MM_HINT_T1 /* ... into L2 */
@@ -2747,11 +2747,8 @@ AMXK__TARGET_AVX512VNNI_BEGIN
    vpdpbusd); the asm form keeps it in place. Same instruction either way. */
 #if defined(AMXK_AVX512_EMULATE) || !defined(__GNUC__)
 #  define AMXK__DPBUSD512(acc, u, x) ((acc) = _mm512_dpbusd_epi32((acc), (u), (x)))
-#  define AMXK__DPBUSD512B(acc, u, p) ((acc) = _mm512_dpbusd_epi32((acc), (u), _mm512_set1_epi32(*(const int32_t *)(const void *)(p))))
 #else
 #  define AMXK__DPBUSD512(acc, u, x) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(x))
-/* the same with x a 32-bit unit in memory, broadcast by the load (embedded broadcast: no shuffle uop) */
-#  define AMXK__DPBUSD512B(acc, u, p) __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*(const uint32_t *)(p)))
 #endif
 
 /* mr rows x nb 16-column blocks (b .. b+nb-1), the 64-byte rows [q0, q1) of the packed blocks (k
@@ -2770,14 +2767,14 @@ AMXK__TARGET_AVX512VNNI_BEGIN
    (amxk__xpanel32__avx512). xsum / sxt: the table rows of `row` (x sums and x scales per group,
    stride nbk). xu (x rows only): 1 for U8 codes (each unit XORed with 0x80808080), 0 for I8; the
    panel holds int8 already. mr, nb, bits, out, xu: compile-time constants at the call site. pf: each
-   weight stream prefetched pf bytes ahead (0: none). */
+   weight stream prefetched pf bytes ahead (0: none); pfp: pfn lines from it prefetched, one per row rg. */
 #define AMXK__Q8V_LDA (AMXK__Q8V_NC * AMXK__LIN_NB)
 typedef enum amxk__q8v_out { AMXK__Q8V_TO_Y, AMXK__Q8V_TO_PANEL, AMXK__Q8V_GROUP_TO_Y } amxk__q8v_out;
 AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
                                                                                    int nb, int bits, const int32_t *xsum,
                                                                                    const float *sxt, size_t q0, size_t q1, amxk__q8v_out out,
                                                                                    float *accm, int32_t *accs, const uint32_t *xp,
-                                                                                   size_t pf, int xu) {
+                                                                                   size_t pf, int xu, const uint8_t *pfp, size_t pfn) {
     const amxk__qview *v = a->w;
     const size_t nbk = v->nbk, per = (size_t)(8 / bits), span = 4 * per, gq = v->bk / span;
     const int sym = bits == 8 || !v->asym;
@@ -2816,6 +2813,7 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
         }
         for (rg = ra; rg < rb; rg++) {
             __m512i w[AMXK__Q8V_DNB];
+            if (rg - q0 < pfn) _mm_prefetch((const char *)(pfp + (rg - q0) * 64), AMXK__Q8V_PFH);
 #pragma GCC unroll 4
             for (j = 0; j < nb; j++) {
                 w[j] = _mm512_loadu_si512((const void *)(wb[j] + rg * 64));
@@ -2829,12 +2827,14 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
                 for (j = 0; j < nb; j++)
                     u[j] = bits == 8 ? w[j] : f == 0 ? _mm512_and_si512(w[j], fmask)
                                                      : _mm512_and_si512(_mm512_srli_epi16(w[j], (unsigned)(f * (size_t)bits)), fmask);
-                if (xp) {
+                if (xp) { /* one broadcast load per row for its nb vpdpbusd */
                     const uint32_t *xu = xp + ((rg - q0) * per + f) * 8;
 #pragma GCC unroll 8
-                    for (r = 0; r < mr; r++)
+                    for (r = 0; r < mr; r++) {
+                        const __m512i xb = _mm512_set1_epi32((int32_t)xu[r]);
 #pragma GCC unroll 4
-                        for (j = 0; j < nb; j++) AMXK__DPBUSD512B(s[r][j], u[j], xu + r);
+                        for (j = 0; j < nb; j++) AMXK__DPBUSD512(s[r][j], u[j], xb);
+                    }
                 } else {
 #pragma GCC unroll 8
                     for (r = 0; r < mr; r++) {
@@ -2996,10 +2996,10 @@ AMXK__FORCE_INLINE void amxk__q8v_decode__avx512vnni(const amxk__q8_args *a, siz
         for (b = b0; b < b1; b += AMXK__Q8V_DNB) {
             if (b + AMXK__Q8V_DNB <= b1 && a->w->blk_bytes > d1b) {
                 switch (AMXK__MIN((size_t)4, c1 - i)) {
-                case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu); break;
-                case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu); break;
-                case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu); break;
-                default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu); break;
+                case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu, NULL, 0); break;
+                case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu, NULL, 0); break;
+                case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu, NULL, 0); break;
+                default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu, NULL, 0); break;
                 }
             } else {
                 for (bb = b; bb < AMXK__MIN(b1, b + AMXK__Q8V_DNB); bb++) switch (AMXK__MIN((size_t)4, c1 - i)) {
@@ -3046,7 +3046,12 @@ AMXK__FORCE_INLINE void amxk__linear_q8_tiles__avx512vnni(const amxk__q8_args *a
     const size_t cm = c0 + (c1 - c0) / AMXK__Q8V_MR * AMXK__Q8V_MR;
     size_t i, b, bb, p0, p1, q0, q1, k0, k1;
     for (q0 = b0; q0 < b1 && cm > c0; q0 = q1) {
-        q1 = AMXK__MIN(b1, q0 + (xw ? (size_t)AMXK__Q8V_NCW : (size_t)AMXK__Q8V_NC));
+        const size_t qw = xw ? (size_t)AMXK__Q8V_NCW : (size_t)AMXK__Q8V_NC;
+        /* the next chunk's weights (nl lines), prefetched in equal shares of pfl lines by this chunk's tiles */
+        size_t nl, pfl, pfo = 0;
+        q1 = AMXK__MIN(b1, q0 + qw);
+        nl = AMXK__Q8V_PFN ? (AMXK__MIN(b1, q1 + qw) - q1) * a->w->blk_bytes / 64 : 0;
+        pfl = AMXK__CEIL_DIV(nl, (cm - c0) / AMXK__Q8V_MR * AMXK__CEIL_DIV(q1 - q0, (size_t)AMXK__Q8V_NB) * AMXK__CEIL_DIV(nq, kq));
         for (p0 = c0; p0 < cm; p0 = p1) {
             p1 = AMXK__MIN(cm, p0 + AMXK__Q8V_P);
             if (!dw) memset(accm, 0, (p1 - p0) * AMXK__Q8V_LDA * sizeof(float));
@@ -3061,22 +3066,24 @@ AMXK__FORCE_INLINE void amxk__linear_q8_tiles__avx512vnni(const amxk__q8_args *a
                         const float *st = sxt + (i - c0) * nbk;
                         const size_t o = (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB;
                         const uint32_t *xp = xw ? a->xpan + (i / AMXK__Q8V_MR * nux + k0 * span / 4) * 8 : xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu;
-                        const size_t pf = i == p0 && AMXK__Q8V_PFN ? AMXK__Q8V_NB * a->w->blk_bytes : 0;
+                        const size_t pfn = AMXK__MIN(k1 - k0, AMXK__MIN(pfl, nl - AMXK__MIN(nl, pfo))); /* this tile's share */
+                        const uint8_t *pfp = a->w->data + q1 * a->w->blk_bytes + pfo * 64;
                         if (b + AMXK__Q8V_NB <= q1 && dw)
                             amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, bits, xt, st, k0, k1, AMXK__Q8V_GROUP_TO_Y,
-                                                              NULL, NULL, xp, pf, 0);
+                                                              NULL, NULL, xp, 0, 0, pfp, pfn);
                         else if (b + AMXK__Q8V_NB <= q1)
                             amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, bits, xt, st, k0, k1, AMXK__Q8V_TO_PANEL,
-                                                              accm + o, accs + o, xp, pf, 0);
+                                                              accm + o, accs + o, xp, 0, 0, pfp, pfn);
                         else
                             for (bb = b; bb < q1; bb++)
                                 if (dw)
                                     amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, bits, xt, st, k0, k1, AMXK__Q8V_GROUP_TO_Y,
-                                                                      NULL, NULL, xp, 0, 0);
+                                                                      NULL, NULL, xp, 0, 0, pfp, pfn);
                                 else
                                     amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, bits, xt, st, k0, k1, AMXK__Q8V_TO_PANEL,
                                                                       accm + o + (bb - b) * AMXK__LIN_NB, accs + o + (bb - b) * AMXK__LIN_NB,
-                                                                      xp, 0, 0);
+                                                                      xp, 0, 0, pfp, pfn);
+                        pfo += pfn;
                     }
             }
             for (i = p0; i < p1 && !dw; i++)
