@@ -392,8 +392,12 @@ typedef struct amxk__stream {
 static const amxk__stream amxk__stream_other = {AMXK__Q8V_D1B, 0, AMXK__Q_PREFETCH, 0};
 /* Intel (Emerald Rapids): four streams, prefetched into L2 (bench/results.md, issue 29) */
 static const amxk__stream amxk__stream_intel = {0, AMXK__Q8V_PF_INTEL, AMXK__Q_PF_INTEL, 1};
-#define AMXK__Q_PF(st, p) ((st)->q_t1 ? _mm_prefetch((const char *)(p) + (st)->q_pf, _MM_HINT_T1)                      \
-                                      : _mm_prefetch((const char *)(p) + (st)->q_pf, _MM_HINT_T0))
+/* a statement (not a ?: of two prefetches: clang 14 crashes on that at -O0) */
+#define AMXK__Q_PF(st, p)                                                                                              \
+    do {                                                                                                               \
+        if ((st)->q_t1) _mm_prefetch((const char *)(p) + (st)->q_pf, _MM_HINT_T1);                                     \
+        else _mm_prefetch((const char *)(p) + (st)->q_pf, _MM_HINT_T0);                                                \
+    } while (0)
 AMXK__INLINE const amxk__stream *amxk__stream_for(int family) {
     return family == AMXK_FAMILY_INTEL ? &amxk__stream_intel : &amxk__stream_other;
 }
