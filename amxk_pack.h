@@ -356,6 +356,9 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
 #ifndef AMXK__LIN_AMX_BBYTES
 #define AMXK__LIN_AMX_BBYTES (1u << 20) /* amxk_linear on AMX: bytes of 16-bit weights per B block (L2 resident) */
 #endif
+#ifndef AMXK__LIN_AMX_PFD
+#define AMXK__LIN_AMX_PFD 4096 /* AMX, 16-bit weights, one panel: prefetcht0 distance in each B stream */
+#endif
 #ifndef AMXK__LIN_MC_VEC
 #define AMXK__LIN_MC_VEC 48 /* rows per task on the vector paths (a multiple of MR) */
 #endif
@@ -3165,8 +3168,10 @@ AMXK__TARGET_AMX_BEGIN
 
 #if defined(__GNUC__) || defined(__clang__)
 #  define AMXK__PREFETCH_L2(p) __builtin_prefetch((p), 0, 2) /* prefetcht1 */
+#  define AMXK__PREFETCH_L1(p) __builtin_prefetch((p), 0, 3) /* prefetcht0 */
 #else
 #  define AMXK__PREFETCH_L2(p) ((void)(p))
+#  define AMXK__PREFETCH_L1(p) ((void)(p))
 #endif
 
 /* The 2x2 tile step of the AMX kernels: C tiles 0-3 += A tiles 4-5 x B tiles 6-7 by the TDP OP, the
@@ -3250,6 +3255,9 @@ AMXK__PRIV void amxk__linear_block_ts__32x32__amx(const amxk__linear_args *a, si
     /* uniform tiles: the rows in nt tiles of R rows (amxk__linop_tile_rows) */
     const size_t R = amxk__linop_tile_rows(m1 - m0), nt = AMXK__CEIL_DIV(m1 - m0, R);
     const size_t np = AMXK__CEIL_DIV(nt, (size_t)2), gb = 2 * p->bpairs; /* panels of 2 tiles; blocks per B block */
+    /* 16-bit weights swept by one panel (no reuse): each B stream prefetched AMXK__LIN_AMX_PFD ahead, not
+       the next B block into L2 (that block and this one filled the 2 MiB L2: docs/notes/pack.md) */
+    const int one = !a->q && np == 1;
     /* a->xpan: this row chunk's panels built before (a whole chunk), read in place; else copied to ws */
     const int pre = a->xpan && m0 % p->mc == 0 && m1 == AMXK__MIN(a->m, m0 + p->mc);
     const uint16_t *xa = pre ? a->xpan + amxk__linop_xpanel_rows(m0, p->mc) * kp : (const uint16_t *)ws;
@@ -3269,7 +3277,7 @@ AMXK__PRIV void amxk__linear_block_ts__32x32__amx(const amxk__linear_args *a, si
     for (t = 0; t < 8; t++) amxk__tilecfg_set(&cfg, t, t < 6 ? (int)R : 16, 64); /* C 0-3, A 4-5: R rows; B 6-7 */
     amxk__tiles_use__amx(ts, &cfg);
     for (g0 = b0, j = 0; g0 < b1; g0 += gb, j++) {
-        const size_t g1 = AMXK__MIN(b1, g0 + gb), nn = g1 < b1 ? AMXK__MIN(gb, b1 - g1) : 0; /* nn: blocks of the next B block */
+        const size_t g1 = AMXK__MIN(b1, g0 + gb), nn = g1 < b1 && !one ? AMXK__MIN(gb, b1 - g1) : 0; /* nn: blocks of the next B block */
         /* the next B block's bytes, prefetched into L2 during this one's sweep, `per` lines per k step */
         const char *nx = !nn ? NULL : a->q ? (const char *)(a->q->data + g1 * a->q->blk_bytes) : (const char *)(a->w + g1 * blk);
         const size_t nlines = !nn ? 0 : (a->q ? nn * a->q->blk_bytes : nn * blk * 2) / 64;
@@ -3299,6 +3307,11 @@ AMXK__PRIV void amxk__linear_block_ts__32x32__amx(const amxk__linear_args *a, si
                         AMXK__TDP_2X2(AMXK__TDPBF16PS);
                     }
                     for (e = 0; e < per && pf < nlines; e++, pf++) AMXK__PREFETCH_L2(nx + pf * 64);
+                    for (e = 0; one && e < 16; e++) { /* both streams, within the task's blocks */
+                        const size_t o = s * 1024 + AMXK__LIN_AMX_PFD + e * 64;
+                        if (o < (b1 - b) * blk * 2) AMXK__PREFETCH_L1((const char *)w0 + o);
+                        if (two && o + blk * 2 < (b1 - b) * blk * 2) AMXK__PREFETCH_L1((const char *)w1 + o);
+                    }
                 }
                 for (h = 0; h < 1 + (size_t)hi; h++) { /* the R-row halves: C tiles 2h, 2h + 1 */
                     const size_t rows = AMXK__MIN(R, mr - R * h), cnt = AMXK__MIN((size_t)(two ? 32 : 16), a->n - b * AMXK__LIN_NB);
