@@ -243,8 +243,8 @@ AMXK_DEF amxk_status amxk_import_mxfp4(const amxk_ctx *ctx, void *dst, size_t ds
      AMXK_SCALES_ROW_MAJOR    scales[m * ld_s + g], ld_s >= K / group   ([M, K/g])
      AMXK_SCALES_GROUP_MAJOR  scales[g * ld_s + m], ld_s >= M           ([K/g, M])
    Parallel over rows; serial loop: for (m = 0; m < M; m++) quantize_row(m). Levels: AVX-512 and AVX2
-   for I8 / U8 with group % 8 == 0 (IEEE division, RNE), else (and for groups holding NaN or
-   infinity) the scalar loop: the same values at every level.
+   for I8 / U8 with group % 8 == 0 (the IEEE quotient's codes: a multiply by 1 / s, vdivps only near
+   a tie), else (and for groups holding NaN or infinity) the scalar loop: the same values at every level.
    Non-finite input: a group holding a NaN or an infinity gets scale NaN and every code 0 (U8: 128),
    so that amxk_linear_q8 (and amxk_moe_experts with act_int8) gives NaN in every output of that row,
    as a NaN x does on the w*a16 path (an infinite x there gives +-inf or NaN).
@@ -1958,9 +1958,11 @@ AMXK__PRIV void amxk__q8_bprep__avx2(const amxk__qview *v, size_t b, size_t k0, 
 #define AMXK__V8_ST(p, v) _mm256_storeu_ps(p, v)
 #define AMXK__V8_YSTORE(a, row, n0, cnt, v) amxk__q8_ystore__avx2((a), (row), (n0), (cnt), (v))
 #define AMXK__V8_LOADN(p, t, n) amxk__vload__avx2((p), (t))
-#define AMXK__V8_NONFIN(v) _mm256_movemask_ps(_mm256_cmp_ps((v), _mm256_set1_ps(3.4028235e38f), _CMP_NLE_UQ))
-#define AMXK__V8_HMAX(v) amxk__hmax__avx2(v)
-#define AMXK__V8_STQ8(p, v, u8, n) amxk__stq8__avx2((p), (v), (u8))
+#define AMXK__V8_NLE(v, c) _mm256_movemask_ps(_mm256_cmp_ps((v), (c), _CMP_NLE_UQ))
+#define AMXK__V8_ABSBITS(v) _mm256_and_si256(_mm256_castps_si256(v), _mm256_set1_epi32(0x7fffffff))
+#define AMXK__V8_MAXU(a, b) _mm256_max_epu32(a, b)
+#define AMXK__V8_HMAXU(v) amxk__hmaxu__avx2(v)
+#define AMXK__V8_STQ8(p, v, f, n) amxk__stq8__avx2((p), (v), (f))
 
 /* q8_epi (amxk__q8_epi__scalar's contract) at V lanes (AMXK__Q8_EPI_DEFINE(isa, V)): per 16-column
    block and V columns one int32 load (plus the U8 corrections), vcvtdq2ps, (asymmetric: vfnmadd of
@@ -2028,51 +2030,69 @@ AMXK__TARGET_AVX2_BEGIN
 /* The group kernel of amxk_quantize_act at V lanes (AMXK__ACTQ_DEFINE(isa, V), V: AMXK__V8 or
    AMXK__V16): int8 / uint8 codes of one group of row `row` from k0 (group % 8 == 0; 16 lanes: the
    last vector masked when group % 16 == 8) with the scalar loop's exact values: amax (exact in any
-   order), IEEE division by s = amax / 127, round to nearest even, clamp to +-127. Returns 0 without
-   writing anything for E4M3, other group sizes and groups holding a NaN or infinity (the scalar loop
-   then defines the result). Per-width words: V_N lanes, V_LOADN (n lanes of dtype t, as f32),
-   V_NONFIN (a lane of |v| NaN or inf), V_HMAX, V_STQ8 (the rounded values as int8, U8: + 128). */
+   order; as the largest |x| bit pattern, which also finds NaN / inf), q = rne(t), t = x / s (IEEE
+   division, s = amax / 127), clamped to +-127. Returns 0 without writing anything for E4M3, other
+   group sizes and groups holding a NaN or infinity (the scalar loop then defines the result).
+   Division-free: t' = x * r, r = 1 / s (one division a group), gives the same q unless t' is within
+   2^-12 of a half-integer, where the vector takes vdivps. For s normal (else r = NaN: every vector divides),
+   r = (1/s)(1+d1), t' = x r (1+d2) (or +-2^-150 below the normal range), |d| <= u = 2^-24, so
+   |t' - x/s| <= |x/s| (2u + u^2) + 2^-150 and |t - x/s| <= u |x/s| + 2^-150; s >= (amax/127)(1-u)
+   gives |x/s| <= 127 / (1-u), so |t' - t| < 2^-14 (t, t' strictly between the same half-integers,
+   off the flagged band) and |t'| < 127.5 (no clamp on this path). Per-width words: V_N lanes,
+   V_LOADN (n lanes of dtype t, as f32), V_ABSBITS (|v|'s bits, int lanes), V_MAXU (unsigned),
+   V_HMAXU (the largest lane), V_NLE (a lane of v not <= c), V_STQ8 (the rounded values as int8,
+   XORed with f). xt: a constant at the call site (one loop per dtype). */
 #define AMXK__ACTQ_DEFINE(isa, V)                                                                        \
-    AMXK__PRIV int amxk__actq_group__##isa(const amxk__actq_args *a, size_t row, size_t k0, float *scale) { \
-        const size_t es = amxk_dtype_size(a->xt);                                                        \
+    AMXK__FORCE_INLINE void amxk__actq_vec__##isa(const char *x, int8_t *d, amxk_dtype xt, size_t n, float sc, float rs, \
+                                                  int f) {                                               \
+        const V##_T xv = V##_LOADN(x, xt, n), t = V##_MUL(xv, V##_SET1(rs));                             \
+        V##_T q = V##_ROUND(t);                                                                          \
+        (void)n; /* 8 lanes: whole vectors */                                                           \
+        if (V##_NLE(V##_ABS(V##_SUB(t, q)), V##_SET1(0.499755859375f))) /* 0.5 - 2^-12, or NaN */       \
+            q = V##_MAX(V##_MIN(V##_ROUND(V##_DIV(xv, V##_SET1(sc))), V##_SET1(127.0f)), V##_SET1(-127.0f)); \
+        V##_STQ8(d, q, f, n);                                                                            \
+    }                                                                                                    \
+    AMXK__FORCE_INLINE int amxk__actq_run__##isa(const amxk__actq_args *a, size_t row, size_t k0, float *scale, amxk_dtype xt) { \
+        const size_t es = amxk_dtype_size(xt), n = a->group;                                             \
         const char *x = (const char *)a->x + (row * a->ldx + k0) * es;                                   \
         int8_t *d = (int8_t *)a->q + row * a->ldq + k0;                                                  \
-        V##_T vmax = V##_SET1(0.0f);                                                                     \
-        int bad = 0;                                                                                     \
-        float sc;                                                                                        \
+        const int f = a->ot == AMXK_DTYPE_U8 ? 0x80 : 0;                                                 \
+        V##_I vm = V##_ZEROI;                                                                            \
+        uint32_t am;                                                                                     \
+        float sc, rs;                                                                                    \
         size_t j;                                                                                        \
-        if (a->ot == AMXK_DTYPE_FP8_E4M3 || a->group % 8) return 0;                                      \
-        for (j = 0; j < a->group; j += V##_N) {                                                          \
-            const V##_T v = V##_ABS(V##_LOADN(x + j * es, a->xt, a->group - j));                         \
-            vmax = V##_MAX(vmax, v);                                                                     \
-            bad |= V##_NONFIN(v);                                                                        \
-        }                                                                                                \
-        if (bad) return 0;                                                                               \
-        sc = V##_HMAX(vmax) / 127.0f;                                                                    \
+        for (j = 0; j + V##_N <= n; j += V##_N) vm = V##_MAXU(vm, V##_ABSBITS(V##_LOADN(x + j * es, xt, V##_N))); \
+        if (j < n) vm = V##_MAXU(vm, V##_ABSBITS(V##_LOADN(x + j * es, xt, n - j)));                    \
+        if ((am = V##_HMAXU(vm)) >= 0x7f800000u) return 0; /* NaN or inf */                            \
+        sc = amxk__bits_f32(am) / 127.0f;                                                                \
         if (!(sc > 0.0f)) sc = 1.0f;                                                                     \
-        for (j = 0; j < a->group; j += V##_N) {                                                          \
-            const V##_T t = V##_DIV(V##_LOADN(x + j * es, a->xt, a->group - j), V##_SET1(sc));           \
-            V##_STQ8(d + j, V##_ROUND(V##_MAX(V##_MIN(t, V##_SET1(127.0f)), V##_SET1(-127.0f))),         \
-                     a->ot == AMXK_DTYPE_U8, a->group - j);                                              \
-        }                                                                                                \
+        rs = sc >= 1.17549435e-38f ? 1.0f / sc : amxk__bits_f32(0x7fc00000u); /* NaN: every vector divides */ \
+        for (j = 0; j + V##_N <= n; j += V##_N) amxk__actq_vec__##isa(x + j * es, d + j, xt, V##_N, sc, rs, f); \
+        if (j < n) amxk__actq_vec__##isa(x + j * es, d + j, xt, n - j, sc, rs, f);                       \
         *scale = sc;                                                                                     \
         return 1;                                                                                        \
+    }                                                                                                    \
+    AMXK__PRIV int amxk__actq_group__##isa(const amxk__actq_args *a, size_t row, size_t k0, float *scale) { \
+        if (a->ot == AMXK_DTYPE_FP8_E4M3 || a->group % 8) return 0;                                      \
+        if (a->xt == AMXK_DTYPE_BF16) return amxk__actq_run__##isa(a, row, k0, scale, AMXK_DTYPE_BF16);   \
+        if (a->xt == AMXK_DTYPE_F16) return amxk__actq_run__##isa(a, row, k0, scale, AMXK_DTYPE_F16);     \
+        return amxk__actq_run__##isa(a, row, k0, scale, AMXK_DTYPE_F32);                                 \
     }
-/* The largest of v's lanes and 0 (V_HMAX of AMXK__ACTQ_DEFINE), at one width. */
+/* The largest of v's unsigned lanes (V_HMAXU of AMXK__ACTQ_DEFINE), at one width. */
 #define AMXK__HMAX_DEFINE(isa, P)                                                                        \
-AMXK__FORCE_INLINE float amxk__hmax__##isa(P##_T v) {                                                    \
-    float lanes[P##_N], m = 0.0f;                                                                        \
+AMXK__FORCE_INLINE uint32_t amxk__hmaxu__##isa(P##_I v) {                                                \
+    uint32_t lanes[P##_N], m = 0;                                                                        \
     int i;                                                                                               \
-    P##_ST(lanes, v);                                                                                    \
+    memcpy(lanes, &v, sizeof lanes);                                                                     \
     for (i = 0; i < P##_N; i++) m = AMXK__MAX(m, lanes[i]);                                              \
     return m;                                                                                            \
 }
 AMXK__HMAX_DEFINE(avx2, AMXK__V8)
-AMXK__FORCE_INLINE void amxk__stq8__avx2(int8_t *p, __m256 v, int u8) {
+AMXK__FORCE_INLINE void amxk__stq8__avx2(int8_t *p, __m256 v, int f) {
     __m256i q = _mm256_cvtps_epi32(v);
     q = _mm256_packs_epi16(_mm256_packs_epi32(q, q), q); /* bytes 0-3 of each 128-bit lane */
     q = _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
-    if (u8) q = _mm256_xor_si256(q, _mm256_set1_epi8((char)0x80));
+    q = _mm256_xor_si256(q, _mm256_set1_epi8((char)f));
     _mm_storel_epi64((__m128i *)(void *)p, _mm256_castsi256_si128(q));
 }
 AMXK__ACTQ_DEFINE(avx2, AMXK__V8)
@@ -2230,9 +2250,11 @@ AMXK__STORE_ROWS_DEFINE(avx512, AMXK__V16)
 #define AMXK__V16_ST(p, v) _mm512_storeu_ps(p, v)
 #define AMXK__V16_YSTORE(a, row, n0, cnt, v) amxk__store16__avx512((a)->y, (a)->yt, (a)->ldy, (a)->n, (a)->bias, (row), (n0) / AMXK__LIN_NB, (v))
 #define AMXK__V16_LOADN(p, t, n) amxk__vload__avx512((p), (t), AMXK__V16_MASK(n))
-#define AMXK__V16_NONFIN(v) (_mm512_cmp_ps_mask((v), _mm512_set1_ps(3.4028235e38f), _CMP_NLE_UQ) != 0)
-#define AMXK__V16_HMAX(v) amxk__hmax__avx512(v)
-#define AMXK__V16_STQ8(p, v, u8, n) amxk__stq8__avx512((p), (v), (u8), AMXK__V16_MASK(n))
+#define AMXK__V16_NLE(v, c) (_mm512_cmp_ps_mask((v), (c), _CMP_NLE_UQ) != 0)
+#define AMXK__V16_ABSBITS(v) _mm512_castps_si512(_mm512_abs_ps(v))
+#define AMXK__V16_MAXU(a, b) _mm512_max_epu32(a, b)
+#define AMXK__V16_HMAXU(v) amxk__hmaxu__avx512(v)
+#define AMXK__V16_STQ8(p, v, f, n) amxk__stq8__avx512((p), (v), (f), AMXK__V16_MASK(n))
 AMXK__Q8_EPI_DEFINE(avx512, AMXK__V16)
 /* mr rows (mr <= 8) of x (bytes rows ldx apart, kbytes each) as a panel of 32-bit units, unit-major:
    xp[u * 8 + r] = bytes [4u, 4u + 4) of row r, zero past kbytes and for rows r >= mr, units u < nu:
@@ -2710,9 +2732,8 @@ AMXK__TARGET_END
 #if AMXK__HAS_AVX512
 AMXK__TARGET_AVX512_BEGIN
 AMXK__HMAX_DEFINE(avx512, AMXK__V16)
-AMXK__FORCE_INLINE void amxk__stq8__avx512(int8_t *p, __m512 v, int u8, __mmask16 k) {
-    __m128i q = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)); /* |q| <= 127: the low byte */
-    if (u8) q = _mm_xor_si128(q, _mm_set1_epi8((char)0x80));
+AMXK__FORCE_INLINE void amxk__stq8__avx512(int8_t *p, __m512 v, int f, __mmask16 k) {
+    __m128i q = _mm_xor_si128(_mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)), _mm_set1_epi8((char)f)); /* |q| <= 127: the low byte */
     _mm_mask_storeu_epi8(p, k, q);
 }
 AMXK__ACTQ_DEFINE(avx512, AMXK__V16)

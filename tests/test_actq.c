@@ -23,8 +23,25 @@ static float xval(const void *x, amxk_dtype t, size_t i) {
     return t == AMXK_DTYPE_F32 ? ((const float *)x)[i] : (float)test_ref_decode(t, ((const uint16_t *)x)[i]);
 }
 
+/* Element j of a group of row kind `kind` for the tie cases (amax first): x / s at, and ulps either
+   side of, half-integers k + 0.5 (the fast path's fix-up: amxk__ACTQ_DEFINE), for s = 1, s = 100 / 127
+   (not a power of 2: x0 = (k + 0.5) s, then -3 .. +3 ulps), s = 1 / 8, s = FLT_MIN (the smallest s
+   the fast path takes); and a subnormal amax (s subnormal: x / s up to 128, past 127.5, clamped). */
+static float tie_val(int kind, size_t j) {
+    static const float amax[5] = {127.0f, 100.0f, 15.875f, 1e-40f, 127.0f * 1.17549435e-38f};
+    const float h = (float)((int)(j / 7 % 254) - 127) + 0.5f, s = amax[kind] / 127.0f;
+    float v = h;
+    int d;
+    if (j == 0) return amax[kind];
+    if (kind == 3) return amax[kind] * (float)((int)(j % 11) - 5) / 5.0f;
+    if (kind == 1) v = h * s;
+    if (kind == 2 || kind == 4) v = h * s; /* exact: s a power of 2 */
+    for (d = (int)(j % 7) - 3; d != 0; d += d > 0 ? -1 : 1) v = nextafterf(v, d > 0 ? 1e30f : -1e30f);
+    return v;
+}
+
 static void check_case(const amxk_ctx *ctx, size_t m, size_t k, size_t group, amxk_dtype xt, amxk_dtype ot, size_t ldx,
-                       size_t ldq, const char *tier) {
+                       size_t ldq, const char *tier, int ties) {
     const size_t ng = k / group, esz = amxk_dtype_size(xt);
     void *x = malloc(m * ldx * esz);
     uint8_t *q = (uint8_t *)test_alloc(m * ldq), *q2 = (uint8_t *)test_alloc(m * ldq);
@@ -32,15 +49,17 @@ static void check_case(const amxk_ctx *ctx, size_t m, size_t k, size_t group, am
     size_t i, j, g, bad = 0, bads = 0;
     amxk_status st;
     /* the case's data depends on its parameters only: the same x on every tier and worker count */
-    test_case_begin(test_case_mix(test_case_mix(test_case_mix(test_case_id("actq quantize", m), k), group),
-                                  test_case_mix(test_case_mix(test_case_mix((uint64_t)xt, (uint64_t)ot), ldx), ldq)));
+    uint64_t id = test_case_mix(test_case_mix(test_case_mix(test_case_id("actq quantize", m), k), group),
+                                test_case_mix(test_case_mix(test_case_mix((uint64_t)xt, (uint64_t)ot), ldx), ldq));
+    test_case_begin(ties ? test_case_mix(id, 0x7469) : id);
     for (i = 0; i < m * ldx; i++) {
         double v = test_uniform(-4.0, 4.0) * (test_rand() % 7 == 0 ? 100.0 : 1.0);
         if (test_rand() % 13 == 0) v = 0; /* some exact zeros; whole zero rows below */
+        if (ties) v = tie_val((int)(i / ldx % 5), i % ldx % group);
         if (xt == AMXK_DTYPE_F32) ((float *)x)[i] = (float)v;
         else ((uint16_t *)x)[i] = (uint16_t)test_ref_encode(xt, (float)v);
     }
-    if (m > 2)
+    if (m > 2 && !ties)
         for (j = 0; j < k; j++) {
             if (xt == AMXK_DTYPE_F32) ((float *)x)[ldx + j] = 0.0f;
             else ((uint16_t *)x)[ldx + j] = 0;
@@ -92,11 +111,16 @@ static void test_quantize(void) {
             for (xi = 0; xi < 3; xi++)
                 for (oi = 0; oi < 3; oi++)
                     check_case(&ctx, shapes[si][0], shapes[si][1], shapes[si][2], xts[xi], ots[oi], shapes[si][1] + (si % 2) * 3,
-                               shapes[si][1] + (si % 3), amxk_tier_name(ctx.tier));
+                               shapes[si][1] + (si % 3), amxk_tier_name(ctx.tier), 0);
+        for (si = 0; si < 3; si++) /* ties: every row kind, groups of 128, a whole row, 72 (masked tail) */
+            for (xi = 0; xi < 3; xi++)
+                for (oi = 0; oi < 2; oi++)
+                    check_case(&ctx, 5, si == 2 ? 144 : 256, si == 0 ? 128 : si == 1 ? 256 : 72, xts[xi], ots[oi],
+                               si == 2 ? 144 : 256, 256, amxk_tier_name(ctx.tier), 1);
         for (w = 0; w < TEST_N_WORKER_COUNTS; w++) {
             amxk_ctx pc;
             test_ctx(&pc, (amxk_tier)t, test_worker_counts[w]);
-            check_case(&pc, 37, 256, 64, AMXK_DTYPE_BF16, AMXK_DTYPE_I8, 256, 256, "pool");
+            check_case(&pc, 37, 256, 64, AMXK_DTYPE_BF16, AMXK_DTYPE_I8, 256, 256, "pool", 0);
         }
     }
 }
