@@ -2362,6 +2362,116 @@ AMXK__FORCE_INLINE void amxk__q_fp8x__avx512(const __m512i *c, int sh, int map, 
     if (map == AMXK__QV_E4M3) w[0] = _mm512_mul_ps(w[0], _mm512_set1_ps(256.0f));
 }
 AMXK__QD_KERNELS_DEFINE(avx512, AMXK__V16)
+/* ---- quantized blocks dequantized at 16 lanes (the prefill staging: amxk__linear_tiles16__avx512, and
+   the AMX path's q_block_16 through its vector level) ---- */
+
+/* The bf16 images (16-bit lanes) of the e4m3 codes in the low (hi 0) or high (hi 1) byte of every
+   16-bit lane of c: exact (every e4m3 value is a bf16), the value as amxk__e4m3_to_f32: normal
+   magnitudes m (>= 8) are (m << 4) + (120 << 7); 0 .. 7 (zero, subnormals) and 0x7f (NaN) from a table
+   on m's low 5 bits; the code's sign to bit 15. */
+AMXK__FORCE_INLINE __m512i amxk__e4m3_bf16__avx512(__m512i c, int hi) {
+    const __m512i tab = _mm512_setr_epi32(0x3b000000, 0x3bc03b80, 0x3c203c00, 0x3c603c40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x7fc00000);
+    const __m512i m = hi ? _mm512_srli_epi16(_mm512_and_si512(c, _mm512_set1_epi16(0x7f00)), 8) : _mm512_and_si512(c, _mm512_set1_epi16(0x7f));
+    const __mmask32 sp = _mm512_cmple_epu16_mask(m, _mm512_set1_epi16(7)) | _mm512_cmpge_epi16_mask(m, _mm512_set1_epi16(0x7f));
+    const __m512i n = _mm512_mask_permutexvar_epi16(_mm512_add_epi16(_mm512_slli_epi16(m, 4), _mm512_set1_epi16(0x3c00)), sp, m, tab);
+    return _mm512_ternarylogic_epi32(n, hi ? c : _mm512_slli_epi16(c, 8), _mm512_set1_epi16((short)0x8000), 0xf8); /* n | (s & 0x8000) */
+}
+/* The values of columns j = 0 .. span-1 of the 64-byte row c (16 rows) as f32, exactly: int fields
+   (two's complement when sym), LUT maps as the table's integers, fp8 codes (e4m3 through its bf16
+   images, e5m2 through fp16): the 16-lane form of amxk__q_w16__avx2. */
+AMXK__FORCE_INLINE void amxk__q_row16__avx512(__m512i c, int bits, int map, int sym, __m512i lutv, __m512 *w) {
+    const int span = 32 / bits;
+    int j;
+    if (map == AMXK__QV_E4M3) {
+        const __m512i lo = amxk__e4m3_bf16__avx512(c, 0), hi = amxk__e4m3_bf16__avx512(c, 1), top = _mm512_set1_epi32((int)0xffff0000u);
+        w[0] = _mm512_castsi512_ps(_mm512_slli_epi32(lo, 16)), w[2] = _mm512_castsi512_ps(_mm512_and_si512(lo, top));
+        w[1] = _mm512_castsi512_ps(_mm512_slli_epi32(hi, 16)), w[3] = _mm512_castsi512_ps(_mm512_and_si512(hi, top));
+        return;
+    }
+    for (j = 0; j < span; j++) {
+        const unsigned sh = (unsigned)(8 * (j % 4) + bits * (j / 4));
+        if (map == AMXK__QV_E5M2) {
+            amxk__q_fp8x__avx512(&c, (int)sh, map, w + j);
+        } else if (map == AMXK__QV_LUT) { /* the code through the table, sign-extended */
+            const __m512i q = _mm512_shuffle_epi8(lutv, _mm512_and_si512(_mm512_srli_epi32(c, sh), _mm512_set1_epi32(15)));
+            w[j] = _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(q, 24), 24));
+        } else if (sym) {
+            w[j] = _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(c, 32 - sh - (unsigned)bits), 32 - (unsigned)bits));
+        } else {
+            w[j] = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(c, sh), _mm512_set1_epi32((1 << bits) - 1)));
+        }
+    }
+}
+/* f32 -> bf16 as amxk__cvt_f32_bf16__avx512, left in the top 16 bits of each lane (the rest garbage);
+   no_nan: x holds no NaN (the NaN lanes' fix-up left out). */
+AMXK__FORCE_INLINE __m512i amxk__bf16_top__avx512(__m512 x, int no_nan) {
+    const __m512i u = _mm512_castps_si512(x);
+    const __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
+    if (no_nan) return r;
+    return _mm512_mask_or_epi32(r, _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000)),
+                                u, _mm512_set1_epi32(0x00400000));
+}
+/* 1 when the 16 lanes of x are finite. */
+AMXK__FORCE_INLINE int amxk__finite16__avx512(__m512 x) {
+    return _mm512_cmpgt_epu32_mask(_mm512_set1_epi32(0x7f800000), _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff))) == 0xffff;
+}
+/* Block b dequantized (whole-row groups: amxk__q_kind 2) with the values of amxk__q_block_f32 (t F32:
+   wf[k * 16 + r]) or of amxk__q_block_16 (t BF16 / F16: the VNNI pairs at d, each s * (q - z) rounded
+   to t once more, as amxk_convert): per 64-byte row, the 16 rows of each column in one vector, the two
+   columns of a pair joined in registers (no f32 pass through memory). */
+AMXK__FORCE_INLINE void amxk__q_block_int__avx512(const amxk__qview *v, size_t b, amxk_dtype t, void *dst, int bits, int map, int sym) {
+    const int span = 32 / bits;
+    const __m512i lutv = map == AMXK__QV_LUT ? _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)v->tr->lut))
+                                             : _mm512_setzero_si512();
+    const __m512i ilv = _mm512_setr_epi32(0x100000, 0x110001, 0x120002, 0x130003, 0x140004, 0x150005, 0x160006, 0x170007, 0x180008,
+                                          0x190009, 0x1a000a, 0x1b000b, 0x1c000c, 0x1d000d, 0x1e000e, 0x1f000f); /* words i, 16 + i */
+    const uint8_t *blk = v->data + b * v->blk_bytes;
+    float *wf = (float *)dst;
+    uint16_t *d = (uint16_t *)dst;
+    size_t g, rg, kk;
+    int j, no_nan;
+    for (g = 0; g < v->nbk; g++) {
+        __m512 s, z = _mm512_setzero_ps();
+        amxk__q_sgrid16__avx512(v, b, g, &s);
+        s = _mm512_mul_ps(s, _mm512_set1_ps(v->tr->unit));
+        if (!sym) amxk__q_grid16__avx512(v, v->zeros, b, g, &z);
+        /* no NaN product: finite scales and zeros, and (fp8) no NaN / inf code (the pack's flag) */
+        no_nan = (!AMXK__QV_FP8(map) || v->no_nan) && amxk__finite16__avx512(s) && amxk__finite16__avx512(z);
+        for (rg = g * v->bk / (size_t)span; rg < AMXK__MIN((g + 1) * v->bk, v->kp) / (size_t)span; rg++) { /* fp8: last block may be partial */
+            __m512 w[16];
+            amxk__q_row16__avx512(_mm512_loadu_si512((const void *)(blk + rg * 64)), bits, map, sym, lutv, w);
+            for (j = 0; j < span; j++) w[j] = _mm512_mul_ps(s, sym ? w[j] : _mm512_sub_ps(w[j], z));
+            for (j = 0; j < span; j += 2) {
+                const size_t k = rg * (size_t)span + (size_t)j;
+                if (t == AMXK_DTYPE_F32) {
+                    _mm512_storeu_ps(wf + k * 16, w[j]);
+                    _mm512_storeu_ps(wf + k * 16 + 16, w[j + 1]);
+                } else if (t == AMXK_DTYPE_BF16) { /* (even >> 16) | (odd & 0xffff0000) */
+                    _mm512_storeu_si512((void *)(d + k * 16), _mm512_ternarylogic_epi32(_mm512_srli_epi32(amxk__bf16_top__avx512(w[j], no_nan), 16),
+                                                                                      amxk__bf16_top__avx512(w[j + 1], no_nan),
+                                                                                      _mm512_set1_epi32((int)0xffff0000u), 0xf8));
+                } else {
+                    const __m256i he = _mm512_cvtps_ph(w[j], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                    const __m256i ho = _mm512_cvtps_ph(w[j + 1], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                    _mm512_storeu_si512((void *)(d + k * 16), _mm512_permutexvar_epi16(ilv, _mm512_inserti64x4(_mm512_castsi256_si512(he), ho, 1)));
+                }
+            }
+        }
+    }
+    for (kk = v->k; kk < v->kp; kk++) /* columns past K: +0 */
+        if (t == AMXK_DTYPE_F32) memset(wf + kk * 16, 0, 64);
+        else for (j = 0; j < 16; j++) d[(kk / 2) * 32 + (size_t)j * 2 + kk % 2] = 0;
+}
+/* amxk__q_block_f32 / amxk__q_block_16 at 16 lanes (the tables' q_block_16); generic groups, and f32
+   output of int / LUT packs (their 8-lane form wrote f32 faster: docs/notes/pack.md): the AVX2 ones. */
+AMXK__PRIV void amxk__q_block_f32__avx512(const amxk__qview *v, size_t b, float *wf) {
+    if (amxk__q_kind(v) != 2 || !AMXK__QV_FP8(v->tr->vmap)) amxk__q_block_f32__avx2(v, b, wf);
+    else AMXK__Q_DECODERS(v, amxk__q_block_int__avx512, v, b, AMXK_DTYPE_F32, wf)
+}
+AMXK__PRIV void amxk__q_block_16__avx512(const amxk__qview *v, size_t b, amxk_dtype t, float *wf, uint16_t *d) {
+    if (amxk__q_kind(v) != 2) amxk__q_block_16__avx2(v, b, t, wf, d);
+    else AMXK__Q_DECODERS(v, amxk__q_block_int__avx512, v, b, t, d)
+}
 /* ---- the tiles of amxk_linear at 16 lanes: fp32 FMA (every AVX-512 level), vdpbf16ps (AVX512_BF16) ---- */
 
 /* Weight k of the 16 columns of packed bf16 block wb as f32: one load of pair row k / 2, then a shift
@@ -2526,8 +2636,8 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
         const void *w = a->q ? NULL : amxk__lin_blk(a, b); /* bs elements of the pack's dtype apart */
         if (!decode && (a->q || (!pairs && a->wt != AMXK_DTYPE_F32))) { /* stage the group's blocks (f32 packs: none) */
             for (j = 0; j < nr; j++) {
-                if (pairs == 1) amxk__q_block_16__avx2(a->q, b + (size_t)j, AMXK_DTYPE_BF16, wf, wq + (size_t)j * wbs);
-                else if (a->q) amxk__q_block_f32__avx2(a->q, b + (size_t)j, (float *)(wq + (size_t)j * wbs));
+                if (pairs == 1) amxk__q_block_16__avx512(a->q, b + (size_t)j, AMXK_DTYPE_BF16, wf, wq + (size_t)j * wbs);
+                else if (a->q) amxk__q_block_f32__avx512(a->q, b + (size_t)j, (float *)(wq + (size_t)j * wbs));
                 else amxk__linear_widen__avx2((const uint16_t *)amxk__lin_blk(a, b + (size_t)j), a->wt, a->kp, (float *)(wq + (size_t)j * wbs));
             }
             w = wq;
@@ -3569,16 +3679,16 @@ static const amxk__pack_kernels amxk__pack_kernels_avx2vnni = {
 #if AMXK__HAS_AVX512
 static const amxk__pack_kernels amxk__pack_kernels_avx512 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx2,
-    amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
+    amxk__actq_group__avx512, amxk__q_block_16__avx512, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
     amxk__q8_epi__avx512, 1, NULL, NULL, NULL, NULL, NULL, NULL};
 static const amxk__pack_kernels amxk__pack_kernels_avx512vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, amxk__linear_q8_takes__avx512vnni,
-    amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
+    amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx512, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
     amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni, amxk__linear_q8_xpan_takes__avx512vnni, NULL,
     &amxk__pack_kernels_avx2};
 static const amxk__pack_kernels amxk__pack_kernels_avx512bf16 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512bf16, amxk__linear_q8_takes__avx512vnni,
-    amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx2, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
+    amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx512, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
     amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni, amxk__linear_q8_xpan_takes__avx512vnni, NULL,
     &amxk__pack_kernels_avx2};
 #endif
