@@ -2869,16 +2869,7 @@ AMXK__TARGET_AVX512VNNI_BEGIN
 #define AMXK__Q8V_NC 15    /* ... x blocks (a multiple of NB), accumulated in f32 on the stack (22.5 KiB) */
 #endif
 #ifndef AMXK__Q8V_NCW
-#define AMXK__Q8V_NCW 3    /* ... with the call's x panels (amxk_linear_q8_ws): blocks per chunk (one tile column), */
-#endif
-#ifndef AMXK__Q8V_KCW
-#define AMXK__Q8V_KCW 512  /* ... k step (columns; its chunk's weights stay in L1 while the tiles of a panel pass), */
-#endif
-#ifndef AMXK__Q8V_PW
-#define AMXK__Q8V_PW 120   /* ... panel rows (accm / accs: PW x NCW blocks, within P x NC) */
-#endif
-#if AMXK__Q8V_PW * AMXK__Q8V_NCW > AMXK__Q8V_P * AMXK__Q8V_NC || AMXK__Q8V_PW % AMXK__Q8V_MR
-#error "amxk: AMXK__Q8V_PW x AMXK__Q8V_NCW must fit the P x NC panel buffers, PW a multiple of MR"
+#define AMXK__Q8V_NCW 3    /* ... with the call's x panels (amxk_linear_q8_ws; k step: all of K): blocks per chunk (one tile column) */
 #endif
 #ifndef AMXK__Q8V_KC
 #define AMXK__Q8V_KC 1024  /* prefill k step in columns (a multiple of 64; x panels: P x KC bytes on the stack) */
@@ -2907,9 +2898,9 @@ AMXK__TARGET_AVX512VNNI_BEGIN
    asymmetric: t = sum u x - z sum x in f32 (fnmadd). acc += (sx * sw) * t in f32, once per group. A
    group that [q0, q1) cuts keeps its int32 sums in accs (accm's layout) between calls, so t does not
    depend on the k steps. out: AMXK__Q8V_TO_Y: acc in registers over every group, then to y (q0 = 0,
-   q1 = K / span); AMXK__Q8V_TO_PANEL: acc in memory, accm[r * lda + 16 j] (a k-blocked panel, stored
-   by the caller); AMXK__Q8V_GROUP_TO_Y: one group (the call's last step of it), each output to y as
-   fma(sx * sw, t, +0), the bits AMXK__Q8V_TO_PANEL leaves in a zeroed accm.
+   q1 = K / span); AMXK__Q8V_TO_PANEL: acc in memory, accm[r * AMXK__Q8V_LDA + 16 j] (a k-blocked
+   panel, stored by the caller); AMXK__Q8V_GROUP_TO_Y: one group [q0, q1) covers whole, each output
+   to y as fma(sx * sw, t, +0), the bits AMXK__Q8V_TO_PANEL leaves in a zeroed accm.
    x: xp NULL: the rows of x (a->xq); else a unit-major panel of 8 rows from k = q0 * span
    (amxk__xpanel32__avx512). xsum / sxt: the table rows of `row` (x sums and x scales per group,
    stride nbk). xu (x rows only): 1 for U8 codes (each unit XORed with 0x80808080), 0 for I8; the
@@ -2920,7 +2911,7 @@ typedef enum amxk__q8v_out { AMXK__Q8V_TO_Y, AMXK__Q8V_TO_PANEL, AMXK__Q8V_GROUP
 AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a, size_t row, int mr, size_t b,
                                                                                    int nb, int bits, const int32_t *xsum,
                                                                                    const float *sxt, size_t q0, size_t q1, amxk__q8v_out out,
-                                                                                   float *accm, int32_t *accs, size_t lda, const uint32_t *xp,
+                                                                                   float *accm, int32_t *accs, const uint32_t *xp,
                                                                                    size_t pf, int xu, const uint8_t *pfp, size_t pfn) {
     const amxk__qview *v = a->w;
     const size_t nbk = v->nbk, per = (size_t)(8 / bits), span = 4 * per, gq = v->bk / span;
@@ -2944,7 +2935,7 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
     for (g = q0 / gq; g * gq < q1; g++) {
         const size_t ra = AMXK__MAX(q0, g * gq), rb = AMXK__MIN(q1, (g + 1) * gq);
         __m512i s[AMXK__Q8V_MR][AMXK__Q8V_DNB];
-        if (out == AMXK__Q8V_TO_Y || ra == g * gq) { /* TO_Y: every group whole */
+        if (out != AMXK__Q8V_TO_PANEL || ra == g * gq) { /* TO_Y, GROUP_TO_Y: every group whole */
 #pragma GCC unroll 8
             for (r = 0; r < mr; r++) { /* symmetric: start from -2^(b-1) sum x (the offset of u) */
                 const __m512i s0 = sym ? _mm512_slli_epi32(_mm512_set1_epi32(-xsum[(size_t)r * nbk + g]), (unsigned)(bits - 1))
@@ -2956,7 +2947,7 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
 #pragma GCC unroll 8
             for (r = 0; r < mr; r++)
 #pragma GCC unroll 4
-                for (j = 0; j < nb; j++) s[r][j] = _mm512_loadu_si512((const void *)(accs + (size_t)r * lda + (size_t)j * AMXK__LIN_NB));
+                for (j = 0; j < nb; j++) s[r][j] = _mm512_loadu_si512((const void *)(accs + (size_t)r * AMXK__Q8V_LDA + (size_t)j * AMXK__LIN_NB));
         }
         for (rg = ra; rg < rb; rg++) {
             __m512i w[AMXK__Q8V_DNB];
@@ -2995,11 +2986,11 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
                 }
             }
         }
-        if (out != AMXK__Q8V_TO_Y && rb < (g + 1) * gq) { /* the group goes on in the next k step */
+        if (out == AMXK__Q8V_TO_PANEL && rb < (g + 1) * gq) { /* the group goes on in the next k step */
 #pragma GCC unroll 8
             for (r = 0; r < mr; r++)
 #pragma GCC unroll 4
-                for (j = 0; j < nb; j++) _mm512_storeu_si512((void *)(accs + (size_t)r * lda + (size_t)j * AMXK__LIN_NB), s[r][j]);
+                for (j = 0; j < nb; j++) _mm512_storeu_si512((void *)(accs + (size_t)r * AMXK__Q8V_LDA + (size_t)j * AMXK__LIN_NB), s[r][j]);
             continue;
         }
         {
@@ -3019,7 +3010,7 @@ AMXK__FORCE_INLINE void amxk__linear_q8__8x64__avx512vnni(const amxk__q8_args *a
                     const __m512 t = sym ? _mm512_cvtepi32_ps(s[r][j])
                                          : _mm512_fnmadd_ps(zw[j], xf, _mm512_cvtepi32_ps(s[r][j]));
                     if (out == AMXK__Q8V_TO_PANEL) { /* accm is NULL otherwise: no pointer arithmetic on it */
-                        float *pm = accm + (size_t)r * lda + (size_t)j * AMXK__LIN_NB;
+                        float *pm = accm + (size_t)r * AMXK__Q8V_LDA + (size_t)j * AMXK__LIN_NB;
                         _mm512_storeu_ps(pm, _mm512_fmadd_ps(_mm512_mul_ps(sx, sw[j]), t, _mm512_loadu_ps(pm)));
                     } else if (out == AMXK__Q8V_GROUP_TO_Y) {
                         amxk__linear_store16__avx512(a, row + (size_t)r, b + (size_t)j,
@@ -3143,10 +3134,10 @@ AMXK__FORCE_INLINE void amxk__q8v_decode__avx512vnni(const amxk__q8_args *a, siz
         for (b = b0; b < b1; b += AMXK__Q8V_DNB) {
             if (b + AMXK__Q8V_DNB <= b1 && a->w->blk_bytes > d1b) {
                 switch (AMXK__MIN((size_t)4, c1 - i)) {
-                case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, 0, NULL, pf, xu, NULL, 0); break;
-                case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, 0, NULL, pf, xu, NULL, 0); break;
-                case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, 0, NULL, pf, xu, NULL, 0); break;
-                default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, 0, NULL, pf, xu, NULL, 0); break;
+                case 4: amxk__linear_q8__8x64__avx512vnni(a, i, 4, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu, NULL, 0); break;
+                case 3: amxk__linear_q8__8x64__avx512vnni(a, i, 3, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu, NULL, 0); break;
+                case 2: amxk__linear_q8__8x64__avx512vnni(a, i, 2, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu, NULL, 0); break;
+                default: amxk__linear_q8__8x64__avx512vnni(a, i, 1, b, AMXK__Q8V_DNB, bits, xt, st, 0, nq, AMXK__Q8V_TO_Y, NULL, NULL, NULL, pf, xu, NULL, 0); break;
                 }
             } else {
                 for (bb = b; bb < AMXK__MIN(b1, b + AMXK__Q8V_DNB); bb++) switch (AMXK__MIN((size_t)4, c1 - i)) {
@@ -3179,9 +3170,7 @@ AMXK__Q8V_DECODE(2, u8, 1)
    AMXK__Q8V_NC blocks accumulate in accm (f32, AMXK__Q8V_KC columns at a time; each k step's x rows
    in 8-row unit-major panels in xpb, in L1 while the tiles sweep them), then go to y (per-channel
    packs with amxk_linear_q8_ws: GROUP_TO_Y, no panel); the last c1 - c0 < MR rows (and decode) run
-   1-4 row x 4 block tiles with register accumulators. With the call's x panels (read in place): panels
-   of AMXK__Q8V_PW rows x one tile column, AMXK__Q8V_KCW columns at a time (its weights stay in L1 over
-   the panel's tiles; int32 sums of cut groups in accs: exact, so the same bits for any k step). */
+   1-4 row x 4 block tiles with register accumulators. */
 AMXK__FORCE_INLINE void amxk__linear_q8_tiles__avx512vnni(const amxk__q8_args *a, size_t c0, size_t c1, size_t b0, size_t b1,
                                                           const int32_t *xsum, const float *sxt, float *accm, int32_t *accs,
                                                           uint32_t *xpb, int bits) {
@@ -3190,8 +3179,8 @@ AMXK__FORCE_INLINE void amxk__linear_q8_tiles__avx512vnni(const amxk__q8_args *a
        in one step (no panel to stay in L1), AMXK__Q8V_NCW blocks per column chunk */
     const int xw = AMXK__Q8V_MR == AMXK__Q8_XPAN_ROWS && a->xpan && c0 % AMXK__Q8V_MR == 0;
     const int dw = xw && nbk == 1; /* one group: the tiles store to y themselves (GROUP_TO_Y) */
-    const size_t nux = AMXK__Q8_XPAN_UNITS(a->k), lda = xw ? (size_t)AMXK__Q8V_NCW * AMXK__LIN_NB : AMXK__Q8V_LDA;
-    const size_t kq = AMXK__MAX((size_t)1, (size_t)(xw ? AMXK__Q8V_KCW : AMXK__Q8V_KC) / span);
+    const size_t nux = AMXK__Q8_XPAN_UNITS(a->k);
+    const size_t kq = xw ? nq : AMXK__MAX((size_t)1, (size_t)AMXK__Q8V_KC / span);
     const size_t cm = c0 + (c1 - c0) / AMXK__Q8V_MR * AMXK__Q8V_MR;
     size_t i, b, bb, p0, p1, q0, q1, k0, k1;
     for (q0 = b0; q0 < b1 && cm > c0; q0 = q1) {
@@ -3202,8 +3191,8 @@ AMXK__FORCE_INLINE void amxk__linear_q8_tiles__avx512vnni(const amxk__q8_args *a
         nl = AMXK__Q8V_PFN ? (AMXK__MIN(b1, q1 + qw) - q1) * a->w->blk_bytes / 64 : 0;
         pfl = AMXK__CEIL_DIV(nl, (cm - c0) / AMXK__Q8V_MR * AMXK__CEIL_DIV(q1 - q0, (size_t)AMXK__Q8V_NB) * AMXK__CEIL_DIV(nq, kq));
         for (p0 = c0; p0 < cm; p0 = p1) {
-            p1 = AMXK__MIN(cm, p0 + (xw ? AMXK__Q8V_PW : AMXK__Q8V_P));
-            if (!dw) memset(accm, 0, (p1 - p0) * lda * sizeof(float));
+            p1 = AMXK__MIN(cm, p0 + AMXK__Q8V_P);
+            if (!dw) memset(accm, 0, (p1 - p0) * AMXK__Q8V_LDA * sizeof(float));
             for (k0 = 0; k0 < nq; k0 = k1) {
                 const size_t nu = ((k1 = AMXK__MIN(nq, k0 + kq)) - k0) * span / 4; /* x units per row */
                 for (i = p0; i < p1 && !xw; i += AMXK__Q8V_MR)
@@ -3213,31 +3202,31 @@ AMXK__FORCE_INLINE void amxk__linear_q8_tiles__avx512vnni(const amxk__q8_args *a
                     for (i = p0; i < p1; i += AMXK__Q8V_MR) {
                         const int32_t *xt = xsum + (i - c0) * nbk;
                         const float *st = sxt + (i - c0) * nbk;
-                        const size_t o = (i - p0) * lda + (b - q0) * AMXK__LIN_NB;
+                        const size_t o = (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB;
                         const uint32_t *xp = xw ? a->xpan + (i / AMXK__Q8V_MR * nux + k0 * span / 4) * 8 : xpb + (i - p0) / AMXK__Q8V_MR * 8 * nu;
                         const size_t pfn = AMXK__MIN(k1 - k0, AMXK__MIN(pfl, nl - AMXK__MIN(nl, pfo))); /* this tile's share */
                         const uint8_t *pfp = a->w->data + q1 * a->w->blk_bytes + pfo * 64;
                         if (b + AMXK__Q8V_NB <= q1 && dw)
                             amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, bits, xt, st, k0, k1, AMXK__Q8V_GROUP_TO_Y,
-                                                              NULL, accs + o, lda, xp, 0, 0, pfp, pfn);
+                                                              NULL, NULL, xp, 0, 0, pfp, pfn);
                         else if (b + AMXK__Q8V_NB <= q1)
                             amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, b, AMXK__Q8V_NB, bits, xt, st, k0, k1, AMXK__Q8V_TO_PANEL,
-                                                              accm + o, accs + o, lda, xp, 0, 0, pfp, pfn);
+                                                              accm + o, accs + o, xp, 0, 0, pfp, pfn);
                         else
                             for (bb = b; bb < q1; bb++)
                                 if (dw)
                                     amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, bits, xt, st, k0, k1, AMXK__Q8V_GROUP_TO_Y,
-                                                                      NULL, accs + o + (bb - b) * AMXK__LIN_NB, lda, xp, 0, 0, pfp, pfn);
+                                                                      NULL, NULL, xp, 0, 0, pfp, pfn);
                                 else
                                     amxk__linear_q8__8x64__avx512vnni(a, i, AMXK__Q8V_MR, bb, 1, bits, xt, st, k0, k1, AMXK__Q8V_TO_PANEL,
                                                                       accm + o + (bb - b) * AMXK__LIN_NB, accs + o + (bb - b) * AMXK__LIN_NB,
-                                                                      lda, xp, 0, 0, pfp, pfn);
+                                                                      xp, 0, 0, pfp, pfn);
                         pfo += pfn;
                     }
             }
             for (i = p0; i < p1 && !dw; i++)
                 for (b = q0; b < q1; b++)
-                    amxk__linear_store16__avx512(a, i, b, _mm512_loadu_ps(accm + (i - p0) * lda + (b - q0) * AMXK__LIN_NB));
+                    amxk__linear_store16__avx512(a, i, b, _mm512_loadu_ps(accm + (i - p0) * AMXK__Q8V_LDA + (b - q0) * AMXK__LIN_NB));
         }
     }
     if (bits == 8 && a->xflip) amxk__q8v_decode8_u8__avx512vnni(a, cm, c0, c1, b0, b1, xsum, sxt);
