@@ -1177,6 +1177,7 @@ AMXK__INLINE void amxk__tilecfg_set(amxk__tilecfg *c, int tile, int rows, int co
 }
 
 #if defined(AMXK_AMX_EMULATE)
+#include <float.h> /* FLT_MIN */
 #include <math.h> /* fmaf (TDPBF16PS / TDPFP16PS) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -1403,30 +1404,65 @@ AMXK__INLINE float amxk__emu_f16(const uint8_t *p) {
    value is denormal), a denormal C is read as zero, bf16 denormal inputs are treated as zero; fp16
    denormal inputs are honoured (the TDPFP16PS text says so; every fp16 value is an fp32 normal).
    tests/amx_silicon.c compares every tile path against this emulator bit for bit where AMX exists. */
+/* The rows of one TDPBF16PS / TDPFP16PS on decoded operands: af[m][2k + i] = A[m][2k + i], be[k][n] /
+   bo[k][n] = B[k][2n] / B[k][2n + 1] (zero past N), each lane's FMAs in k order as above, the FTZ
+   written as a compare (|v| < FLT_MIN: a zero of v's sign; NaN and inf pass) so that the n loop
+   vectorises. One body, compiled portably (fmaf) and, on x86, for FMA (the same single-rounding
+   operation in registers instead of a libm call; amxk__emu_dp_float picks it when the CPU has FMA). */
+#define AMXK__EMU_DP_ROWS_DEFINE(name)                                                                 \
+    AMXK__PRIV void name(uint8_t (*ct)[64], const float (*af)[32], const float (*be)[16], const float (*bo)[16], \
+                         int M, int N, int K) {                                                        \
+        int m, n, k;                                                                                   \
+        for (m = 0; m < M; m++) {                                                                      \
+            float le[16], lo[16];                                                                      \
+            for (n = 0; n < 16; n++) le[n] = 0.0f, lo[n] = 0.0f;                                       \
+            for (k = 0; k < K; k++) {                                                                  \
+                const float ae = af[m][2 * k], ao = af[m][2 * k + 1];                                  \
+                for (n = 0; n < 16; n++) {                                                             \
+                    const float e = fmaf(ae, be[k][n], le[n]), o = fmaf(ao, bo[k][n], lo[n]);          \
+                    le[n] = fabsf(e) < FLT_MIN ? copysignf(0.0f, e) : e;                               \
+                    lo[n] = fabsf(o) < FLT_MIN ? copysignf(0.0f, o) : o;                               \
+                }                                                                                      \
+            }                                                                                          \
+            for (n = 0; n < N; n++) {                                                                  \
+                float acc, tmp = amxk__ftz(le[n] + lo[n]);                                             \
+                memcpy(&acc, &ct[m][4 * n], 4);                                                        \
+                acc = amxk__ftz(amxk__ftz(acc) + tmp);                                                 \
+                memcpy(&ct[m][4 * n], &acc, 4);                                                        \
+            }                                                                                          \
+        }                                                                                              \
+    }
+AMXK__EMU_DP_ROWS_DEFINE(amxk__emu_dp_rows)
+#if AMXK__HAS_AVX2
+AMXK__TARGET_AVX2_BEGIN
+AMXK__EMU_DP_ROWS_DEFINE(amxk__emu_dp_rows__fma)
+AMXK__TARGET_END
+#endif
 AMXK__PRIV void amxk__emu_dp_float(int c, int a, int b, int fp16) {
     int m, n, k, M, N, K;
-    float lane[32]; /* 2 per output column, N <= 16 */
+    float af[16][32], be[16][16], bo[16][16];
     if (amxk__emu_dp_check(c, a, b, fp16 ? AMXK_CPU_AMX_FP16 : AMXK_CPU_AMX_BF16)) return;
     AMXK__EMU_COUNT(tdp, 1);
     AMXK__EMU_COUNT(tdp_rows, amxk__emu.cfg.rows[c]);
     M = amxk__emu.cfg.rows[c], N = amxk__emu.cfg.colsb[c] / 4, K = amxk__emu.cfg.colsb[a] / 4;
-    for (m = 0; m < M; m++) {
-        for (n = 0; n < 2 * N; n++) lane[n] = 0.0f;
-        for (k = 0; k < K; k++)
-            for (n = 0; n < N; n++) {
-                const uint8_t *pa = &amxk__emu.t[a][m][4 * k], *pb = &amxk__emu.t[b][k][4 * n];
-                float a0 = fp16 ? amxk__emu_f16(pa) : amxk__emu_bf16_daz(pa), a1 = fp16 ? amxk__emu_f16(pa + 2) : amxk__emu_bf16_daz(pa + 2);
-                float b0 = fp16 ? amxk__emu_f16(pb) : amxk__emu_bf16_daz(pb), b1 = fp16 ? amxk__emu_f16(pb + 2) : amxk__emu_bf16_daz(pb + 2);
-                lane[2 * n] = amxk__ftz(fmaf(a0, b0, lane[2 * n]));
-                lane[2 * n + 1] = amxk__ftz(fmaf(a1, b1, lane[2 * n + 1]));
-            }
-        for (n = 0; n < N; n++) {
-            float acc, tmp = amxk__ftz(lane[2 * n] + lane[2 * n + 1]);
-            memcpy(&acc, &amxk__emu.t[c][m][4 * n], 4);
-            acc = amxk__ftz(amxk__ftz(acc) + tmp);
-            memcpy(&amxk__emu.t[c][m][4 * n], &acc, 4);
+    for (m = 0; m < M; m++)
+        for (k = 0; k < 2 * K; k++) {
+            const uint8_t *pa = &amxk__emu.t[a][m][2 * k];
+            af[m][k] = fp16 ? amxk__emu_f16(pa) : amxk__emu_bf16_daz(pa);
         }
+    for (k = 0; k < K; k++)
+        for (n = 0; n < 16; n++) {
+            const uint8_t *pb = &amxk__emu.t[b][k][4 * n];
+            be[k][n] = n >= N ? 0.0f : fp16 ? amxk__emu_f16(pb) : amxk__emu_bf16_daz(pb);
+            bo[k][n] = n >= N ? 0.0f : fp16 ? amxk__emu_f16(pb + 2) : amxk__emu_bf16_daz(pb + 2);
+        }
+#if AMXK__HAS_AVX2
+    if (amxk_cpu_init()->usable & AMXK_CPU_FMA) {
+        amxk__emu_dp_rows__fma(amxk__emu.t[c], (const float(*)[32])af, (const float(*)[16])be, (const float(*)[16])bo, M, N, K);
+        return;
     }
+#endif
+    amxk__emu_dp_rows(amxk__emu.t[c], (const float(*)[32])af, (const float(*)[16])be, (const float(*)[16])bo, M, N, K);
 }
 /* TDPB[SU][SU]D: C_i32[m][n] += sum over k, i<4 of ext(A[m][4k+i]) * ext(B[k][4n+i]), wrapping. */
 AMXK__PRIV void amxk__emu_dp_int8(int c, int a, int b, int a_signed, int b_signed) {
