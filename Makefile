@@ -124,11 +124,14 @@ $(patsubst %,$(BUILD)/%,$(SELF_IMPL)): $(BUILD)/%: tests/%.c $(HEADERS)
 # emulated-AVX-512 build a Sapphire Rapids (AMX without AMX-FP16; AVX-VNNI through its shim); without
 # SIMDe the AMX-emulator build runs its amx level again without AMX-FP16. The native builds run again
 # with AMX-FP16 (amx level) and AVX-VNNI (avx2 level) denied: on a CPU that lacks the feature such a
-# run reports nothing to run (the plain run is that combination).
+# run reports nothing to run (the plain run is that combination). The emulated-AVX-512 build runs only
+# the levels this CPU cannot run natively (EMULATED_ONLY, tests/test.h): the others run in the native
+# build (on a CPU without AVX-512 that is every AVX-512 level and AMX, on one with AVX512-BF16 only
+# AVX512-FP16 and AMX without AMX-FP16).
 NATIVE_BINS := $(foreach t,$(TEST_NAMES),$(BUILD)/$(t))
 TEST_RUNS := $(NATIVE_BINS) $(foreach b,$(NATIVE_BINS),$(b)@DENY=amx-fp16@ONLY=amx $(b)@DENY=avx-vnni@ONLY=avx2) \
     $(if $(NO_EMU),,$(foreach t,$(TEST_NAMES),$(BUILD)/$(t)_emu)) \
-    $(if $(EMU512),$(foreach t,$(TEST_NAMES),$(BUILD)/$(t)_emu512@DENY=amx-fp16),$(if $(NO_EMU),,$(foreach t,$(TEST_NAMES),$(BUILD)/$(t)_emu@DENY=amx-fp16@ONLY=amx)))
+    $(if $(EMU512),$(foreach t,$(TEST_NAMES),$(BUILD)/$(t)_emu512@DENY=amx-fp16@EMULATED_ONLY=1),$(if $(NO_EMU),,$(foreach t,$(TEST_NAMES),$(BUILD)/$(t)_emu@DENY=amx-fp16@ONLY=amx)))
 
 # AMX silicon vs the tile emulator (build/amx_silicon; it reports a skip on a CPU without AMX)
 include tests/amx_silicon.mk
