@@ -382,6 +382,9 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
 #ifndef AMXK__Q8V_PF_INTEL
 #define AMXK__Q8V_PF_INTEL 1024 /* w8a8 decode, AMXK_FAMILY_INTEL: prefetch distance of the four streams (bytes) */
 #endif
+#ifndef AMXK__LIN_DPF_EVERY
+#define AMXK__LIN_DPF_EVERY 16 /* AVX-512 16-bit decode tiles, AMXK_FAMILY_OTHER: a prefetch every this many rows (1 KiB) */
+#endif
 /* Memory streaming of the decode kernels: one table per CPU family (amxk_ctx.family), picked once per
    call like the kernel tables (amxk__stream_for); numbers only, every choice the same bits. */
 typedef struct amxk__stream {
@@ -390,11 +393,14 @@ typedef struct amxk__stream {
     size_t q8_pf;  /* ... the four streams' prefetch distance in bytes (0: none) */
     size_t q_pf;   /* the w*a16 int / fp8 decode kernels' and the AVX2 w8a8 kernel's prefetch distance ... */
     int q_t1;      /* ... into L2 (prefetcht1; 0: prefetcht0): AMXK__Q_PF(st, p) */
+    size_t lin_pfr; /* AVX-512 16-bit / f32 decode tiles: a prefetch every this many 64-byte rows of each
+                       weight stream (a power of two; AMXK__LIN16_KERNEL's pf) */
 } amxk__stream;
 /* Zen 4 (measured without prefetch; docs/notes/pack.md): one stream for blocks up to 16 KiB */
-static const amxk__stream amxk__stream_other = {AMXK__Q8V_D1B, 0, AMXK__Q_PREFETCH, 0};
-/* Intel (Emerald Rapids): four streams, prefetched into L2 (bench/results.md, issue 29) */
-static const amxk__stream amxk__stream_intel = {0, AMXK__Q8V_PF_INTEL, AMXK__Q_PF_INTEL, 1};
+static const amxk__stream amxk__stream_other = {AMXK__Q8V_D1B, 0, AMXK__Q_PREFETCH, 0, AMXK__LIN_DPF_EVERY};
+/* Intel (Emerald Rapids): four streams, prefetched into L2 (bench/results.md, issue 29); 16-bit decode
+   tiles: every row (MoE M = 16 1.1-1.2x, bench/results.md "Helper m16") */
+static const amxk__stream amxk__stream_intel = {0, AMXK__Q8V_PF_INTEL, AMXK__Q_PF_INTEL, 1, 1};
 /* a statement (not a ?: of two prefetches: clang 14 crashes on that at -O0) */
 #define AMXK__Q_PF(st, p)                                                                                              \
     do {                                                                                                               \
@@ -2120,11 +2126,9 @@ AMXK__TARGET_END
 #define AMXK__LIN_XP16_BYTES (4u << 20) /* prefill: most bytes of a task's x panels (f32 units: 4 per k) */
 #endif
 #ifndef AMXK__LIN_DPF_ROWS
-/* decode tiles: each weight stream prefetched into L2 (prefetcht1) this many 64-byte rows ahead (8 KiB) ... */
+/* decode tiles: each weight stream prefetched into L2 (prefetcht1) this many 64-byte rows ahead (8 KiB), every
+   amxk__stream lin_pfr rows */
 #define AMXK__LIN_DPF_ROWS 128
-#endif
-#ifndef AMXK__LIN_DPF_EVERY
-#define AMXK__LIN_DPF_EVERY 16 /* ... once every this many rows (1 KiB) */
 #endif
 #define AMXK__LIN_XS16 8 /* x panels: 32-bit units per step (rows past the panel's are zero, never read) */
 #ifndef AMXK__LIN_TALL16
@@ -2147,10 +2151,11 @@ AMXK__TARGET_END
    for decode tiles of mr <= 2 rows from amxk__xpanel_dec__avx512; rows 8-15 of the tall tile from the
    next 8-row panel, pst units on), acc = OP(acc, w, x). A step is a pair row for vdpbf16ps or one k
    for fp32 FMA. Each output accumulates from zero, steps in increasing order; split: even and odd
-   steps in separate accumulators, added at the end. pf (decode tiles): every AMXK__LIN_DPF_EVERY
-   steps, each weight stream's row AMXK__LIN_DPF_ROWS steps ahead into L2 (prefetcht1; why:
-   docs/notes/pack.md; may read past a stream's end: a prefetch does not fault). pf 2 (the tall tile):
-   every step, AMXK__LIN_TPF_ROWS steps ahead (AMXK__LIN_TPF_HINT). */
+   steps in separate accumulators, added at the end. pf > 0 (decode tiles, a power of two): every pf
+   steps, each weight stream's 64-byte row AMXK__LIN_DPF_ROWS rows ahead into L2 (prefetcht1; why:
+   docs/notes/pack.md; past a stream's end: the next tile's stream j, blocks being bstride apart; may
+   read past the pack: a prefetch does not fault). pf -1 (the tall tile): every step,
+   AMXK__LIN_TPF_ROWS steps ahead (AMXK__LIN_TPF_HINT). */
 #define AMXK__LIN16_KERNEL(NAME, W_T, X_T, LOADW, BCAST, OP, ADDRW)                                      \
     AMXK__FORCE_INLINE void NAME(const uint32_t *xp, size_t ns, const void *w, size_t bstride,  \
                                                           amxk_dtype dt, int mr, int nr, int split, int pf, size_t xs,    \
@@ -2166,12 +2171,16 @@ AMXK__TARGET_END
                 const size_t q = p + (size_t)s;                                                          \
                 W_T wv[4];                                                                               \
                 _Pragma("GCC unroll 4") for (j = 0; j < nr; j++) wv[j] = LOADW(w, (size_t)j * bstride, q, dt); \
-                if (pf == 2)                                                                                     \
+                if (pf < 0)                                                                                      \
                     _Pragma("GCC unroll 4") for (j = 0; j < nr; j++)                                             \
                         _mm_prefetch((const char *)ADDRW(w, (size_t)j * bstride, q + AMXK__LIN_TPF_ROWS), AMXK__LIN_TPF_HINT); \
-                if (pf == 1 && q % AMXK__LIN_DPF_EVERY == 0)                                                     \
-                    _Pragma("GCC unroll 4") for (j = 0; j < nr; j++)                                             \
-                        _mm_prefetch((const char *)ADDRW(w, (size_t)j * bstride, q + AMXK__LIN_DPF_ROWS), _MM_HINT_T1); \
+                if (pf > 0 && (q & (size_t)(pf - 1)) == 0)                                                       \
+                    _Pragma("GCC unroll 4") for (j = 0; j < nr; j++) {                                           \
+                        const char *pa = (const char *)ADDRW(w, (size_t)j * bstride, q) + AMXK__LIN_DPF_ROWS * 64; \
+                        const char *e0 = (const char *)ADDRW(w, (size_t)j * bstride, 0);                          \
+                        const char *e1 = (const char *)ADDRW(w, (size_t)(j + 1) * bstride, 0);                    \
+                        _mm_prefetch(pa >= e1 ? pa + (size_t)(nr - 1) * (size_t)(e1 - e0) : pa, _MM_HINT_T1);    \
+                    }                                                                                            \
                 _Pragma("GCC unroll 16") for (r = 0; r < mr; r++) {                                      \
                     const X_T xb = BCAST(xp + (size_t)(r / 8) * pst + q * xs + (size_t)(r % 8));          \
                     _Pragma("GCC unroll 4") for (j = 0; j < nr; j++)                                     \
@@ -2185,10 +2194,10 @@ AMXK__TARGET_END
     }
 /* NAME##_decode and NAME##_prefill: the kernel with constant shapes (AMXK__LIN16_SHAPES(NAME, ADDRW),
    beside each AMXK__LIN16_KERNEL): prefill tiles (mr <= MR16 rows, NR16 or 1 blocks) and decode (mr <=
-   4 rows, 4 or 1 weight streams; split chains for mr <= 2). Only full-width tiles and single blocks
+   4 rows, 4 or 1 weight streams; split chains for mr <= 2; pf: the kernel's). Only full-width tiles and single blocks
    are instantiated (each instance is fully unrolled; compile time grows with their number). tall (a
    constant): mr 16 runs the tall tile, 16 rows (two 8-row panels, AMXK__LIN_XS16 * ns units apart) x 1
-   block, with the weight stream prefetched (pf 2). */
+   block, with the weight stream prefetched (pf -1). */
 #define AMXK__LIN16_SHAPES(NAME, ADDRW)                                                                  \
     AMXK__FORCE_INLINE void NAME##_nr(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, \
                                       int nrmax, int split, int pf, size_t xs, __m512 *out) {            \
@@ -2196,12 +2205,12 @@ AMXK__TARGET_END
         else NAME(xp, ns, w, bs, dt, mr, 1, split, pf, xs, 0, out);                                      \
     }                                                                                                    \
     AMXK__FORCE_INLINE void NAME##_decode(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, \
-                                          __m512 *out) {                                                 \
+                                          int pf, __m512 *out) {                                         \
         switch (mr) {                                                                                    \
-        case 4: NAME##_nr(xp, ns, w, bs, dt, 4, nr, AMXK__LIN_DNR16, 0, 1, AMXK__LIN_XS16, out); break;  \
-        case 3: NAME##_nr(xp, ns, w, bs, dt, 3, nr, AMXK__LIN_DNR16, 0, 1, AMXK__LIN_XS16, out); break;  \
-        case 2: NAME##_nr(xp, ns, w, bs, dt, 2, nr, AMXK__LIN_DNR16, 1, 1, 2, out); break;               \
-        default: NAME##_nr(xp, ns, w, bs, dt, 1, nr, AMXK__LIN_DNR16, 1, 1, 1, out); break;              \
+        case 4: NAME##_nr(xp, ns, w, bs, dt, 4, nr, AMXK__LIN_DNR16, 0, pf, AMXK__LIN_XS16, out); break; \
+        case 3: NAME##_nr(xp, ns, w, bs, dt, 3, nr, AMXK__LIN_DNR16, 0, pf, AMXK__LIN_XS16, out); break; \
+        case 2: NAME##_nr(xp, ns, w, bs, dt, 2, nr, AMXK__LIN_DNR16, 1, pf, 2, out); break;              \
+        default: NAME##_nr(xp, ns, w, bs, dt, 1, nr, AMXK__LIN_DNR16, 1, pf, 1, out); break;             \
         }                                                                                                \
     }                                                                                                    \
     AMXK__FORCE_INLINE void NAME##_prefill(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, \
@@ -2210,7 +2219,7 @@ AMXK__TARGET_END
         switch (tall || mr <= 8 ? mr : 8) {                                                              \
         case 16:                                                                                         \
             for (jt = 0; jt < nr; jt++)                                                                  \
-                NAME(xp, ns, ADDRW(w, (size_t)jt * bs, 0), bs, dt, 16, 1, 0, 2, AMXK__LIN_XS16, (size_t)AMXK__LIN_XS16 * ns, out + jt); \
+                NAME(xp, ns, ADDRW(w, (size_t)jt * bs, 0), bs, dt, 16, 1, 0, -1, AMXK__LIN_XS16, (size_t)AMXK__LIN_XS16 * ns, out + jt); \
             break;                                                                                       \
         case 8: NAME##_nr(xp, ns, w, bs, dt, 8, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
         case 7: NAME##_nr(xp, ns, w, bs, dt, 7, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
@@ -2223,7 +2232,8 @@ AMXK__TARGET_END
         }                                                                                                \
     }
 #if AMXK__HAS_AVX512
-/* tiles16's run function: the kernel of one level for a tile (decode or prefill), into out[r * 4 + j] */
+/* tiles16's run function: the kernel of one level for a tile (decode: the kernel's pf > 0; prefill:
+   0), into out[r * 4 + j] */
 typedef void (*amxk__lin16_run_fn)(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, int decode,
                                    __m512 *out);
 #endif
@@ -2484,6 +2494,7 @@ AMXK__FORCE_INLINE __m512 amxk__lin_w16__avx512(const uint16_t *wb, size_t k) {
 #define AMXK__LIN16_AD_F32(w, off, q) ((const float *)(w) + (off) + (q) * 16)
 #define AMXK__LIN16_AD_16(w, off, q) ((const uint16_t *)(w) + (off) + (q) * 32)
 #define AMXK__LIN16_LD_F32(w, off, q, dt) _mm512_loadu_ps(AMXK__LIN16_AD_F32(w, off, q))
+#define AMXK__LIN16_AD_PK(w, off, q) ((const uint16_t *)(w) + (off) + ((q) / 2) * 32) /* k steps on packed pairs */
 #define AMXK__LIN16_LD_PACKED(w, off, q, dt) amxk__lin_w16__avx512((const uint16_t *)(w) + (off), (q))
 #define AMXK__LIN16_BC_F32(p) _mm512_set1_ps(amxk__bits_f32(*(p)))
 #define AMXK__LIN16_FMA(acc, w, x) _mm512_fmadd_ps((x), (w), (acc))
@@ -2492,14 +2503,14 @@ AMXK__FORCE_INLINE __m512 amxk__lin_w16__avx512(const uint16_t *wb, size_t k) {
    in two chains, added at the end). */
 AMXK__LIN16_KERNEL(amxk__linear_f32__8x64__avx512, __m512, __m512, AMXK__LIN16_LD_F32, AMXK__LIN16_BC_F32, AMXK__LIN16_FMA, AMXK__LIN16_AD_F32)
 AMXK__LIN16_SHAPES(amxk__linear_f32__8x64__avx512, AMXK__LIN16_AD_F32)
-AMXK__LIN16_KERNEL(amxk__linear_w16__4x64__avx512, __m512, __m512, AMXK__LIN16_LD_PACKED, AMXK__LIN16_BC_F32, AMXK__LIN16_FMA, AMXK__LIN16_AD_16)
-AMXK__LIN16_SHAPES(amxk__linear_w16__4x64__avx512, AMXK__LIN16_AD_16)
+AMXK__LIN16_KERNEL(amxk__linear_w16__4x64__avx512, __m512, __m512, AMXK__LIN16_LD_PACKED, AMXK__LIN16_BC_F32, AMXK__LIN16_FMA, AMXK__LIN16_AD_PK)
+AMXK__LIN16_SHAPES(amxk__linear_w16__4x64__avx512, AMXK__LIN16_AD_PK)
 AMXK__PRIV void amxk__linear_run16__avx512(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, int decode,
                                            __m512 *out) {
     /* dt: what w holds, f32 blocks or (decode) packed bf16 pairs (fp16 packs run amxk__linear_run16f16__avx512) */
-    if (decode && dt == AMXK_DTYPE_F32) amxk__linear_f32__8x64__avx512_decode(xp, ns, w, bs, AMXK_DTYPE_F32, mr, nr, out);
+    if (decode && dt == AMXK_DTYPE_F32) amxk__linear_f32__8x64__avx512_decode(xp, ns, w, bs, AMXK_DTYPE_F32, mr, nr, decode, out);
     else if (!decode) amxk__linear_f32__8x64__avx512_prefill(xp, ns, w, bs, AMXK_DTYPE_F32, mr, nr, 0, out);
-    else amxk__linear_w16__4x64__avx512_decode(xp, ns, w, bs, AMXK_DTYPE_BF16, mr, nr, out);
+    else amxk__linear_w16__4x64__avx512_decode(xp, ns, w, bs, AMXK_DTYPE_BF16, mr, nr, decode, out);
 }
 
 /* fp16 packs at 16 lanes, straight on the packed pairs: vcvtph2ps widens one 32-byte half of a pair
@@ -2596,6 +2607,7 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
     const size_t xsz = amxk_dtype_size(a->dt);
     const size_t steps = pairs ? a->kp / 2 : a->kp, wbs = pairs == 1 ? bs : 2 * bs; /* 16-bit elements per staged block */
     const int decode = m1 - m0 <= 4 && !a->q, nr_max = decode ? AMXK__LIN_DNR16 : AMXK__LIN_NR16, mr_max = decode ? 4 : AMXK__LIN_MR16;
+    const int dpf = decode ? (int)a->st->lin_pfr * (pairs == 0 && a->wt != AMXK_DTYPE_F32 ? 2 : 1) : 0; /* steps per prefetch */
     const size_t n_panels = AMXK__CEIL_DIV(m1 - m0, (size_t)mr_max);
     /* the tall tile (vdpbf16ps straight on the pack; AMXK__LIN_TALL16) for the first 16 rows */
     const int tall_ok = !decode && pairs == 1 && !a->q && a->wt == AMXK_DTYPE_BF16 && AMXK__LIN_MR16 == 8;
@@ -2646,7 +2658,7 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
             const int tall = AMXK__LIN_TALL16 && tall_ok && pi == 0 && m1 - i >= 16;
             const int mr = tall ? 16 : (int)AMXK__MIN((size_t)mr_max, m1 - i);
             run(xp + pi * panel, steps, w, w == (const void *)wq ? (pairs ? wbs : wbs / 2) : bs,
-                w == (const void *)wq ? (pairs ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F32) : a->wt, mr, nr, decode, out);
+                w == (const void *)wq ? (pairs ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F32) : a->wt, mr, nr, dpf, out);
             for (r = 0; r < mr; r++)
                 for (j = 0; j < nr; j++) amxk__linear_store16__avx512(a, i + (size_t)r, b + (size_t)j, out[r * 4 + j]);
             pi += tall ? 2 : 1, i += (size_t)mr;
@@ -2704,7 +2716,7 @@ AMXK__LIN16_SHAPES(amxk__linear_bf16__8x64__avx512bf16, AMXK__LIN16_AD_16)
 AMXK__PRIV void amxk__linear_run16__avx512bf16(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr,
                                                int decode, __m512 *out) {
     (void)dt;
-    if (decode) amxk__linear_bf16__8x64__avx512bf16_decode(xp, ns, w, bs, AMXK_DTYPE_BF16, mr, nr, out);
+    if (decode) amxk__linear_bf16__8x64__avx512bf16_decode(xp, ns, w, bs, AMXK_DTYPE_BF16, mr, nr, decode, out);
     else amxk__linear_bf16__8x64__avx512bf16_prefill(xp, ns, w, bs, AMXK_DTYPE_BF16, mr, nr, 1, out);
 }
 
