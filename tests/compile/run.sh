@@ -150,7 +150,7 @@ wait
 pass=0
 fail=0
 for n in "${names[@]}"; do
-    read -r st secs <"$out/$n.status" 2>/dev/null || st=1 secs=?
+    read -r st secs 2>/dev/null <"$out/$n.status" || st=1 secs=?
     if [ "$st" = 0 ]; then
         pass=$((pass + 1))
         printf 'ok    %-28s %4ss\n' "$n" "$secs"
