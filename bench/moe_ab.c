@@ -1,5 +1,6 @@
-/* moe_ab.c - one process alternating amxk_moe_experts calls of several builds of the headers (bf16
-   weights, SiLU, no shared expert), so that every build sees the same machine state call by call: the
+/* moe_ab.c - one process alternating amxk_moe_experts calls of several builds of the headers (SiLU,
+   no shared expert; weights bf16, or as MOE_AB_DTYPE = int8 / int4 / fp8e4m3 says, packed like
+   amxk_bench moe: int groups of 128, fp8 128 x 128 blocks; MOE_AB_ACT=int8: the w8a8 / w4a8 form), so that every build sees the same machine state call by call: the
    A/B for small differences on a shared, noisy machine (bench/moe_ab.sh builds it: one object per
    variant, each a private AMXK_STATIC copy, compiled with -DVAR=name and that variant's -I; the main
    part without VAR). Routing and weights as amxk_bench moe (same seeds). Prints per variant the median,
@@ -22,12 +23,27 @@ static const void *X;
 static void *Y, *WS;
 static const float *TW;
 static const int32_t *IDS;
+static amxk_moe_opts O;
+static int quant(size_t k, amxk_quant *q) { /* 0: bf16 */
+    const char *d = getenv("MOE_AB_DTYPE");
+    memset(q, 0, sizeof *q);
+    q->block_n = 1, q->block_k = k % 128 ? k : 128;
+    if (!d || !strcmp(d, "bf16")) return 0;
+    if (!strcmp(d, "int8")) q->format = AMXK_QFMT_INT8;
+    else if (!strcmp(d, "int4")) q->format = AMXK_QFMT_INT4;
+    else if (!strcmp(d, "fp8e4m3")) q->format = AMXK_QFMT_FP8_E4M3, q->block_n = 128, q->block_k = 128;
+    else abort();
+    return 1;
+}
 size_t CAT(VAR, _packsize)(size_t n, size_t k) {
-    size_t b = 0;
+    size_t b = 0; amxk_quant q;
+    if (quant(k, &q)) return amxk_pack_quant_size(&q, n, k, &b) == AMXK_OK ? b : 0;
     return amxk_pack_linear_size(AMXK_DTYPE_BF16, n, k, &b) == AMXK_OK ? b : 0;
 }
 void CAT(VAR, _pack)(void *dst, size_t bytes, const float *w, size_t n, size_t k) {
-    if (amxk_pack_linear(NULL, dst, bytes, AMXK_DTYPE_BF16, w, AMXK_DTYPE_F32, n, k, k) != AMXK_OK) abort();
+    amxk_quant q;
+    if (quant(k, &q) ? amxk_quantize_pack(NULL, dst, bytes, &q, w, AMXK_DTYPE_F32, n, k, k) != AMXK_OK
+                     : amxk_pack_linear(NULL, dst, bytes, AMXK_DTYPE_BF16, w, AMXK_DTYPE_F32, n, k, k) != AMXK_OK) abort();
 }
 void CAT(VAR, _tobf16)(void *dst, const float *src, size_t n) { amxk_convert(NULL, dst, AMXK_DTYPE_BF16, src, AMXK_DTYPE_F32, n); }
 void CAT(VAR, _init)(size_t m, size_t e, size_t topk, size_t k, size_t n, const int32_t *ids, const float *tw, void *w13, void *w2,
@@ -38,11 +54,13 @@ void CAT(VAR, _init)(size_t m, size_t e, size_t topk, size_t k, size_t n, const 
     memset(&W, 0, sizeof W);
     W.n_experts = e, W.hidden = k, W.inter = n, W.w13_stride = b13, W.w2_stride = b2, W.w13_base = w13, W.w2_base = w2;
     M = m, TOPK = topk, K = k, X = x, Y = y, TW = tw, IDS = ids;
-    if (amxk_moe_workspace_size(&ctx, &W, NULL, NULL, m, topk, &WSB) != AMXK_OK) abort();
+    memset(&O, 0, sizeof O);
+    O.act = AMXK_MOE_ACT_SILU, O.act_int8 = getenv("MOE_AB_ACT") && !strcmp(getenv("MOE_AB_ACT"), "int8");
+    if (amxk_moe_workspace_size(&ctx, &W, NULL, &O, m, topk, &WSB) != AMXK_OK) abort();
     WS = aligned_alloc(64, (WSB + 63) / 64 * 64 + 64);
 }
 void CAT(VAR, _call)(void) {
-    if (amxk_moe_experts(&ctx, &W, NULL, NULL, M, X, AMXK_DTYPE_BF16, K, TOPK, TW, IDS, Y, AMXK_DTYPE_BF16, K, WS, WSB) != AMXK_OK)
+    if (amxk_moe_experts(&ctx, &W, NULL, &O, M, X, AMXK_DTYPE_BF16, K, TOPK, TW, IDS, Y, AMXK_DTYPE_BF16, K, WS, WSB) != AMXK_OK)
         abort();
 }
 #else

@@ -3,6 +3,7 @@
 #
 #   bench/moe_ab.sh OUT NAME:SRC[:CFLAGS] ...     e.g. bench/moe_ab.sh build/moe_ab old:88ea987 new:.
 #   OUT M EXPERTS TOPK HIDDEN INTER CALLS         e.g. build/moe_ab 16 128 8 2048 768 20
+#   MOE_AB_DTYPE=int8|int4|fp8e4m3 (default bf16) and MOE_AB_ACT=int8 pick the weights / the w8a8 form.
 #
 # SRC: a directory holding amxk.h / amxk_pack.h / amxk_moe.h, or a git revision (its headers exported
 # to build/moe_ab.d/REV). CFLAGS (optional): e.g. -DAMXK__LIN_DPF_ROWS=256. One object per variant, -j1.
