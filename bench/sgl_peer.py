@@ -308,7 +308,7 @@ def start(ap, name):
     a = ap.parse_args()
     if a.threads < 1 or a.reps < 1 or a.warmup < 0:
         sys.exit(f"{name}: bad --threads/--reps/--warmup")
-    ops = load_kernels()
+    ops = None if getattr(a, "peers", "sgl") == "torch" else load_kernels()  # torch alone needs no kernels
     torch.manual_seed(0)
     torch.set_num_threads(a.threads)
     return a, ops
