@@ -1052,16 +1052,19 @@ AMXK__TARGET_END
 #if AMXK__HAS_AVX512
 AMXK__TARGET_AVX512_BEGIN
 
-/* 16 lanes of f32 -> bf16, bitwise equal to amxk__f32_to_bf16 (vcvtneps2bf16 flushes subnormal
-   inputs, so it is not used here). */
+/* 16 lanes of f32 -> bf16 in the top 16 bits of each lane (the rest garbage), bitwise equal to
+   amxk__f32_to_bf16 there (vcvtneps2bf16 flushes subnormal inputs, so it is not used here): round to
+   nearest even; a NaN keeps its sign and payload top, quieted. no_nan: x holds no NaN (no fix-up). */
+AMXK__FORCE_INLINE __m512i amxk__bf16_top__avx512(__m512 x, int no_nan) {
+    const __m512i u = _mm512_castps_si512(x);
+    const __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
+    if (no_nan) return r;
+    return _mm512_mask_or_epi32(r, _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000)),
+                                u, _mm512_set1_epi32(0x00400000));
+}
+/* 16 lanes of f32 -> bf16 (amxk__bf16_top__avx512's words, packed). */
 AMXK__INLINE __m256i amxk__cvt_f32_bf16__avx512(__m512 x) {
-    __m512i u = _mm512_castps_si512(x);
-    __m512i a = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
-    __mmask16 nan = _mm512_cmpgt_epu32_mask(a, _mm512_set1_epi32(0x7f800000));
-    __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), odd), 16);
-    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
-    return _mm512_cvtepi32_epi16(r);
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(amxk__bf16_top__avx512(x, 0), 16));
 }
 AMXK__INLINE __m512 amxk__cvt_bf16_f32__avx512(__m256i h) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));

@@ -2412,15 +2412,6 @@ AMXK__FORCE_INLINE void amxk__q_row16__avx512(__m512i c, int bits, int map, int 
         }
     }
 }
-/* f32 -> bf16 as amxk__cvt_f32_bf16__avx512, left in the top 16 bits of each lane (the rest garbage);
-   no_nan: x holds no NaN (the NaN lanes' fix-up left out). */
-AMXK__FORCE_INLINE __m512i amxk__bf16_top__avx512(__m512 x, int no_nan) {
-    const __m512i u = _mm512_castps_si512(x);
-    const __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
-    if (no_nan) return r;
-    return _mm512_mask_or_epi32(r, _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000)),
-                                u, _mm512_set1_epi32(0x00400000));
-}
 /* 1 when the 16 lanes of x are finite. */
 AMXK__FORCE_INLINE int amxk__finite16__avx512(__m512 x) {
     return _mm512_cmpgt_epu32_mask(_mm512_set1_epi32(0x7f800000), _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff))) == 0xffff;
