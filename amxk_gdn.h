@@ -1012,22 +1012,30 @@ typedef struct amxk__gdn_pair { /* a pair sweep's rows and column vectors (amxk_
     AMXK__FORCE_INLINE void amxk__conv_edge__##isa(const amxk__conv_args *a, amxk__conv_sq q, size_t t, size_t c0, size_t c1, \
                                                    int BF) {                                                 \
         const size_t W = a->width;                                                                           \
+        const char *row[AMXK__CONV_MAXW]; /* tap j: its x row or SD state row (then hist[j] 1), or NULL */   \
+        long pos[AMXK__CONV_MAXW];                                                                           \
+        int hist[AMXK__CONV_MAXW];                                                                           \
         size_t c, j, k;                                                                                      \
+        for (j = 0; j < W; j++) { /* the taps' sources once per token, not per vector */                     \
+            const long p = (long)t - (long)(W - 1) + (long)j;                                                \
+            pos[j] = p, hist[j] = 0, row[j] = NULL;                                                          \
+            if (p >= 0) row[j] = (const char *)a->x + (q.t0 + (size_t)p) * a->ldx * a->esz;                  \
+            else if (q.sb && q.init && a->s_dim == 1) /* SD layout: channels contiguous */                   \
+                row[j] = q.sb + amxk__conv_hpos(a, q, p) * a->s_tok * a->esz, hist[j] = 1;                   \
+            else if (q.sb && q.init) hist[j] = 2; /* DS layout: element by element */                        \
+        }                                                                                                    \
         for (c = c0; c < c1; c += (L)) {                                                                     \
             const size_t cnt = c1 - c;                                                                       \
             V##_T acc = V##_LDE(a->bias, AMXK_DTYPE_F32, c, cnt);                                            \
             for (j = 0; j < W; j++) {                                                                        \
-                long p = (long)t - (long)(W - 1) + (long)j;                                                  \
                 V##_T v;                                                                                     \
-                if (p >= 0) {                                                                                \
-                    v = V##_LDE(a->x, a->xt, (q.t0 + (size_t)p) * a->ldx + c, cnt);                          \
-                } else if (!q.sb || !q.init) {                                                               \
+                if (row[j] && (hist[j] == 0 || (TAILS) || cnt >= (L))) {                                     \
+                    v = V##_LDE(row[j], a->xt, c, cnt);                                                      \
+                } else if (!hist[j]) {                                                                       \
                     v = V##_SET1(0.0f);                                                                      \
-                } else if (a->s_dim == 1 && ((TAILS) || cnt >= (L))) { /* SD layout: channels contiguous */  \
-                    v = V##_LDE(q.sb, a->xt, amxk__conv_hpos(a, q, p) * a->s_tok + c, cnt);                  \
                 } else {                                                                                     \
                     float tmp[L] = {0};                                                                      \
-                    for (k = 0; k < cnt && k < (L); k++) tmp[k] = amxk__conv_hist(a, q, p, c + k);           \
+                    for (k = 0; k < cnt && k < (L); k++) tmp[k] = amxk__conv_hist(a, q, pos[j], c + k);      \
                     v = V##_LDU(tmp);                                                                        \
                 }                                                                                            \
                 acc = V##_FMADD(V##_LDE(a->w, AMXK_DTYPE_F32, j * a->dimp + c, cnt), v, acc);                \
