@@ -1393,8 +1393,13 @@ AMXK__FORCE_INLINE P##_T amxk__qi_ufield__##isa(P##_I v, int sh, int bits) {    
    row r's outputs. fp8: returns 1 when a code of the block may be NaN / inf (P##_FP8_BAD): res is then
    garbage and the caller runs the exact kernel. Int: xr also divided by the field's power of two
    (2^(32-b) symmetric, 2^sh asymmetric); lut: the row's 16-entry table (lutv) gives the int8. */
+/* The partial sums of a decode kernel's group: column j of a 64-byte row (k = span * row + j) goes to
+   chain AMXK__QD_CHAIN(mr, j) of its row, four chains per row for one or two rows (the same sums for
+   either), two for more (chains 0, 1); a group's t = (c0 + c1) + (c2 + c3), or c0 + c1. */
+#define AMXK__QD_CHAIN(mr, j) ((mr) <= 2 ? (j) & 3 : (j) & 1)
+#define AMXK__QD_SUM(P, mr, c) ((mr) <= 2 ? P##_ADD(P##_ADD((c)[0], (c)[1]), P##_ADD((c)[2], (c)[3])) : P##_ADD((c)[0], (c)[1]))
 #define AMXK__QD_KERNELS_DEFINE(isa, P)                                                                                \
-AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__##isa(const amxk__qview *v, const amxk__stream *st, const float *xr, size_t ldr,\
+AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__##isa(const amxk__qview *v, const amxk__stream *st, const float *xr, size_t ldr, \
                                                      size_t b, int mr, int map, const float *post, P##_T *res) {       \
     const uint8_t *blk = v->data + b * v->blk_bytes;                                                                   \
     const float *s1 = amxk__q_grid_row(v, v->scales, b); /* block scales (128 x 128): one broadcast per group */       \
@@ -1405,41 +1410,34 @@ AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__##isa(const amxk__qview *v, const
     for (r = 0; r < P##_MR * P##_NH; r++) res[r] = P##_SET1(0.0f);                                                     \
     for (g = 0; g < v->nbk; g++) {                                                                                     \
         const size_t q0 = g * v->bk / 4, q1 = AMXK__MIN((g + 1) * v->bk, v->kp) / 4;                                   \
-        P##_T acc[P##_MR][P##_NH][2], sc[P##_NH]; /* [row or k parity][half][k parity] */                              \
-        for (r = 0; r < P##_MR; r++)                                                                                   \
-            for (h = 0; h < P##_NH; h++) acc[r][h][0] = acc[r][h][1] = P##_SET1(0.0f);                                 \
-        for (rg = q0; rg < q1; rg++) {                                                                                 \
-            P##_I c[P##_NH];                                                                                           \
-            P##_T w[P##_NH][4];                                                                                        \
-            for (h = 0; h < P##_NH; h++) c[h] = P##_LOADI(blk + rg * 64 + (size_t)h * 32);                             \
-            AMXK__Q_PF(st, blk + rg * 64);                                                                             \
-            bad = P##_FP8_BAD(bad, c, special);                                                                                 \
-            for (h = 0; h < P##_NH; h++) amxk__fp8_k4__##isa(c[h], map, w[h]);                                         \
-            _Pragma("GCC unroll 4") for (j = 0; j < 4; j++) {                                                          \
-                _Pragma("GCC unroll 4") for (r = 0; r < mr; r++) { /* mr == 1: four chains (half x k parity) */        \
-                    const P##_T xb = P##_SET1(xr[(size_t)r * ldr + rg * 4 + (size_t)j]);                               \
-                    const int a = mr == 1 ? (j >> 1) : r;                                                              \
-                    for (h = 0; h < P##_NH; h++) acc[a][h][j & 1] = P##_FMADD(xb, w[h][j], acc[a][h][j & 1]);          \
-                }                                                                                                      \
-            }                                                                                                          \
-        }                                                                                                              \
+        P##_T sc[P##_NH];                                                                                              \
         if (s1)                                                                                                        \
             for (h = 0; h < P##_NH; h++) sc[h] = P##_SET1(s1[g * 16]);                                                 \
         else                                                                                                           \
             amxk__q_grid16__##isa(v, v->scales, b, g, sc);                                                             \
-        for (h = 0; h < P##_NH; h++) {                                                                                 \
-            if (mr == 1) res[h] = P##_FMADD(sc[h], P##_MUL(P##_ADD(P##_ADD(acc[0][h][0], acc[0][h][1]),                \
-                                                                   P##_ADD(acc[1][h][0], acc[1][h][1])),               \
-                                                           P##_SET1(post[0])), res[h]);                                \
-            else                                                                                                       \
-                for (r = 0; r < mr; r++)                                                                               \
-                    res[r * P##_NH + h] = P##_FMADD(sc[h], P##_MUL(P##_ADD(acc[r][h][0], acc[r][h][1]), P##_SET1(post[r])),\
-                                                    res[r * P##_NH + h]);                                              \
+        for (h = 0; h < P##_NH; h++) { /* lanes 16h / NH .. */                                                         \
+            P##_T acc[P##_MR][4]; /* [row][AMXK__QD_CHAIN] */                                                          \
+            for (r = 0; r < P##_MR; r++) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = P##_SET1(0.0f);               \
+            for (rg = q0; rg < q1; rg++) {                                                                             \
+                const P##_I c = P##_LOADI(blk + rg * 64 + (size_t)h * 32);                                             \
+                P##_T w[4];                                                                                            \
+                if (h == 0) AMXK__Q_PF(st, blk + rg * 64);                                                             \
+                bad = P##_FP8_BAD(bad, c, special);                                                                    \
+                amxk__fp8_k4__##isa(c, map, w);                                                                        \
+                _Pragma("GCC unroll 4") for (j = 0; j < 4; j++) {                                                      \
+                    _Pragma("GCC unroll 4") for (r = 0; r < mr; r++) {                                                 \
+                        const P##_T xb = P##_SET1(xr[(size_t)r * ldr + rg * 4 + (size_t)j]);                           \
+                        acc[r][AMXK__QD_CHAIN(mr, j)] = P##_FMADD(xb, w[j], acc[r][AMXK__QD_CHAIN(mr, j)]);            \
+                    }                                                                                                  \
+                }                                                                                                      \
+            }                                                                                                          \
+            _Pragma("GCC unroll 4") for (r = 0; r < mr; r++)                                                           \
+                res[r * P##_NH + h] = P##_FMADD(sc[h], P##_MUL(AMXK__QD_SUM(P, mr, acc[r]), P##_SET1(post[r])), res[r * P##_NH + h]); \
         }                                                                                                              \
     }                                                                                                                  \
-    return P##_FP8_BAD_ANY(bad);                                                               \
+    return P##_FP8_BAD_ANY(bad);                                                                                       \
 }                                                                                                                      \
-AMXK__FORCE_INLINE void amxk__linear_qi__2x16__##isa(const amxk__qview *v, const amxk__stream *st, const float *xr, size_t ldr,\
+AMXK__FORCE_INLINE void amxk__linear_qi__2x16__##isa(const amxk__qview *v, const amxk__stream *st, const float *xr, size_t ldr, \
                                                      const float *xsum,                                                \
                                                      size_t b, int mr, int bits, int sym, int lut, const float *post,  \
                                                      P##_T *res) {                                                     \
@@ -1455,9 +1453,9 @@ AMXK__FORCE_INLINE void amxk__linear_qi__2x16__##isa(const amxk__qview *v, const
         amxk__q_sgrid16__##isa(v, b, g, sc);                                                                           \
         for (h = 0; h < P##_NH; h++) zp[h] = P##_SET1(0.0f);                                                           \
         if (!sym) amxk__q_grid16__##isa(v, v->zeros, b, g, zp);                                                        \
-        for (h = 0; h < P##_NH; h++) { /* lanes 16h / NH ..: 4 accumulators, few registers */                          \
-            P##_T acc[P##_MR][2]; /* [row, or k pair parity for one row][k parity] */                                  \
-            for (r = 0; r < P##_MR; r++) acc[r][0] = acc[r][1] = P##_SET1(0.0f);                                       \
+        for (h = 0; h < P##_NH; h++) { /* lanes 16h / NH .. */                                                         \
+            P##_T acc[P##_MR][4]; /* [row][AMXK__QD_CHAIN] */                                                          \
+            for (r = 0; r < P##_MR; r++) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = P##_SET1(0.0f);               \
             for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {                           \
                 const P##_I c = P##_LOADI(blk + rg * 64 + (size_t)h * 32);                                             \
                 P##_I tops = c;                                                                                        \
@@ -1469,20 +1467,16 @@ AMXK__FORCE_INLINE void amxk__linear_qi__2x16__##isa(const amxk__qview *v, const
                         w = P##_PERMF(tab, sh ? P##_SRLI32(c, sh) : c);                                                \
                     } else {                                                                                           \
                         if (sym && j % 4 == 0) tops = amxk__qi_tops__##isa(c, j / 4, bits, lut, lutv);                 \
-                        w = sym ? amxk__qi_sfield__##isa(tops, j % 4) : amxk__qi_ufield__##isa(c, 8 * (j % 4) + bits * (j / 4), bits);\
+                        w = sym ? amxk__qi_sfield__##isa(tops, j % 4) : amxk__qi_ufield__##isa(c, 8 * (j % 4) + bits * (j / 4), bits); \
                     }                                                                                                  \
                     _Pragma("GCC unroll 4") for (r = 0; r < mr; r++) {                                                 \
                         const P##_T xb = P##_SET1(xr[(size_t)r * ldr + rg * (size_t)span + (size_t)j]);                \
-                        const int a = mr == 1 ? ((j >> 1) & 1) : r;                                                    \
-                        acc[a][j & 1] = P##_FMADD(xb, w, acc[a][j & 1]);                                               \
+                        acc[r][AMXK__QD_CHAIN(mr, j)] = P##_FMADD(xb, w, acc[r][AMXK__QD_CHAIN(mr, j)]);               \
                     }                                                                                                  \
                 }                                                                                                      \
             }                                                                                                          \
-            if (mr == 1) acc[0][0] = P##_ADD(P##_ADD(acc[0][0], acc[0][1]), P##_ADD(acc[1][0], acc[1][1]));            \
-            else                                                                                                       \
-                for (r = 0; r < mr; r++) acc[r][0] = P##_ADD(acc[r][0], acc[r][1]);                                    \
             _Pragma("GCC unroll 4") for (r = 0; r < mr; r++) {                                                         \
-                P##_T t = acc[r][0];                                                                                   \
+                P##_T t = AMXK__QD_SUM(P, mr, acc[r]);                                                                 \
                 if (!sym) t = P##_FNMADD(zp[h], P##_SET1(xsum[g * AMXK__LIN_MR + (size_t)r]), t);                      \
                 res[r * P##_NH + h] = P##_FMADD(sc[h], P##_MUL(t, P##_SET1(post[r])), res[r * P##_NH + h]);            \
             }                                                                                                          \
@@ -1595,10 +1589,10 @@ AMXK__PRIV void amxk__linear_q_panel__##isa(const amxk__linear_args *a, const fl
 #define AMXK__V8_CVTI(a) _mm256_cvtepi32_ps(a)
 #define AMXK__V8_CASTIF(a) _mm256_castsi256_ps(a)
 #define AMXK__V8_BCAST128I(a) _mm256_broadcastsi128_si256(a)
-/* the fp8 kernel's NaN / inf test: per byte of (both halves' OR) & special == special */
+/* the fp8 kernel's NaN / inf test: per byte of a half, code & special == special */
 #define AMXK__V8_FP8_BAD_T __m256i
 #define AMXK__V8_FP8_BAD_0 _mm256_setzero_si256()
-#define AMXK__V8_FP8_BAD(bad, c, sp) _mm256_or_si256(bad, _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_or_si256((c)[0], (c)[1]), sp), sp))
+#define AMXK__V8_FP8_BAD(bad, c, sp) _mm256_or_si256(bad, _mm256_cmpeq_epi8(_mm256_and_si256(c, sp), sp))
 #define AMXK__V8_FP8_BAD_ANY(bad) (_mm256_movemask_epi8(bad) != 0) /* (not vptest: SIMDe 0.7.4 gets _mm256_testz_si256 wrong) */
 #define AMXK__V8_QSTORE(a, row, b, res) amxk__q_store16__avx2(a, row, b, res)
 /* Row `row` of block b's 16 outputs (two vectors) through the row epilogue. */
@@ -2410,7 +2404,7 @@ AMXK__INLINE __m512 amxk__q4_tab__avx512(const amxk__qview *v, int sym, int lut)
 /* (at 16 lanes the bytes still free of a NaN / inf code: code & 0x7f < special, one masked compare) */
 #define AMXK__V16_FP8_BAD_T __mmask64
 #define AMXK__V16_FP8_BAD_0 ~(__mmask64)0
-#define AMXK__V16_FP8_BAD(bad, c, sp) _mm512_mask_cmplt_epu8_mask(bad, _mm512_and_si512((c)[0], _mm512_set1_epi8(0x7f)), sp)
+#define AMXK__V16_FP8_BAD(bad, c, sp) _mm512_mask_cmplt_epu8_mask(bad, _mm512_and_si512(c, _mm512_set1_epi8(0x7f)), sp)
 #define AMXK__V16_FP8_BAD_ANY(bad) ((bad) != ~(__mmask64)0)
 #define AMXK__V16_QSTORE(a, row, b, res) amxk__linear_store16__avx512(a, row, b, (res)[0])
 AMXK__QD_FIELDS_DEFINE(avx512, AMXK__V16)
