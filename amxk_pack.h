@@ -58,14 +58,14 @@
        per worker: an N range of an even number of blocks over all the rows).
 
    NUMERICS
-       Each output accumulates in fp32 in a fixed order: k increasing, except the two-chain (even / odd
-       k) decode forms, vdpbf16ps's pair order (odd k then even k, one fma rounding each) and the AMX
-       path's 32-wide k steps (as the hardware does); bias is added after the sum; one rounding to the
-       output dtype. bf16 x bf16 and fp16 x fp16 products are exact in fp32; fp32 packs round x * w
-       to fp32 (fused into the FMA on the vector levels). vdpbf16ps and AMX read bf16 subnormal inputs
-       as zero and flush subnormal results; scalar and AVX2 paths compute them exactly. Accuracy
-       against a double-precision reference: tests/test_pack.c (bf16 output: within 1 bf16 ulp of the
-       correctly rounded value, K up to 4096).
+       Each output accumulates in fp32 in a fixed order: k increasing, except the decode forms' chains
+       (interleaved k: AMXK__QD_CHAIN, the 16-bit tiles' even / odd k), vdpbf16ps's pair order (odd k
+       then even k, one fma rounding each) and the AMX path's 32-wide k steps (as the hardware does);
+       bias is added after the sum; one rounding to the output dtype. bf16 x bf16 and fp16 x fp16
+       products are exact in fp32; fp32 packs round x * w to fp32 (fused into the FMA on the vector
+       levels). vdpbf16ps and AMX read bf16 subnormal inputs as zero and flush subnormal results; scalar
+       and AVX2 paths compute them exactly. Accuracy against a double-precision reference:
+       tests/test_pack.c (bf16 output: within 1 bf16 ulp of the correctly rounded value, K up to 4096).
 */
 #ifndef AMXK_PACK_H_INCLUDED
 #define AMXK_PACK_H_INCLUDED
@@ -1435,7 +1435,7 @@ AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__##isa(const amxk__qview *v, const
                 res[r * P##_NH + h] = P##_FMADD(sc[h], P##_MUL(AMXK__QD_SUM(P, mr, acc[r]), P##_SET1(post[r])), res[r * P##_NH + h]); \
         }                                                                                                              \
     }                                                                                                                  \
-    return P##_FP8_BAD_ANY(bad);                                                                                       \
+    return P##_FP8_BAD_ANY(bad, special);                                                                              \
 }                                                                                                                      \
 AMXK__FORCE_INLINE void amxk__linear_qi__2x16__##isa(const amxk__qview *v, const amxk__stream *st, const float *xr, size_t ldr, \
                                                      const float *xsum,                                                \
@@ -1593,7 +1593,7 @@ AMXK__PRIV void amxk__linear_q_panel__##isa(const amxk__linear_args *a, const fl
 #define AMXK__V8_FP8_BAD_T __m256i
 #define AMXK__V8_FP8_BAD_0 _mm256_setzero_si256()
 #define AMXK__V8_FP8_BAD(bad, c, sp) _mm256_or_si256(bad, _mm256_cmpeq_epi8(_mm256_and_si256(c, sp), sp))
-#define AMXK__V8_FP8_BAD_ANY(bad) (_mm256_movemask_epi8(bad) != 0) /* (not vptest: SIMDe 0.7.4 gets _mm256_testz_si256 wrong) */
+#define AMXK__V8_FP8_BAD_ANY(bad, sp) (_mm256_movemask_epi8(bad) != 0) /* (not vptest: SIMDe 0.7.4 gets _mm256_testz_si256 wrong) */
 #define AMXK__V8_QSTORE(a, row, b, res) amxk__q_store16__avx2(a, row, b, res)
 /* Row `row` of block b's 16 outputs (two vectors) through the row epilogue. */
 AMXK__INLINE void amxk__q_store16__avx2(const amxk__linear_args *a, size_t row, size_t b, const __m256 *res) {
@@ -2392,7 +2392,8 @@ AMXK__QGRID_DEFINE(avx512, AMXK__V16)
 AMXK__INLINE __m512 amxk__q4_tab__avx512(const amxk__qview *v, int sym, int lut) {
     const __m512i i = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     if (lut)
-        return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)v->tr->lut))),
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128(
+                                                  (const __m128i *)(const void *)v->tr->lut)), 24), 24)),
                              _mm512_set1_ps(v->tr->unit));
     return _mm512_cvtepi32_ps(sym ? _mm512_srai_epi32(_mm512_slli_epi32(i, 28), 28) : i);
 }
@@ -2401,11 +2402,11 @@ AMXK__INLINE __m512 amxk__q4_tab__avx512(const amxk__qview *v, int sym, int lut)
 #define AMXK__V16_SHUFB(a, b) _mm512_shuffle_epi8(a, b)
 #define AMXK__V16_CASTIF(a) _mm512_castsi512_ps(a)
 #define AMXK__V16_BCAST128I(a) _mm512_broadcast_i32x4(a)
-/* (at 16 lanes the bytes still free of a NaN / inf code: code & 0x7f < special, one masked compare) */
-#define AMXK__V16_FP8_BAD_T __mmask64
-#define AMXK__V16_FP8_BAD_0 ~(__mmask64)0
-#define AMXK__V16_FP8_BAD(bad, c, sp) _mm512_mask_cmplt_epu8_mask(bad, _mm512_and_si512(c, _mm512_set1_epi8(0x7f)), sp)
-#define AMXK__V16_FP8_BAD_ANY(bad) ((bad) != ~(__mmask64)0)
+/* (at 16 lanes per byte the largest code & 0x7f, compared with special once per block) */
+#define AMXK__V16_FP8_BAD_T __m512i
+#define AMXK__V16_FP8_BAD_0 _mm512_setzero_si512()
+#define AMXK__V16_FP8_BAD(bad, c, sp) _mm512_max_epu8(bad, _mm512_and_si512(c, _mm512_set1_epi8(0x7f)))
+#define AMXK__V16_FP8_BAD_ANY(bad, sp) (_mm512_cmpeq_epi8_mask(_mm512_max_epu8(bad, sp), bad) != 0)
 #define AMXK__V16_QSTORE(a, row, b, res) amxk__linear_store16__avx512(a, row, b, (res)[0])
 AMXK__QD_FIELDS_DEFINE(avx512, AMXK__V16)
 /* amxk__q_fp8x__avx2 at 16 lanes (the 16 rows of c[0]) */
