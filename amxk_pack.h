@@ -58,14 +58,14 @@
        per worker: an N range of an even number of blocks over all the rows).
 
    NUMERICS
-       Each output accumulates in fp32 in a fixed order: k increasing, except the two-chain (even / odd
-       k) decode forms, vdpbf16ps's pair order (odd k then even k, one fma rounding each) and the AMX
-       path's 32-wide k steps (as the hardware does); bias is added after the sum; one rounding to the
-       output dtype. bf16 x bf16 and fp16 x fp16 products are exact in fp32; fp32 packs round x * w
-       to fp32 (fused into the FMA on the vector levels). vdpbf16ps and AMX read bf16 subnormal inputs
-       as zero and flush subnormal results; scalar and AVX2 paths compute them exactly. Accuracy
-       against a double-precision reference: tests/test_pack.c (bf16 output: within 1 bf16 ulp of the
-       correctly rounded value, K up to 4096).
+       Each output accumulates in fp32 in a fixed order: k increasing, except the decode forms' chains
+       (interleaved k: AMXK__QD_CHAIN, the 16-bit tiles' even / odd k), vdpbf16ps's pair order (odd k
+       then even k, one fma rounding each) and the AMX path's 32-wide k steps (as the hardware does);
+       bias is added after the sum; one rounding to the output dtype. bf16 x bf16 and fp16 x fp16
+       products are exact in fp32; fp32 packs round x * w to fp32 (fused into the FMA on the vector
+       levels). vdpbf16ps and AMX read bf16 subnormal inputs as zero and flush subnormal results; scalar
+       and AVX2 paths compute them exactly. Accuracy against a double-precision reference:
+       tests/test_pack.c (bf16 output: within 1 bf16 ulp of the correctly rounded value, K up to 4096).
 */
 #ifndef AMXK_PACK_H_INCLUDED
 #define AMXK_PACK_H_INCLUDED
@@ -548,6 +548,11 @@ AMXK__INLINE int amxk__q_kind(const amxk__qview *v) { return v->bk % (size_t)(32
    reads its scales sequentially (format version 3; version 2 was group-major [K/bk][N/bn]: see
    docs/notes/formats.md). Entries past N are zero. */
 AMXK__INLINE size_t amxk__q_gidx(const amxk__qview *v, size_t nb, size_t g) { return (nb / 16) * (v->nbk * 16) + g * 16 + nb % 16; }
+/* When the 16 rows of block b share one grid row (bn > 1): its group-0 entry (group g's at + 16 g); else NULL. */
+AMXK__INLINE const float *amxk__q_grid_row(const amxk__qview *v, const float *grid, size_t b) {
+    const size_t n0 = b * 16;
+    return grid && n0 + 16 <= v->n && n0 / v->bn == (n0 + 15) / v->bn ? grid + amxk__q_gidx(v, n0 / v->bn, 0) : NULL;
+}
 /* Group g's grid entries (scales or zeros) of the 16 rows of block b, 0 past N, into s[0 .. P##_NH)
    (P: AMXK__V8 or AMXK__V16): vector loads for per-row grids (bn == 1), else out of line: one
    broadcast when the 16 rows share a grid row, else one by one. sgrid: the scales, an f32 grid or e8m0
@@ -555,11 +560,12 @@ AMXK__INLINE size_t amxk__q_gidx(const amxk__qview *v, size_t nb, size_t g) { re
 #define AMXK__QGRID_DEFINE(isa, P)                                                                                     \
 AMXK__PRIV void amxk__q_grid16_edge__##isa(const amxk__qview *v, const float *grid, size_t b, size_t g, P##_T *s) {    \
     const size_t n0 = b * 16;                                                                                          \
+    const float *s1 = amxk__q_grid_row(v, grid, b);                                                                    \
     float t[16];                                                                                                       \
     size_t r;                                                                                                          \
     int h;                                                                                                             \
-    if (grid && n0 + 16 <= v->n && n0 / v->bn == (n0 + 15) / v->bn) {                                                  \
-        for (h = 0; h < P##_NH; h++) s[h] = P##_SET1(grid[amxk__q_gidx(v, n0 / v->bn, g)]);                            \
+    if (s1) {                                                                                                          \
+        for (h = 0; h < P##_NH; h++) s[h] = P##_SET1(s1[g * 16]);                                                      \
         return;                                                                                                        \
     }                                                                                                                  \
     for (r = 0; r < 16; r++) {                                                                                         \
@@ -887,8 +893,9 @@ AMXK__INLINE float amxk__rne(float x) {
    2^s_r into xs[g * MR + r], post[r] = the power of two that undoes it. fast: 1 for int packs; for
    fp8 packs 1 when the integer decode may run (no NaN / inf code, MXCSR.DAZ clear: the caller's
    test); returns 0 when an fp8 row holds |x| >= 2^100 (or NaN), then nothing useful is written and
-   the exact fp16 path must run. */
-AMXK__PRIV int amxk__q_decode_prep(const amxk__linear_args *a, const float *xf, int mr, int fast, float *xs, float *post) {
+   the exact fp16 path must run. tab: the kernel reads 4-bit fields through a table of their values
+   (P##_PERM16), so no field's power of two is divided out. */
+AMXK__PRIV int amxk__q_decode_prep(const amxk__linear_args *a, const float *xf, int mr, int fast, int tab, float *xs, float *post) {
     const amxk__qview *v = a->q;
     const int fp8 = AMXK__QV_FP8(v->tr->vmap), span = 32 / v->bits;
     float fac[16], *xr = xs + (a->kp / 4) * AMXK__LIN_MR;
@@ -909,7 +916,7 @@ AMXK__PRIV int amxk__q_decode_prep(const amxk__linear_args *a, const float *xf, 
         post[r] = amxk__bits_f32((uint32_t)((fp8 ? (v->tr->vmap == AMXK__QV_E4M3 ? 120 : 112) : 0) - sh + 127) << 23);
         for (j = 0; j < span; j++) { /* the pre-scale of column j of every 64-byte row: 2^(sh - its field's bit position) */
             const int fsh = 8 * (j % 4) + v->bits * (j / 4);
-            fac[j] = amxk__bits_f32((uint32_t)((fp8 ? sh : !v->asym ? sh - v->tr->topsh : fsh + v->bits == 32 ? sh : sh - fsh) + 127) << 23);
+            fac[j] = amxk__bits_f32((uint32_t)((fp8 || tab ? sh : !v->asym ? sh - v->tr->topsh : fsh + v->bits == 32 ? sh : sh - fsh) + 127) << 23);
         }
         for (kk = 0; kk < a->kp; kk += (size_t)span)
             for (j = 0; j < span; j++) xr[(size_t)r * a->kp + kk + (size_t)j] = fac[j] * xp[((kk + (size_t)j) / 2) * AMXK__LIN_MR * 2 + (j & 1)];
@@ -1346,17 +1353,21 @@ AMXK__PRIV void amxk__q_block_16__avx2(const amxk__qview *v, size_t b, amxk_dtyp
    zeros of the 16 rows of a block into NH = 16 / P##_LANES vectors; lane for lane the same sums at
    both widths: a level's choice of width changes no output) ---- */
 
-/* Field decoders of a width. fp8_k: fp8 codes -> f32 by integer operations alone: byte j of each
-   32-bit lane of v (one weight row, k = 4 * quad + j), moved to the top byte, shifted right
-   arithmetically and masked so that sign, exponent and mantissa land in the f32 fields: the code's
-   value * 2^-120 (e4m3) or * 2^-112 (e5m2), exactly; subnormal codes give f32 subnormals and NaN /
-   infinite codes garbage (the fp8 kernel reports those, amxk__q_decode_prep excludes the rest).
+/* Field decoders of a width. fp8_k4: fp8 codes -> f32 by integer operations alone: bytes j = 0 .. 3 of
+   each 32-bit lane of v (one weight row, k = 4 * quad + j) into w[j]: 16-bit arithmetic shifts put the
+   codes of bytes 1 and 3 (then, after a shift up by 8, of 0 and 2) sign-extended at the top of their
+   16-bit halves, the top half masked (the bottom one first moved up) so that sign, exponent and
+   mantissa land in the f32 fields: the code's value * 2^-120 (e4m3) or * 2^-112 (e5m2), exactly (9
+   operations per 4 codes); subnormal codes give f32 subnormals and NaN / infinite codes garbage (the
+   fp8 kernel reports those, amxk__q_decode_prep excludes the rest).
    qi_tops / qi_sfield / qi_ufield: the int fields (derivation: docs/notes/pack.md). */
 #define AMXK__QD_FIELDS_DEFINE(isa, P)                                                                                 \
-AMXK__FORCE_INLINE P##_T amxk__fp8_k__##isa(P##_I v, int j, int map) {                                                 \
-    const P##_I t = j < 3 ? P##_SLLI32(v, 24 - 8 * j) : v;                                                             \
-    if (map == AMXK__QV_E4M3) return P##_CASTIF(P##_ANDI(P##_SRAI32(t, 4), P##_SET1I32((int)0x87f00000u)));           \
-    return P##_CASTIF(P##_ANDI(P##_SRAI32(t, 3), P##_SET1I32((int)0x8fe00000u)));                                      \
+AMXK__FORCE_INLINE void amxk__fp8_k4__##isa(P##_I v, int map, P##_T *w) {                                              \
+    const int sa = map == AMXK__QV_E4M3 ? 4 : 3;                                                                       \
+    const P##_I m = P##_SET1I32(map == AMXK__QV_E4M3 ? (int)0x87f00000u : (int)0x8fe00000u);                           \
+    const P##_I odd = P##_SRAI16(v, sa), even = P##_SRAI16(P##_SLLI16(v, 8), sa);                                      \
+    w[0] = P##_CASTIF(P##_ANDI(P##_SLLI32(even, 16), m)), w[1] = P##_CASTIF(P##_ANDI(P##_SLLI32(odd, 16), m));         \
+    w[2] = P##_CASTIF(P##_ANDI(even, m)), w[3] = P##_CASTIF(P##_ANDI(odd, m));                                         \
 }                                                                                                                      \
 AMXK__FORCE_INLINE P##_I amxk__qi_tops__##isa(P##_I c, int f, int bits, int lut, P##_I lutv) {                         \
     const int up = 8 - bits - bits * f; /* moves field f to the top of its byte */                                     \
@@ -1375,92 +1386,97 @@ AMXK__FORCE_INLINE P##_T amxk__qi_ufield__##isa(P##_I v, int sh, int bits) {    
     return P##_CVTI(P##_ANDI(v, P##_SET1I32(((1 << bits) - 1) << sh)));                                                \
 }
 
-/* The decode kernels (derivation: docs/notes/pack.md): rows 0 .. mr-1 (mr <= 2) of xr (f32 rows ldr
+/* The decode kernels (derivation: docs/notes/pack.md): rows 0 .. mr-1 (mr <= P##_MR: 2 or 4) of xr (f32 rows ldr
    apart, zero past K, row r pre-scaled by 2^s_r) against block b; per group and column t = sum x' * q
    (interleaved partial sums), asymmetric: t -= z * xsum_r; then acc += scale * (t * post_r), post_r an
    exact power of two undone per group (no partial sum exceeds the result's range). res[r * NH + h]:
    row r's outputs. fp8: returns 1 when a code of the block may be NaN / inf (P##_FP8_BAD): res is then
    garbage and the caller runs the exact kernel. Int: xr also divided by the field's power of two
    (2^(32-b) symmetric, 2^sh asymmetric); lut: the row's 16-entry table (lutv) gives the int8. */
+/* The partial sums of a decode kernel's group: column j of a 64-byte row (k = span * row + j) goes to
+   chain AMXK__QD_CHAIN(mr, j) of its row, four chains per row for one or two rows (the same sums for
+   either), two for more (chains 0, 1); a group's t = (c0 + c1) + (c2 + c3), or c0 + c1. */
+#define AMXK__QD_CHAIN(mr, j) ((mr) <= 2 ? (j) & 3 : (j) & 1)
+#define AMXK__QD_SUM(P, mr, c) ((mr) <= 2 ? P##_ADD(P##_ADD((c)[0], (c)[1]), P##_ADD((c)[2], (c)[3])) : P##_ADD((c)[0], (c)[1]))
 #define AMXK__QD_KERNELS_DEFINE(isa, P)                                                                                \
 AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__##isa(const amxk__qview *v, const amxk__stream *st, const float *xr, size_t ldr, \
                                                      size_t b, int mr, int map, const float *post, P##_T *res) {       \
     const uint8_t *blk = v->data + b * v->blk_bytes;                                                                   \
+    const float *s1 = amxk__q_grid_row(v, v->scales, b); /* block scales (128 x 128): one broadcast per group */       \
     const P##_I special = P##_SET1I8((char)AMXK__FP8_SPECIAL(map));                                                    \
     P##_FP8_BAD_T bad = P##_FP8_BAD_0;                                                                                 \
     size_t g, rg;                                                                                                      \
     int r, h, j;                                                                                                       \
-    for (r = 0; r < 2 * P##_NH; r++) res[r] = P##_SET1(0.0f);                                                          \
+    for (r = 0; r < P##_MR * P##_NH; r++) res[r] = P##_SET1(0.0f);                                                     \
     for (g = 0; g < v->nbk; g++) {                                                                                     \
         const size_t q0 = g * v->bk / 4, q1 = AMXK__MIN((g + 1) * v->bk, v->kp) / 4;                                   \
-        P##_T acc[2][P##_NH][2], sc[P##_NH]; /* [row or k parity][half][k parity] */                                   \
-        for (r = 0; r < 2; r++)                                                                                        \
-            for (h = 0; h < P##_NH; h++) acc[r][h][0] = acc[r][h][1] = P##_SET1(0.0f);                                 \
-        for (rg = q0; rg < q1; rg++) {                                                                                 \
-            P##_I c[P##_NH];                                                                                           \
-            for (h = 0; h < P##_NH; h++) c[h] = P##_LOADI(blk + rg * 64 + (size_t)h * 32);                             \
-            AMXK__Q_PF(st, blk + rg * 64);                                                                             \
-            bad = P##_FP8_BAD(bad, c, special);                                                                        \
-            _Pragma("GCC unroll 4") for (j = 0; j < 4; j++) {                                                          \
-                P##_T w[P##_NH];                                                                                       \
-                for (h = 0; h < P##_NH; h++) w[h] = amxk__fp8_k__##isa(c[h], j, map);                                  \
-                _Pragma("GCC unroll 2") for (r = 0; r < mr; r++) { /* mr == 1: four chains (half x k parity) */        \
-                    const P##_T xb = P##_SET1(xr[(size_t)r * ldr + rg * 4 + (size_t)j]);                               \
-                    const int a = mr == 1 ? (j >> 1) : r;                                                              \
-                    for (h = 0; h < P##_NH; h++) acc[a][h][j & 1] = P##_FMADD(xb, w[h], acc[a][h][j & 1]);             \
+        P##_T sc[P##_NH];                                                                                              \
+        if (s1)                                                                                                        \
+            for (h = 0; h < P##_NH; h++) sc[h] = P##_SET1(s1[g * 16]);                                                 \
+        else                                                                                                           \
+            amxk__q_grid16__##isa(v, v->scales, b, g, sc);                                                             \
+        for (h = 0; h < P##_NH; h++) { /* lanes 16h / NH .. */                                                         \
+            P##_T acc[P##_MR][4]; /* [row][AMXK__QD_CHAIN] */                                                          \
+            for (r = 0; r < P##_MR; r++) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = P##_SET1(0.0f);               \
+            for (rg = q0; rg < q1; rg++) {                                                                             \
+                const P##_I c = P##_LOADI(blk + rg * 64 + (size_t)h * 32);                                             \
+                P##_T w[4];                                                                                            \
+                if (h == 0) AMXK__Q_PF(st, blk + rg * 64);                                                             \
+                bad = P##_FP8_BAD(bad, c, special);                                                                    \
+                amxk__fp8_k4__##isa(c, map, w);                                                                        \
+                _Pragma("GCC unroll 4") for (j = 0; j < 4; j++) {                                                      \
+                    _Pragma("GCC unroll 4") for (r = 0; r < mr; r++) {                                                 \
+                        const P##_T xb = P##_SET1(xr[(size_t)r * ldr + rg * 4 + (size_t)j]);                           \
+                        acc[r][AMXK__QD_CHAIN(mr, j)] = P##_FMADD(xb, w[j], acc[r][AMXK__QD_CHAIN(mr, j)]);            \
+                    }                                                                                                  \
                 }                                                                                                      \
             }                                                                                                          \
-        }                                                                                                              \
-        amxk__q_grid16__##isa(v, v->scales, b, g, sc);                                                                             \
-        for (h = 0; h < P##_NH; h++) {                                                                                 \
-            if (mr == 1) res[h] = P##_FMADD(sc[h], P##_MUL(P##_ADD(P##_ADD(acc[0][h][0], acc[0][h][1]),                \
-                                                                   P##_ADD(acc[1][h][0], acc[1][h][1])),               \
-                                                           P##_SET1(post[0])), res[h]);                                \
-            else                                                                                                       \
-                for (r = 0; r < 2; r++)                                                                                \
-                    res[r * P##_NH + h] = P##_FMADD(sc[h], P##_MUL(P##_ADD(acc[r][h][0], acc[r][h][1]), P##_SET1(post[r])), \
-                                                    res[r * P##_NH + h]);                                              \
+            _Pragma("GCC unroll 4") for (r = 0; r < mr; r++)                                                           \
+                res[r * P##_NH + h] = P##_FMADD(sc[h], P##_MUL(AMXK__QD_SUM(P, mr, acc[r]), P##_SET1(post[r])), res[r * P##_NH + h]); \
         }                                                                                                              \
     }                                                                                                                  \
-    return P##_FP8_BAD_ANY(bad);                                                                                       \
+    return P##_FP8_BAD_ANY(bad, special);                                                                              \
 }                                                                                                                      \
 AMXK__FORCE_INLINE void amxk__linear_qi__2x16__##isa(const amxk__qview *v, const amxk__stream *st, const float *xr, size_t ldr, \
                                                      const float *xsum,                                                \
                                                      size_t b, int mr, int bits, int sym, int lut, const float *post,  \
                                                      P##_T *res) {                                                     \
-    const int span = 32 / bits;                                                                                        \
+    const int span = 32 / bits, perm = P##_PERM16 && bits == 4; /* 4-bit fields through the table of their values */   \
     const P##_I lutv = lut ? P##_BCAST128I(_mm_loadu_si128((const __m128i *)(const void *)v->tr->lut)) : P##_ZEROI;    \
+    const P##_T tab = P##_Q4TAB(v, sym, lut);                                                                          \
     const uint8_t *blk = v->data + b * v->blk_bytes;                                                                   \
     size_t g, rg;                                                                                                      \
     int r, h, j;                                                                                                       \
-    for (r = 0; r < 2 * P##_NH; r++) res[r] = P##_SET1(0.0f);                                                          \
+    for (r = 0; r < P##_MR * P##_NH; r++) res[r] = P##_SET1(0.0f);                                                     \
     for (g = 0; g < v->nbk; g++) {                                                                                     \
         P##_T sc[P##_NH], zp[P##_NH];                                                                                  \
-        amxk__q_sgrid16__##isa(v, b, g, sc);                                                                                       \
+        amxk__q_sgrid16__##isa(v, b, g, sc);                                                                           \
         for (h = 0; h < P##_NH; h++) zp[h] = P##_SET1(0.0f);                                                           \
-        if (!sym) amxk__q_grid16__##isa(v, v->zeros, b, g, zp);                                                                    \
-        for (h = 0; h < P##_NH; h++) { /* lanes 16h / NH ..: 4 accumulators, few registers */                          \
-            P##_T acc[2][2]; /* [row, or k pair parity for one row][k parity] */                                       \
-            acc[0][0] = acc[0][1] = acc[1][0] = acc[1][1] = P##_SET1(0.0f);                                            \
+        if (!sym) amxk__q_grid16__##isa(v, v->zeros, b, g, zp);                                                        \
+        for (h = 0; h < P##_NH; h++) { /* lanes 16h / NH .. */                                                         \
+            P##_T acc[P##_MR][4]; /* [row][AMXK__QD_CHAIN] */                                                          \
+            for (r = 0; r < P##_MR; r++) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = P##_SET1(0.0f);               \
             for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {                           \
                 const P##_I c = P##_LOADI(blk + rg * 64 + (size_t)h * 32);                                             \
                 P##_I tops = c;                                                                                        \
                 if (h == 0) AMXK__Q_PF(st, blk + rg * 64);                                                             \
                 _Pragma("GCC unroll 16") for (j = 0; j < span; j++) {                                                  \
                     P##_T w;                                                                                           \
-                    if (sym && j % 4 == 0) tops = amxk__qi_tops__##isa(c, j / 4, bits, lut, lutv);                     \
-                    w = sym ? amxk__qi_sfield__##isa(tops, j % 4) : amxk__qi_ufield__##isa(c, 8 * (j % 4) + bits * (j / 4), bits); \
-                    _Pragma("GCC unroll 2") for (r = 0; r < mr; r++) {                                                 \
+                    if (perm) {                                                                                        \
+                        const int sh = 8 * (j % 4) + 4 * (j / 4);                                                      \
+                        w = P##_PERMF(tab, sh ? P##_SRLI32(c, sh) : c);                                                \
+                    } else {                                                                                           \
+                        if (sym && j % 4 == 0) tops = amxk__qi_tops__##isa(c, j / 4, bits, lut, lutv);                 \
+                        w = sym ? amxk__qi_sfield__##isa(tops, j % 4) : amxk__qi_ufield__##isa(c, 8 * (j % 4) + bits * (j / 4), bits); \
+                    }                                                                                                  \
+                    _Pragma("GCC unroll 4") for (r = 0; r < mr; r++) {                                                 \
                         const P##_T xb = P##_SET1(xr[(size_t)r * ldr + rg * (size_t)span + (size_t)j]);                \
-                        const int a = mr == 1 ? ((j >> 1) & 1) : r;                                                    \
-                        acc[a][j & 1] = P##_FMADD(xb, w, acc[a][j & 1]);                                               \
+                        acc[r][AMXK__QD_CHAIN(mr, j)] = P##_FMADD(xb, w, acc[r][AMXK__QD_CHAIN(mr, j)]);               \
                     }                                                                                                  \
                 }                                                                                                      \
             }                                                                                                          \
-            if (mr == 1) acc[0][0] = P##_ADD(P##_ADD(acc[0][0], acc[0][1]), P##_ADD(acc[1][0], acc[1][1]));            \
-            else acc[0][0] = P##_ADD(acc[0][0], acc[0][1]), acc[1][0] = P##_ADD(acc[1][0], acc[1][1]);                 \
-            _Pragma("GCC unroll 2") for (r = 0; r < mr; r++) {                                                         \
-                P##_T t = acc[r][0];                                                                                   \
+            _Pragma("GCC unroll 4") for (r = 0; r < mr; r++) {                                                         \
+                P##_T t = AMXK__QD_SUM(P, mr, acc[r]);                                                                 \
                 if (!sym) t = P##_FNMADD(zp[h], P##_SET1(xsum[g * AMXK__LIN_MR + (size_t)r]), t);                      \
                 res[r * P##_NH + h] = P##_FMADD(sc[h], P##_MUL(t, P##_SET1(post[r])), res[r * P##_NH + h]);            \
             }                                                                                                          \
@@ -1519,30 +1535,35 @@ AMXK__PRIV void amxk__linear_q_exact__##isa(const amxk__qview *v, const amxk__st
 /* Rows r0 .. r0+m2 of the panel against block b with the kernel of one decoder case (the exact fp8                    \
    kernel for an fp8 block the integer decode does not take: fast 0 or a NaN / inf code). */                           \
 AMXK__FORCE_INLINE void amxk__q_dec_block__##isa(const amxk__qview *v, const amxk__stream *st, const float *xf,        \
-                                                 const float *xr, size_t ldr, const float *xsum, size_t b, int r0, int m2, \
-                                                 int fast, const float *post, P##_T *res, int bits, int map, int sym) { \
+                                                 const float *xr, size_t ldr, const float *xsum, size_t b, int r0, int m2,\
+                                                 int fast, const float *post, P##_T *res, int bits, int map, int sym) {\
+    int r;                                                                                                             \
     if (!AMXK__QV_FP8(map)) {                                                                                          \
-        if (m2 == 2) amxk__linear_qi__2x16__##isa(v, st, xr, ldr, xsum, b, 2, bits, sym, map == AMXK__QV_LUT, post, res);  \
+        if (m2 > 2) amxk__linear_qi__2x16__##isa(v, st, xr, ldr, xsum, b, P##_MR, bits, sym, map == AMXK__QV_LUT, post, res);\
+        else if (m2 == 2) amxk__linear_qi__2x16__##isa(v, st, xr, ldr, xsum, b, 2, bits, sym, map == AMXK__QV_LUT, post, res);\
         else amxk__linear_qi__2x16__##isa(v, st, xr, ldr, xsum, b, 1, bits, sym, map == AMXK__QV_LUT, post, res);      \
         return;                                                                                                        \
     }                                                                                                                  \
-    if (fast && !(m2 == 2 ? amxk__linear_fp8__2x16__##isa(v, st, xr, ldr, b, 2, map, post, res)                        \
-                          : amxk__linear_fp8__2x16__##isa(v, st, xr, ldr, b, 1, map, post, res)))                      \
+    if (fast && !(m2 > 2    ? amxk__linear_fp8__2x16__##isa(v, st, xr, ldr, b, P##_MR, map, post, res)                 \
+                  : m2 == 2 ? amxk__linear_fp8__2x16__##isa(v, st, xr, ldr, b, 2, map, post, res)                      \
+                            : amxk__linear_fp8__2x16__##isa(v, st, xr, ldr, b, 1, map, post, res)))                    \
         return;                                                                                                        \
-    amxk__linear_q_exact__##isa(v, st, xf, b, r0, m2, res);                                                            \
+    for (r = 0; r < m2; r += 2) amxk__linear_q_exact__##isa(v, st, xf, b, r0 + r, AMXK__MIN(2, m2 - r), res + r * P##_NH);\
 }                                                                                                                      \
-/* Rows of one x panel (mr rows at `row`, f32 panel xf) against blocks [b0, b1) with the kernels above. */           \
-AMXK__PRIV void amxk__linear_q_panel__##isa(const amxk__linear_args *a, const float *xf, float *xs, size_t row, int mr,      \
+/* Rows of one x panel (mr rows at `row`, f32 panel xf) against blocks [b0, b1) with the kernels above:                \
+   P##_MR rows at a time (one decode of each weight row for all), then 2 or 1. */                                      \
+AMXK__PRIV void amxk__linear_q_panel__##isa(const amxk__linear_args *a, const float *xf, float *xs, size_t row, int mr,\
                                             size_t b0, size_t b1) {                                                    \
     const amxk__qview *v = a->q;                                                                                       \
     float post[AMXK__LIN_MR], *xr = xs + (a->kp / 4) * AMXK__LIN_MR; /* x rows, kp floats each */                      \
-    P##_T res[2 * P##_NH];                                                                                             \
+    P##_T res[P##_MR * P##_NH];                                                                                        \
     size_t b;                                                                                                          \
-    int r, r0, fast = amxk__q_decode_prep(a, xf, mr, !AMXK__QV_FP8(v->tr->vmap) || (v->no_nan && (_mm_getcsr() & 0x40) == 0), xs, post); \
+    int r, r0, m2, fast = amxk__q_decode_prep(a, xf, mr, !AMXK__QV_FP8(v->tr->vmap) || (v->no_nan && (_mm_getcsr() & 0x40) == 0),\
+                                              P##_PERM16 && v->bits == 4, xs, post);                                   \
     for (b = b0; b < b1; b++)                                                                                          \
-        for (r0 = 0; r0 < mr; r0 += 2) {                                                                               \
-            const int m2 = mr - r0 >= 2 ? 2 : 1;                                                                       \
-            AMXK__Q_DECODERS(v, amxk__q_dec_block__##isa, v, a->st, xf, xr + (size_t)r0 * a->kp, a->kp, xs + r0, b, r0, m2, fast, \
+        for (r0 = 0; r0 < mr; r0 += m2) {                                                                              \
+            m2 = mr - r0 >= P##_MR ? P##_MR : mr - r0 >= 2 ? 2 : 1;                                                    \
+            AMXK__Q_DECODERS(v, amxk__q_dec_block__##isa, v, a->st, xf, xr + (size_t)r0 * a->kp, a->kp, xs + r0, b, r0, m2, fast,\
                              post + r0, res)                                                                           \
             for (r = 0; r < m2; r++) P##_QSTORE(a, row + (size_t)(r0 + r), b, res + r * P##_NH);                       \
         }                                                                                                              \
@@ -1556,17 +1577,23 @@ AMXK__PRIV void amxk__linear_q_panel__##isa(const amxk__linear_args *a, const fl
 #define AMXK__V8_SRLI32(a, n) _mm256_srli_epi32(a, n)
 #define AMXK__V8_SRAI32(a, n) _mm256_srai_epi32(a, n)
 #define AMXK__V8_SRLI16(a, n) _mm256_srli_epi16(a, n)
+#define AMXK__V8_SRAI16(a, n) _mm256_srai_epi16(a, n)
+#define AMXK__V8_SLLI16(a, n) _mm256_slli_epi16(a, n)
+#define AMXK__V8_MR 2 /* rows per decode kernel call */
+#define AMXK__V8_PERM16 0 /* no 16-entry f32 table lookup (vpermps holds 8) */
+#define AMXK__V8_PERMF(t, i) ((void)(i), (t))
+#define AMXK__V8_Q4TAB(v, sym, lut) _mm256_setzero_ps()
 #define AMXK__V8_SET1I8(c) _mm256_set1_epi8(c)
 #define AMXK__V8_SET1I32(c) _mm256_set1_epi32(c)
 #define AMXK__V8_SHUFB(a, b) _mm256_shuffle_epi8(a, b)
 #define AMXK__V8_CVTI(a) _mm256_cvtepi32_ps(a)
 #define AMXK__V8_CASTIF(a) _mm256_castsi256_ps(a)
 #define AMXK__V8_BCAST128I(a) _mm256_broadcastsi128_si256(a)
-/* the fp8 kernel's NaN / inf test: per byte of (both halves' OR) & special == special */
+/* the fp8 kernel's NaN / inf test: per byte of a half, code & special == special */
 #define AMXK__V8_FP8_BAD_T __m256i
 #define AMXK__V8_FP8_BAD_0 _mm256_setzero_si256()
-#define AMXK__V8_FP8_BAD(bad, c, sp) _mm256_or_si256(bad, _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_or_si256((c)[0], (c)[1]), sp), sp))
-#define AMXK__V8_FP8_BAD_ANY(bad) (_mm256_movemask_epi8(bad) != 0) /* (not vptest: SIMDe 0.7.4 gets _mm256_testz_si256 wrong) */
+#define AMXK__V8_FP8_BAD(bad, c, sp) _mm256_or_si256(bad, _mm256_cmpeq_epi8(_mm256_and_si256(c, sp), sp))
+#define AMXK__V8_FP8_BAD_ANY(bad, sp) (_mm256_movemask_epi8(bad) != 0) /* (not vptest: SIMDe 0.7.4 gets _mm256_testz_si256 wrong) */
 #define AMXK__V8_QSTORE(a, row, b, res) amxk__q_store16__avx2(a, row, b, res)
 /* Row `row` of block b's 16 outputs (two vectors) through the row epilogue. */
 AMXK__INLINE void amxk__q_store16__avx2(const amxk__linear_args *a, size_t row, size_t b, const __m256 *res) {
@@ -2354,15 +2381,32 @@ AMXK__QGRID_DEFINE(avx512, AMXK__V16)
 #define AMXK__V16_SRLI32(a, n) _mm512_srli_epi32(a, (unsigned)(n))
 #define AMXK__V16_SRAI32(a, n) _mm512_srai_epi32(a, (unsigned)(n))
 #define AMXK__V16_SRLI16(a, n) _mm512_srli_epi16(a, (unsigned)(n))
+#define AMXK__V16_SRAI16(a, n) _mm512_srai_epi16(a, (unsigned)(n))
+#define AMXK__V16_SLLI16(a, n) _mm512_slli_epi16(a, (unsigned)(n))
+#define AMXK__V16_MR 4 /* rows per decode kernel call */
+#define AMXK__V16_PERM16 1 /* 4-bit fields: vpermps on the 16 values (amxk__q4_tab__avx512) */
+#define AMXK__V16_PERMF(t, i) _mm512_permutexvar_ps(i, t)
+#define AMXK__V16_Q4TAB(v, sym, lut) amxk__q4_tab__avx512(v, sym, lut)
+/* The values of the 16 codes of a 4-bit field as f32 (exact): two's complement (sym), unsigned, or the
+   LUT row's table times its unit. */
+AMXK__INLINE __m512 amxk__q4_tab__avx512(const amxk__qview *v, int sym, int lut) {
+    const __m512i i = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    if (lut)
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128(
+                                                  (const __m128i *)(const void *)v->tr->lut)), 24), 24)),
+                             _mm512_set1_ps(v->tr->unit));
+    return _mm512_cvtepi32_ps(sym ? _mm512_srai_epi32(_mm512_slli_epi32(i, 28), 28) : i);
+}
 #define AMXK__V16_SET1I8(c) _mm512_set1_epi8(c)
 #define AMXK__V16_SET1I32(c) _mm512_set1_epi32(c)
 #define AMXK__V16_SHUFB(a, b) _mm512_shuffle_epi8(a, b)
 #define AMXK__V16_CASTIF(a) _mm512_castsi512_ps(a)
 #define AMXK__V16_BCAST128I(a) _mm512_broadcast_i32x4(a)
-#define AMXK__V16_FP8_BAD_T __mmask64
-#define AMXK__V16_FP8_BAD_0 0
-#define AMXK__V16_FP8_BAD(bad, c, sp) ((bad) | _mm512_cmpeq_epi8_mask(_mm512_and_si512((c)[0], sp), sp))
-#define AMXK__V16_FP8_BAD_ANY(bad) ((bad) != 0)
+/* (at 16 lanes per byte the largest code & 0x7f, compared with special once per block) */
+#define AMXK__V16_FP8_BAD_T __m512i
+#define AMXK__V16_FP8_BAD_0 _mm512_setzero_si512()
+#define AMXK__V16_FP8_BAD(bad, c, sp) _mm512_max_epu8(bad, _mm512_and_si512(c, _mm512_set1_epi8(0x7f)))
+#define AMXK__V16_FP8_BAD_ANY(bad, sp) (_mm512_cmpeq_epi8_mask(_mm512_max_epu8(bad, sp), bad) != 0)
 #define AMXK__V16_QSTORE(a, row, b, res) amxk__linear_store16__avx512(a, row, b, (res)[0])
 AMXK__QD_FIELDS_DEFINE(avx512, AMXK__V16)
 /* amxk__q_fp8x__avx2 at 16 lanes (the 16 rows of c[0]) */
