@@ -363,7 +363,12 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
 #define AMXK__LIN_MC_VEC 48 /* rows per task on the vector paths (a multiple of MR) */
 #endif
 #define AMXK__LIN_WIDE_M 12 /* vector path: from this M on, weight blocks are widened to f32 once per
-                               task and reused by all its row panels */
+                               task and reused by all its row panels (quantized packs: the table's q_wide) */
+#ifndef AMXK__LIN_QW512
+/* AVX-512 / AVX512-VNNI tables' q_wide (int8; int4 / int2 / LUT; fp8): measured, docs/notes/pack.md */
+#define AMXK__LIN_QW512 {12, 8, 8}
+#endif
+#define AMXK__LIN_QW_ANY {AMXK__LIN_WIDE_M, AMXK__LIN_WIDE_M, AMXK__LIN_WIDE_M} /* the other tables (AVX2: not measured) */
 #ifndef AMXK__LIN_NC
 #define AMXK__LIN_NC 16     /* column blocks per task outside decode */
 #endif
@@ -542,6 +547,10 @@ AMXK__PRIV amxk_status amxk__q_geometry(const amxk_quant *q, size_t n, size_t k,
 /* 2 if the column groups (scale blocks along K) cover whole 64-byte rows of a block (4 * 8/b
    columns): the AVX2 kernels stream those; else 1 (generic dequantization). */
 AMXK__INLINE int amxk__q_kind(const amxk__qview *v) { return v->bk % (size_t)(32 / v->bits) == 0 ? 2 : 1; }
+/* lin_ws's quant for pack v: 1 (amxk__q_kind 1), else 2 + the class of amxk__pack_kernels.q_wide */
+AMXK__INLINE int amxk__q_ws_kind(const amxk__qview *v) {
+    return amxk__q_kind(v) == 1 ? 1 : 2 + (AMXK__QV_FP8(v->tr->vmap) ? 2 : v->bits < 8);
+}
 /* Index in the scale (and zero) grid of row block nb (= n / bn) and column block g (= k / bk): the
    grid is tiled by 16 row blocks, [ceil(N/bn/16)][ceil(K/bk)][16]: the 16 rows of a packed block are
    adjacent (one vector load per group), and a block's groups follow each other, so a decode stream
@@ -767,6 +776,10 @@ typedef struct amxk__pack_kernels {
     int (*q8_xpan_takes)(const amxk__qview *v); /* NULL, or 1 when q8_block reads a->xpan for pack v */
     void (*lin_xpanel)(const amxk__linear_args *a, size_t m0, size_t m1, uint16_t *xa); /* NULL, or lin_block's x panels */
     const struct amxk__pack_kernels *q8_else; /* NULL, or the table running the packs q8_takes refuses */
+    /* the vector levels' amxk_linear on quantized packs of whole-row groups (lin_ws's quant 2 + class:
+       int8, fewer bits, fp8): from this many rows (of a call or row chunk) on, blocks dequantized once
+       per task for the prefill tiles, below on the decode kernels (each weight decoded per row pair) */
+    unsigned char q_wide[3];
 } amxk__pack_kernels;
 /* q8_xpan tiles: rows, and 32-bit units per row (x bytes padded with zeros to whole units) */
 #define AMXK__Q8_XPAN_ROWS 8
@@ -1348,7 +1361,7 @@ AMXK__PRIV void amxk__q_block_16__avx2(const amxk__qview *v, size_t b, amxk_dtyp
         }
 }
 
-/* ---- the decode kernels (M < AMXK__LIN_WIDE_M, whole-row groups), written once per width over the
+/* ---- the decode kernels (M below the table's q_wide, whole-row groups), written once per width over the
    V8 / V16 vocabulary (P: AMXK__V8 or AMXK__V16; AMXK__QGRID_DEFINE loads a group's scales or
    zeros of the 16 rows of a block into NH = 16 / P##_LANES vectors; lane for lane the same sums at
    both widths: a level's choice of width changes no output) ---- */
@@ -2166,6 +2179,9 @@ AMXK__TARGET_END
 #ifndef AMXK__LIN_TPF_ROWS
 #define AMXK__LIN_TPF_ROWS 256 /* ... this many 64-byte rows (16 KiB) ahead */
 #endif
+#ifndef AMXK__LIN_PPF
+#define AMXK__LIN_PPF 1 /* prefill tiles: stream the next group's packed blocks into L2 during a group's first tile */
+#endif
 #ifndef AMXK__LIN_TPF_HINT
 #define AMXK__LIN_TPF_HINT _MM_HINT_T1
 #endif
@@ -2182,11 +2198,12 @@ AMXK__TARGET_END
    steps, each weight stream's 64-byte row AMXK__LIN_DPF_ROWS rows ahead into L2 (prefetcht1; why:
    docs/notes/pack.md; past a stream's end: the next tile's stream j, blocks being bstride apart; may
    read past the pack: a prefetch does not fault). pf -1 (the tall tile): every step,
-   AMXK__LIN_TPF_ROWS steps ahead (AMXK__LIN_TPF_HINT). */
+   AMXK__LIN_TPF_ROWS steps ahead (AMXK__LIN_TPF_HINT). pfl > 0 (prefill): every 2 steps, the next pfl
+   64-byte lines from pfx on into L2 (the next group's packed blocks, streamed while this tile runs). */
 #define AMXK__LIN16_KERNEL(NAME, W_T, X_T, LOADW, BCAST, OP, ADDRW)                                      \
     AMXK__FORCE_INLINE void NAME(const uint32_t *xp, size_t ns, const void *w, size_t bstride,  \
                                                           amxk_dtype dt, int mr, int nr, int split, int pf, size_t xs,    \
-                                                          size_t pst, __m512 *out) {                                   \
+                                                          size_t pst, const char *pfx, int pfl, __m512 *out) {         \
         __m512 acc[2][16][4];                                                                            \
         size_t p;                                                                                        \
         int r, j, s;                                                                                     \
@@ -2194,6 +2211,7 @@ AMXK__TARGET_END
         _Pragma("GCC unroll 16") for (r = 0; r < mr; r++)                                                \
             _Pragma("GCC unroll 4") for (j = 0; j < nr; j++) acc[0][r][j] = acc[1][r][j] = _mm512_setzero_ps(); \
         for (p = 0; p < ns; p += 2) {                                                                    \
+            for (s = 0; s < pfl; s++) _mm_prefetch(pfx + ((p / 2) * (size_t)pfl + (size_t)s) * 64, _MM_HINT_T1); \
             _Pragma("GCC unroll 2") for (s = 0; s < 2; s++) {                                            \
                 const size_t q = p + (size_t)s;                                                          \
                 W_T wv[4];                                                                               \
@@ -2227,42 +2245,42 @@ AMXK__TARGET_END
    block, with the weight stream prefetched (pf -1). */
 #define AMXK__LIN16_SHAPES(NAME, ADDRW)                                                                  \
     AMXK__FORCE_INLINE void NAME##_nr(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, \
-                                      int nrmax, int split, int pf, size_t xs, __m512 *out) {            \
-        if (nr == nrmax) NAME(xp, ns, w, bs, dt, mr, nrmax, split, pf, xs, 0, out);                      \
-        else NAME(xp, ns, w, bs, dt, mr, 1, split, pf, xs, 0, out);                                      \
+                                      int nrmax, int split, int pf, size_t xs, const char *pfx, int pfl, __m512 *out) { \
+        if (nr == nrmax) NAME(xp, ns, w, bs, dt, mr, nrmax, split, pf, xs, 0, pfx, pfl, out);           \
+        else NAME(xp, ns, w, bs, dt, mr, 1, split, pf, xs, 0, pfx, pfl, out);                           \
     }                                                                                                    \
     AMXK__FORCE_INLINE void NAME##_decode(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, \
                                           int pf, __m512 *out) {                                         \
         switch (mr) {                                                                                    \
-        case 4: NAME##_nr(xp, ns, w, bs, dt, 4, nr, AMXK__LIN_DNR16, 0, pf, AMXK__LIN_XS16, out); break; \
-        case 3: NAME##_nr(xp, ns, w, bs, dt, 3, nr, AMXK__LIN_DNR16, 0, pf, AMXK__LIN_XS16, out); break; \
-        case 2: NAME##_nr(xp, ns, w, bs, dt, 2, nr, AMXK__LIN_DNR16, 1, pf, 2, out); break;              \
-        default: NAME##_nr(xp, ns, w, bs, dt, 1, nr, AMXK__LIN_DNR16, 1, pf, 1, out); break;             \
+        case 4: NAME##_nr(xp, ns, w, bs, dt, 4, nr, AMXK__LIN_DNR16, 0, pf, AMXK__LIN_XS16, NULL, 0, out); break; \
+        case 3: NAME##_nr(xp, ns, w, bs, dt, 3, nr, AMXK__LIN_DNR16, 0, pf, AMXK__LIN_XS16, NULL, 0, out); break; \
+        case 2: NAME##_nr(xp, ns, w, bs, dt, 2, nr, AMXK__LIN_DNR16, 1, pf, 2, NULL, 0, out); break;              \
+        default: NAME##_nr(xp, ns, w, bs, dt, 1, nr, AMXK__LIN_DNR16, 1, pf, 1, NULL, 0, out); break;             \
         }                                                                                                \
     }                                                                                                    \
     AMXK__FORCE_INLINE void NAME##_prefill(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, \
-                                           int tall, __m512 *out) {                                      \
+                                           int tall, const char *pfx, int pfl, __m512 *out) {            \
         int jt;                                                                                          \
         switch (tall || mr <= 8 ? mr : 8) {                                                              \
         case 16:                                                                                         \
             for (jt = 0; jt < nr; jt++)                                                                  \
-                NAME(xp, ns, ADDRW(w, (size_t)jt * bs, 0), bs, dt, 16, 1, 0, -1, AMXK__LIN_XS16, (size_t)AMXK__LIN_XS16 * ns, out + jt); \
+                NAME(xp, ns, ADDRW(w, (size_t)jt * bs, 0), bs, dt, 16, 1, 0, -1, AMXK__LIN_XS16, (size_t)AMXK__LIN_XS16 * ns, NULL, 0, out + jt); \
             break;                                                                                       \
-        case 8: NAME##_nr(xp, ns, w, bs, dt, 8, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
-        case 7: NAME##_nr(xp, ns, w, bs, dt, 7, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
-        case 6: NAME##_nr(xp, ns, w, bs, dt, 6, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
-        case 5: NAME##_nr(xp, ns, w, bs, dt, 5, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
-        case 4: NAME##_nr(xp, ns, w, bs, dt, 4, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
-        case 3: NAME##_nr(xp, ns, w, bs, dt, 3, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
-        case 2: NAME##_nr(xp, ns, w, bs, dt, 2, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;   \
-        default: NAME##_nr(xp, ns, w, bs, dt, 1, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, out); break;  \
+        case 8: NAME##_nr(xp, ns, w, bs, dt, 8, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, pfx, pfl, out); break;   \
+        case 7: NAME##_nr(xp, ns, w, bs, dt, 7, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, pfx, pfl, out); break;   \
+        case 6: NAME##_nr(xp, ns, w, bs, dt, 6, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, pfx, pfl, out); break;   \
+        case 5: NAME##_nr(xp, ns, w, bs, dt, 5, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, pfx, pfl, out); break;   \
+        case 4: NAME##_nr(xp, ns, w, bs, dt, 4, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, pfx, pfl, out); break;   \
+        case 3: NAME##_nr(xp, ns, w, bs, dt, 3, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, pfx, pfl, out); break;   \
+        case 2: NAME##_nr(xp, ns, w, bs, dt, 2, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, pfx, pfl, out); break;   \
+        default: NAME##_nr(xp, ns, w, bs, dt, 1, nr, AMXK__LIN_NR16, 0, 0, AMXK__LIN_XS16, pfx, pfl, out); break;  \
         }                                                                                                \
     }
 #if AMXK__HAS_AVX512
 /* tiles16's run function: the kernel of one level for a tile (decode: the kernel's pf > 0; prefill:
    0), into out[r * 4 + j] */
 typedef void (*amxk__lin16_run_fn)(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, int decode,
-                                   __m512 *out);
+                                   const char *pfx, int pfl, __m512 *out);
 #endif
 
 #if AMXK__HAS_AVX512
@@ -2357,7 +2375,7 @@ AMXK__PRIV void amxk__xpanel32__avx512(const void *x, size_t ldx, size_t kbytes,
         }
 }
 
-/* ---- quantized packs, decode (M < AMXK__LIN_WIDE_M): the decode kernels at 16 lanes ---- */
+/* ---- quantized packs, decode (M below the table's q_wide): the decode kernels at 16 lanes ---- */
 
 /* 16 e8m0 scale bytes widened like amxk__e8m0_f32x8__avx2 (e = 255 or 0, rare: the masked OR). */
 AMXK__INLINE __m512 amxk__e8m0_f32x16__avx512(__m128i e8) {
@@ -2541,10 +2559,10 @@ AMXK__LIN16_SHAPES(amxk__linear_f32__8x64__avx512, AMXK__LIN16_AD_F32)
 AMXK__LIN16_KERNEL(amxk__linear_w16__4x64__avx512, __m512, __m512, AMXK__LIN16_LD_PACKED, AMXK__LIN16_BC_F32, AMXK__LIN16_FMA, AMXK__LIN16_AD_PK)
 AMXK__LIN16_SHAPES(amxk__linear_w16__4x64__avx512, AMXK__LIN16_AD_PK)
 AMXK__PRIV void amxk__linear_run16__avx512(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr, int decode,
-                                           __m512 *out) {
+                                           const char *pfx, int pfl, __m512 *out) {
     /* dt: what w holds, f32 blocks or (decode) packed bf16 pairs (fp16 packs run amxk__linear_run16f16__avx512) */
     if (decode && dt == AMXK_DTYPE_F32) amxk__linear_f32__8x64__avx512_decode(xp, ns, w, bs, AMXK_DTYPE_F32, mr, nr, decode, out);
-    else if (!decode) amxk__linear_f32__8x64__avx512_prefill(xp, ns, w, bs, AMXK_DTYPE_F32, mr, nr, 0, out);
+    else if (!decode) amxk__linear_f32__8x64__avx512_prefill(xp, ns, w, bs, AMXK_DTYPE_F32, mr, nr, 0, pfx, pfl, out);
     else amxk__linear_w16__4x64__avx512_decode(xp, ns, w, bs, AMXK_DTYPE_BF16, mr, nr, decode, out);
 }
 
@@ -2594,10 +2612,10 @@ AMXK__FORCE_INLINE void amxk__linear_f16__4x64__avx512(const uint32_t *xp, size_
 /* tiles16's run function for fp16 packs (x fp16, f32 pair panels: mode 2): nr blocks in kernels of 2 * mr * nb <= 16
    accumulators (4 blocks for 1-2 rows, 2 for 3-4, 1 for 5-8). */
 AMXK__PRIV void amxk__linear_run16f16__avx512(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr,
-                                              int decode, __m512 *out) {
+                                              int decode, const char *pfx, int pfl, __m512 *out) {
     const uint16_t *wb = (const uint16_t *)w;
     int j;
-    (void)dt, (void)decode;
+    (void)dt, (void)decode, (void)pfx, (void)pfl;
     if (nr == 4 && mr <= 2) {
         if (mr == 2) amxk__linear_f16__4x64__avx512(xp, ns, wb, bs, 2, 4, out);
         else amxk__linear_f16__4x64__avx512(xp, ns, wb, bs, 1, 4, out);
@@ -2635,7 +2653,8 @@ AMXK__PRIV void amxk__linear_run16f16__avx512(const uint32_t *xp, size_t ns, con
    fp16 pair kernel; converted once per task). Decode (at most 4 rows, 16-bit packs): 4 blocks at a
    time straight from the pack. Prefill: per group of NR16 blocks, the group's weights (packed, or
    dequantized / widened once per task: to bf16 pairs for vdpbf16ps - one more rounding, as on AMX -
-   or to f32), then every panel's tile over all of K. ws: amxk__linear_ws__avx512's layout. */
+   or to f32), then every panel's tile over all of K, the first one streaming the next group's packed
+   blocks into L2 (AMXK__LIN_PPF: memory busy while the FMAs run). ws: amxk__linear_ws__avx512's layout. */
 AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws, int pairs,
                                              amxk__lin16_run_fn run) {
     const size_t units = pairs == 1 ? a->kp / 2 : a->kp, panel = (size_t)AMXK__LIN_XS16 * units, bs = (size_t)AMXK__LIN_NB * a->kp;
@@ -2651,8 +2670,9 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
     uint16_t *wq = (uint16_t *)(xrow + (size_t)AMXK__LIN_MR16 * a->kp); /* NR16 staged blocks, then an f32 scratch block */
     float *wf = (float *)(wq + (size_t)AMXK__LIN_NR16 * 2 * bs);
     __m512 out[16 * 4];
+    const char *pfx = NULL;
     size_t i, b, pi, kk;
-    int r, j;
+    int r, j, pfl = 0;
     for (pi = 0; pi < n_panels; pi++) {
         const size_t row = m0 + pi * (size_t)mr_max;
         const int mr = (int)AMXK__MIN((size_t)mr_max, m1 - row);
@@ -2689,11 +2709,17 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
             }
             w = wq;
         }
+        if (!decode && AMXK__LIN_PPF && b + (size_t)nr < b1) { /* the next group's packed bytes, over this group's first tile */
+            const size_t nb = AMXK__MIN((size_t)nr_max, b1 - b - (size_t)nr), bb = a->q ? a->q->blk_bytes : amxk__lin_blk_bytes(a->wt, a->kp);
+            pfx = a->q ? (const char *)a->q->data + (b + (size_t)nr) * bb : (const char *)amxk__lin_blk(a, b + (size_t)nr);
+            pfl = (int)AMXK__CEIL_DIV(nb * bb, (size_t)32 * steps);
+        }
         for (pi = 0, i = m0; i < m1;) {
             const int tall = AMXK__LIN_TALL16 && tall_ok && pi == 0 && m1 - i >= 16;
             const int mr = tall ? 16 : (int)AMXK__MIN((size_t)mr_max, m1 - i);
             run(xp + pi * panel, steps, w, w == (const void *)wq ? (pairs ? wbs : wbs / 2) : bs,
-                w == (const void *)wq ? (pairs ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F32) : a->wt, mr, nr, dpf, out);
+                w == (const void *)wq ? (pairs ? AMXK_DTYPE_BF16 : AMXK_DTYPE_F32) : a->wt, mr, nr, dpf, pfx, pfl, out);
+            pfl = 0;
             for (r = 0; r < mr; r++)
                 for (j = 0; j < nr; j++) amxk__linear_store16__avx512(a, i + (size_t)r, b + (size_t)j, out[r * 4 + j]);
             pi += tall ? 2 : 1, i += (size_t)mr;
@@ -2702,8 +2728,8 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
     }
 }
 
-/* Rows [m0, m1) x blocks [b0, b1) at the AVX-512 levels: quantized packs on the decode path (M <
-   AMXK__LIN_WIDE_M, whole-row groups) on the decode kernels above, fp16 packs on the fp16 pair
+/* Rows [m0, m1) x blocks [b0, b1) at the AVX-512 levels: quantized packs on the decode path (fewer
+   rows than the table's q_wide, whole-row groups) on the decode kernels above, fp16 packs on the fp16 pair
    kernel, the rest on the fp32 FMA tiles. */
 AMXK__PRIV void amxk__linear_block__avx512(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {
     float *xf = (float *)ws, *xs = (float *)(ws + a->plan->ws_a);
@@ -2749,10 +2775,10 @@ AMXK__LIN16_KERNEL(amxk__linear_bf16__8x64__avx512bf16, __m512i, amxk__u32cp, AM
                    AMXK__LIN16_AD_16)
 AMXK__LIN16_SHAPES(amxk__linear_bf16__8x64__avx512bf16, AMXK__LIN16_AD_16)
 AMXK__PRIV void amxk__linear_run16__avx512bf16(const uint32_t *xp, size_t ns, const void *w, size_t bs, amxk_dtype dt, int mr, int nr,
-                                               int decode, __m512 *out) {
+                                               int decode, const char *pfx, int pfl, __m512 *out) {
     (void)dt;
     if (decode) amxk__linear_bf16__8x64__avx512bf16_decode(xp, ns, w, bs, AMXK_DTYPE_BF16, mr, nr, decode, out);
-    else amxk__linear_bf16__8x64__avx512bf16_prefill(xp, ns, w, bs, AMXK_DTYPE_BF16, mr, nr, 1, out);
+    else amxk__linear_bf16__8x64__avx512bf16_prefill(xp, ns, w, bs, AMXK_DTYPE_BF16, mr, nr, 1, pfx, pfl, out);
 }
 
 /* ---- int4 packs with bf16 x, decode (w4a16): vdpbf16ps on fields turned into bf16 ---- */
@@ -3618,7 +3644,7 @@ AMXK__PRIV void amxk__linear_ws__scalar(amxk__linear_plan *p, size_t m, size_t k
 }
 #if AMXK__HAS_AVX2
 AMXK__PRIV void amxk__linear_ws__avx2(amxk__linear_plan *p, size_t m, size_t kp, int quant) {
-    p->wide = quant == 1 || m >= AMXK__LIN_WIDE_M;
+    p->wide = quant == 1 || m >= (quant ? (size_t)p->kt->q_wide[quant - 2] : (size_t)AMXK__LIN_WIDE_M);
     p->ws_a = AMXK__ROUND_UP(AMXK__ROUND_UP(p->mc, (size_t)AMXK__LIN_MR) * kp * 4, (size_t)AMXK_ALIGN);
     /* wide: a widened block; else quantized: group sums of x, then the x rows contiguous (fp8 lane dot) */
     p->ws_w = p->wide ? (size_t)AMXK__LIN_NB * kp * 4 : quant ? (kp / 4 + kp) * AMXK__LIN_MR * 4 : 0;
@@ -3629,9 +3655,10 @@ AMXK__PRIV void amxk__linear_ws__avx2(amxk__linear_plan *p, size_t m, size_t kp,
    AMXK__LIN_NC16 blocks over as many rows as AMXK__LIN_XP16_BYTES of x panels hold, so that each staged
    group of NR16 blocks serves every row of its task from L2 (docs/notes/pack.md). Rows per task (mc)
    never depend on the worker count (callers chunk rows by it, amxk__linop_chunk; a chunk of at most 4
-   rows runs the decode kernels, another summation order). Narrow N gets more row chunks so that the
-   grid holds AMXK__LIN_TASKS16 tasks (at least 48 rows each); then N is split (down to NR16 blocks per
-   task) until there is a task per worker and the count is a multiple of the workers (or >= 4 each). */
+   rows, or a quantized one below the table's q_wide, runs the decode kernels, another summation
+   order). Narrow N gets more row chunks so that the grid holds AMXK__LIN_TASKS16 tasks (at least 48
+   rows each); then N is split (down to NR16 blocks per task) until there is a task per worker and the
+   count is a multiple of the workers (or >= 4 each). */
 #ifndef AMXK__LIN_TASKS16
 #define AMXK__LIN_TASKS16 64
 #endif
@@ -3711,45 +3738,45 @@ AMXK__PRIV void amxk__linear_q8_grid__amx(amxk__linear_plan *p, const amxk__qvie
 
 static const amxk__pack_kernels amxk__pack_kernels_scalar = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__scalar, amxk__linear__1x16__scalar, NULL, amxk__linear_q8__1x16__scalar, NULL,
-    amxk__q_block_16, amxk__linear_store_rows__scalar, NULL, amxk__q8_bprep__scalar, amxk__q8_epi__scalar, 1, NULL, NULL, NULL, NULL, NULL, NULL};
+    amxk__q_block_16, amxk__linear_store_rows__scalar, NULL, amxk__q8_bprep__scalar, amxk__q8_epi__scalar, 1, NULL, NULL, NULL, NULL, NULL, NULL, AMXK__LIN_QW_ANY};
 #if AMXK__HAS_AVX2
 static const amxk__pack_kernels amxk__pack_kernels_avx2 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avx2,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL, NULL, NULL};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL, NULL, NULL, AMXK__LIN_QW_ANY};
 #endif
 #if AMXK__HAS_AVXVNNI
 /* the AVX2 level on a CPU with AVX-VNNI: w8a8 on VEX vpdpbusd */
 static const amxk__pack_kernels amxk__pack_kernels_avx2vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avxvnni,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL, NULL, NULL};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL, NULL, NULL, AMXK__LIN_QW_ANY};
 #endif
 #if AMXK__HAS_AVX512
 static const amxk__pack_kernels amxk__pack_kernels_avx512 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, NULL, amxk__linear_q8_block__avx2,
     amxk__actq_group__avx512, amxk__q_block_16__avx512, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
-    amxk__q8_epi__avx512, 1, NULL, NULL, NULL, NULL, NULL, NULL};
+    amxk__q8_epi__avx512, 1, NULL, NULL, NULL, NULL, NULL, NULL, AMXK__LIN_QW512};
 static const amxk__pack_kernels amxk__pack_kernels_avx512vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512, amxk__linear_q8_takes__avx512vnni,
     amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx512, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
     amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni, amxk__linear_q8_xpan_takes__avx512vnni, NULL,
-    &amxk__pack_kernels_avx2};
+    &amxk__pack_kernels_avx2, AMXK__LIN_QW512};
 static const amxk__pack_kernels amxk__pack_kernels_avx512bf16 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC16, NULL, amxk__linear_ws__avx512, amxk__linear_block__avx512bf16, amxk__linear_q8_takes__avx512vnni,
     amxk__linear_q8_block__avx512vnni, amxk__actq_group__avx512, amxk__q_block_16__avx512, amxk__linear_store_rows__avx512, NULL, amxk__q8_bprep__avx2,
     amxk__q8_epi__avx512, 1, NULL, NULL, amxk__linear_q8_xpan__avx512vnni, amxk__linear_q8_xpan_takes__avx512vnni, NULL,
-    &amxk__pack_kernels_avx2};
+    &amxk__pack_kernels_avx2, AMXK__LIN_QW_ANY};
 #endif
 #if AMXK__HAS_AMX
 /* AMX-TILE/BF16/INT8 (Sapphire / Emerald Rapids): fp16 x runs the vector level */
 static const amxk__pack_kernels amxk__pack_kernels_amx = {
     AMXK__LIN_MC, AMXK__LIN_AMX_MIN_M, AMXK__LIN_NC, amxk__linear_takes__amx, amxk__linear_ws__amx, amxk__linear_block__32x32__amx,
     amxk__linear_q8_takes__amx, amxk__linear_q8_block__32x32__amx, NULL, NULL, NULL, amxk__linear_q8_grid__amx, NULL, NULL, 2,
-    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx, NULL, NULL, amxk__xpanel__amx, NULL};
+    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx, NULL, NULL, amxk__xpanel__amx, NULL, AMXK__LIN_QW_ANY};
 /* the AMX level with AMX-FP16 (Granite Rapids): fp16 x on TDPFP16PS too */
 static const amxk__pack_kernels amxk__pack_kernels_amxfp16 = {
     AMXK__LIN_MC, AMXK__LIN_AMX_MIN_M, AMXK__LIN_NC, amxk__linear_takes__amxfp16, amxk__linear_ws__amx, amxk__linear_block__32x32__amx,
     amxk__linear_q8_takes__amx, amxk__linear_q8_block__32x32__amx, NULL, NULL, NULL, amxk__linear_q8_grid__amx, NULL, NULL, 2,
-    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx, NULL, NULL, amxk__xpanel__amx, NULL};
+    amxk__linear_block_ts__32x32__amx, amxk__linear_q8_block_ts__32x32__amx, NULL, NULL, amxk__xpanel__amx, NULL, AMXK__LIN_QW_ANY};
 #endif
 
 /* The table of ISA level `level` (a context's tier, or a vector level) with the context's features
@@ -3811,7 +3838,7 @@ AMXK__PRIV void amxk__pack_layout(const amxk_ctx *ctx, int op, size_t m, size_t 
     p->mc = AMXK__MIN(m, p->kt->mc);
     p->nc = m <= 4 ? AMXK__MAX((size_t)1, AMXK__CEIL_DIV(nblk, workers * 4)) : p->kt->nc;
     p->nc = AMXK__MIN(p->nc, nblk);
-    if (op == AMXK__OP_LINEAR) p->kt->lin_ws(p, m, kp, q ? amxk__q_kind(q) : 0); /* may set its own grid (AMX) */
+    if (op == AMXK__OP_LINEAR) p->kt->lin_ws(p, m, kp, q ? amxk__q_ws_kind(q) : 0); /* may set its own grid (AMX) */
     p->m_tasks = AMXK__CEIL_DIV(m, p->mc);
     p->n_tasks = AMXK__CEIL_DIV(nblk, p->nc);
     if (op == AMXK__OP_Q8 && p->kt->q8_grid) p->kt->q8_grid(p, q, m, dt == AMXK_DTYPE_U8, workers); /* sets its own tasks */
