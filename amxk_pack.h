@@ -2152,6 +2152,14 @@ AMXK__TARGET_END
 
 #ifndef AMXK__LIN_MR16
 #define AMXK__LIN_MR16 8 /* AVX-512 bf16 prefill tile: rows (<= 8) ... */
+#ifndef AMXK__LIN_DEC16_M
+#define AMXK__LIN_DEC16_M 12 /* AVX-512 fp32 FMA tiles, bf16 packs: up to this many rows of a call's chunk run the
+                                decode tiles straight on the packed pairs (4-row panels, each block group read
+                                once from memory, then from L2), not widened f32 staging + prefill tiles */
+#endif
+/* x panels amxk__linear_tiles16__avx512 builds for a chunk of up to mc rows (8-row prefill panels, or
+   the decode tiles' 4-row ones) */
+#define AMXK__LIN16_PANELS(mc) AMXK__MAX(AMXK__CEIL_DIV((mc), (size_t)AMXK__LIN_MR16), AMXK__CEIL_DIV(AMXK__MIN((mc), (size_t)AMXK__LIN_DEC16_M), (size_t)4))
 #endif
 #ifndef AMXK__LIN_NR16
 #define AMXK__LIN_NR16 3 /* ... x 16-column blocks (<= 4; MR16 * NR16 <= 24 accumulators) */
@@ -2660,13 +2668,14 @@ AMXK__PRIV void amxk__linear_tiles16__avx512(const amxk__linear_args *a, size_t 
     const size_t units = pairs == 1 ? a->kp / 2 : a->kp, panel = (size_t)AMXK__LIN_XS16 * units, bs = (size_t)AMXK__LIN_NB * a->kp;
     const size_t xsz = amxk_dtype_size(a->dt);
     const size_t steps = pairs ? a->kp / 2 : a->kp, wbs = pairs == 1 ? bs : 2 * bs; /* 16-bit elements per staged block */
-    const int decode = m1 - m0 <= 4 && !a->q, nr_max = decode ? AMXK__LIN_DNR16 : AMXK__LIN_NR16, mr_max = decode ? 4 : AMXK__LIN_MR16;
+    const int decode = !a->q && (m1 - m0 <= 4 || (!pairs && a->wt == AMXK_DTYPE_BF16 && m1 - m0 <= AMXK__LIN_DEC16_M));
+    const int nr_max = decode ? AMXK__LIN_DNR16 : AMXK__LIN_NR16, mr_max = decode ? 4 : AMXK__LIN_MR16;
     const int dpf = decode ? (int)a->st->lin_pfr * (pairs == 0 && a->wt != AMXK_DTYPE_F32 ? 2 : 1) : 0; /* steps per prefetch */
     const size_t n_panels = AMXK__CEIL_DIV(m1 - m0, (size_t)mr_max);
     /* the tall tile (vdpbf16ps straight on the pack; AMXK__LIN_TALL16) for the first 16 rows */
     const int tall_ok = !decode && pairs == 1 && !a->q && a->wt == AMXK_DTYPE_BF16 && AMXK__LIN_MR16 == 8;
     uint32_t *xp = (uint32_t *)ws;
-    float *xrow = (float *)(ws + AMXK__ROUND_UP(AMXK__CEIL_DIV(a->plan->mc, (size_t)AMXK__LIN_MR16) * panel * 4, (size_t)AMXK_ALIGN));
+    float *xrow = (float *)(ws + AMXK__ROUND_UP(AMXK__LIN16_PANELS(a->plan->mc) * panel * 4, (size_t)AMXK_ALIGN));
     uint16_t *wq = (uint16_t *)(xrow + (size_t)AMXK__LIN_MR16 * a->kp); /* NR16 staged blocks, then an f32 scratch block */
     float *wf = (float *)(wq + (size_t)AMXK__LIN_NR16 * 2 * bs);
     __m512 out[16 * 4];
@@ -3679,7 +3688,7 @@ AMXK__PRIV void amxk__linear_grid16__avx512(amxk__linear_plan *p, size_t m, size
 AMXK__PRIV void amxk__linear_ws__avx512(amxk__linear_plan *p, size_t m, size_t kp, int quant) {
     size_t need;
     if (m > 4) amxk__linear_grid16__avx512(p, m, kp);
-    need = AMXK__ROUND_UP(AMXK__CEIL_DIV(p->mc, (size_t)AMXK__LIN_MR16) * AMXK__LIN_XS16 * kp * 4, (size_t)AMXK_ALIGN) +
+    need = AMXK__ROUND_UP(AMXK__LIN16_PANELS(p->mc) * AMXK__LIN_XS16 * kp * 4, (size_t)AMXK_ALIGN) +
            (size_t)AMXK__LIN_MR16 * kp * 4 + (size_t)AMXK__LIN_NR16 * AMXK__LIN_NB * kp * 4 + (size_t)AMXK__LIN_NB * kp * 4;
     amxk__linear_ws__avx2(p, m, kp, quant);
     if (p->ws_a + p->ws_w < need) p->ws_w = AMXK__ROUND_UP(need - p->ws_a, (size_t)AMXK_ALIGN);
