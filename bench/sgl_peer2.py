@@ -54,7 +54,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sgl_peer import (BF, add_moe_args, check, common_parser, copies, full_experts, kernel_so, line,  # noqa: E402
+from sgl_peer import (BF, add_moe_args, check, common_parser, copies, full_experts, has_op, kernel_so, line,  # noqa: E402
                       measure, moe_inputs, moe_ref, probe, start)
 
 AWQ_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)  # AWQ: nibble j of a word holds element AWQ_ORDER[j] of its 8
@@ -301,6 +301,15 @@ def moe_expert_weights(a, ops, na):
     return (dict(method=3, w13=c13[0], z13=c13[1], s13=c13[2], w2=c2[0], z2=c2[1], s2=c2[2]), lambda: (c13[3](), c2[3]()))
 
 
+def missing_op(peer, op, params, ops, names):
+    """Prints the unsupported line (and returns True) when the loaded build lacks one of the ops in names
+    (_C_AVX2 has no fused_experts_cpu, fp8 / int4 GEMM or conv1d weight pack)."""
+    lacking = [nm for nm in names if not has_op(ops, nm)]
+    if lacking:
+        unsupported(peer, op, params, "no_op:" + ",".join(lacking))
+    return bool(lacking)
+
+
 def cmd_moe(a, ops):
     m, e, topk, k, n, layers = a.m, a.experts, a.topk, a.hidden, a.inter, a.layers
     ids, ids_t, tw_t, act, x = moe_inputs(a)
@@ -310,6 +319,9 @@ def cmd_moe(a, ops):
              (f" isa={a.vmoe_isa}" if vllm else "" if a.dtype != "w4a8" else f" group={a.group}") + \
              f" layers={layers} threads={a.threads} lib={lib()} seed={a.seed} active={len(act)}"
     out = torch.empty(m, k, dtype=BF)
+    need = ("cpu_fused_moe", "prepack_moe_weight") if vllm else ("fused_experts_cpu", "convert_weight_packed")
+    if missing_op(peer, op, params, ops, need):
+        return 0
 
     def run(w):
         if vllm:
@@ -345,15 +357,16 @@ def cmd_linear(a, ops):
     x = (torch.rand(m, k) * 2 - 1).to(BF)
     params = f"m={m} n={n} k={k} dtype={a.dtype} group={128 if a.dtype == 'fp8' else a.group} threads={a.threads} " \
              f"lib={lib()} rotate_mb={a.rotate_mb:g}"
+    op = "fp8_scaled_mm_cpu" if a.dtype == "fp8" else "int4_scaled_mm_cpu"
+    if missing_op("sgl", op, params, ops, (op, "convert_weight_packed" if a.dtype == "fp8" else "convert_weight_packed_scale_zp")):
+        return 0
     if a.dtype == "fp8":
-        op = "fp8_scaled_mm_cpu"
         wf, ws, deq = fp8_block((), n, k)
         w = (ops.convert_weight_packed(wf), ws)
 
         def run(w):
             return ops.fp8_scaled_mm_cpu(x, w[0], w[1], [128, 128], None, BF, True)
     else:
-        op = "int4_scaled_mm_cpu"
         qw, qz, s, deq = int4_awq(k, n, a.group)
         w = ops.convert_weight_packed_scale_zp(qw, qz, s, 0)  # 0: AWQ
 
@@ -401,6 +414,10 @@ def main():
     lin.add_argument("--dtype", default="fp8", choices=["fp8", "w4a8"])
     lin.add_argument("--group", type=int, default=128, help="int4 group (w4a8)")
     lin.add_argument("--rotate-mb", type=float, default=0.0)
+    if not os.environ.get("SGL_PEER_SO") and not torch.cpu._is_avx512_supported():
+        # the default build (_C) dies with SIGILL as it loads on a CPU without AVX-512 (seen on AMD Zen 3):
+        # load the build vLLM itself picks here (_C_AVX2); its ops that _C_AVX2 lacks print unsupported
+        os.environ["SGL_PEER_SO"] = vllm_build()
     a, ops = start(ap, "sgl_peer2")
     if getattr(torch._C, "_cpu", None) is not None and hasattr(torch._C._cpu, "_init_amx"):
         torch._C._cpu._init_amx()  # AMX tile permission (arch_prctl); False and harmless without AMX
