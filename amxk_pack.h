@@ -1428,6 +1428,29 @@ AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__##isa(const amxk__qview *v, const
             for (h = 0; h < P##_NH; h++) sc[h] = P##_SET1(s1[g * 16]);                                                 \
         else                                                                                                           \
             amxk__q_grid16__##isa(v, v->scales, b, g, sc);                                                             \
+        if (P##_NH == 2 && mr == 1) { /* one row, two halves: both in one pass, one broadcast per k (the same chains) */ \
+            const char *pfb = (const char *)blk + st->q_pf; /* the prefetch kind and distance read once per group */ \
+            const int t1 = st->q_t1;                                                                                   \
+            P##_T a0[4], a1[4];                                                                                        \
+            for (j = 0; j < 4; j++) a0[j] = a1[j] = P##_SET1(0.0f);                                                    \
+            for (rg = q0; rg < q1; rg++) {                                                                             \
+                const P##_I c0 = P##_LOADI(blk + rg * 64), c1 = P##_LOADI(blk + rg * 64 + 32);                         \
+                P##_T w0[4], w1[4];                                                                                    \
+                if (t1) _mm_prefetch(pfb + rg * 64, _MM_HINT_T1);                                                      \
+                else _mm_prefetch(pfb + rg * 64, _MM_HINT_T0);                                                         \
+                bad = P##_FP8_BAD(P##_FP8_BAD(bad, c0, special), c1, special);                                         \
+                amxk__fp8_k4__##isa(c0, map, w0);                                                                      \
+                amxk__fp8_k4__##isa(c1, map, w1);                                                                      \
+                _Pragma("GCC unroll 4") for (j = 0; j < 4; j++) {                                                      \
+                    const P##_T xb = P##_SET1(xr[rg * 4 + (size_t)j]);                                                 \
+                    a0[j] = P##_FMADD(xb, w0[j], a0[j]);                                                               \
+                    a1[j] = P##_FMADD(xb, w1[j], a1[j]);                                                               \
+                }                                                                                                      \
+            }                                                                                                          \
+            res[0] = P##_FMADD(sc[0], P##_MUL(AMXK__QD_SUM(P, 1, a0), P##_SET1(post[0])), res[0]);                     \
+            res[P##_NH - 1] = P##_FMADD(sc[P##_NH - 1], P##_MUL(AMXK__QD_SUM(P, 1, a1), P##_SET1(post[0])), res[P##_NH - 1]); \
+            continue;                                                                                                  \
+        }                                                                                                              \
         for (h = 0; h < P##_NH; h++) { /* lanes 16h / NH .. */                                                         \
             P##_T acc[P##_MR][4]; /* [row][AMXK__QD_CHAIN] */                                                          \
             for (r = 0; r < P##_MR; r++) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = P##_SET1(0.0f);               \
