@@ -319,8 +319,8 @@ def cmd_moe(a, ops):
              (f" isa={a.vmoe_isa}" if vllm else "" if a.dtype != "w4a8" else f" group={a.group}") + \
              f" layers={layers} threads={a.threads} lib={lib()} seed={a.seed} active={len(act)}"
     out = torch.empty(m, k, dtype=BF)
-    need = ("cpu_fused_moe", "prepack_moe_weight") if vllm else ("fused_experts_cpu", "convert_weight_packed")
-    if missing_op(peer, op, params, ops, need):
+    pack = "prepack_moe_weight" if vllm else "convert_weight_packed_scale_zp" if a.dtype == "w4a8" else "convert_weight_packed"
+    if missing_op(peer, op, params, ops, (op, pack)):  # (moe_expert_weights' packer)
         return 0
 
     def run(w):
