@@ -1382,6 +1382,11 @@ AMXK__FORCE_INLINE void amxk__fp8_k4__##isa(P##_I v, int map, P##_T *w) {       
     w[0] = P##_CASTIF(P##_ANDI(P##_SLLI32(even, 16), m)), w[1] = P##_CASTIF(P##_ANDI(P##_SLLI32(odd, 16), m));         \
     w[2] = P##_CASTIF(P##_ANDI(even, m)), w[3] = P##_CASTIF(P##_ANDI(odd, m));                                         \
 }                                                                                                                      \
+AMXK__FORCE_INLINE P##_T amxk__fp8_kj__##isa(P##_I v, int j, int map) { /* w[j] of amxk__fp8_k4 alone (3 operations) */ \
+    const P##_I t = j < 3 ? P##_SLLI32(v, 24 - 8 * j) : v;                                                             \
+    return P##_CASTIF(P##_ANDI(P##_SRAI32(t, map == AMXK__QV_E4M3 ? 4 : 3),                                            \
+                               P##_SET1I32(map == AMXK__QV_E4M3 ? (int)0x87f00000u : (int)0x8fe00000u)));              \
+}                                                                                                                      \
 AMXK__FORCE_INLINE P##_I amxk__qi_tops__##isa(P##_I c, int f, int bits, int lut, P##_I lutv) {                         \
     const int up = 8 - bits - bits * f; /* moves field f to the top of its byte */                                     \
     if (lut) return P##_SHUFB(lutv, P##_ANDI(f ? P##_SRLI16(c, 4) : c, P##_SET1I8(0x0f)));                             \
@@ -1435,16 +1440,13 @@ AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__##isa(const amxk__qview *v, const
             for (j = 0; j < 4; j++) a0[j] = a1[j] = P##_SET1(0.0f);                                                    \
             for (rg = q0; rg < q1; rg++) {                                                                             \
                 const P##_I c0 = P##_LOADI(blk + rg * 64), c1 = P##_LOADI(blk + rg * 64 + 32);                         \
-                P##_T w0[4], w1[4];                                                                                    \
                 if (t1) _mm_prefetch(pfb + rg * 64, _MM_HINT_T1);                                                      \
                 else _mm_prefetch(pfb + rg * 64, _MM_HINT_T0);                                                         \
                 bad = P##_FP8_BAD(P##_FP8_BAD(bad, c0, special), c1, special);                                         \
-                amxk__fp8_k4__##isa(c0, map, w0);                                                                      \
-                amxk__fp8_k4__##isa(c1, map, w1);                                                                      \
-                _Pragma("GCC unroll 4") for (j = 0; j < 4; j++) {                                                      \
+                _Pragma("GCC unroll 4") for (j = 0; j < 4; j++) { /* code j of each lane decoded as it is used */      \
                     const P##_T xb = P##_SET1(xr[rg * 4 + (size_t)j]);                                                 \
-                    a0[j] = P##_FMADD(xb, w0[j], a0[j]);                                                               \
-                    a1[j] = P##_FMADD(xb, w1[j], a1[j]);                                                               \
+                    a0[j] = P##_FMADD(xb, amxk__fp8_kj__##isa(c0, j, map), a0[j]);                                     \
+                    a1[j] = P##_FMADD(xb, amxk__fp8_kj__##isa(c1, j, map), a1[j]);                                     \
                 }                                                                                                      \
             }                                                                                                          \
             res[0] = P##_FMADD(sc[0], P##_MUL(AMXK__QD_SUM(P, 1, a0), P##_SET1(post[0])), res[0]);                     \
@@ -1625,11 +1627,12 @@ AMXK__PRIV void amxk__linear_q_panel__##isa(const amxk__linear_args *a, const fl
 #define AMXK__V8_CVTI(a) _mm256_cvtepi32_ps(a)
 #define AMXK__V8_CASTIF(a) _mm256_castsi256_ps(a)
 #define AMXK__V8_BCAST128I(a) _mm256_broadcastsi128_si256(a)
-/* the fp8 kernel's NaN / inf test: per byte of a half, code & special == special */
+/* the fp8 kernel's NaN / inf test: per byte the largest code & 0x7f, compared with special once per block
+   (code & 0x7f >= special iff code & special == special: special is 0x7f or its top five bits) */
 #define AMXK__V8_FP8_BAD_T __m256i
 #define AMXK__V8_FP8_BAD_0 _mm256_setzero_si256()
-#define AMXK__V8_FP8_BAD(bad, c, sp) _mm256_or_si256(bad, _mm256_cmpeq_epi8(_mm256_and_si256(c, sp), sp))
-#define AMXK__V8_FP8_BAD_ANY(bad, sp) (_mm256_movemask_epi8(bad) != 0) /* (not vptest: SIMDe 0.7.4 gets _mm256_testz_si256 wrong) */
+#define AMXK__V8_FP8_BAD(bad, c, sp) _mm256_max_epu8(bad, _mm256_and_si256(c, _mm256_set1_epi8(0x7f)))
+#define AMXK__V8_FP8_BAD_ANY(bad, sp) (_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_max_epu8(bad, sp), bad)) != 0) /* (not vptest: SIMDe 0.7.4 gets _mm256_testz_si256 wrong) */
 #define AMXK__V8_QSTORE(a, row, b, res) amxk__q_store16__avx2(a, row, b, res)
 /* Row `row` of block b's 16 outputs (two vectors) through the row epilogue. */
 AMXK__INLINE void amxk__q_store16__avx2(const amxk__linear_args *a, size_t row, size_t b, const __m256 *res) {
@@ -2451,7 +2454,7 @@ AMXK__INLINE __m512 amxk__q4_tab__avx512(const amxk__qview *v, int sym, int lut)
 #define AMXK__V16_SHUFB(a, b) _mm512_shuffle_epi8(a, b)
 #define AMXK__V16_CASTIF(a) _mm512_castsi512_ps(a)
 #define AMXK__V16_BCAST128I(a) _mm512_broadcast_i32x4(a)
-/* (at 16 lanes per byte the largest code & 0x7f, compared with special once per block) */
+/* (the test of AMXK__V8_FP8_BAD at 16 lanes) */
 #define AMXK__V16_FP8_BAD_T __m512i
 #define AMXK__V16_FP8_BAD_0 _mm512_setzero_si512()
 #define AMXK__V16_FP8_BAD(bad, c, sp) _mm512_max_epu8(bad, _mm512_and_si512(c, _mm512_set1_epi8(0x7f)))
