@@ -397,7 +397,7 @@ typedef struct amxk__stream {
                       stream (4x16), larger ones four (8x64; the last < 4 blocks of a range: 4x16) */
     size_t q8_pf;  /* ... the four streams' prefetch distance in bytes (0: none) */
     size_t q_pf;   /* the w*a16 int / fp8 decode kernels' and the AVX2 w8a8 kernel's prefetch distance ... */
-    int q_t1;      /* ... into L2 (prefetcht1; 0: prefetcht0): AMXK__Q_PF(st, p) */
+    int q_t1;      /* ... into L2 (prefetcht1; 0: prefetcht0): AMXK__Q_PF(t1, p) */
     size_t lin_pfr; /* AVX-512 16-bit / f32 decode tiles: a prefetch every this many 64-byte rows of each
                        weight stream (a power of two; AMXK__LIN16_KERNEL's pf) */
 } amxk__stream;
@@ -406,11 +406,12 @@ static const amxk__stream amxk__stream_other = {AMXK__Q8V_D1B, 0, AMXK__Q_PREFET
 /* Intel (Emerald Rapids): four streams, prefetched into L2 (bench/results.md, issue 29); 16-bit decode
    tiles: every row (MoE M = 16 1.1-1.2x, bench/results.md "Helper m16") */
 static const amxk__stream amxk__stream_intel = {0, AMXK__Q8V_PF_INTEL, AMXK__Q_PF_INTEL, 1, 1};
-/* a statement (not a ?: of two prefetches: clang 14 crashes on that at -O0) */
-#define AMXK__Q_PF(st, p)                                                                                              \
+/* The decode kernels' prefetch of p into L1 (t1 == 0) or L2: a statement (not a ?: of two prefetches:
+   clang 14 crashes on that at -O0); callers read t1 = st->q_t1 and the distance st->q_pf once per call */
+#define AMXK__Q_PF(t1, p)                                                                                              \
     do {                                                                                                               \
-        if ((st)->q_t1) _mm_prefetch((const char *)(p) + (st)->q_pf, _MM_HINT_T1);                                     \
-        else _mm_prefetch((const char *)(p) + (st)->q_pf, _MM_HINT_T0);                                                \
+        if (t1) _mm_prefetch((const char *)(p), _MM_HINT_T1);                                                          \
+        else _mm_prefetch((const char *)(p), _MM_HINT_T0);                                                             \
     } while (0)
 AMXK__INLINE const amxk__stream *amxk__stream_for(int family) {
     return family == AMXK_FAMILY_INTEL ? &amxk__stream_intel : &amxk__stream_other;
@@ -1420,6 +1421,8 @@ AMXK__FORCE_INLINE P##_T amxk__qi_ufield__##isa(P##_I v, int sh, int bits) {    
 AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__##isa(const amxk__qview *v, const amxk__stream *st, const float *xr, size_t ldr, \
                                                      size_t b, int mr, int map, const float *post, P##_T *res) {       \
     const uint8_t *blk = v->data + b * v->blk_bytes;                                                                   \
+    const char *pf = (const char *)blk + st->q_pf; /* the prefetch address and kind, read once */                      \
+    const int t1 = st->q_t1;                                                                                           \
     const float *s1 = amxk__q_grid_row(v, v->scales, b); /* block scales (128 x 128): one broadcast per group */       \
     const P##_I special = P##_SET1I8((char)AMXK__FP8_SPECIAL(map));                                                    \
     P##_FP8_BAD_T bad = P##_FP8_BAD_0;                                                                                 \
@@ -1434,14 +1437,11 @@ AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__##isa(const amxk__qview *v, const
         else                                                                                                           \
             amxk__q_grid16__##isa(v, v->scales, b, g, sc);                                                             \
         if (P##_NH == 2 && mr == 1) { /* one row, two halves: both in one pass, one broadcast per k (the same chains) */ \
-            const char *pfb = (const char *)blk + st->q_pf; /* the prefetch kind and distance read once per group */ \
-            const int t1 = st->q_t1;                                                                                   \
             P##_T a0[4], a1[4];                                                                                        \
             for (j = 0; j < 4; j++) a0[j] = a1[j] = P##_SET1(0.0f);                                                    \
             for (rg = q0; rg < q1; rg++) {                                                                             \
                 const P##_I c0 = P##_LOADI(blk + rg * 64), c1 = P##_LOADI(blk + rg * 64 + 32);                         \
-                if (t1) _mm_prefetch(pfb + rg * 64, _MM_HINT_T1);                                                      \
-                else _mm_prefetch(pfb + rg * 64, _MM_HINT_T0);                                                         \
+                AMXK__Q_PF(t1, pf + rg * 64);                                                                          \
                 bad = P##_FP8_BAD(P##_FP8_BAD(bad, c0, special), c1, special);                                         \
                 _Pragma("GCC unroll 4") for (j = 0; j < 4; j++) { /* code j of each lane decoded as it is used */      \
                     const P##_T xb = P##_SET1(xr[rg * 4 + (size_t)j]);                                                 \
@@ -1459,7 +1459,7 @@ AMXK__FORCE_INLINE int amxk__linear_fp8__2x16__##isa(const amxk__qview *v, const
             for (rg = q0; rg < q1; rg++) {                                                                             \
                 const P##_I c = P##_LOADI(blk + rg * 64 + (size_t)h * 32);                                             \
                 P##_T w[4];                                                                                            \
-                if (h == 0) AMXK__Q_PF(st, blk + rg * 64);                                                             \
+                if (h == 0) AMXK__Q_PF(t1, pf + rg * 64);                                                              \
                 bad = P##_FP8_BAD(bad, c, special);                                                                    \
                 amxk__fp8_k4__##isa(c, map, w);                                                                        \
                 _Pragma("GCC unroll 4") for (j = 0; j < 4; j++) {                                                      \
@@ -1483,6 +1483,8 @@ AMXK__FORCE_INLINE void amxk__linear_qi__2x16__##isa(const amxk__qview *v, const
     const P##_I lutv = lut ? P##_BCAST128I(_mm_loadu_si128((const __m128i *)(const void *)v->tr->lut)) : P##_ZEROI;    \
     const P##_T tab = P##_Q4TAB(v, sym, lut);                                                                          \
     const uint8_t *blk = v->data + b * v->blk_bytes;                                                                   \
+    const char *pf = (const char *)blk + st->q_pf; /* the prefetch address and kind, read once */                      \
+    const int t1 = st->q_t1;                                                                                           \
     size_t g, rg;                                                                                                      \
     int r, h, j;                                                                                                       \
     for (r = 0; r < P##_MR * P##_NH; r++) res[r] = P##_SET1(0.0f);                                                     \
@@ -1497,7 +1499,7 @@ AMXK__FORCE_INLINE void amxk__linear_qi__2x16__##isa(const amxk__qview *v, const
             for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {                           \
                 const P##_I c = P##_LOADI(blk + rg * 64 + (size_t)h * 32);                                             \
                 P##_I tops = c;                                                                                        \
-                if (h == 0) AMXK__Q_PF(st, blk + rg * 64);                                                             \
+                if (h == 0) AMXK__Q_PF(t1, pf + rg * 64);                                                              \
                 _Pragma("GCC unroll 16") for (j = 0; j < span; j++) {                                                  \
                     P##_T w;                                                                                           \
                     if (perm) {                                                                                        \
@@ -1529,6 +1531,8 @@ AMXK__FORCE_INLINE void amxk__linear_q__2x16__##isa(const amxk__qview *v, const 
                                                     int r0, int mr, int map,                                           \
                                                     P##_T *res) {                                                      \
     const uint8_t *blk = v->data + b * v->blk_bytes;                                                                   \
+    const char *pf = (const char *)blk + st->q_pf; /* the prefetch address and kind, read once */                      \
+    const int t1 = st->q_t1;                                                                                           \
     size_t g, rg;                                                                                                      \
     int r, j, h;                                                                                                       \
     for (r = 0; r < 2 * P##_NH; r++) res[r] = P##_SET1(0.0f);                                                          \
@@ -1539,7 +1543,7 @@ AMXK__FORCE_INLINE void amxk__linear_q__2x16__##isa(const amxk__qview *v, const 
         for (rg = g * v->bk / 4; rg < AMXK__MIN((g + 1) * v->bk, v->kp) / 4; rg++) { /* the last block may be partial */ \
             P##_I c[P##_NH];                                                                                           \
             for (h = 0; h < P##_NH; h++) c[h] = P##_LOADI(blk + rg * 64 + (size_t)h * 32);                             \
-            AMXK__Q_PF(st, blk + rg * 64);                                                                             \
+            AMXK__Q_PF(t1, pf + rg * 64);                                                                              \
             _Pragma("GCC unroll 4") for (j = 0; j < 4; j++) {                                                          \
                 const size_t kk = rg * 4 + (size_t)j;                                                                  \
                 const float *xp = xf + ((kk / 2) * AMXK__LIN_MR + (size_t)r0) * 2 + (kk & 1);                          \
@@ -1841,6 +1845,8 @@ AMXK__FORCE_INLINE void amxk__q8_group__avx2(int bits, int asym, int pre, float 
                                   const float *sx_tab, size_t m0, int xu) {                              \
         const amxk__qview *v = a->w;                                                                     \
         const uint8_t *blk = v->data + b * v->blk_bytes;                                                 \
+        const char *pf = (const char *)blk + a->st->q_pf; /* the prefetch address and kind, read once */ \
+        const int t1 = a->st->q_t1;                                                                      \
         const __m256i ones = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);                         \
         const int per = 8 / bits, span = 4 * per, flush = bits == 4 ? 4 : 8; /* 64-byte rows per 16-bit run */ \
         const __m256i fmask = _mm256_set1_epi8((char)((1 << bits) - 1));                                 \
@@ -1861,7 +1867,7 @@ AMXK__FORCE_INLINE void amxk__q8_group__avx2(int bits, int asym, int pre, float 
                 for (rg = rc; rg < AMXK__MIN(rg1, rc + (size_t)flush); rg++) {                           \
                     __m256i w0 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64));                   \
                     __m256i w1 = _mm256_loadu_si256((const __m256i *)(blk + rg * 64 + 32));              \
-                    AMXK__Q_PF(a->st, blk + rg * 64);                                                                  \
+                    AMXK__Q_PF(t1, pf + rg * 64);                                                        \
                     if (bits == 8) {                                                                     \
                         const __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);                \
                         _Pragma("GCC unroll 4") for (r = 0; r < mr; r++) {                               \
