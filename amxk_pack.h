@@ -1403,6 +1403,18 @@ AMXK__FORCE_INLINE P##_T amxk__qi_sfield__##isa(P##_I tops, int i) {            
 AMXK__FORCE_INLINE P##_T amxk__qi_ufield__##isa(P##_I v, int sh, int bits) {                                           \
     if (sh + bits == 32) return P##_CVTI(P##_SRLI32(v, sh));                                                           \
     return P##_CVTI(P##_ANDI(v, P##_SET1I32(((1 << bits) - 1) << sh)));                                                \
+}                                                                                                                      \
+/* Column j (k = span * row + j) of the 64-byte-row part c as the int kernel multiplies it: through the 16-entry      \
+   table tab (perm), or the field (symmetric: from *tops, the fields of c moved to the tops of their bytes, renewed    \
+   at j % 4 == 0) */                                                                                                   \
+AMXK__FORCE_INLINE P##_T amxk__qi_w__##isa(P##_I c, P##_I *tops, int j, int bits, int sym, int perm, int lut, P##_I lutv, \
+                                           P##_T tab) {                                                                \
+    if (perm) {                                                                                                        \
+        const int sh = 8 * (j % 4) + 4 * (j / 4);                                                                      \
+        return P##_PERMF(tab, sh ? P##_SRLI32(c, sh) : c);                                                             \
+    }                                                                                                                  \
+    if (sym && j % 4 == 0) *tops = amxk__qi_tops__##isa(c, j / 4, bits, lut, lutv);                                    \
+    return sym ? amxk__qi_sfield__##isa(*tops, j % 4) : amxk__qi_ufield__##isa(c, 8 * (j % 4) + bits * (j / 4), bits); \
 }
 
 /* The decode kernels (derivation: docs/notes/pack.md): rows 0 .. mr-1 (mr <= P##_MR: 2 or 4) of xr (f32 rows ldr
@@ -1493,6 +1505,26 @@ AMXK__FORCE_INLINE void amxk__linear_qi__2x16__##isa(const amxk__qview *v, const
         amxk__q_sgrid16__##isa(v, b, g, sc);                                                                           \
         for (h = 0; h < P##_NH; h++) zp[h] = P##_SET1(0.0f);                                                           \
         if (!sym) amxk__q_grid16__##isa(v, v->zeros, b, g, zp);                                                        \
+        if (P##_NH == 2 && mr == 1) { /* one row, two halves: both in one pass, one broadcast per k (the same chains) */ \
+            P##_T a[2][4]; /* [half][AMXK__QD_CHAIN] */                                                                \
+            for (j = 0; j < 4; j++) a[0][j] = a[1][j] = P##_SET1(0.0f);                                                \
+            for (rg = g * v->bk / (size_t)span; rg < (g + 1) * v->bk / (size_t)span; rg++) {                           \
+                const P##_I c0 = P##_LOADI(blk + rg * 64), c1 = P##_LOADI(blk + rg * 64 + 32);                         \
+                P##_I tops0 = c0, tops1 = c1;                                                                          \
+                AMXK__Q_PF(t1, pf + rg * 64);                                                                          \
+                _Pragma("GCC unroll 16") for (j = 0; j < span; j++) {                                                  \
+                    const P##_T xb = P##_SET1(xr[rg * (size_t)span + (size_t)j]);                                      \
+                    a[0][j & 3] = P##_FMADD(xb, amxk__qi_w__##isa(c0, &tops0, j, bits, sym, perm, lut, lutv, tab), a[0][j & 3]); \
+                    a[1][j & 3] = P##_FMADD(xb, amxk__qi_w__##isa(c1, &tops1, j, bits, sym, perm, lut, lutv, tab), a[1][j & 3]); \
+                }                                                                                                      \
+            }                                                                                                          \
+            for (h = 0; h < 2; h++) {                                                                                  \
+                P##_T t = AMXK__QD_SUM(P, 1, a[h]);                                                                    \
+                if (!sym) t = P##_FNMADD(zp[h], P##_SET1(xsum[g * AMXK__LIN_MR]), t);                                  \
+                res[h] = P##_FMADD(sc[h], P##_MUL(t, P##_SET1(post[0])), res[h]);                                      \
+            }                                                                                                          \
+            continue;                                                                                                  \
+        }                                                                                                              \
         for (h = 0; h < P##_NH; h++) { /* lanes 16h / NH .. */                                                         \
             P##_T acc[P##_MR][4]; /* [row][AMXK__QD_CHAIN] */                                                          \
             for (r = 0; r < P##_MR; r++) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = P##_SET1(0.0f);               \
@@ -1501,14 +1533,7 @@ AMXK__FORCE_INLINE void amxk__linear_qi__2x16__##isa(const amxk__qview *v, const
                 P##_I tops = c;                                                                                        \
                 if (h == 0) AMXK__Q_PF(t1, pf + rg * 64);                                                              \
                 _Pragma("GCC unroll 16") for (j = 0; j < span; j++) {                                                  \
-                    P##_T w;                                                                                           \
-                    if (perm) {                                                                                        \
-                        const int sh = 8 * (j % 4) + 4 * (j / 4);                                                      \
-                        w = P##_PERMF(tab, sh ? P##_SRLI32(c, sh) : c);                                                \
-                    } else {                                                                                           \
-                        if (sym && j % 4 == 0) tops = amxk__qi_tops__##isa(c, j / 4, bits, lut, lutv);                 \
-                        w = sym ? amxk__qi_sfield__##isa(tops, j % 4) : amxk__qi_ufield__##isa(c, 8 * (j % 4) + bits * (j / 4), bits); \
-                    }                                                                                                  \
+                    const P##_T w = amxk__qi_w__##isa(c, &tops, j, bits, sym, perm, lut, lutv, tab);                   \
                     _Pragma("GCC unroll 4") for (r = 0; r < mr; r++) {                                                 \
                         const P##_T xb = P##_SET1(xr[(size_t)r * ldr + rg * (size_t)span + (size_t)j]);                \
                         acc[r][AMXK__QD_CHAIN(mr, j)] = P##_FMADD(xb, w, acc[r][AMXK__QD_CHAIN(mr, j)]);               \
