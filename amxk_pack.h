@@ -368,7 +368,11 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
 /* AVX-512 / AVX512-VNNI tables' q_wide (int8; int4 / int2 / LUT; fp8): measured, docs/notes/pack.md */
 #define AMXK__LIN_QW512 {12, 8, 8}
 #endif
-#define AMXK__LIN_QW_ANY {AMXK__LIN_WIDE_M, AMXK__LIN_WIDE_M, AMXK__LIN_WIDE_M} /* the other tables (AVX2: not measured) */
+#ifndef AMXK__LIN_QW_AVX2
+/* the AVX2 tables' q_wide: measured on Zen 3 (decode vs widened blocks, M = 2..16: bench/results.md) */
+#define AMXK__LIN_QW_AVX2 {5, 5, 6}
+#endif
+#define AMXK__LIN_QW_ANY {AMXK__LIN_WIDE_M, AMXK__LIN_WIDE_M, AMXK__LIN_WIDE_M} /* the other tables (not measured) */
 #ifndef AMXK__LIN_NC
 #define AMXK__LIN_NC 16     /* column blocks per task outside decode */
 #endif
@@ -3808,13 +3812,13 @@ static const amxk__pack_kernels amxk__pack_kernels_scalar = {
 #if AMXK__HAS_AVX2
 static const amxk__pack_kernels amxk__pack_kernels_avx2 = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avx2,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL, NULL, NULL, AMXK__LIN_QW_ANY};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL, NULL, NULL, AMXK__LIN_QW_AVX2};
 #endif
 #if AMXK__HAS_AVXVNNI
 /* the AVX2 level on a CPU with AVX-VNNI: w8a8 on VEX vpdpbusd */
 static const amxk__pack_kernels amxk__pack_kernels_avx2vnni = {
     AMXK__LIN_MC_VEC, 1, AMXK__LIN_NC, NULL, amxk__linear_ws__avx2, amxk__linear_block__avx2, NULL, amxk__linear_q8_block__avxvnni,
-    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL, NULL, NULL, AMXK__LIN_QW_ANY};
+    amxk__actq_group__avx2, amxk__q_block_16__avx2, amxk__linear_store_rows__avx2, NULL, amxk__q8_bprep__avx2, amxk__q8_epi__avx2, 1, NULL, NULL, NULL, NULL, NULL, NULL, AMXK__LIN_QW_AVX2};
 #endif
 #if AMXK__HAS_AVX512
 static const amxk__pack_kernels amxk__pack_kernels_avx512 = {
