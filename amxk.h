@@ -1406,6 +1406,11 @@ AMXK__INLINE float amxk__emu_f16(const uint8_t *p) {
    throughout: every denormal result is flushed to a zero of its sign (flushed when the rounded fp32
    value is denormal), a denormal C is read as zero, bf16 denormal inputs are treated as zero; fp16
    denormal inputs are honoured (the TDPFP16PS text says so; every fp16 value is an fp32 normal).
+   NaNs: a NaN C stays C, quieted (bit 22 set), whatever the products hold: the SDM says nothing; an
+   Emerald Rapids (family 6 model 207) does this, where the sum C + tmp of two NaNs had given tmp's
+   NaN in 9301 of 866306 raw TDPBF16PS outputs (bench/results.md, "AMX silicon"). Other NaN choices
+   (inside the lanes, a NaN tmp with C not NaN) are the x86 FMA / add rules of the compiled code; they
+   matched that silicon in every other output.
    tests/amx_silicon.c compares every tile path against this emulator bit for bit where AMX exists. */
 /* The rows of one TDPBF16PS / TDPFP16PS on decoded operands: af[m][2k + i] = A[m][2k + i], be[k][n] /
    bo[k][n] = B[k][2n] / B[k][2n + 1] (zero past N), each lane's FMAs in k order as above, the FTZ
@@ -1429,7 +1434,14 @@ AMXK__INLINE float amxk__emu_f16(const uint8_t *p) {
             }                                                                                          \
             for (n = 0; n < N; n++) {                                                                  \
                 float acc, tmp = amxk__ftz(le[n] + lo[n]);                                             \
+                uint32_t cu;                                                                           \
                 memcpy(&acc, &ct[m][4 * n], 4);                                                        \
+                if (acc != acc) { /* a NaN C wins over a NaN sum: it stays, quieted (silicon) */       \
+                    memcpy(&cu, &acc, 4);                                                              \
+                    cu |= 0x00400000u;                                                                 \
+                    memcpy(&ct[m][4 * n], &cu, 4);                                                     \
+                    continue;                                                                          \
+                }                                                                                      \
                 acc = amxk__ftz(amxk__ftz(acc) + tmp);                                                 \
                 memcpy(&ct[m][4 * n], &acc, 4);                                                        \
             }                                                                                          \

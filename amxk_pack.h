@@ -1786,7 +1786,8 @@ AMXK__PRIV void amxk__linear_rows__avx2(const amxk__linear_args *a, size_t m0, s
 
 AMXK__STORE_ROWS_DEFINE(avx2, AMXK__V8)
 /* Rows [m0, m1) x blocks [b0, b1). Small M: each x panel meets every block straight from the packed
-   weights (bf16/fp16: amxk__linear_rows__avx2). Wide (M >= AMXK__LIN_WIDE_M): all x panels of the
+   weights (bf16/fp16: amxk__linear_rows__avx2). Wide (M >= AMXK__LIN_WIDE_M for bf16 / fp16, M >= the
+   table's q_wide for quantized packs, amxk__linear_plan's p->wide): all x panels of the
    task are converted first, then each weight block is widened to f32 once and swept by every panel
    (pure f32 FMA, no widening in the inner loop). Both sum each output in the same order. */
 AMXK__PRIV void amxk__linear_block__avx2(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws) {

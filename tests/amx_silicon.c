@@ -219,6 +219,17 @@ static void hand_cases(const char *side, tdp_fn f, int fp16) {
     got = hand_dot(f, AMX_OP_BF16, 1, a, b, 0x80000000u, &st);
     CHECK(st == 0 && got == 0, "[%s] TDPBF16PS: C = -0 plus -0 products gives +0 (sums start at +0): got 0x%08x (status %d)", side,
           (unsigned)got, st);
+    /* NaNs (see tests/test_core.c): a NaN C stays C, quieted, over inf x 0 (default NaN) and over a NaN A;
+       C = 1 with an sNaN A gives A's NaN, quieted */
+    a[0] = 0x7f80, a[1] = 0, b[0] = 0, b[1] = 0;
+    got = hand_dot(f, AMX_OP_BF16, 1, a, b, 0x7f800001u, &st);
+    CHECK(st == 0 && got == 0x7fc00001u, "[%s] TDPBF16PS: a NaN C (sNaN) wins over inf x 0: got 0x%08x (status %d)", side, (unsigned)got, st);
+    a[0] = 0x7fc1, a[1] = 0x3f80, b[0] = 0x3f80, b[1] = 0x3f80;
+    got = hand_dot(f, AMX_OP_BF16, 1, a, b, 0xffc12345u, &st);
+    CHECK(st == 0 && got == 0xffc12345u, "[%s] TDPBF16PS: a NaN C wins over a NaN A: got 0x%08x (status %d)", side, (unsigned)got, st);
+    a[0] = 0x7f81, a[1] = 0x3f80, b[0] = 0x3f80, b[1] = 0x3f80;
+    got = hand_dot(f, AMX_OP_BF16, 1, a, b, 0x3f800000u, &st);
+    CHECK(st == 0 && got == 0x7fc10000u, "[%s] TDPBF16PS: C = 1, an sNaN A: got 0x%08x (status %d)", side, (unsigned)got, st);
     /* each step one FMA rounding, tiny products included: even sum 2^-125 + 2^-148 + 1.5 x 2^-150 rounds to
        2^-125 + 2^-148 = 0x01000001 (rounding the last product on its own first would give 0x01000002) */
     a[0] = 0x2180, a[1] = 0, a[2] = 0x1a80, a[3] = 0, a[4] = 0x1a40, a[5] = 0;

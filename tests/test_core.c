@@ -1062,6 +1062,19 @@ static void test_amx_dot(void) {
         a[0] = 0xbf80, a[1] = 0xbf80, b[0] = 0, b[1] = 0;
         got = dp_one(0, 1, a, b, 0x80000000u);
         CHECK(got == 0, "TDPBF16PS: C = -0 plus products -0 gives +0 (the sums start at +0) (got 0x%08x)", got);
+        /* NaNs. A NaN C stays C, quieted, whatever the products hold (seen on AMX silicon, an Emerald Rapids:
+           bench/results.md "AMX silicon"). C = sNaN 0x7f800001 with inf x 0 in the even lane (the default
+           NaN 0xffc00000 there): 0x7fc00001. C = 0xffc12345 with a NaN A (0x7fc1): 0xffc12345. C finite and
+           a NaN A (sNaN 0x7f81, widened 0x7f810000): the sum's NaN, quieted, 0x7fc10000. */
+        a[0] = 0x7f80, a[1] = 0, b[0] = 0, b[1] = 0;
+        got = dp_one(0, 1, a, b, 0x7f800001u);
+        CHECK(got == 0x7fc00001u, "TDPBF16PS: a NaN C (sNaN 0x7f800001) wins over inf x 0: 0x7fc00001 (got 0x%08x)", got);
+        a[0] = 0x7fc1, a[1] = 0x3f80, b[0] = 0x3f80, b[1] = 0x3f80;
+        got = dp_one(0, 1, a, b, 0xffc12345u);
+        CHECK(got == 0xffc12345u, "TDPBF16PS: a NaN C (0xffc12345) wins over a NaN A (got 0x%08x)", got);
+        a[0] = 0x7f81, a[1] = 0x3f80, b[0] = 0x3f80, b[1] = 0x3f80;
+        got = dp_one(0, 1, a, b, 0x3f800000u);
+        CHECK(got == 0x7fc10000u, "TDPBF16PS: C = 1 and a NaN A (sNaN 0x7f81): 0x7fc10000 (got 0x%08x)", got);
         /* Each step is one FMA: a product below fp32's normal range is not rounded on its own. C = 0,
            A = [2^-60, 0, 2^-74, 0, 1.5 * 2^-75, 0], B = [2^-65, 0], [2^-74, 0], [2^-75, 0]. Even sum: 2^-125;
            + 2^-148 = 2^-125 + 2^-148 (exact: the ulp on [2^-125, 2^-124) is 2^-148; last bit odd);
