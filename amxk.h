@@ -1434,15 +1434,9 @@ AMXK__INLINE float amxk__emu_f16(const uint8_t *p) {
             }                                                                                          \
             for (n = 0; n < N; n++) {                                                                  \
                 float acc, tmp = amxk__ftz(le[n] + lo[n]);                                             \
-                uint32_t cu;                                                                           \
                 memcpy(&acc, &ct[m][4 * n], 4);                                                        \
-                if (acc != acc) { /* a NaN C wins over a NaN sum: it stays, quieted (silicon) */       \
-                    memcpy(&cu, &acc, 4);                                                              \
-                    cu |= 0x00400000u;                                                                 \
-                    memcpy(&ct[m][4 * n], &cu, 4);                                                     \
-                    continue;                                                                          \
-                }                                                                                      \
-                acc = amxk__ftz(amxk__ftz(acc) + tmp);                                                 \
+                /* a NaN C stays C, quieted, over a NaN sum (silicon) */                               \
+                acc = acc != acc ? amxk__bits_f32(amxk__f32_bits(acc) | 0x00400000u) : amxk__ftz(amxk__ftz(acc) + tmp); \
                 memcpy(&ct[m][4 * n], &acc, 4);                                                        \
             }                                                                                          \
         }                                                                                              \
