@@ -3621,8 +3621,9 @@ AMXK__TARGET_AMX_BEGIN
 /* Rows [m0, m1) x blocks [b0, b1) with TDPBSSD (I8 x) or TDPBUSD (U8 codes x + 128) on 2 x 2 tiles of
    R rows x 16 columns (C 0-3; A 4-5 straight from xq; B 6-7: int8 rows, or int4 / int2 widened by
    q8_bprep). R as amxk__linop_tile_rows, no padding rows (the last tile starts at rows - R). Per group
-   the C tiles go to int32 scratch and q8_epi makes the f32 sums; K chunks (amxk__q8_amx_kc) bound the
-   accumulators. Integer sums exact (TDPBUSD: the wrapped sum plus -128 sum w, q8_bprep). */
+   the C tiles go to int32 scratch (two, alternating) and q8_epi makes the f32 sums one group behind,
+   after the next group's tile work (the same operations in the same order per output); K chunks
+   (amxk__q8_amx_kc) bound the accumulators. Integer sums exact (TDPBUSD: the wrapped sum plus -128 sum w, q8_bprep). */
 AMXK__PRIV void amxk__linear_q8_block_ts__32x32__amx(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1, amxk__tiles *ts) {
     const amxk__qview *v = a->w;
     const amxk__pack_kernels *vec = a->plan->vec;
@@ -3631,7 +3632,7 @@ AMXK__PRIV void amxk__linear_q8_block_ts__32x32__amx(const amxk__q8_args *a, siz
     const int multi = kc < K;
     char wraw[2 * AMXK__LIN_NB * AMXK__Q8A_KC + 64];
     int8_t *wb = (int8_t *)(void *)(wraw + (64 - (uintptr_t)wraw % 64) % 64);
-    int32_t corr[AMXK__Q8A_GMAX][AMXK__Q8A_LD], cs[32][AMXK__Q8A_LD];
+    int32_t corr[AMXK__Q8A_GMAX][AMXK__Q8A_LD], cs[2][32][AMXK__Q8A_LD]; /* cs: group g's int32 sums in cs[g & 1] */
     float acc[AMXK__Q8A_MC][AMXK__Q8A_LD];
     amxk__tilecfg cfg;
     size_t mc0, mc1, b, k0, g, kk, t;
@@ -3673,7 +3674,16 @@ AMXK__PRIV void amxk__linear_q8_block_ts__32x32__amx(const amxk__q8_args *a, siz
                     const size_t s0 = mc0 + AMXK__MIN(t * R, rows - R), s1 = mc0 + AMXK__MIN((t + 1) * R, rows - R);
                     const size_t sk0 = t == 0 ? 0 : mc0 + AMXK__MIN((t - 1) * R, rows - R) + R - s0, sk1 = s0 + R - s1;
                     float *ac0 = multi ? acc[s0 + sk0 - mc0] : acc[sk0], *ac1 = multi ? acc[s1 + sk1 - mc0] : acc[16 + sk1];
-                    for (g = g0; g < k1 / bk; g++) {
+                    const size_t g1 = k1 / bk;
+/* group e's epilogue from its int32 sums in cs[e & 1] (rows the previous tile pair covered skipped) */
+#define AMXK__Q8A_EPI(e)                                                                                 \
+    do {                                                                                                 \
+        int32_t(*ce)[AMXK__Q8A_LD] = cs[(e) & 1];                                                        \
+        vec->q8_epi(a, s0 + sk0, R - sk0, b, nb, (e), ce[sk0], u8 ? corr[(e) - g0] : NULL, ac0, (e) == 0, (e) + 1 == v->nbk); \
+        if (hi) vec->q8_epi(a, s1 + sk1, R - sk1, b, nb, (e), ce[16 + sk1], u8 ? corr[(e) - g0] : NULL, ac1, (e) == 0, (e) + 1 == v->nbk); \
+    } while (0)
+                    for (g = g0; g < g1; g++) {
+                        int32_t(*cg)[AMXK__Q8A_LD] = cs[g & 1];
                         AMXK__TDP_2X2(AMXK__TZERO_C);
                         for (kk = g * bk; kk < (g + 1) * bk; kk += ks) {
                             AMXK__TILE_LOADD(4, a->xq + s0 * ldq + kk, ldq);
@@ -3686,13 +3696,16 @@ AMXK__PRIV void amxk__linear_q8_block_ts__32x32__amx(const amxk__q8_args *a, siz
                                 AMXK__TDP_2X2(AMXK__TDPBSSD);
                             }
                         }
-                        AMXK__TILE_STORED(0, cs[0], AMXK__Q8A_LD * 4);
-                        if (two) AMXK__TILE_STORED(1, cs[0] + 16, AMXK__Q8A_LD * 4);
-                        if (hi) AMXK__TILE_STORED(2, cs[16], AMXK__Q8A_LD * 4);
-                        if (hi && two) AMXK__TILE_STORED(3, cs[16] + 16, AMXK__Q8A_LD * 4);
-                        vec->q8_epi(a, s0 + sk0, R - sk0, b, nb, g, cs[sk0], u8 ? corr[g - g0] : NULL, ac0, g == 0, g + 1 == v->nbk);
-                        if (hi) vec->q8_epi(a, s1 + sk1, R - sk1, b, nb, g, cs[16 + sk1], u8 ? corr[g - g0] : NULL, ac1, g == 0, g + 1 == v->nbk);
+                        /* the previous group's epilogue after this group's tile work in program order, so
+                           that the tile unit computes while the vector units convert (software pipeline) */
+                        if (g > g0) AMXK__Q8A_EPI(g - 1);
+                        AMXK__TILE_STORED(0, cg[0], AMXK__Q8A_LD * 4);
+                        if (two) AMXK__TILE_STORED(1, cg[0] + 16, AMXK__Q8A_LD * 4);
+                        if (hi) AMXK__TILE_STORED(2, cg[16], AMXK__Q8A_LD * 4);
+                        if (hi && two) AMXK__TILE_STORED(3, cg[16] + 16, AMXK__Q8A_LD * 4);
                     }
+                    AMXK__Q8A_EPI(g1 - 1);
+#undef AMXK__Q8A_EPI
                 }
             }
         }
