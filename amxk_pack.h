@@ -356,6 +356,12 @@ AMXK_DEF amxk_status amxk_linear(const amxk_ctx *ctx, size_t m, size_t n, size_t
 #ifndef AMXK__LIN_AMX_BBYTES
 #define AMXK__LIN_AMX_BBYTES (1u << 20) /* amxk_linear on AMX: bytes of 16-bit weights per B block (L2 resident) */
 #endif
+#ifndef AMXK__LIN_AMX_KC
+#define AMXK__LIN_AMX_KC 64 /* amxk_linear on AMX, more than AMX_M rows: k columns per K chunk (A chunk in L1; 0: all of K) */
+#endif
+#ifndef AMXK__LIN_AMX_KP
+#define AMXK__LIN_AMX_KP 4 /* ... and block pairs per chunk sweep (their C tiles in L1 between chunks) */
+#endif
 #ifndef AMXK__LIN_AMX_PFD
 #define AMXK__LIN_AMX_PFD 4096 /* AMX, 16-bit weights, one panel: prefetcht0 distance in each B stream */
 #endif
@@ -743,6 +749,12 @@ AMXK__INLINE size_t amxk__linop_tile_rows(size_t rows) {
     return rows ? AMXK__CEIL_DIV(rows, AMXK__CEIL_DIV(rows, (size_t)16)) : 0;
 }
 
+/* K chunks of AMXK__LIN_AMX_KC columns in the AMX amxk_linear kernel for a task of `rows` rows (more
+   than one panel) and kp columns: 1 when its K sweep is cut (C tiles to ws between chunks). */
+AMXK__INLINE int amxk__lin_amx_kchunks(size_t rows, size_t kp) {
+    return AMXK__LIN_AMX_KC > 0 && rows > (size_t)AMXK__LIN_AMX_M && kp > (size_t)AMXK__LIN_AMX_KC;
+}
+
 /* Rows of tile-major x panels that the row chunks of the first `rows` rows of a call take, chunks of
    mc rows from row 0 (each chunk's panels: whole 2 x 16-row slots, ceil(rows / 32) x 32 rows, at most
    31 more than its rows): where the chunk from row `rows` (a multiple of mc) starts in a->xpan,
@@ -993,6 +1005,9 @@ AMXK__INLINE size_t amxk__q8_kstep(size_t bk) {
 #define AMXK__Q8A_GMAX 64  /* most weight groups per k chunk (u8 corrections: 64 x 32 int32) */
 #define AMXK__Q8A_MC 256   /* rows whose f32 accumulators persist across k chunks (32 KiB) */
 #define AMXK__Q8A_LD 32    /* row stride (elements) of the int32 tile scratch and the accumulators */
+#ifndef AMXK__Q8A_PIPE
+#define AMXK__Q8A_PIPE 1   /* 1: a group's epilogue after the next group's tile work (0: right after its own) */
+#endif
 
 /* The k chunk of the AMX w8a8 kernel (a multiple of the group bk): int8 packs on int8 x: all of K
    (the B tiles are the pack's rows, nothing per chunk); else at most AMXK__Q8A_GMAX groups, and for
@@ -3522,6 +3537,12 @@ AMXK__PRIV void amxk__linear_deq2__amx(const amxk__linear_args *a, size_t b, int
    (amxk__xtiles__amx) or read from a->xpan; ts: the tile session (amxk__tiles). Weights in B blocks of
    plan->bpairs block pairs over all of K (quantized: dequantized into ws), swept by every panel with
    the C tiles resident: each weight byte comes from beyond L2 once per task (docs/notes/pack.md).
+   More than one panel (amxk__lin_amx_kchunks): per panel and AMXK__LIN_AMX_KP block pairs the K sweep
+   in chunks of AMXK__LIN_AMX_KC columns over those pairs, so that the panel's A chunk (2 x KC x 32
+   bytes) is read from L1 by every pair; the pairs' C tiles stored to ws between chunks and loaded back
+   (f32, exact: the same sums); the A chunk, one B chunk per pair and their C tiles: 36 KiB at 64 x 4.
+   PREDICTED (the emulator cache model as a 48 KiB L1, bench/results.md): L2 -> L1 bytes per TDP 1 KiB ->
+   0.63 KiB at M = 256; not measured on AMX silicon.
    Epilogue: f32 y without bias, whole tiles: straight from C; else an f32 scratch and store_rows. */
 AMXK__PRIV void amxk__linear_block_ts__32x32__amx(const amxk__linear_args *a, size_t m0, size_t m1, size_t b0, size_t b1, char *ws,
                                                   amxk__tiles *ts) {
@@ -3540,9 +3561,14 @@ AMXK__PRIV void amxk__linear_block_ts__32x32__amx(const amxk__linear_args *a, si
     float *cs = (float *)(ws + p->ws_a + p->ws_w);
     float *wf = (float *)(wq + gb * blk); /* f32 scratch of the vector dequantizer */
     const int fp16 = a->dt == AMXK_DTYPE_F16, direct = a->yt == AMXK_DTYPE_F32 && !a->bias;
+    /* K chunks of cst k steps over kpb blocks (all of K: one chunk over the B block); cspill: the C tiles
+       of those blocks' pairs, 32 x 32 f32 each */
+    const int chunked = amxk__lin_amx_kchunks(m1 - m0, kp);
+    const size_t cst = chunked ? (size_t)AMXK__LIN_AMX_KC / AMXK__LIN_KALIGN : ns, kpb = chunked ? 2 * (size_t)AMXK__LIN_AMX_KP : gb;
+    float *const cspill = cs + (size_t)AMXK__LIN_AMX_M * 2 * AMXK__LIN_NB;
     void (*store)(const amxk__linear_args *, size_t, size_t, size_t, size_t, const float *, size_t) = p->vec->store_rows;
     amxk__tilecfg cfg;
-    size_t h, b, g0, s, q, j;
+    size_t h, b, g0, s, q, j, c0, c1, p0, p1;
     int t;
     if (!pre && (!ts || ts->x != a->x || ts->m0 != m0 || ts->m1 != m1 || ts->r != R || ts->k != a->k || ts->ldx != a->ldx)) {
         amxk__xtiles__amx(a, m0, m1, R, (uint16_t *)ws); /* a session's panel of these rows is still in ws: kept */
@@ -3565,11 +3591,22 @@ AMXK__PRIV void amxk__linear_block_ts__32x32__amx(const amxk__linear_args *a, si
             const uint16_t *xp = xa + pi * panel;
             const size_t i0 = m0 + pi * 2 * R, mr = AMXK__MIN(2 * R, m1 - i0);
             const int hi = mr > R; /* rows R..2R-1: A tile 5, C tiles 2-3 */
-            for (b = g0; b < g1; b += 2) {
+            /* groups of kpb blocks, K chunks, block pairs (not chunked: one group, one chunk) */
+            for (p0 = g0; p0 < g1; p0 = p1)
+            for (p1 = AMXK__MIN(g1, p0 + kpb), c0 = 0; c0 < ns; c0 = c1)
+            for (c1 = AMXK__MIN(ns, c0 + cst), b = p0; b < p1; b += 2) {
                 const int two = b + 1 < g1;
                 const uint16_t *w0 = a->q ? wq + (b - g0) * blk : a->w + b * blk, *w1 = w0 + blk;
-                AMXK__TDP_2X2(AMXK__TZERO_C);
-                for (s = 0; s < ns; s++) {
+                float *const sp = cspill + (b - p0) / 2 * (AMXK__LIN_AMX_M * 2 * AMXK__LIN_NB); /* rows 0-15, 16-31 */
+                if (c0 == 0) {
+                    AMXK__TDP_2X2(AMXK__TZERO_C);
+                } else { /* this pair's sums of the chunks before */
+                    AMXK__TILE_LOADD(0, sp, 128);
+                    if (two) AMXK__TILE_LOADD(1, sp + 16, 128);
+                    if (hi) AMXK__TILE_LOADD(2, sp + 512, 128);
+                    if (hi && two) AMXK__TILE_LOADD(3, sp + 528, 128);
+                }
+                for (s = c0; s < c1; s++) {
                     const uint16_t *xt = xp + s * 1024;
                     size_t e;
                     AMXK__TILE_LOADD(4, xt, 64);
@@ -3587,6 +3624,13 @@ AMXK__PRIV void amxk__linear_block_ts__32x32__amx(const amxk__linear_args *a, si
                         if (o < (b1 - b) * blk * 2) AMXK__PREFETCH_L1((const char *)w0 + o);
                         if (two && o + blk * 2 < (b1 - b) * blk * 2) AMXK__PREFETCH_L1((const char *)w1 + o);
                     }
+                }
+                if (c1 < ns) { /* more chunks: the sums so far to ws */
+                    AMXK__TILE_STORED(0, sp, 128);
+                    if (two) AMXK__TILE_STORED(1, sp + 16, 128);
+                    if (hi) AMXK__TILE_STORED(2, sp + 512, 128);
+                    if (hi && two) AMXK__TILE_STORED(3, sp + 528, 128);
+                    continue;
                 }
                 for (h = 0; h < 1 + (size_t)hi; h++) { /* the R-row halves: C tiles 2h, 2h + 1 */
                     const size_t rows = AMXK__MIN(R, mr - R * h), cnt = AMXK__MIN((size_t)(two ? 32 : 16), a->n - b * AMXK__LIN_NB);
@@ -3698,13 +3742,14 @@ AMXK__PRIV void amxk__linear_q8_block_ts__32x32__amx(const amxk__q8_args *a, siz
                         }
                         /* the previous group's epilogue after this group's tile work in program order, so
                            that the tile unit computes while the vector units convert (software pipeline) */
-                        if (g > g0) AMXK__Q8A_EPI(g - 1);
+                        if (AMXK__Q8A_PIPE && g > g0) AMXK__Q8A_EPI(g - 1);
                         AMXK__TILE_STORED(0, cg[0], AMXK__Q8A_LD * 4);
                         if (two) AMXK__TILE_STORED(1, cg[0] + 16, AMXK__Q8A_LD * 4);
                         if (hi) AMXK__TILE_STORED(2, cg[16], AMXK__Q8A_LD * 4);
                         if (hi && two) AMXK__TILE_STORED(3, cg[16] + 16, AMXK__Q8A_LD * 4);
+                        if (!AMXK__Q8A_PIPE) AMXK__Q8A_EPI(g);
                     }
-                    AMXK__Q8A_EPI(g1 - 1);
+                    if (AMXK__Q8A_PIPE) AMXK__Q8A_EPI(g1 - 1);
 #undef AMXK__Q8A_EPI
                 }
             }
@@ -3785,6 +3830,8 @@ AMXK__PRIV void amxk__linear_ws__amx(amxk__linear_plan *p, size_t m, size_t kp, 
     /* the B block's 16-bit blocks + the dequantizer's f32 scratch block */
     p->ws_w = quant ? amxk__sz_mul(amxk__sz_add(amxk__sz_mul(2 * p->bpairs, (size_t)AMXK__LIN_NB * 2, o), (size_t)AMXK__LIN_NB * 4, o), kp, o) : 0;
     p->ws_c = (size_t)AMXK__LIN_AMX_M * 2 * AMXK__LIN_NB * 4;
+    if (amxk__lin_amx_kchunks(p->mc, kp)) /* + the C tiles of AMXK__LIN_AMX_KP block pairs between K chunks */
+        p->ws_c *= 1 + (size_t)AMXK__LIN_AMX_KP;
 }
 /* bf16 tiles (AMX-BF16); fp16 tiles only with AMX-FP16 (the amx_fp16 table); no fp32 tiles (f32 packs:
    the vector level). */

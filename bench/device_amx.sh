@@ -21,7 +21,10 @@
 # count and implementation the median over the rounds and best peer / amxk (> 1: amxk faster).
 # DEVICE_ROUNDS (3), DEVICE_THREADS ("1 2"), DEVICE_CASES (a regular expression over the case names
 # below, default all), DEVICE_BUDGET_S (470: no case starts later; the medians still print),
-# DEVICE_FAMILY_AB=1 (decode cases with the other memory-streaming family too).
+# DEVICE_FAMILY_AB=1 (decode cases with the other memory-streaming family too); A/B builds (prep:
+# DEVICE_VARIANTS, NAME=FLAGS;...; default: the bf16 AMX kernel's K chunks off (kc0, the kernel before
+# 2026-11-28 evening) and 128 columns x 2 pairs (kc128kp2), the w8a8 AMX group epilogue right after its
+# group (q8seq, before)) timed on DEVICE_VARIANT_CASES.
 # On the 16-core Emerald Rapids lent on 2026-11-28 one round of the earlier, smaller case list took
 # ~100 s for both thread counts; each python peer process adds a few seconds (torch import).
 set -uo pipefail
@@ -36,6 +39,16 @@ prep)
         "$dev/b/test_quant" "$dev/b/test_actq" "$dev/b/test_gdn" "$dev/b/test_core" "$dev/b/test_harden" \
         "$dev/b/test_import" >/dev/null
     gcc -std=c99 -O2 -pthread -I. -Iexamples -Itests bench/amxk_bench.c -o "$dev/amxk_bench" -static -lm
+    # A/B builds of amxk_bench with tuning macros changed (NAME=FLAGS, ';' between them): the run times
+    # them beside the default build on the cases of DEVICE_VARIANT_CASES
+    rm -f "$dev"/amxk_bench_v_* /tmp/devlib/amxk_bench_v_*
+    IFS=';' read -ra vars <<<"${DEVICE_VARIANTS-kc0=-DAMXK__LIN_AMX_KC=0;kc128kp2=-DAMXK__LIN_AMX_KC=128 -DAMXK__LIN_AMX_KP=2;q8seq=-DAMXK__Q8A_PIPE=0}"
+    for vf in "${vars[@]}"; do
+        [ -n "$vf" ] || continue
+        # shellcheck disable=SC2086 # the flags split on spaces
+        gcc -std=c99 -O2 -pthread -I. -Iexamples -Itests ${vf#*=} bench/amxk_bench.c -o "$dev/amxk_bench_v_${vf%%=*}" -static -lm
+        strip "$dev/amxk_bench_v_${vf%%=*}" && gzip -9f "$dev/amxk_bench_v_${vf%%=*}" # ~1.7 -> 0.6 MB
+    done
     for f in amx_silicon test_pack test_moe test_quant test_actq test_gdn test_core test_harden test_import; do cp "$dev/b/$f" "$dev/$f"; done
     strip "$dev"/amx_silicon "$dev"/test_* "$dev/amxk_bench"
     rm -rf "$dev/b"
@@ -113,9 +126,13 @@ echo "== tests (native build; AMXK_TEST_ONLY=amx when the CPU has AMX; DEVICE_TE
 )
 echo "== tests done after $(($(date +%s) - t_start)) s"
 
+for vz in "$dev"/amxk_bench_v_*.gz; do
+    [ -f "$vz" ] && vb=$(basename "$vz" .gz) && gunzip -c "$vz" >"/tmp/devlib/$vb" && chmod +x "/tmp/devlib/$vb"
+done
 rounds=${DEVICE_ROUNDS:-3}
 threads=${DEVICE_THREADS:-1 2}
 sel=${DEVICE_CASES:-.}
+vsel=${DEVICE_VARIANT_CASES:-lin_bf16_m(64|256|1024)|w8a8|moe_(bf16|w8a8|w4a8)_m512} # the A/B builds' cases
 budget=${DEVICE_BUDGET_S:-470} # seconds after the start; no case starts later (the medians still print)
 B="$dev/amxk_bench"
 dnnl=""
@@ -173,6 +190,11 @@ for r in $(seq 1 "$rounds"); do
             [[ $name =~ $sel ]] || continue
             if [ $(($(date +%s) - t_start)) -ge "$budget" ]; then over=1; break 3; fi
             echo "case=$name.t$t $(timeout 120 $B $a --threads $t 2>&1 | tail -1)"
+            if [[ $name =~ $vsel ]]; then
+                for vb in /tmp/devlib/amxk_bench_v_*; do
+                    [ -x "$vb" ] && echo "case=$name.t$t peer=amxk_${vb##*_v_} $(timeout 120 "$vb" $a --threads $t 2>&1 | tail -1)"
+                done
+            fi
             [ -n "$d" ] && [ -n "$dnnl" ] && echo "case=$name.t$t peer=onednn3 $(timeout 120 $dnnl $d --threads $t 2>&1 | tail -1)"
             IFS=';' read -ra pcs <<<"$p"
             for pc in "${pcs[@]}"; do
@@ -189,7 +211,7 @@ for r in $(seq 1 "$rounds"); do
     done
 done
 [ $over = 1 ] && echo "note: stopped at the time budget (${budget} s); later cases of this round not run"
-echo "== medians over the rounds (us); ratio = best peer / amxk"
+echo "== medians over the rounds (us); ratio = best peer / amxk; vs_NAME = A/B build NAME / amxk (> 1: the default build faster)"
 grep '^case=' "$out/device.txt" | awk '
     { c = substr($1, 6); i = "amxk"; u = ""
       for (f = 2; f <= NF; f++) { if ($f ~ /^peer=/ && i == "amxk") i = substr($f, 6); if ($f ~ /^median_us=/) u = substr($f, 11) }
@@ -201,6 +223,7 @@ grep '^case=' "$out/device.txt" | awk '
     END { for (q = 1; q <= nc; q++) { c = order[q]; am = med(c SUBSEP "amxk"); best = 0; line = ""
             split(impls[c], L, " "); delete done
             for (j in L) { i = L[j]; if (i == "amxk" || (i in done)) continue; done[i] = 1; pm = med(c SUBSEP i)
+                           if (i ~ /^amxk_/) { line = line sprintf(" vs_%s=%.2f", substr(i, 6), pm / am); continue }
                            line = line sprintf(" %s=%.1f", i, pm); if (best == 0 || pm < best) best = pm }
             printf("%-16s amxk=%.1f%s%s\n", c, am, line, best > 0 ? sprintf(" ratio=%.2f", best / am) : "") } }'
 echo "== done after $(($(date +%s) - t_start)) s"
