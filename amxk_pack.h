@@ -1005,6 +1005,15 @@ AMXK__INLINE size_t amxk__q8_kstep(size_t bk) {
 #define AMXK__Q8A_GMAX 64  /* most weight groups per k chunk (u8 corrections: 64 x 32 int32) */
 #define AMXK__Q8A_MC 256   /* rows whose f32 accumulators persist across k chunks (32 KiB) */
 #define AMXK__Q8A_LD 32    /* row stride (elements) of the int32 tile scratch and the accumulators */
+#ifndef AMXK__Q8A_KCQ
+#define AMXK__Q8A_KCQ 128 /* one weight group (per channel) on I8 x: k columns per K chunk (A chunk in L1; 0: all of K) */
+#endif
+#ifndef AMXK__Q8A_KPQ
+#define AMXK__Q8A_KPQ 4 /* ... and block pairs per chunk sweep (their int32 C tiles on the stack between chunks) */
+#endif
+#if AMXK__Q8A_KPQ < 1 || AMXK__Q8A_KPQ * 4096 > 2 * 16 * AMXK__Q8A_KC
+#error "AMXK__Q8A_KPQ: 1 .. the pairs whose 4 KiB of C tiles fit the int4 widening buffer"
+#endif
 #ifndef AMXK__Q8A_PIPE
 #define AMXK__Q8A_PIPE 1   /* 1: a group's epilogue after the next group's tile work (0: right after its own) */
 #endif
@@ -3668,13 +3677,74 @@ AMXK__TARGET_AMX_BEGIN
    the C tiles go to int32 scratch (two, alternating) and q8_epi makes the f32 sums one group behind,
    after the next group's tile work (the same operations in the same order per output); K chunks
    (amxk__q8_amx_kc) bound the accumulators. Integer sums exact (TDPBUSD: the wrapped sum plus -128 sum w, q8_bprep). */
+/* One weight group (per channel, int8 pack) on I8 x, rows [r0, r0 + rows) in nt tiles of R rows, block
+   pairs [b0, b1), tiles configured by the caller: per row-tile pair and AMXK__Q8A_KPQ block pairs the K
+   sweep in chunks of kcq columns (a multiple of the k step ks) over those pairs, so that the A chunk
+   (32 x kcq bytes) is read from L1 by every pair; the pairs' int32 C tiles stored to `spill` between
+   chunks and loaded back (exact: the same sums). cs: the int32 scratch of the epilogue. PREDICTED (the
+   emulator cache model as a 48 KiB L1): the same L2 -> L1 cut as the bf16 kernel's K chunks. */
+AMXK__PRIV void amxk__linear_q8_kchunks__amx(const amxk__q8_args *a, size_t r0, size_t rows, size_t R, size_t nt, size_t b0, size_t b1, size_t ks,
+                                             size_t kcq, int32_t (*cs)[AMXK__Q8A_LD], int32_t (*spill)[32][AMXK__Q8A_LD], float *acc) {
+    const amxk__qview *v = a->w;
+    const amxk__pack_kernels *vec = a->plan->vec;
+    const size_t K = v->k, ldq = a->ldq;
+    int8_t xa[2 * 16 * 128]; /* the A chunk, R rows x ks bytes per tile, tiles in k order */
+    size_t bg, be, t, c0, c1, b, kk;
+    for (bg = b0; bg < b1; bg = be)
+        for (be = AMXK__MIN(b1, bg + 2 * (size_t)AMXK__Q8A_KPQ), t = 0; t < nt; t += 2) { /* row tiles t, t + 1 (as the kernel) */
+            const int hi = t + 1 < nt;
+            const size_t s0 = r0 + AMXK__MIN(t * R, rows - R), s1 = r0 + AMXK__MIN((t + 1) * R, rows - R);
+            const size_t sk0 = t == 0 ? 0 : r0 + AMXK__MIN((t - 1) * R, rows - R) + R - s0, sk1 = s0 + R - s1;
+            for (c0 = 0; c0 < K; c0 = c1)
+                for (c1 = AMXK__MIN(K, c0 + kcq), b = bg; b < be; b += 2) {
+                    const int two = b + 1 < b1, nb = 1 + two;
+                    const int8_t *w0 = (const int8_t *)(const void *)(v->data + b * v->blk_bytes), *w1 = w0 + v->blk_bytes;
+                    int32_t(*sp)[AMXK__Q8A_LD] = spill[(b - bg) / 2];
+                    if (c0 == 0) {
+                        AMXK__TDP_2X2(AMXK__TZERO_C);
+                    } else {
+                        AMXK__TILE_LOADD(0, sp[0], AMXK__Q8A_LD * 4);
+                        if (two) AMXK__TILE_LOADD(1, sp[0] + 16, AMXK__Q8A_LD * 4);
+                        if (hi) AMXK__TILE_LOADD(2, sp[16], AMXK__Q8A_LD * 4);
+                        if (hi && two) AMXK__TILE_LOADD(3, sp[16] + 16, AMXK__Q8A_LD * 4);
+                    }
+                    for (kk = c0; kk < c1; kk += ks) {
+                        int8_t *xt = xa + (kk - c0) / ks * 2 * R * ks;
+                        if (b == bg) { /* the rows (4 KiB apart: one L1 set) copied to xa once per chunk */
+                            AMXK__TILE_LOADD(4, a->xq + s0 * ldq + kk, ldq);
+                            AMXK__TILE_STORED(4, xt, ks);
+                            if (hi) AMXK__TILE_LOADD(5, a->xq + s1 * ldq + kk, ldq);
+                            if (hi) AMXK__TILE_STORED(5, xt + R * ks, ks);
+                        } else {
+                            AMXK__TILE_LOADD(4, xt, ks);
+                            if (hi) AMXK__TILE_LOADD(5, xt + R * ks, ks);
+                        }
+                        AMXK__TILE_LOADD(6, w0 + kk / 4 * 64, 64);
+                        if (two) AMXK__TILE_LOADD(7, w1 + kk / 4 * 64, 64);
+                        AMXK__TDP_2X2(AMXK__TDPBSSD);
+                    }
+                    if (c1 >= K) sp = cs; /* the last chunk: the sums to the epilogue's scratch */
+                    AMXK__TILE_STORED(0, sp[0], AMXK__Q8A_LD * 4);
+                    if (two) AMXK__TILE_STORED(1, sp[0] + 16, AMXK__Q8A_LD * 4);
+                    if (hi) AMXK__TILE_STORED(2, sp[16], AMXK__Q8A_LD * 4);
+                    if (hi && two) AMXK__TILE_STORED(3, sp[16] + 16, AMXK__Q8A_LD * 4);
+                    if (c1 < K) continue;
+                    vec->q8_epi(a, s0 + sk0, R - sk0, b, nb, 0, cs[sk0], NULL, acc, 1, 1);
+                    if (hi) vec->q8_epi(a, s1 + sk1, R - sk1, b, nb, 0, cs[16 + sk1], NULL, acc, 1, 1);
+                }
+        }
+}
+
 AMXK__PRIV void amxk__linear_q8_block_ts__32x32__amx(const amxk__q8_args *a, size_t m0, size_t m1, size_t b0, size_t b1, amxk__tiles *ts) {
     const amxk__qview *v = a->w;
     const amxk__pack_kernels *vec = a->plan->vec;
     const int u8 = a->xflip != 0;
     const size_t ks = amxk__q8_kstep(v->bk), kc = amxk__q8_amx_kc(v, u8), K = v->k, bk = v->bk, ldq = a->ldq;
     const int multi = kc < K;
-    char wraw[2 * AMXK__LIN_NB * AMXK__Q8A_KC + 64];
+    /* K chunks of kcq columns (amxk__linear_q8_kchunks__amx): one group of an int8 pack on I8 x, more than one block pair */
+    const size_t kcq0 = ks ? ks * AMXK__MAX((size_t)1, (size_t)AMXK__Q8A_KCQ / ks) : 0;
+    const size_t kcq = AMXK__Q8A_KCQ > 0 && !u8 && v->bits == 8 && v->nbk == 1 && b1 - b0 > 2 && K > kcq0 ? kcq0 : 0;
+    char wraw[2 * AMXK__LIN_NB * AMXK__Q8A_KC + 64]; /* int4 / int2 widened; K chunks: their C tiles */
     int8_t *wb = (int8_t *)(void *)(wraw + (64 - (uintptr_t)wraw % 64) % 64);
     int32_t corr[AMXK__Q8A_GMAX][AMXK__Q8A_LD], cs[2][32][AMXK__Q8A_LD]; /* cs: group g's int32 sums in cs[g & 1] */
     float acc[AMXK__Q8A_MC][AMXK__Q8A_LD];
@@ -3694,6 +3764,10 @@ AMXK__PRIV void amxk__linear_q8_block_ts__32x32__amx(const amxk__q8_args *a, siz
             amxk__tilecfg_set(&cfg, 6, (int)(ks / 4), 64);
             amxk__tilecfg_set(&cfg, 7, (int)(ks / 4), 64);
             amxk__tiles_use__amx(ss, &cfg);
+        }
+        if (kcq) { /* one group on I8 x, more than one block pair: K chunks */
+            amxk__linear_q8_kchunks__amx(a, mc0, rows, R, nt, b0, b1, ks, kcq, cs[0], (int32_t(*)[32][AMXK__Q8A_LD])(void *)wb, acc[0]);
+            continue;
         }
         for (b = b0; b < b1; b += 2) {
             const int two = b + 1 < b1, nb = 1 + two;

@@ -24,7 +24,7 @@
 # DEVICE_FAMILY_AB=1 (decode cases with the other memory-streaming family too); A/B builds (prep:
 # DEVICE_VARIANTS, NAME=FLAGS;...; default: the bf16 AMX kernel's K chunks off (kc0, the kernel before
 # 2026-11-28 evening) and 128 columns x 2 pairs (kc128kp2), the w8a8 AMX group epilogue right after its
-# group (q8seq, before)) timed on DEVICE_VARIANT_CASES.
+# group (q8seq, before), the w8a8 per-channel K chunks off (q8kc0, before)) timed on DEVICE_VARIANT_CASES.
 # On the 16-core Emerald Rapids lent on 2026-11-28 one round of the earlier, smaller case list took
 # ~100 s for both thread counts; each python peer process adds a few seconds (torch import).
 set -uo pipefail
@@ -42,7 +42,7 @@ prep)
     # A/B builds of amxk_bench with tuning macros changed (NAME=FLAGS, ';' between them): the run times
     # them beside the default build on the cases of DEVICE_VARIANT_CASES
     rm -f "$dev"/amxk_bench_v_* /tmp/devlib/amxk_bench_v_*
-    IFS=';' read -ra vars <<<"${DEVICE_VARIANTS-kc0=-DAMXK__LIN_AMX_KC=0;kc128kp2=-DAMXK__LIN_AMX_KC=128 -DAMXK__LIN_AMX_KP=2;q8seq=-DAMXK__Q8A_PIPE=0}"
+    IFS=';' read -ra vars <<<"${DEVICE_VARIANTS-kc0=-DAMXK__LIN_AMX_KC=0;kc128kp2=-DAMXK__LIN_AMX_KC=128 -DAMXK__LIN_AMX_KP=2;q8seq=-DAMXK__Q8A_PIPE=0;q8kc0=-DAMXK__Q8A_KCQ=0}"
     for vf in "${vars[@]}"; do
         [ -n "$vf" ] || continue
         # shellcheck disable=SC2086 # the flags split on spaces
